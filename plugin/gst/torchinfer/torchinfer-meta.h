@@ -1,0 +1,96 @@
+/* Public metadata of the torchinfer plugin (installed header).
+ *
+ * GstTorchTensorMeta: the model outputs for one video frame, plus what an
+ * application needs to interpret them (model input size, frame->model
+ * transform, timing). Tensor memory is shared with the batch output and kept
+ * alive by a reference the meta holds: no copy per frame.
+ *
+ * Classification results are a GstCustomMeta named
+ * GST_TORCH_CLASSIFICATION_META_NAME whose GstStructure "classification" has
+ * the top-1 result as "label" (string), "label_id" (int), "confidence"
+ * (double), and the whole top-k, best first, as the arrays "labels",
+ * "label_ids", "confidences". Any application (C or Python through GI) reads
+ * it with gst_buffer_get_custom_meta() + gst_custom_meta_get_structure().
+ */
+#ifndef GST_TORCHINFER_META_H
+#define GST_TORCHINFER_META_H
+
+#include <gst/gst.h>
+
+G_BEGIN_DECLS
+
+#define GST_TORCH_MAX_DIMS 8
+
+typedef enum {
+  GST_TORCH_DTYPE_FLOAT32,
+  GST_TORCH_DTYPE_FLOAT64,
+  GST_TORCH_DTYPE_INT32,
+  GST_TORCH_DTYPE_INT64,
+  GST_TORCH_DTYPE_UINT8,
+  GST_TORCH_DTYPE_INT8,
+  GST_TORCH_DTYPE_BOOL,
+} GstTorchDType;
+
+typedef struct {
+  gchar *name;            /* "output", "output0".., or the model's dict key */
+  GstTorchDType dtype;
+  guint n_dims;
+  gint64 dims[GST_TORCH_MAX_DIMS]; /* this frame's slice: dims[0] == 1 */
+  gconstpointer data;     /* row-major, contiguous */
+  gsize size;             /* bytes */
+} GstTorchTensor;
+
+/* model_x = frame_x * scale_x + offset_x (same for y); letterbox padding
+ * appears as the offsets. Map a model point back with (m - offset) / scale. */
+typedef struct {
+  gdouble scale_x, scale_y;
+  gdouble offset_x, offset_y;
+} GstTorchTransform;
+
+typedef struct {
+  GstMeta meta;
+
+  gchar *model;           /* model file path */
+  gchar *model_instance_id;
+  guint input_width, input_height;  /* model input size */
+  guint frame_width, frame_height;  /* frame the tensors were computed from */
+  GstTorchTransform transform;
+  guint64 preprocess_ns;
+  guint64 inference_ns;   /* forward() of the batch this frame was in */
+  guint batch_size;
+  guint batch_index;
+
+  guint n_tensors;
+  GstTorchTensor *tensors;
+
+  /*< private >*/
+  GBytes *owner;          /* keeps the tensors' memory alive */
+} GstTorchTensorMeta;
+
+#define GST_TORCH_TENSOR_META_API_TYPE (gst_torch_tensor_meta_api_get_type ())
+#define GST_TORCH_TENSOR_META_INFO (gst_torch_tensor_meta_get_info ())
+#define GST_TORCH_CLASSIFICATION_META_NAME "GstTorchClassificationMeta"
+
+GType gst_torch_tensor_meta_api_get_type (void);
+const GstMetaInfo *gst_torch_tensor_meta_get_info (void);
+
+/* Adds a meta with n_tensors zeroed tensors; takes a reference on owner.
+ * Fill tensors[i] (name via g_strdup) and the other fields afterwards. */
+GstTorchTensorMeta *gst_buffer_add_torch_tensor_meta (GstBuffer *buffer,
+    guint n_tensors, GBytes *owner);
+
+#define gst_buffer_get_torch_tensor_meta(b) \
+  ((GstTorchTensorMeta *) gst_buffer_get_meta ((b), GST_TORCH_TENSOR_META_API_TYPE))
+
+/* The tensor called name, or NULL. */
+const GstTorchTensor *gst_torch_tensor_meta_get_tensor (GstTorchTensorMeta *meta,
+    const gchar *name);
+
+const gchar *gst_torch_dtype_to_string (GstTorchDType dtype);
+
+/* Registers the classification custom meta; idempotent. */
+void gst_torch_classification_meta_register (void);
+
+G_END_DECLS
+
+#endif

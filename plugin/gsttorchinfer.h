@@ -1,0 +1,15 @@
+#ifndef GST_TORCHINFER_H
+#define GST_TORCHINFER_H
+
+#include <gst/base/gstbasetransform.h>
+
+G_BEGIN_DECLS
+
+#define GST_TYPE_TORCHINFER (gst_torchinfer_get_type())
+G_DECLARE_FINAL_TYPE(GstTorchInfer, gst_torchinfer, GST, TORCHINFER, GstBaseTransform)
+
+GST_ELEMENT_REGISTER_DECLARE(torchinfer);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,296 @@
+/**
+ * SECTION:element-torchmetaconvert
+ *
+ * Writes one JSON object per frame (timestamps, classification, timing and
+ * optionally the raw output tensors) to a file or stdout; video passes
+ * through unchanged.
+ *
+ *   gst-launch-1.0 ... ! torchinfer model=net.pt ! torchmetaconvert location=out.jsonl ! fakesink
+ */
+#include "gsttorchmetaconvert.h"
+
+#include <gst/video/video.h>
+
+#include <cstdio>
+#include <mutex>
+#include <string>
+
+#include "export/frame_record.h"
+#include "gst/torchinfer/torchinfer-meta.h"
+
+GST_DEBUG_CATEGORY_STATIC(gst_torchmetaconvert_debug);
+#define GST_CAT_DEFAULT gst_torchmetaconvert_debug
+
+using namespace torchinfer;
+
+enum { PROP_0, PROP_LOCATION, PROP_INCLUDE_TENSORS, PROP_MAX_TENSOR_ELEMENTS, PROP_LINES };
+
+namespace {
+
+struct Settings {
+  std::string location;
+  bool include_tensors = false;
+  guint max_tensor_elements = 1024;
+};
+
+struct State {
+  std::mutex lock;  // guards settings and lines
+  Settings settings;
+  guint64 lines = 0;
+  // streaming thread only
+  FILE* out = nullptr;
+  bool owns_out = false;
+  guint64 frame_number = 0;
+  std::string stream_id;
+  int width = 0, height = 0;
+};
+
+DType from_gst_dtype(GstTorchDType d) {
+  switch (d) {
+    case GST_TORCH_DTYPE_FLOAT32: return DType::kFloat32;
+    case GST_TORCH_DTYPE_FLOAT64: return DType::kFloat64;
+    case GST_TORCH_DTYPE_INT32: return DType::kInt32;
+    case GST_TORCH_DTYPE_INT64: return DType::kInt64;
+    case GST_TORCH_DTYPE_UINT8: return DType::kUInt8;
+    case GST_TORCH_DTYPE_INT8: return DType::kInt8;
+    case GST_TORCH_DTYPE_BOOL: return DType::kBool;
+  }
+  return DType::kFloat32;
+}
+
+std::optional<std::int64_t> clock_time(GstClockTime t) {
+  if (!GST_CLOCK_TIME_IS_VALID(t)) return std::nullopt;
+  return static_cast<std::int64_t>(t);
+}
+
+void read_classification(GstBuffer* buf, FrameRecord& r) {
+  GstCustomMeta* cm = gst_buffer_get_custom_meta(buf, GST_TORCH_CLASSIFICATION_META_NAME);
+  if (!cm) return;
+  const GstStructure* s = gst_custom_meta_get_structure(cm);
+  const GValue* labels = gst_structure_get_value(s, "labels");
+  const GValue* ids = gst_structure_get_value(s, "label_ids");
+  const GValue* confs = gst_structure_get_value(s, "confidences");
+  if (!labels || !ids || !confs) return;
+  const guint n = gst_value_array_get_size(labels);
+  for (guint i = 0; i < n && i < gst_value_array_get_size(ids) && i < gst_value_array_get_size(confs); ++i) {
+    ClassResult c;
+    const gchar* l = g_value_get_string(gst_value_array_get_value(labels, i));
+    c.label = l ? l : "";
+    c.label_id = g_value_get_int(gst_value_array_get_value(ids, i));
+    c.confidence = g_value_get_double(gst_value_array_get_value(confs, i));
+    r.classification.push_back(std::move(c));
+  }
+}
+
+}  // namespace
+
+struct _GstTorchMetaConvert {
+  GstBaseTransform parent;
+  State* state;
+};
+
+G_DEFINE_TYPE(GstTorchMetaConvert, gst_torchmetaconvert, GST_TYPE_BASE_TRANSFORM);
+GST_ELEMENT_REGISTER_DEFINE(torchmetaconvert, "torchmetaconvert", GST_RANK_NONE, GST_TYPE_TORCHMETACONVERT);
+
+static GstStaticPadTemplate sink_template =
+    GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS("video/x-raw(ANY)"));
+static GstStaticPadTemplate src_template =
+    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS("video/x-raw(ANY)"));
+
+static void gst_torchmetaconvert_set_property(GObject* object, guint prop_id, const GValue* value,
+                                              GParamSpec* pspec) {
+  auto* self = GST_TORCHMETACONVERT(object);
+  std::lock_guard<std::mutex> lock(self->state->lock);
+  Settings& s = self->state->settings;
+  switch (prop_id) {
+    case PROP_LOCATION: {
+      if (self->state->out) {
+        g_warning("torchmetaconvert: 'location' cannot change while the file is open (element running)");
+        return;
+      }
+      const gchar* v = g_value_get_string(value);
+      s.location = v ? v : "";
+      break;
+    }
+    case PROP_INCLUDE_TENSORS: s.include_tensors = g_value_get_boolean(value); break;
+    case PROP_MAX_TENSOR_ELEMENTS: s.max_tensor_elements = g_value_get_uint(value); break;
+    default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+  }
+}
+
+static void gst_torchmetaconvert_get_property(GObject* object, guint prop_id, GValue* value, GParamSpec* pspec) {
+  auto* self = GST_TORCHMETACONVERT(object);
+  std::lock_guard<std::mutex> lock(self->state->lock);
+  const Settings& s = self->state->settings;
+  switch (prop_id) {
+    case PROP_LOCATION: g_value_set_string(value, s.location.empty() ? nullptr : s.location.c_str()); break;
+    case PROP_INCLUDE_TENSORS: g_value_set_boolean(value, s.include_tensors); break;
+    case PROP_MAX_TENSOR_ELEMENTS: g_value_set_uint(value, s.max_tensor_elements); break;
+    case PROP_LINES: g_value_set_uint64(value, self->state->lines); break;
+    default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+  }
+}
+
+static gboolean gst_torchmetaconvert_start(GstBaseTransform* trans) {
+  auto* self = GST_TORCHMETACONVERT(trans);
+  State& st = *self->state;
+  std::string location;
+  {
+    std::lock_guard<std::mutex> lock(st.lock);
+    location = st.settings.location;
+    st.lines = 0;
+  }
+  st.frame_number = 0;
+  if (location.empty() || location == "-") {
+    st.out = stdout;
+    st.owns_out = false;
+    return TRUE;
+  }
+  FILE* f = std::fopen(location.c_str(), "w");
+  if (!f) {
+    GST_ELEMENT_ERROR(self, RESOURCE, OPEN_WRITE, ("Could not open '%s' for writing.", location.c_str()),
+                      GST_ERROR_SYSTEM);
+    return FALSE;
+  }
+  std::lock_guard<std::mutex> lock(st.lock);
+  st.out = f;
+  st.owns_out = true;
+  return TRUE;
+}
+
+static gboolean gst_torchmetaconvert_stop(GstBaseTransform* trans) {
+  auto* self = GST_TORCHMETACONVERT(trans);
+  State& st = *self->state;
+  std::lock_guard<std::mutex> lock(st.lock);
+  if (st.out) {
+    if (st.owns_out) std::fclose(st.out);
+    else std::fflush(st.out);
+  }
+  st.out = nullptr;
+  return TRUE;
+}
+
+static gboolean gst_torchmetaconvert_set_caps(GstBaseTransform* trans, GstCaps* incaps, GstCaps*) {
+  auto* self = GST_TORCHMETACONVERT(trans);
+  const GstStructure* s = gst_caps_get_structure(incaps, 0);
+  gst_structure_get_int(s, "width", &self->state->width);
+  gst_structure_get_int(s, "height", &self->state->height);
+  return TRUE;
+}
+
+static gboolean gst_torchmetaconvert_sink_event(GstBaseTransform* trans, GstEvent* event) {
+  auto* self = GST_TORCHMETACONVERT(trans);
+  if (GST_EVENT_TYPE(event) == GST_EVENT_STREAM_START) {
+    const gchar* id = nullptr;
+    gst_event_parse_stream_start(event, &id);
+    self->state->stream_id = id ? id : "";
+  }
+  return GST_BASE_TRANSFORM_CLASS(gst_torchmetaconvert_parent_class)->sink_event(trans, event);
+}
+
+static GstFlowReturn gst_torchmetaconvert_transform_ip(GstBaseTransform* trans, GstBuffer* buf) {
+  auto* self = GST_TORCHMETACONVERT(trans);
+  State& st = *self->state;
+  Settings s;
+  {
+    std::lock_guard<std::mutex> lock(st.lock);
+    s = st.settings;
+  }
+  try {
+    FrameRecord r;
+    r.frame_number = st.frame_number++;
+    r.pts_ns = clock_time(GST_BUFFER_PTS(buf));
+    r.dts_ns = clock_time(GST_BUFFER_DTS(buf));
+    r.duration_ns = clock_time(GST_BUFFER_DURATION(buf));
+    r.stream_id = st.stream_id;
+    r.width = st.width;
+    r.height = st.height;
+    if (GstTorchTensorMeta* m = gst_buffer_get_torch_tensor_meta(buf)) {
+      r.has_inference = true;
+      r.model = m->model ? m->model : "";
+      r.input_width = static_cast<int>(m->input_width);
+      r.input_height = static_cast<int>(m->input_height);
+      r.inference_ms = m->inference_ns / 1e6;
+      r.preprocess_ms = m->preprocess_ns / 1e6;
+      if (s.include_tensors) {
+        for (guint i = 0; i < m->n_tensors; ++i) {
+          const GstTorchTensor& t = m->tensors[i];
+          TensorView v;
+          v.name = t.name ? t.name : "";
+          v.dtype = from_gst_dtype(t.dtype);
+          v.dims.assign(t.dims, t.dims + t.n_dims);
+          v.data = t.data;
+          v.bytes = t.size;
+          r.tensors.push_back(std::move(v));
+        }
+      }
+      read_classification(buf, r);
+    }
+    const std::string line = to_json_line(r, s.include_tensors, s.max_tensor_elements) + "\n";
+    if (std::fwrite(line.data(), 1, line.size(), st.out) != line.size() || std::fflush(st.out) != 0) {
+      GST_ELEMENT_ERROR(self, RESOURCE, WRITE, ("Could not write results to '%s'.", s.location.c_str()),
+                        GST_ERROR_SYSTEM);
+      return GST_FLOW_ERROR;
+    }
+    std::lock_guard<std::mutex> lock(st.lock);
+    st.lines++;
+  } catch (const std::exception& e) {
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Could not convert results to JSON: %s", e.what()), (nullptr));
+    return GST_FLOW_ERROR;
+  }
+  return GST_FLOW_OK;
+}
+
+static void gst_torchmetaconvert_finalize(GObject* object) {
+  auto* self = GST_TORCHMETACONVERT(object);
+  delete self->state;
+  G_OBJECT_CLASS(gst_torchmetaconvert_parent_class)->finalize(object);
+}
+
+static void gst_torchmetaconvert_class_init(GstTorchMetaConvertClass* klass) {
+  auto* gobject_class = G_OBJECT_CLASS(klass);
+  auto* element_class = GST_ELEMENT_CLASS(klass);
+  auto* trans_class = GST_BASE_TRANSFORM_CLASS(klass);
+  const auto rw = static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
+
+  gobject_class->set_property = gst_torchmetaconvert_set_property;
+  gobject_class->get_property = gst_torchmetaconvert_get_property;
+  gobject_class->finalize = gst_torchmetaconvert_finalize;
+  g_object_class_install_property(
+      gobject_class, PROP_LOCATION,
+      g_param_spec_string("location", "Location",
+                          "File to write JSON lines to (one object per frame); unset or \"-\" writes to stdout",
+                          nullptr, static_cast<GParamFlags>(rw | GST_PARAM_MUTABLE_READY)));
+  g_object_class_install_property(
+      gobject_class, PROP_INCLUDE_TENSORS,
+      g_param_spec_boolean("include-tensors", "Include tensors", "Also write the raw output tensor values", FALSE, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_MAX_TENSOR_ELEMENTS,
+      g_param_spec_uint("max-tensor-elements", "Max tensor elements",
+                        "Values written per tensor with include-tensors; longer tensors are cut and marked "
+                        "\"truncated\"",
+                        0, G_MAXUINT, 1024, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_LINES,
+      g_param_spec_uint64("lines", "Lines", "JSON lines written since start", 0, G_MAXUINT64, 0,
+                          static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
+
+  gst_element_class_add_static_pad_template(element_class, &sink_template);
+  gst_element_class_add_static_pad_template(element_class, &src_template);
+  gst_element_class_set_static_metadata(element_class, "Torch results to JSON", "Filter/Analyzer/Video",
+                                        "Writes torchinfer results as one JSON object per frame", "torchinfer developers");
+
+  trans_class->start = GST_DEBUG_FUNCPTR(gst_torchmetaconvert_start);
+  trans_class->stop = GST_DEBUG_FUNCPTR(gst_torchmetaconvert_stop);
+  trans_class->set_caps = GST_DEBUG_FUNCPTR(gst_torchmetaconvert_set_caps);
+  trans_class->sink_event = GST_DEBUG_FUNCPTR(gst_torchmetaconvert_sink_event);
+  trans_class->transform_ip = GST_DEBUG_FUNCPTR(gst_torchmetaconvert_transform_ip);
+  trans_class->transform_ip_on_passthrough = TRUE;
+
+  GST_DEBUG_CATEGORY_INIT(gst_torchmetaconvert_debug, "torchmetaconvert", 0, "torchinfer results to JSON");
+}
+
+static void gst_torchmetaconvert_init(GstTorchMetaConvert* self) {
+  self->state = new State();
+  gst_base_transform_set_passthrough(GST_BASE_TRANSFORM(self), TRUE);
+}

@@ -1,0 +1,77 @@
+// Properties of the torchinfer element: GObject registration, validation and
+// conversion to core config overrides. Kept apart from the streaming code.
+#pragma once
+
+#include <gst/gst.h>
+
+#include <mutex>
+#include <string>
+
+#include "common/model_config.h"
+#include "preprocess/preprocess.h"
+
+namespace torchinfer::gst {
+
+enum Prop {
+  PROP_0,
+  PROP_MODEL,
+  PROP_MODEL_CONFIG,
+  PROP_LABELS,
+  PROP_INPUT_WIDTH,
+  PROP_INPUT_HEIGHT,
+  PROP_CHANNEL_ORDER,
+  PROP_MEAN,
+  PROP_STD,
+  PROP_SCALE,
+  PROP_OFFSET,
+  PROP_TASK,
+  PROP_OUTPUT_ACTIVATION,
+  PROP_TOP_K,
+  PROP_KEEP_ASPECT_RATIO,
+  PROP_PAD_VALUE,
+  PROP_RESIZE_METHOD,
+  PROP_WARMUP,
+  PROP_OPTIMIZE,
+  PROP_MODEL_INSTANCE_ID,
+  PROP_FRAMES,
+  PROP_LOAD_TIME,
+  PROP_LAST_INFERENCE_TIME,
+};
+
+// Enum values 0 mean "take it from the sidecar".
+enum ChannelOrderProp { ORDER_AUTO, ORDER_RGB, ORDER_BGR, ORDER_GRAY };
+enum TaskProp { TASK_AUTO, TASK_CLASSIFICATION, TASK_DETECTION, TASK_RAW };
+enum ActivationProp { ACT_AUTO, ACT_SOFTMAX, ACT_SIGMOID, ACT_NONE };
+
+struct Settings {
+  std::string model, model_config, labels, model_instance_id;
+  int input_width = 0, input_height = 0, top_k = 0;
+  ChannelOrderProp channel_order = ORDER_AUTO;
+  std::string mean, std, offset;  // as the user wrote them; "" = unset
+  double scale = 0.0;             // 0 = unset
+  TaskProp task = TASK_AUTO;
+  ActivationProp activation = ACT_AUTO;
+  bool keep_aspect_ratio = false;
+  int pad_value = 114;
+  ResizeMethod resize_method = ResizeMethod::kArea;
+  int warmup = 3;
+  bool optimize = true;
+
+  ConfigOverrides overrides() const;
+};
+
+// Read-only figures published as properties.
+struct Stats {
+  guint64 frames = 0;
+  double load_ms = 0;
+  double last_inference_ms = 0;
+};
+
+void install_properties(GObjectClass* klass);
+
+// Returns false (after a g_warning naming the property) for a rejected value;
+// the previous value is kept.
+bool set_property(Settings& s, guint prop_id, const GValue* value, GParamSpec* pspec, bool running);
+void get_property(const Settings& s, const Stats& stats, guint prop_id, GValue* value, GParamSpec* pspec);
+
+}  // namespace torchinfer::gst

@@ -1,0 +1,30 @@
+// Float buffer whose start is 64-byte aligned: one cache line, and the widest
+// (AVX-512) vector load, so oneDNN reorders and our writers never split lines.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+namespace torchinfer {
+
+constexpr std::size_t kBufferAlignment = 64;
+
+class AlignedBuffer {
+ public:
+  AlignedBuffer() = default;
+  explicit AlignedBuffer(std::size_t n_floats);
+
+  float* data() noexcept { return data_.get(); }
+  const float* data() const noexcept { return data_.get(); }
+  std::size_t size() const noexcept { return size_; }
+  bool empty() const noexcept { return size_ == 0; }
+
+ private:
+  struct Free {
+    void operator()(float* p) const noexcept;
+  };
+  std::unique_ptr<float, Free> data_;
+  std::size_t size_ = 0;
+};
+
+}  // namespace torchinfer

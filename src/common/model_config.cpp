@@ -1,0 +1,308 @@
+#include "common/model_config.h"
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <sys/stat.h>
+
+#include "common/error.h"
+
+namespace torchinfer {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kMaxInputSide = 8192;
+
+[[noreturn]] void fail(const std::string& origin, const std::string& field, const std::string& what) {
+  throw Error(ErrorKind::kConfigInvalid, origin + ": field '" + field + "': " + what);
+}
+
+bool file_exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string dir_of(const std::string& path) {
+  auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
+}
+
+int get_side(const json& j, const std::string& key, const std::string& origin) {
+  const json& v = j.at(key);
+  if (!v.is_number_integer() || v.get<long long>() < 1 || v.get<long long>() > kMaxInputSide)
+    fail(origin, key, "expected an integer between 1 and " + std::to_string(kMaxInputSide));
+  return v.get<int>();
+}
+
+std::vector<float> get_floats(const json& j, const std::string& key, const std::string& origin) {
+  const json& v = j.at(key);
+  std::vector<float> out;
+  if (v.is_number()) {
+    out.push_back(v.get<float>());
+  } else if (v.is_array() && !v.empty() && v.size() <= 3) {
+    for (const auto& e : v) {
+      if (!e.is_number()) fail(origin, key, "expected numbers, found " + e.dump());
+      out.push_back(e.get<float>());
+    }
+  } else {
+    fail(origin, key, "expected a number or an array of 1 or 3 numbers");
+  }
+  return out;
+}
+
+template <typename E>
+E get_enum(const json& j, const std::string& key, const std::string& origin,
+           std::initializer_list<std::pair<const char*, E>> choices) {
+  const json& v = j.at(key);
+  std::string allowed;
+  for (const auto& c : choices) {
+    if (v.is_string() && v.get<std::string>() == c.first) return c.second;
+    allowed += allowed.empty() ? c.first : std::string(", ") + c.first;
+  }
+  fail(origin, key, "expected one of " + allowed + ", found " + v.dump());
+}
+
+std::vector<float> broadcast(const std::vector<float>& v, int channels, const char* what) {
+  if (v.size() == 1) return std::vector<float>(channels, v[0]);
+  if (static_cast<int>(v.size()) != channels)
+    throw Error(ErrorKind::kConfigInvalid, std::string(what) + " has " + std::to_string(v.size()) +
+                                               " values but the model input has " +
+                                               std::to_string(channels) + " channel(s)");
+  return v;
+}
+
+}  // namespace
+
+const char* to_string(ChannelOrder v) {
+  switch (v) {
+    case ChannelOrder::kRGB: return "rgb";
+    case ChannelOrder::kBGR: return "bgr";
+    case ChannelOrder::kGray: return "gray";
+  }
+  return "?";
+}
+
+const char* to_string(Task v) {
+  switch (v) {
+    case Task::kClassification: return "classification";
+    case Task::kDetection: return "detection";
+    case Task::kRaw: return "raw";
+  }
+  return "?";
+}
+
+const char* to_string(Activation v) {
+  switch (v) {
+    case Activation::kSoftmax: return "softmax";
+    case Activation::kSigmoid: return "sigmoid";
+    case Activation::kNone: return "none";
+  }
+  return "?";
+}
+
+ModelConfig::ModelConfig() { set_mean_std({0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f}); }
+
+void ModelConfig::set_mean_std(const std::vector<float>& mean, const std::vector<float>& std) {
+  const int c = channels();
+  auto m = broadcast(mean, c, "mean");
+  auto s = broadcast(std, c, "std");
+  for (int i = 0; i < c; ++i) {
+    if (!(s[i] > 0.f) || !std::isfinite(s[i]) || !std::isfinite(m[i]))
+      throw Error(ErrorKind::kConfigInvalid, "std must be positive and mean finite");
+    alpha[i] = 1.f / (255.f * s[i]);
+    beta[i] = -m[i] / s[i];
+  }
+}
+
+void ModelConfig::set_scale_offset(float scale, const std::vector<float>& offset) {
+  const int c = channels();
+  auto o = broadcast(offset, c, "offset");
+  if (!std::isfinite(scale) || scale == 0.f)
+    throw Error(ErrorKind::kConfigInvalid, "scale must be a finite non-zero number");
+  for (int i = 0; i < c; ++i) {
+    alpha[i] = scale;
+    beta[i] = o[i];
+  }
+}
+
+std::vector<float> parse_float_list(const std::string& text) {
+  std::vector<float> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    std::size_t used = 0;
+    float v = 0;
+    try {
+      v = std::stof(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    while (used < item.size() && std::isspace(static_cast<unsigned char>(item[used]))) ++used;
+    if (used == 0 || used != item.size() || !std::isfinite(v))
+      throw Error(ErrorKind::kConfigInvalid, "'" + text + "' is not a comma-separated list of numbers");
+    out.push_back(v);
+  }
+  if (out.size() != 1 && out.size() != 3)
+    throw Error(ErrorKind::kConfigInvalid, "'" + text + "' must hold 1 or 3 numbers");
+  return out;
+}
+
+std::vector<std::string> read_labels_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(ErrorKind::kNotFound, "labels file '" + path + "' cannot be read");
+  std::vector<std::string> labels;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    labels.push_back(line);
+  }
+  while (!labels.empty() && labels.back().empty()) labels.pop_back();
+  if (labels.empty()) throw Error(ErrorKind::kConfigInvalid, "labels file '" + path + "' is empty");
+  return labels;
+}
+
+ModelConfig parse_model_config_text(const std::string& text, const std::string& origin) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw Error(ErrorKind::kConfigInvalid, origin + ": not valid JSON (" + e.what() + ")");
+  }
+  if (!j.is_object()) throw Error(ErrorKind::kConfigInvalid, origin + ": expected a JSON object");
+
+  static const std::set<std::string> known = {
+      "input_width", "input_height", "channel_order", "mean", "std", "scale", "offset", "task",
+      "labels", "top_k", "output_activation", "name", "description"};
+  for (const auto& item : j.items()) {
+    // Keys starting with '_' are comments; anything else unknown is most
+    // likely a typo that would otherwise be silently ignored on the line.
+    if (!known.count(item.key()) && item.key().rfind('_', 0) != 0)
+      fail(origin, item.key(), "unknown field");
+  }
+
+  ModelConfig cfg;
+  cfg.source = origin;
+  if (j.contains("input_width")) cfg.input_width = get_side(j, "input_width", origin);
+  if (j.contains("input_height")) cfg.input_height = get_side(j, "input_height", origin);
+  if (j.contains("channel_order"))
+    cfg.channel_order = get_enum<ChannelOrder>(
+        j, "channel_order", origin,
+        {{"rgb", ChannelOrder::kRGB}, {"bgr", ChannelOrder::kBGR}, {"gray", ChannelOrder::kGray}});
+  if (j.contains("task"))
+    cfg.task = get_enum<Task>(j, "task", origin,
+                              {{"classification", Task::kClassification},
+                               {"detection", Task::kDetection},
+                               {"raw", Task::kRaw}});
+  if (j.contains("output_activation"))
+    cfg.output_activation = get_enum<Activation>(
+        j, "output_activation", origin,
+        {{"softmax", Activation::kSoftmax}, {"sigmoid", Activation::kSigmoid}, {"none", Activation::kNone}});
+  if (j.contains("top_k")) {
+    const json& v = j.at("top_k");
+    if (!v.is_number_integer() || v.get<long long>() < 1 || v.get<long long>() > 1000)
+      fail(origin, "top_k", "expected an integer between 1 and 1000");
+    cfg.top_k = v.get<int>();
+  }
+
+  const bool has_mean_std = j.contains("mean") || j.contains("std");
+  const bool has_scale = j.contains("scale") || j.contains("offset");
+  if (has_mean_std && has_scale)
+    fail(origin, j.contains("scale") ? "scale" : "offset", "give either mean/std or scale/offset, not both");
+  const std::string norm_field = has_scale ? (j.contains("scale") ? "scale" : "offset")
+                                           : (j.contains("std") ? "std" : "mean");
+  try {
+    if (has_mean_std) {
+      std::vector<float> mean = j.contains("mean") ? get_floats(j, "mean", origin) : std::vector<float>{0.f};
+      std::vector<float> std = j.contains("std") ? get_floats(j, "std", origin) : std::vector<float>{1.f};
+      cfg.set_mean_std(mean, std);
+    } else if (has_scale) {
+      if (j.contains("scale") && !j.at("scale").is_number()) fail(origin, "scale", "expected a number");
+      float scale = j.contains("scale") ? j.at("scale").get<float>() : 1.f / 255.f;
+      std::vector<float> offset = j.contains("offset") ? get_floats(j, "offset", origin) : std::vector<float>{0.f};
+      cfg.set_scale_offset(scale, offset);
+    } else if (cfg.channel_order == ChannelOrder::kGray) {
+      cfg.set_mean_std({0.5f}, {0.5f});
+    }
+  } catch (const Error& e) {
+    if (std::string(e.what()).rfind(origin, 0) == 0) throw;
+    fail(origin, norm_field, e.what());
+  }
+
+  if (j.contains("labels")) {
+    const json& v = j.at("labels");
+    if (v.is_string()) {
+      std::string path = v.get<std::string>();
+      if (!path.empty() && path[0] != '/') path = dir_of(origin) + "/" + path;
+      try {
+        cfg.labels = read_labels_file(path);
+      } catch (const Error& e) {
+        fail(origin, "labels", e.what());
+      }
+    } else if (v.is_array()) {
+      for (const auto& e : v) {
+        if (!e.is_string()) fail(origin, "labels", "expected strings, found " + e.dump());
+        cfg.labels.push_back(e.get<std::string>());
+      }
+    } else {
+      fail(origin, "labels", "expected an array of strings or a labels file name");
+    }
+  }
+  return cfg;
+}
+
+ModelConfig parse_model_config(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(ErrorKind::kNotFound, "model config '" + path + "' cannot be read");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_model_config_text(ss.str(), path);
+}
+
+std::string default_sidecar_path(const std::string& model_path) {
+  auto slash = model_path.find_last_of('/');
+  auto dot = model_path.find_last_of('.');
+  std::vector<std::string> candidates;
+  if (dot != std::string::npos && (slash == std::string::npos || dot > slash))
+    candidates.push_back(model_path.substr(0, dot) + ".json");
+  candidates.push_back(model_path + ".json");
+  for (const auto& c : candidates)
+    if (file_exists(c)) return c;
+  return {};
+}
+
+ModelConfig resolve_model_config(const std::string& model_path, const std::string& sidecar_path,
+                                 const ConfigOverrides& o) {
+  ModelConfig cfg;
+  if (!sidecar_path.empty()) {
+    cfg = parse_model_config(sidecar_path);
+  } else if (auto found = default_sidecar_path(model_path); !found.empty()) {
+    cfg = parse_model_config(found);
+  }
+  const bool order_changes = o.channel_order && *o.channel_order != cfg.channel_order;
+  if (o.input_width) cfg.input_width = *o.input_width;
+  if (o.input_height) cfg.input_height = *o.input_height;
+  if (o.top_k) cfg.top_k = *o.top_k;
+  if (o.task) cfg.task = *o.task;
+  if (o.output_activation) cfg.output_activation = *o.output_activation;
+  if (o.channel_order) cfg.channel_order = *o.channel_order;
+  if (o.mean || o.std) {
+    cfg.set_mean_std(o.mean.value_or(std::vector<float>{0.f}), o.std.value_or(std::vector<float>{1.f}));
+  } else if (o.scale || o.offset) {
+    cfg.set_scale_offset(o.scale.value_or(1.f / 255.f), o.offset.value_or(std::vector<float>{0.f}));
+  } else if (order_changes) {
+    // Switching between 1 and 3 channels leaves per-channel values undefined
+    // for the new channels; repeat channel 0, which is what a user expects
+    // from a scalar normalisation.
+    for (int c = 1; c < 3; ++c) {
+      cfg.alpha[c] = cfg.alpha[0];
+      cfg.beta[c] = cfg.beta[0];
+    }
+  }
+  if (o.labels_file) cfg.labels = read_labels_file(*o.labels_file);
+  return cfg;
+}
+
+}  // namespace torchinfer

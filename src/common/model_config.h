@@ -1,0 +1,68 @@
+// What the model expects as input and what its output means, merged from
+// defaults (torchvision conventions), the JSON sidecar and element properties.
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace torchinfer {
+
+enum class ChannelOrder { kRGB, kBGR, kGray };
+enum class Task { kClassification, kDetection, kRaw };
+enum class Activation { kSoftmax, kSigmoid, kNone };
+
+const char* to_string(ChannelOrder v);
+const char* to_string(Task v);
+const char* to_string(Activation v);
+
+struct ModelConfig {
+  int input_width = 224;
+  int input_height = 224;
+  ChannelOrder channel_order = ChannelOrder::kRGB;
+  // value = pixel(0..255) * alpha[c] + beta[c]; mean/std and scale/offset
+  // both reduce to this, so the preprocessor has one fused multiply-add.
+  std::array<float, 3> alpha{};
+  std::array<float, 3> beta{};
+  Task task = Task::kClassification;
+  Activation output_activation = Activation::kSoftmax;
+  int top_k = 5;
+  std::vector<std::string> labels;
+  std::string source;  // sidecar path it came from, empty for defaults
+
+  ModelConfig();
+  int channels() const { return channel_order == ChannelOrder::kGray ? 1 : 3; }
+  void set_mean_std(const std::vector<float>& mean, const std::vector<float>& std);
+  void set_scale_offset(float scale, const std::vector<float>& offset);
+};
+
+// Values given as element properties; each one set wins over the sidecar.
+struct ConfigOverrides {
+  std::optional<int> input_width, input_height, top_k;
+  std::optional<ChannelOrder> channel_order;
+  std::optional<std::vector<float>> mean, std, offset;
+  std::optional<float> scale;
+  std::optional<Task> task;
+  std::optional<Activation> output_activation;
+  std::optional<std::string> labels_file;
+};
+
+// Parses a sidecar file. Errors name the file and the offending field.
+ModelConfig parse_model_config(const std::string& sidecar_path);
+ModelConfig parse_model_config_text(const std::string& json_text, const std::string& origin);
+
+// Default sidecar for a model: "dir/net.pt" -> "dir/net.json"; empty if none exists.
+std::string default_sidecar_path(const std::string& model_path);
+
+// Full resolution used by the element: explicit sidecar (must exist), else the
+// default one beside the model if present, else defaults; then overrides.
+ModelConfig resolve_model_config(const std::string& model_path, const std::string& sidecar_path,
+                                 const ConfigOverrides& overrides);
+
+std::vector<std::string> read_labels_file(const std::string& path);
+
+// "0.485, 0.456,0.406" -> {0.485, 0.456, 0.406}; throws kConfigInvalid.
+std::vector<float> parse_float_list(const std::string& text);
+
+}  // namespace torchinfer

@@ -1,0 +1,26 @@
+// Top-k decoding of a classification output (logits or probabilities).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/model_config.h"
+#include "engine/tensor.h"
+
+namespace torchinfer {
+
+struct ClassResult {
+  int label_id = -1;
+  std::string label;
+  double confidence = 0;
+};
+
+// True if the tensor holds one score vector per frame: [C], [1,C], [1,1,C]...
+bool looks_like_class_scores(const TensorView& t);
+
+// Highest-first top-k after the activation; NaN scores rank last. Labels past
+// the end of the list are named by their id so results stay readable.
+std::vector<ClassResult> decode_top_k(const TensorView& scores, int k, Activation activation,
+                                      const std::vector<std::string>& labels);
+
+}  // namespace torchinfer

@@ -1,0 +1,34 @@
+// Everything torchmetaconvert writes about one frame, free of GStreamer types,
+// and its serialisation as one line of JSON (the analytics contract).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "decode/classification.h"
+#include "engine/tensor.h"
+
+namespace torchinfer {
+
+struct FrameRecord {
+  std::uint64_t frame_number = 0;
+  std::optional<std::int64_t> pts_ns, dts_ns, duration_ns;  // absent = GST_CLOCK_TIME_NONE
+  std::string stream_id;
+  int width = 0, height = 0;
+
+  bool has_inference = false;  // false: no tensor meta on this buffer
+  std::string model;
+  int input_width = 0, input_height = 0;
+  double inference_ms = 0;
+  double preprocess_ms = 0;
+  std::vector<ClassResult> classification;
+  std::vector<TensorView> tensors;  // written only when asked for
+};
+
+// One JSON object, no trailing newline. Tensors longer than
+// max_tensor_elements are cut and marked "truncated": true.
+std::string to_json_line(const FrameRecord& r, bool include_tensors, std::size_t max_tensor_elements);
+
+}  // namespace torchinfer

@@ -1,0 +1,74 @@
+#include "element_helpers.h"
+
+#include <gtest/gtest.h>
+
+#include "test_paths.h"
+
+namespace torchinfer::test {
+
+StartResult try_start(GstElement* element) {
+  StartResult r;
+  GstBus* bus = gst_bus_new();
+  gst_element_set_bus(element, bus);
+  r.ret = gst_element_set_state(element, GST_STATE_PAUSED);
+  if (r.ret == GST_STATE_CHANGE_ASYNC) r.ret = gst_element_get_state(element, nullptr, nullptr, 5 * GST_SECOND);
+  while (GstMessage* msg = gst_bus_pop(bus)) {
+    if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR && !r.error.set) {
+      GError* err = nullptr;
+      gchar* dbg = nullptr;
+      gst_message_parse_error(msg, &err, &dbg);
+      r.error = {true, err->domain, err->code, err->message, dbg ? dbg : ""};
+      g_error_free(err);
+      g_free(dbg);
+    } else if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_WARNING) {
+      GError* err = nullptr;
+      gst_message_parse_warning(msg, &err, nullptr);
+      r.warnings.push_back(err->message);
+      g_error_free(err);
+    }
+    gst_message_unref(msg);
+  }
+  gst_element_set_state(element, GST_STATE_NULL);
+  gst_element_set_bus(element, nullptr);
+  gst_object_unref(bus);
+  return r;
+}
+
+WarningCatcher::WarningCatcher(const char* domain) : domain_(domain ? domain : "") {
+  id_ = g_log_set_handler(domain, static_cast<GLogLevelFlags>(G_LOG_LEVEL_WARNING | G_LOG_LEVEL_CRITICAL),
+                          &WarningCatcher::handler, this);
+}
+
+WarningCatcher::~WarningCatcher() { g_log_remove_handler(domain_.empty() ? nullptr : domain_.c_str(), id_); }
+
+void WarningCatcher::handler(const gchar*, GLogLevelFlags, const gchar* message, gpointer self) {
+  static_cast<WarningCatcher*>(self)->messages_.push_back(message);
+}
+
+GstHarness* torchinfer_harness(const std::string& props, const std::string& caps) {
+  const std::string line = "torchinfer " + props;
+  GError* err = nullptr;
+  GstElement* e = gst_parse_launch(line.c_str(), &err);
+  if (!e) {
+    ADD_FAILURE() << "cannot create " << line << ": " << (err ? err->message : "");
+    g_clear_error(&err);
+    return nullptr;
+  }
+  GstHarness* h = gst_harness_new_with_element(e, "sink", "src");
+  gst_object_unref(e);
+  gst_harness_set_src_caps_str(h, caps.c_str());
+  return h;
+}
+
+GstBuffer* make_video_buffer(const GstVideoInfo& info, unsigned seed) {
+  GstBuffer* buf = gst_buffer_new_allocate(nullptr, GST_VIDEO_INFO_SIZE(&info), nullptr);
+  GstMapInfo map;
+  gst_buffer_map(buf, &map, GST_MAP_WRITE);
+  for (gsize i = 0; i < map.size; ++i) map.data[i] = static_cast<guint8>((i * 7 + seed * 31 + (i / 97) * 13) & 0xFF);
+  gst_buffer_unmap(buf, &map);
+  return buf;
+}
+
+std::string model(const std::string& name) { return model_path(name); }
+
+}  // namespace torchinfer::test

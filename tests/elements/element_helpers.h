@@ -1,0 +1,53 @@
+// Shared helpers for the element tests: start an element outside a harness
+// to observe failures, collect bus messages and GLib warnings.
+#pragma once
+
+#include <gst/check/gstharness.h>
+#include <gst/gst.h>
+#include <gst/video/video.h>
+
+#include <string>
+#include <vector>
+
+namespace torchinfer::test {
+
+struct BusError {
+  bool set = false;
+  GQuark domain = 0;
+  int code = 0;
+  std::string message, debug;
+};
+
+struct StartResult {
+  GstStateChangeReturn ret = GST_STATE_CHANGE_FAILURE;
+  BusError error;
+  std::vector<std::string> warnings;  // GST_MESSAGE_WARNING texts
+};
+
+// Sets `element` (not in a pipeline) to PAUSED with a private bus, returns
+// the state change result and the first error posted; leaves it in NULL.
+StartResult try_start(GstElement* element);
+
+// Captures g_warning() output of the given log domain while alive.
+class WarningCatcher {
+ public:
+  explicit WarningCatcher(const char* domain = nullptr);
+  ~WarningCatcher();
+  const std::vector<std::string>& messages() const { return messages_; }
+
+ private:
+  static void handler(const gchar*, GLogLevelFlags, const gchar* message, gpointer self);
+  std::string domain_;
+  guint id_ = 0;
+  std::vector<std::string> messages_;
+};
+
+// A harness around torchinfer with the given properties (set before start).
+GstHarness* torchinfer_harness(const std::string& props, const std::string& caps);
+
+// A buffer of the given caps' size filled by a per-frame pattern.
+GstBuffer* make_video_buffer(const GstVideoInfo& info, unsigned seed);
+
+std::string model(const std::string& name);
+
+}  // namespace torchinfer::test

@@ -1,0 +1,181 @@
+// torchmetaconvert: one JSON line per frame, in order, with the results of
+// the torchinfer meta; video untouched.
+#include <gst/check/gstharness.h>
+#include <gst/gst.h>
+#include <gst/video/video.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "element_helpers.h"
+#include "gst/torchinfer/torchinfer-meta.h"
+
+using namespace torchinfer::test;
+using nlohmann::json;
+
+namespace {
+
+const char* kCaps = "video/x-raw,format=YUY2,width=160,height=120,framerate=30/1";
+
+std::vector<json> read_lines(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<json> out;
+  std::string line;
+  while (std::getline(in, line)) out.push_back(json::parse(line));
+  return out;
+}
+
+GstVideoInfo caps_info() {
+  GstCaps* caps = gst_caps_from_string(kCaps);
+  GstVideoInfo info;
+  gst_video_info_from_caps(&info, caps);
+  gst_caps_unref(caps);
+  return info;
+}
+
+GstHarness* chain(const std::string& location, const std::string& extra) {
+  const std::string line = "torchinfer model=" + model("tiny_classifier.pt") + " ! torchmetaconvert location=" +
+                           location + " " + extra;
+  GstHarness* h = gst_harness_new_parse(line.c_str());
+  gst_harness_set_src_caps_str(h, kCaps);
+  return h;
+}
+
+}  // namespace
+
+TEST(TorchMetaConvert, OneLinePerFrameInOrder) {
+  const std::string path = testing::TempDir() + "mc_lines.jsonl";
+  GstHarness* h = chain(path, "");
+  const GstVideoInfo info = caps_info();
+  std::vector<std::vector<float>> scores;
+  for (int i = 0; i < 12; ++i) {
+    GstBuffer* in = make_video_buffer(info, i);
+    GST_BUFFER_PTS(in) = i * GST_SECOND / 30;
+    GST_BUFFER_DURATION(in) = GST_SECOND / 30;
+    GstBuffer* out = gst_harness_push_and_pull(h, in);
+    ASSERT_NE(out, nullptr);
+    GstTorchTensorMeta* m = gst_buffer_get_torch_tensor_meta(out);
+    ASSERT_NE(m, nullptr);
+    const float* v = static_cast<const float*>(m->tensors[0].data);
+    scores.emplace_back(v, v + 5);
+    gst_buffer_unref(out);
+  }
+  gst_harness_teardown(h);  // closes the file
+  const auto lines = read_lines(path);
+  ASSERT_EQ(lines.size(), 12u);
+  for (int i = 0; i < 12; ++i) {
+    const json& j = lines[i];
+    EXPECT_EQ(j["frame"], i);
+    EXPECT_EQ(j["pts"].get<std::int64_t>(), static_cast<std::int64_t>(i * GST_SECOND / 30));
+    EXPECT_EQ(j["duration"].get<std::int64_t>(), static_cast<std::int64_t>(GST_SECOND / 30));
+    EXPECT_TRUE(j["dts"].is_null());
+    EXPECT_EQ(j["width"], 160);
+    EXPECT_EQ(j["height"], 120);
+    EXPECT_EQ(j["input"]["width"], 48);
+    EXPECT_EQ(j["model"], model("tiny_classifier.pt"));
+    ASSERT_EQ(j["classification"].size(), 3u);
+    int best = 0;
+    for (int c = 1; c < 5; ++c)
+      if (scores[i][c] > scores[i][best]) best = c;
+    EXPECT_EQ(j["classification"][0]["label_id"], best);
+    EXPECT_FALSE(j.contains("tensors"));
+    EXPECT_GT(j["latency"]["inference_ms"].get<double>(), 0.0);
+  }
+}
+
+TEST(TorchMetaConvert, IncludesTensorValuesOnRequest) {
+  const std::string path = testing::TempDir() + "mc_tensors.jsonl";
+  GstHarness* h = chain(path, "include-tensors=true max-tensor-elements=4");
+  GstBuffer* out = gst_harness_push_and_pull(h, make_video_buffer(caps_info(), 1));
+  GstTorchTensorMeta* m = gst_buffer_get_torch_tensor_meta(out);
+  ASSERT_NE(m, nullptr);
+  std::vector<float> v(static_cast<const float*>(m->tensors[0].data), static_cast<const float*>(m->tensors[0].data) + 5);
+  gst_buffer_unref(out);
+  guint64 lines = 0;
+  GstElement* conv = gst_bin_get_by_name(GST_BIN(h->element), "torchmetaconvert0");
+  if (!conv) {
+    GstIterator* it = gst_bin_iterate_elements(GST_BIN(h->element));
+    GValue item = G_VALUE_INIT;
+    while (gst_iterator_next(it, &item) == GST_ITERATOR_OK) {
+      GstElement* e = GST_ELEMENT(g_value_get_object(&item));
+      if (g_str_has_prefix(GST_OBJECT_NAME(e), "torchmetaconvert")) conv = GST_ELEMENT(gst_object_ref(e));
+      g_value_reset(&item);
+    }
+    g_value_unset(&item);
+    gst_iterator_free(it);
+  }
+  ASSERT_NE(conv, nullptr);
+  g_object_get(conv, "lines", &lines, nullptr);
+  EXPECT_EQ(lines, 1u);
+  gst_object_unref(conv);
+  gst_harness_teardown(h);
+  const auto j = read_lines(path);
+  ASSERT_EQ(j.size(), 1u);
+  const json& t = j[0]["tensors"][0];
+  EXPECT_EQ(t["name"], "output");
+  EXPECT_EQ(t["dtype"], "float32");
+  EXPECT_EQ(t["dims"], json::array({1, 5}));
+  ASSERT_EQ(t["data"].size(), 4u);
+  for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(t["data"][i].get<float>(), v[i]);
+  EXPECT_EQ(t["truncated"], true);
+}
+
+TEST(TorchMetaConvert, FramesWithoutResultsStillGetALine) {
+  const std::string path = testing::TempDir() + "mc_plain.jsonl";
+  GstHarness* h = gst_harness_new_parse(("torchmetaconvert location=" + path).c_str());
+  gst_harness_set_src_caps_str(h, kCaps);
+  GstBuffer* in = make_video_buffer(caps_info(), 5);
+  GstBuffer* expected = gst_buffer_copy_deep(in);
+  GstBuffer* out = gst_harness_push_and_pull(h, in);
+  GstMapInfo a, b;
+  gst_buffer_map(out, &a, GST_MAP_READ);
+  gst_buffer_map(expected, &b, GST_MAP_READ);
+  EXPECT_EQ(a.size, b.size);
+  EXPECT_EQ(memcmp(a.data, b.data, a.size), 0);
+  gst_buffer_unmap(out, &a);
+  gst_buffer_unmap(expected, &b);
+  gst_buffer_unref(out);
+  gst_buffer_unref(expected);
+  gst_harness_teardown(h);
+  const auto j = read_lines(path);
+  ASSERT_EQ(j.size(), 1u);
+  EXPECT_EQ(j[0]["frame"], 0);
+  EXPECT_FALSE(j[0].contains("model"));
+  EXPECT_FALSE(j[0].contains("classification"));
+}
+
+TEST(TorchMetaConvertErrors, UnwritableLocation) {
+  GstElement* e = gst_element_factory_make("torchmetaconvert", nullptr);
+  g_object_set(e, "location", "/nonexistent/dir/out.jsonl", nullptr);
+  const StartResult r = try_start(e);
+  EXPECT_EQ(r.ret, GST_STATE_CHANGE_FAILURE);
+  ASSERT_TRUE(r.error.set);
+  EXPECT_EQ(r.error.domain, GST_RESOURCE_ERROR);
+  EXPECT_EQ(r.error.code, GST_RESOURCE_ERROR_OPEN_WRITE);
+  EXPECT_NE(r.error.message.find("/nonexistent/dir/out.jsonl"), std::string::npos);
+  gst_object_unref(e);
+}
+
+TEST(TorchMetaConvertErrors, LocationLockedWhileRunning) {
+  const std::string path = testing::TempDir() + "mc_locked.jsonl";
+  GstHarness* h = gst_harness_new_parse(("torchmetaconvert location=" + path).c_str());
+  gst_harness_set_src_caps_str(h, kCaps);
+  gst_buffer_unref(gst_harness_push_and_pull(h, make_video_buffer(caps_info(), 1)));
+  GstIterator* it = gst_bin_iterate_elements(GST_BIN(h->element));
+  GValue item = G_VALUE_INIT;
+  ASSERT_EQ(gst_iterator_next(it, &item), GST_ITERATOR_OK);
+  GstElement* conv = GST_ELEMENT(g_value_get_object(&item));
+  {
+    WarningCatcher w;
+    g_object_set(conv, "location", "/tmp/elsewhere.jsonl", nullptr);
+    EXPECT_EQ(w.messages().size(), 1u);
+  }
+  gchar* loc = nullptr;
+  g_object_get(conv, "location", &loc, nullptr);
+  EXPECT_EQ(path, loc);
+  g_free(loc);
+  g_value_unset(&item);
+  gst_iterator_free(it);
+  gst_harness_teardown(h);
+}

@@ -1,0 +1,171 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <iterator>
+#include <numeric>
+
+#include "common/aligned_buffer.h"
+#include "common/error.h"
+#include "engine/engine.h"
+#include "test_paths.h"
+
+using namespace torchinfer;
+
+namespace {
+
+EngineOptions opts(const std::string& model, int w, int h, int c = 3) {
+  EngineOptions o;
+  o.model_path = test::model_path(model);
+  o.input_width = w;
+  o.input_height = h;
+  o.channels = c;
+  o.warmup_runs = 2;
+  return o;
+}
+
+void fill_ramp(AlignedBuffer& b) {
+  for (std::size_t i = 0; i < b.size(); ++i) b.data()[i] = static_cast<float>((i * 37) % 101) / 50.f - 1.f;
+}
+
+// Runs the engine expecting failure; returns the message.
+std::string load_error(const EngineOptions& o, ErrorKind expected) {
+  try {
+    Engine e(o);
+  } catch (const Error& err) {
+    EXPECT_EQ(err.kind(), expected) << err.what();
+    return err.what();
+  }
+  ADD_FAILURE() << o.model_path << " loaded";
+  return {};
+}
+
+}  // namespace
+
+TEST(Engine, OptimisedMatchesUnoptimised) {
+  Engine fast(opts("tiny_classifier.pt", 48, 32));
+  EngineOptions plain_opts = opts("tiny_classifier.pt", 48, 32);
+  plain_opts.optimize = false;
+  Engine plain(plain_opts);
+  EXPECT_TRUE(fast.info().frozen);
+  EXPECT_TRUE(fast.info().optimized) << fast.info().optimize_note;
+  EXPECT_FALSE(plain.info().optimized);
+  EXPECT_EQ(fast.info().input_name, "x");
+
+  AlignedBuffer in(2 * 32 * 48 * 3);
+  fill_ramp(in);
+  const auto a = fast.run(in.data(), 2);
+  const auto b = plain.run(in.data(), 2);
+  ASSERT_EQ(a->tensors().size(), 1u);
+  EXPECT_EQ(a->tensors()[0].name, "output");
+  EXPECT_EQ(a->tensors()[0].dims, (std::vector<std::int64_t>{2, 5}));
+  const float* pa = a->tensors()[0].f32();
+  const float* pb = b->tensors()[0].f32();
+  for (int i = 0; i < 10; ++i) EXPECT_NEAR(pa[i], pb[i], 1e-4) << i;
+  // The two frames differ, and frame(1) views the second row.
+  EXPECT_NE(pa[0], pa[5]);
+  const auto f1 = a->frame(1);
+  EXPECT_EQ(f1[0].dims, (std::vector<std::int64_t>{1, 5}));
+  EXPECT_EQ(f1[0].f32(), pa + 5);
+  EXPECT_EQ(f1[0].bytes, 5 * sizeof(float));
+  EXPECT_THROW(a->frame(2), Error);
+}
+
+TEST(Engine, InputIsReadAsNhwc) {
+  Engine e(opts("identity.pt", 8, 6));
+  AlignedBuffer in(6 * 8 * 3);
+  fill_ramp(in);
+  const auto out = e.run(in.data(), 1);
+  const TensorView& t = out->tensors()[0];
+  ASSERT_EQ(t.dims, (std::vector<std::int64_t>{1, 3, 6, 8}));
+  // Output is contiguous NCHW: out[c][y][x] == in[y][x][c].
+  for (int c = 0; c < 3; ++c)
+    for (int y = 0; y < 6; ++y)
+      for (int x = 0; x < 8; ++x)
+        ASSERT_FLOAT_EQ(t.f32()[(c * 6 + y) * 8 + x], in.data()[(y * 8 + x) * 3 + c]);
+  // Refilling the input must not change results already handed out.
+  const float before = t.f32()[0];
+  in.data()[0] += 5.f;
+  EXPECT_FLOAT_EQ(t.f32()[0], before);
+}
+
+TEST(Engine, TupleAndDictOutputsAreNamed) {
+  Engine tuple(opts("tuple_output.pt", 16, 16));
+  Engine dict(opts("dict_output.pt", 16, 16));
+  AlignedBuffer in(16 * 16 * 3);
+  fill_ramp(in);
+  const auto t = tuple.run(in.data(), 1);
+  ASSERT_EQ(t->tensors().size(), 2u);
+  EXPECT_EQ(t->tensors()[0].name, "output0");
+  EXPECT_EQ(t->tensors()[1].name, "output1");
+  const auto d = dict.run(in.data(), 1);
+  ASSERT_EQ(d->tensors().size(), 2u);
+  EXPECT_EQ(d->tensors()[0].name, "mean");
+  EXPECT_EQ(d->tensors()[1].name, "sum");
+  // mean * 256 == sum for a 16x16 input
+  for (int c = 0; c < 3; ++c) EXPECT_NEAR(d->tensors()[0].f32()[c] * 256, d->tensors()[1].f32()[c], 1e-3);
+  EXPECT_NEAR(d->tensors()[0].f32()[0], t->tensors()[0].f32()[0], 1e-6);
+}
+
+TEST(Engine, ReportsTimings) {
+  Engine e(opts("tiny_classifier.pt", 48, 32));
+  EXPECT_GT(e.info().load_ms, 0);
+  EXPECT_GT(e.info().warmup_ms, 0);
+  AlignedBuffer in(32 * 48 * 3);
+  EXPECT_GT(e.run(in.data(), 1)->inference_ms(), 0);
+}
+
+// ---- negative cases -------------------------------------------------------
+
+TEST(EngineErrors, MissingFile) {
+  const auto msg = load_error(opts("does_not_exist.pt", 8, 8), ErrorKind::kNotFound);
+  EXPECT_NE(msg.find("does_not_exist.pt"), std::string::npos);
+}
+
+TEST(EngineErrors, CorruptFiles) {
+  std::ifstream in(test::model_path("tiny_classifier.pt"), std::ios::binary);
+  std::vector<char> good{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  auto write = [](const std::string& name, const std::vector<char>& bytes) {
+    const std::string p = testing::TempDir() + name;
+    std::ofstream(p, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    return p;
+  };
+  std::vector<char> flipped = good;
+  flipped[good.size() / 2] ^= 0x01;
+  std::vector<char> garbage(3000);
+  std::iota(garbage.begin(), garbage.end(), 0);
+  for (const auto& path :
+       {write("e_empty.pt", {}), write("e_garbage.pt", garbage),
+        write("e_trunc.pt", std::vector<char>(good.begin(), good.end() - 100)), write("e_flip.pt", flipped)}) {
+    EngineOptions o = opts("", 48, 32);
+    o.model_path = path;
+    const auto msg = load_error(o, ErrorKind::kModelInvalid);
+    EXPECT_NE(msg.find(path), std::string::npos) << msg;
+  }
+}
+
+TEST(EngineErrors, TwoInputs) {
+  const auto msg = load_error(opts("two_inputs.pt", 8, 8), ErrorKind::kModelInvalid);
+  EXPECT_NE(msg.find("takes 2 inputs"), std::string::npos) << msg;
+}
+
+TEST(EngineErrors, UnsupportedReturnTypes) {
+  for (const char* m : {"returns_string.pt", "returns_int_list.pt"}) {
+    const auto msg = load_error(opts(m, 8, 8), ErrorKind::kModelInvalid);
+    EXPECT_NE(msg.find("must return a Tensor"), std::string::npos) << msg;
+  }
+}
+
+TEST(EngineErrors, WrongInputShape) {
+  const auto msg = load_error(opts("wrong_channels.pt", 16, 16), ErrorKind::kModelInvalid);
+  EXPECT_NE(msg.find("1x3x16x16"), std::string::npos) << msg;
+}
+
+TEST(EngineErrors, BadGeometryAndBatch) {
+  EXPECT_THROW(Engine(opts("identity.pt", 0, 6)), Error);
+  EXPECT_THROW(Engine(opts("identity.pt", 8, 6, 2)), Error);
+  Engine e(opts("identity.pt", 8, 6));
+  EXPECT_THROW(e.run(nullptr, 1), Error);
+  AlignedBuffer in(6 * 8 * 3);
+  EXPECT_THROW(e.run(in.data(), 0), Error);
+}
