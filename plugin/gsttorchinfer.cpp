@@ -30,7 +30,8 @@ GST_DEBUG_CATEGORY_STATIC(gst_torchinfer_debug);
 using namespace torchinfer;
 using namespace torchinfer::gst;
 
-#define TORCHINFER_FORMATS "{ YUY2, UYVY, RGB, BGR, RGBx, BGRx, xRGB, xBGR, RGBA, BGRA, ARGB, ABGR, GRAY8 }"
+#define TORCHINFER_FORMATS \
+  "{ YUY2, UYVY, RGB, BGR, RGBx, BGRx, xRGB, xBGR, RGBA, BGRA, ARGB, ABGR, GRAY8 }"
 
 namespace {
 
@@ -48,39 +49,73 @@ struct Runtime {
 struct State {
   std::mutex settings_lock;  // guards settings
   Settings settings;
-  std::mutex stats_lock;     // guards stats
+  std::mutex stats_lock;  // guards stats
   Stats stats;
   std::unique_ptr<Runtime> rt;  // streaming thread only, set up in start()
 };
 
 bool to_pixel_format(GstVideoFormat f, PixelFormat* out) {
   switch (f) {
-    case GST_VIDEO_FORMAT_YUY2: *out = PixelFormat::kYUY2; return true;
-    case GST_VIDEO_FORMAT_UYVY: *out = PixelFormat::kUYVY; return true;
-    case GST_VIDEO_FORMAT_RGB: *out = PixelFormat::kRGB; return true;
-    case GST_VIDEO_FORMAT_BGR: *out = PixelFormat::kBGR; return true;
-    case GST_VIDEO_FORMAT_RGBx: *out = PixelFormat::kRGBx; return true;
-    case GST_VIDEO_FORMAT_BGRx: *out = PixelFormat::kBGRx; return true;
-    case GST_VIDEO_FORMAT_xRGB: *out = PixelFormat::kxRGB; return true;
-    case GST_VIDEO_FORMAT_xBGR: *out = PixelFormat::kxBGR; return true;
-    case GST_VIDEO_FORMAT_RGBA: *out = PixelFormat::kRGBA; return true;
-    case GST_VIDEO_FORMAT_BGRA: *out = PixelFormat::kBGRA; return true;
-    case GST_VIDEO_FORMAT_ARGB: *out = PixelFormat::kARGB; return true;
-    case GST_VIDEO_FORMAT_ABGR: *out = PixelFormat::kABGR; return true;
-    case GST_VIDEO_FORMAT_GRAY8: *out = PixelFormat::kGRAY8; return true;
-    default: return false;
+    case GST_VIDEO_FORMAT_YUY2:
+      *out = PixelFormat::kYUY2;
+      return true;
+    case GST_VIDEO_FORMAT_UYVY:
+      *out = PixelFormat::kUYVY;
+      return true;
+    case GST_VIDEO_FORMAT_RGB:
+      *out = PixelFormat::kRGB;
+      return true;
+    case GST_VIDEO_FORMAT_BGR:
+      *out = PixelFormat::kBGR;
+      return true;
+    case GST_VIDEO_FORMAT_RGBx:
+      *out = PixelFormat::kRGBx;
+      return true;
+    case GST_VIDEO_FORMAT_BGRx:
+      *out = PixelFormat::kBGRx;
+      return true;
+    case GST_VIDEO_FORMAT_xRGB:
+      *out = PixelFormat::kxRGB;
+      return true;
+    case GST_VIDEO_FORMAT_xBGR:
+      *out = PixelFormat::kxBGR;
+      return true;
+    case GST_VIDEO_FORMAT_RGBA:
+      *out = PixelFormat::kRGBA;
+      return true;
+    case GST_VIDEO_FORMAT_BGRA:
+      *out = PixelFormat::kBGRA;
+      return true;
+    case GST_VIDEO_FORMAT_ARGB:
+      *out = PixelFormat::kARGB;
+      return true;
+    case GST_VIDEO_FORMAT_ABGR:
+      *out = PixelFormat::kABGR;
+      return true;
+    case GST_VIDEO_FORMAT_GRAY8:
+      *out = PixelFormat::kGRAY8;
+      return true;
+    default:
+      return false;
   }
 }
 
 GstTorchDType to_gst_dtype(DType d) {
   switch (d) {
-    case DType::kFloat32: return GST_TORCH_DTYPE_FLOAT32;
-    case DType::kFloat64: return GST_TORCH_DTYPE_FLOAT64;
-    case DType::kInt32: return GST_TORCH_DTYPE_INT32;
-    case DType::kInt64: return GST_TORCH_DTYPE_INT64;
-    case DType::kUInt8: return GST_TORCH_DTYPE_UINT8;
-    case DType::kInt8: return GST_TORCH_DTYPE_INT8;
-    case DType::kBool: return GST_TORCH_DTYPE_BOOL;
+    case DType::kFloat32:
+      return GST_TORCH_DTYPE_FLOAT32;
+    case DType::kFloat64:
+      return GST_TORCH_DTYPE_FLOAT64;
+    case DType::kInt32:
+      return GST_TORCH_DTYPE_INT32;
+    case DType::kInt64:
+      return GST_TORCH_DTYPE_INT64;
+    case DType::kUInt8:
+      return GST_TORCH_DTYPE_UINT8;
+    case DType::kInt8:
+      return GST_TORCH_DTYPE_INT8;
+    case DType::kBool:
+      return GST_TORCH_DTYPE_BOOL;
   }
   return GST_TORCH_DTYPE_FLOAT32;
 }
@@ -90,8 +125,8 @@ void attach_classification(GstBuffer* buf, const std::vector<ClassResult>& top) 
   if (!cm || top.empty()) return;
   GstStructure* s = gst_custom_meta_get_structure(cm);
   gst_structure_set_name(s, "classification");
-  gst_structure_set(s, "label", G_TYPE_STRING, top[0].label.c_str(), "label_id", G_TYPE_INT, top[0].label_id,
-                    "confidence", G_TYPE_DOUBLE, top[0].confidence, nullptr);
+  gst_structure_set(s, "label", G_TYPE_STRING, top[0].label.c_str(), "label_id", G_TYPE_INT,
+                    top[0].label_id, "confidence", G_TYPE_DOUBLE, top[0].confidence, nullptr);
   GValue labels = G_VALUE_INIT, ids = G_VALUE_INIT, confs = G_VALUE_INIT, v = G_VALUE_INIT;
   gst_value_array_init(&labels, top.size());
   gst_value_array_init(&ids, top.size());
@@ -127,7 +162,8 @@ static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
     "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(TORCHINFER_FORMATS)));
 
-static void gst_torchinfer_set_property(GObject* object, guint prop_id, const GValue* value, GParamSpec* pspec) {
+static void gst_torchinfer_set_property(GObject* object, guint prop_id, const GValue* value,
+                                        GParamSpec* pspec) {
   auto* self = GST_TORCHINFER(object);
   GST_OBJECT_LOCK(self);
   const bool running = GST_STATE(self) >= GST_STATE_PAUSED;
@@ -136,7 +172,8 @@ static void gst_torchinfer_set_property(GObject* object, guint prop_id, const GV
   set_property(self->state->settings, prop_id, value, pspec, running);
 }
 
-static void gst_torchinfer_get_property(GObject* object, guint prop_id, GValue* value, GParamSpec* pspec) {
+static void gst_torchinfer_get_property(GObject* object, guint prop_id, GValue* value,
+                                        GParamSpec* pspec) {
   auto* self = GST_TORCHINFER(object);
   std::scoped_lock lock(self->state->settings_lock, self->state->stats_lock);
   get_property(self->state->settings, self->state->stats, prop_id, value, pspec);
@@ -167,7 +204,8 @@ static gboolean gst_torchinfer_start(GstBaseTransform* trans) {
     s = self->state->settings;
   }
   if (s.model.empty()) {
-    GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND, ("No model file set: give torchinfer a model=<file.pt>."), (nullptr));
+    GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND,
+                      ("No model file set: give torchinfer a model=<file.pt>."), (nullptr));
     return FALSE;
   }
   try {
@@ -190,15 +228,17 @@ static gboolean gst_torchinfer_start(GstBaseTransform* trans) {
     rt->engine = std::make_unique<Engine>(eo);
     const EngineInfo& info = rt->engine->info();
     if (s.optimize && !info.optimized)
-      GST_ELEMENT_WARNING(self, LIBRARY, SETTINGS, ("Model '%s' runs unoptimised (slower).", s.model.c_str()),
+      GST_ELEMENT_WARNING(self, LIBRARY, SETTINGS,
+                          ("Model '%s' runs unoptimised (slower).", s.model.c_str()),
                           ("optimize_for_inference failed: %s", info.optimize_note.c_str()));
-    GST_INFO_OBJECT(self,
-                    "model %s: %dx%d %s, task %s, %zu labels (config: %s); load %.1f ms, optimise %.1f ms "
-                    "(frozen %d, optimised %d), warm-up %.1f ms",
-                    s.model.c_str(), rt->config.input_width, rt->config.input_height,
-                    to_string(rt->config.channel_order), to_string(rt->config.task), rt->config.labels.size(),
-                    rt->config.source.empty() ? "defaults" : rt->config.source.c_str(), info.load_ms,
-                    info.optimize_ms, info.frozen, info.optimized, info.warmup_ms);
+    GST_INFO_OBJECT(
+        self,
+        "model %s: %dx%d %s, task %s, %zu labels (config: %s); load %.1f ms, optimise %.1f ms "
+        "(frozen %d, optimised %d), warm-up %.1f ms",
+        s.model.c_str(), rt->config.input_width, rt->config.input_height,
+        to_string(rt->config.channel_order), to_string(rt->config.task), rt->config.labels.size(),
+        rt->config.source.empty() ? "defaults" : rt->config.source.c_str(), info.load_ms,
+        info.optimize_ms, info.frozen, info.optimized, info.warmup_ms);
     {
       std::lock_guard<std::mutex> lock(self->state->stats_lock);
       self->state->stats = Stats{};
@@ -209,12 +249,15 @@ static gboolean gst_torchinfer_start(GstBaseTransform* trans) {
   } catch (const Error& e) {
     return report_start_error(self, e, s.model);
   } catch (const std::bad_alloc&) {
-    GST_ELEMENT_ERROR(self, LIBRARY, INIT, ("Out of memory while loading model '%s' (corrupt file?).", s.model.c_str()),
+    GST_ELEMENT_ERROR(self, LIBRARY, INIT,
+                      ("Out of memory while loading model '%s' (corrupt file?).", s.model.c_str()),
                       (nullptr));
   } catch (const std::exception& e) {
-    GST_ELEMENT_ERROR(self, LIBRARY, INIT, ("Model '%s' could not be loaded: %s", s.model.c_str(), e.what()), (nullptr));
+    GST_ELEMENT_ERROR(self, LIBRARY, INIT,
+                      ("Model '%s' could not be loaded: %s", s.model.c_str(), e.what()), (nullptr));
   } catch (...) {
-    GST_ELEMENT_ERROR(self, LIBRARY, INIT, ("Model '%s' could not be loaded.", s.model.c_str()), (nullptr));
+    GST_ELEMENT_ERROR(self, LIBRARY, INIT, ("Model '%s' could not be loaded.", s.model.c_str()),
+                      (nullptr));
   }
   return FALSE;
 }
@@ -233,7 +276,8 @@ static gboolean gst_torchinfer_set_caps(GstBaseTransform* trans, GstCaps* incaps
   Runtime* rt = self->state->rt.get();
   GstVideoInfo info;
   PixelFormat pf;
-  if (!gst_video_info_from_caps(&info, incaps) || !to_pixel_format(GST_VIDEO_INFO_FORMAT(&info), &pf)) {
+  if (!gst_video_info_from_caps(&info, incaps) ||
+      !to_pixel_format(GST_VIDEO_INFO_FORMAT(&info), &pf)) {
     GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("torchinfer cannot handle this video format."),
                       ("caps %" GST_PTR_FORMAT, incaps));
     return FALSE;
@@ -265,13 +309,14 @@ static GstFlowReturn gst_torchinfer_transform_ip(GstBaseTransform* trans, GstBuf
   auto* self = GST_TORCHINFER(trans);
   Runtime* rt = self->state->rt.get();
   if (!rt || !rt->have_info) {
-    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("Received video before the format was negotiated."), (nullptr));
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("Received video before the format was negotiated."),
+                      (nullptr));
     return GST_FLOW_NOT_NEGOTIATED;
   }
   GstVideoFrame frame;
   if (!gst_video_frame_map(&frame, &rt->info, buf, GST_MAP_READ)) {
-    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Could not read a video frame (buffer too small for its caps)."),
-                      (nullptr));
+    GST_ELEMENT_ERROR(self, STREAM, FAILED,
+                      ("Could not read a video frame (buffer too small for its caps)."), (nullptr));
     return GST_FLOW_ERROR;
   }
   bool mapped = true;
@@ -286,7 +331,8 @@ static GstFlowReturn gst_torchinfer_transform_ip(GstBaseTransform* trans, GstBuf
     const std::vector<TensorView> views = out->frame(0);
     auto* holder = new std::shared_ptr<const BatchOutput>(out);
     GBytes* owner = g_bytes_new_with_free_func(
-        nullptr, 0, [](gpointer p) { delete static_cast<std::shared_ptr<const BatchOutput>*>(p); }, holder);
+        nullptr, 0, [](gpointer p) { delete static_cast<std::shared_ptr<const BatchOutput>*>(p); },
+        holder);
     GstTorchTensorMeta* meta = gst_buffer_add_torch_tensor_meta(buf, views.size(), owner);
     g_bytes_unref(owner);
     {
@@ -306,7 +352,8 @@ static GstFlowReturn gst_torchinfer_transform_ip(GstBaseTransform* trans, GstBuf
     for (std::size_t i = 0; i < views.size(); ++i) {
       GstTorchTensor& t = meta->tensors[i];
       if (views[i].dims.size() > GST_TORCH_MAX_DIMS)
-        throw Error(ErrorKind::kModelInvalid, "output '" + views[i].name + "' has more than 8 dimensions");
+        throw Error(ErrorKind::kModelInvalid,
+                    "output '" + views[i].name + "' has more than 8 dimensions");
       t.name = g_strdup(views[i].name.c_str());
       t.dtype = to_gst_dtype(views[i].dtype);
       t.n_dims = views[i].dims.size();
@@ -323,11 +370,12 @@ static GstFlowReturn gst_torchinfer_transform_ip(GstBaseTransform* trans, GstBuf
           break;
         }
       if (scores) {
-        attach_classification(
-            buf, decode_top_k(*scores, rt->config.top_k, rt->config.output_activation, rt->config.labels));
+        attach_classification(buf, decode_top_k(*scores, rt->config.top_k,
+                                                rt->config.output_activation, rt->config.labels));
       } else if (!rt->warned_not_classifier) {
         rt->warned_not_classifier = true;
-        GST_ELEMENT_WARNING(self, STREAM, FORMAT, ("Model output is not a vector of class scores; no labels attached."),
+        GST_ELEMENT_WARNING(self, STREAM, FORMAT,
+                            ("Model output is not a vector of class scores; no labels attached."),
                             ("set task=raw or task=detection for this model"));
       }
     }
@@ -365,10 +413,10 @@ static void gst_torchinfer_class_init(GstTorchInferClass* klass) {
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
-  gst_element_class_set_static_metadata(
-      element_class, "PyTorch inference", "Filter/Analyzer/Video",
-      "Runs a TorchScript model on raw video frames (YUY2, RGB, ...) and attaches the results as metadata",
-      "torchinfer developers");
+  gst_element_class_set_static_metadata(element_class, "PyTorch inference", "Filter/Analyzer/Video",
+                                        "Runs a TorchScript model on raw video frames (YUY2, RGB, "
+                                        "...) and attaches the results as metadata",
+                                        "torchinfer developers");
 
   trans_class->start = GST_DEBUG_FUNCPTR(gst_torchinfer_start);
   trans_class->stop = GST_DEBUG_FUNCPTR(gst_torchinfer_stop);

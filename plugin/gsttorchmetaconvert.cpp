@@ -47,13 +47,20 @@ struct State {
 
 DType from_gst_dtype(GstTorchDType d) {
   switch (d) {
-    case GST_TORCH_DTYPE_FLOAT32: return DType::kFloat32;
-    case GST_TORCH_DTYPE_FLOAT64: return DType::kFloat64;
-    case GST_TORCH_DTYPE_INT32: return DType::kInt32;
-    case GST_TORCH_DTYPE_INT64: return DType::kInt64;
-    case GST_TORCH_DTYPE_UINT8: return DType::kUInt8;
-    case GST_TORCH_DTYPE_INT8: return DType::kInt8;
-    case GST_TORCH_DTYPE_BOOL: return DType::kBool;
+    case GST_TORCH_DTYPE_FLOAT32:
+      return DType::kFloat32;
+    case GST_TORCH_DTYPE_FLOAT64:
+      return DType::kFloat64;
+    case GST_TORCH_DTYPE_INT32:
+      return DType::kInt32;
+    case GST_TORCH_DTYPE_INT64:
+      return DType::kInt64;
+    case GST_TORCH_DTYPE_UINT8:
+      return DType::kUInt8;
+    case GST_TORCH_DTYPE_INT8:
+      return DType::kInt8;
+    case GST_TORCH_DTYPE_BOOL:
+      return DType::kBool;
   }
   return DType::kFloat32;
 }
@@ -72,7 +79,8 @@ void read_classification(GstBuffer* buf, FrameRecord& r) {
   const GValue* confs = gst_structure_get_value(s, "confidences");
   if (!labels || !ids || !confs) return;
   const guint n = gst_value_array_get_size(labels);
-  for (guint i = 0; i < n && i < gst_value_array_get_size(ids) && i < gst_value_array_get_size(confs); ++i) {
+  for (guint i = 0;
+       i < n && i < gst_value_array_get_size(ids) && i < gst_value_array_get_size(confs); ++i) {
     ClassResult c;
     const gchar* l = g_value_get_string(gst_value_array_get_value(labels, i));
     c.label = l ? l : "";
@@ -90,12 +98,13 @@ struct _GstTorchMetaConvert {
 };
 
 G_DEFINE_TYPE(GstTorchMetaConvert, gst_torchmetaconvert, GST_TYPE_BASE_TRANSFORM);
-GST_ELEMENT_REGISTER_DEFINE(torchmetaconvert, "torchmetaconvert", GST_RANK_NONE, GST_TYPE_TORCHMETACONVERT);
+GST_ELEMENT_REGISTER_DEFINE(torchmetaconvert, "torchmetaconvert", GST_RANK_NONE,
+                            GST_TYPE_TORCHMETACONVERT);
 
-static GstStaticPadTemplate sink_template =
-    GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS("video/x-raw(ANY)"));
-static GstStaticPadTemplate src_template =
-    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS("video/x-raw(ANY)"));
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
+    "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS("video/x-raw(ANY)"));
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
+    "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS("video/x-raw(ANY)"));
 
 static void gst_torchmetaconvert_set_property(GObject* object, guint prop_id, const GValue* value,
                                               GParamSpec* pspec) {
@@ -105,29 +114,45 @@ static void gst_torchmetaconvert_set_property(GObject* object, guint prop_id, co
   switch (prop_id) {
     case PROP_LOCATION: {
       if (self->state->out) {
-        g_warning("torchmetaconvert: 'location' cannot change while the file is open (element running)");
+        g_warning(
+            "torchmetaconvert: 'location' cannot change while the file is open (element running)");
         return;
       }
       const gchar* v = g_value_get_string(value);
       s.location = v ? v : "";
       break;
     }
-    case PROP_INCLUDE_TENSORS: s.include_tensors = g_value_get_boolean(value); break;
-    case PROP_MAX_TENSOR_ELEMENTS: s.max_tensor_elements = g_value_get_uint(value); break;
-    default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+    case PROP_INCLUDE_TENSORS:
+      s.include_tensors = g_value_get_boolean(value);
+      break;
+    case PROP_MAX_TENSOR_ELEMENTS:
+      s.max_tensor_elements = g_value_get_uint(value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
   }
 }
 
-static void gst_torchmetaconvert_get_property(GObject* object, guint prop_id, GValue* value, GParamSpec* pspec) {
+static void gst_torchmetaconvert_get_property(GObject* object, guint prop_id, GValue* value,
+                                              GParamSpec* pspec) {
   auto* self = GST_TORCHMETACONVERT(object);
   std::lock_guard<std::mutex> lock(self->state->lock);
   const Settings& s = self->state->settings;
   switch (prop_id) {
-    case PROP_LOCATION: g_value_set_string(value, s.location.empty() ? nullptr : s.location.c_str()); break;
-    case PROP_INCLUDE_TENSORS: g_value_set_boolean(value, s.include_tensors); break;
-    case PROP_MAX_TENSOR_ELEMENTS: g_value_set_uint(value, s.max_tensor_elements); break;
-    case PROP_LINES: g_value_set_uint64(value, self->state->lines); break;
-    default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+    case PROP_LOCATION:
+      g_value_set_string(value, s.location.empty() ? nullptr : s.location.c_str());
+      break;
+    case PROP_INCLUDE_TENSORS:
+      g_value_set_boolean(value, s.include_tensors);
+      break;
+    case PROP_MAX_TENSOR_ELEMENTS:
+      g_value_set_uint(value, s.max_tensor_elements);
+      break;
+    case PROP_LINES:
+      g_value_set_uint64(value, self->state->lines);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
   }
 }
 
@@ -148,8 +173,8 @@ static gboolean gst_torchmetaconvert_start(GstBaseTransform* trans) {
   }
   FILE* f = std::fopen(location.c_str(), "w");
   if (!f) {
-    GST_ELEMENT_ERROR(self, RESOURCE, OPEN_WRITE, ("Could not open '%s' for writing.", location.c_str()),
-                      GST_ERROR_SYSTEM);
+    GST_ELEMENT_ERROR(self, RESOURCE, OPEN_WRITE,
+                      ("Could not open '%s' for writing.", location.c_str()), GST_ERROR_SYSTEM);
     return FALSE;
   }
   std::lock_guard<std::mutex> lock(st.lock);
@@ -163,8 +188,10 @@ static gboolean gst_torchmetaconvert_stop(GstBaseTransform* trans) {
   State& st = *self->state;
   std::lock_guard<std::mutex> lock(st.lock);
   if (st.out) {
-    if (st.owns_out) std::fclose(st.out);
-    else std::fflush(st.out);
+    if (st.owns_out)
+      std::fclose(st.out);
+    else
+      std::fflush(st.out);
   }
   st.out = nullptr;
   return TRUE;
@@ -227,15 +254,17 @@ static GstFlowReturn gst_torchmetaconvert_transform_ip(GstBaseTransform* trans, 
       read_classification(buf, r);
     }
     const std::string line = to_json_line(r, s.include_tensors, s.max_tensor_elements) + "\n";
-    if (std::fwrite(line.data(), 1, line.size(), st.out) != line.size() || std::fflush(st.out) != 0) {
-      GST_ELEMENT_ERROR(self, RESOURCE, WRITE, ("Could not write results to '%s'.", s.location.c_str()),
-                        GST_ERROR_SYSTEM);
+    if (std::fwrite(line.data(), 1, line.size(), st.out) != line.size() ||
+        std::fflush(st.out) != 0) {
+      GST_ELEMENT_ERROR(self, RESOURCE, WRITE,
+                        ("Could not write results to '%s'.", s.location.c_str()), GST_ERROR_SYSTEM);
       return GST_FLOW_ERROR;
     }
     std::lock_guard<std::mutex> lock(st.lock);
     st.lines++;
   } catch (const std::exception& e) {
-    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Could not convert results to JSON: %s", e.what()), (nullptr));
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Could not convert results to JSON: %s", e.what()),
+                      (nullptr));
     return GST_FLOW_ERROR;
   }
   return GST_FLOW_OK;
@@ -258,18 +287,21 @@ static void gst_torchmetaconvert_class_init(GstTorchMetaConvertClass* klass) {
   gobject_class->finalize = gst_torchmetaconvert_finalize;
   g_object_class_install_property(
       gobject_class, PROP_LOCATION,
-      g_param_spec_string("location", "Location",
-                          "File to write JSON lines to (one object per frame); unset or \"-\" writes to stdout",
-                          nullptr, static_cast<GParamFlags>(rw | GST_PARAM_MUTABLE_READY)));
+      g_param_spec_string(
+          "location", "Location",
+          "File to write JSON lines to (one object per frame); unset or \"-\" writes to stdout",
+          nullptr, static_cast<GParamFlags>(rw | GST_PARAM_MUTABLE_READY)));
   g_object_class_install_property(
       gobject_class, PROP_INCLUDE_TENSORS,
-      g_param_spec_boolean("include-tensors", "Include tensors", "Also write the raw output tensor values", FALSE, rw));
+      g_param_spec_boolean("include-tensors", "Include tensors",
+                           "Also write the raw output tensor values", FALSE, rw));
   g_object_class_install_property(
       gobject_class, PROP_MAX_TENSOR_ELEMENTS,
-      g_param_spec_uint("max-tensor-elements", "Max tensor elements",
-                        "Values written per tensor with include-tensors; longer tensors are cut and marked "
-                        "\"truncated\"",
-                        0, G_MAXUINT, 1024, rw));
+      g_param_spec_uint(
+          "max-tensor-elements", "Max tensor elements",
+          "Values written per tensor with include-tensors; longer tensors are cut and marked "
+          "\"truncated\"",
+          0, G_MAXUINT, 1024, rw));
   g_object_class_install_property(
       gobject_class, PROP_LINES,
       g_param_spec_uint64("lines", "Lines", "JSON lines written since start", 0, G_MAXUINT64, 0,
@@ -277,8 +309,9 @@ static void gst_torchmetaconvert_class_init(GstTorchMetaConvertClass* klass) {
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
-  gst_element_class_set_static_metadata(element_class, "Torch results to JSON", "Filter/Analyzer/Video",
-                                        "Writes torchinfer results as one JSON object per frame", "torchinfer developers");
+  gst_element_class_set_static_metadata(
+      element_class, "Torch results to JSON", "Filter/Analyzer/Video",
+      "Writes torchinfer results as one JSON object per frame", "torchinfer developers");
 
   trans_class->start = GST_DEBUG_FUNCPTR(gst_torchmetaconvert_start);
   trans_class->stop = GST_DEBUG_FUNCPTR(gst_torchmetaconvert_stop);
@@ -287,7 +320,8 @@ static void gst_torchmetaconvert_class_init(GstTorchMetaConvertClass* klass) {
   trans_class->transform_ip = GST_DEBUG_FUNCPTR(gst_torchmetaconvert_transform_ip);
   trans_class->transform_ip_on_passthrough = TRUE;
 
-  GST_DEBUG_CATEGORY_INIT(gst_torchmetaconvert_debug, "torchmetaconvert", 0, "torchinfer results to JSON");
+  GST_DEBUG_CATEGORY_INIT(gst_torchmetaconvert_debug, "torchmetaconvert", 0,
+                          "torchinfer results to JSON");
 }
 
 static void gst_torchmetaconvert_init(GstTorchMetaConvert* self) {

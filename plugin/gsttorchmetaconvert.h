@@ -6,7 +6,8 @@
 G_BEGIN_DECLS
 
 #define GST_TYPE_TORCHMETACONVERT (gst_torchmetaconvert_get_type())
-G_DECLARE_FINAL_TYPE(GstTorchMetaConvert, gst_torchmetaconvert, GST, TORCHMETACONVERT, GstBaseTransform)
+G_DECLARE_FINAL_TYPE(GstTorchMetaConvert, gst_torchmetaconvert, GST, TORCHMETACONVERT,
+                     GstBaseTransform)
 
 GST_ELEMENT_REGISTER_DECLARE(torchmetaconvert);
 

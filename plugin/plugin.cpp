@@ -16,5 +16,6 @@ static gboolean plugin_init(GstPlugin* plugin) {
 }
 
 GST_PLUGIN_DEFINE(GST_VERSION_MAJOR, GST_VERSION_MINOR, torchinfer,
-                  "PyTorch (TorchScript) inference on raw video, optimised for x86 CPUs", plugin_init,
-                  TORCHINFER_VERSION, "LGPL", "torchinfer", "https://gstreamer.freedesktop.org/")
+                  "PyTorch (TorchScript) inference on raw video, optimised for x86 CPUs",
+                  plugin_init, TORCHINFER_VERSION, "LGPL", "torchinfer",
+                  "https://gstreamer.freedesktop.org/")

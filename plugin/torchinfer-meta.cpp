@@ -48,7 +48,7 @@ gboolean tensor_meta_transform(GstBuffer* dest, GstMeta* meta, GstBuffer*, GQuar
 }
 
 gboolean classification_transform(GstBuffer* dest, GstCustomMeta* meta, GstBuffer*, GQuark type,
-                                   gpointer, gpointer) {
+                                  gpointer, gpointer) {
   if (!GST_META_TRANSFORM_IS_COPY(type)) return FALSE;
   GstCustomMeta* d = gst_buffer_add_custom_meta(dest, GST_TORCH_CLASSIFICATION_META_NAME);
   if (!d) return FALSE;
@@ -90,7 +90,8 @@ const GstMetaInfo* gst_torch_tensor_meta_get_info(void) {
   return info;
 }
 
-GstTorchTensorMeta* gst_buffer_add_torch_tensor_meta(GstBuffer* buffer, guint n_tensors, GBytes* owner) {
+GstTorchTensorMeta* gst_buffer_add_torch_tensor_meta(GstBuffer* buffer, guint n_tensors,
+                                                     GBytes* owner) {
   g_return_val_if_fail(GST_IS_BUFFER(buffer), nullptr);
   auto* m = reinterpret_cast<GstTorchTensorMeta*>(
       gst_buffer_add_meta(buffer, GST_TORCH_TENSOR_META_INFO, nullptr));
@@ -101,7 +102,8 @@ GstTorchTensorMeta* gst_buffer_add_torch_tensor_meta(GstBuffer* buffer, guint n_
   return m;
 }
 
-const GstTorchTensor* gst_torch_tensor_meta_get_tensor(GstTorchTensorMeta* meta, const gchar* name) {
+const GstTorchTensor* gst_torch_tensor_meta_get_tensor(GstTorchTensorMeta* meta,
+                                                       const gchar* name) {
   g_return_val_if_fail(meta != nullptr && name != nullptr, nullptr);
   for (guint i = 0; i < meta->n_tensors; ++i)
     if (g_strcmp0(meta->tensors[i].name, name) == 0) return &meta->tensors[i];
@@ -110,13 +112,20 @@ const GstTorchTensor* gst_torch_tensor_meta_get_tensor(GstTorchTensorMeta* meta,
 
 const gchar* gst_torch_dtype_to_string(GstTorchDType dtype) {
   switch (dtype) {
-    case GST_TORCH_DTYPE_FLOAT32: return "float32";
-    case GST_TORCH_DTYPE_FLOAT64: return "float64";
-    case GST_TORCH_DTYPE_INT32: return "int32";
-    case GST_TORCH_DTYPE_INT64: return "int64";
-    case GST_TORCH_DTYPE_UINT8: return "uint8";
-    case GST_TORCH_DTYPE_INT8: return "int8";
-    case GST_TORCH_DTYPE_BOOL: return "bool";
+    case GST_TORCH_DTYPE_FLOAT32:
+      return "float32";
+    case GST_TORCH_DTYPE_FLOAT64:
+      return "float64";
+    case GST_TORCH_DTYPE_INT32:
+      return "int32";
+    case GST_TORCH_DTYPE_INT64:
+      return "int64";
+    case GST_TORCH_DTYPE_UINT8:
+      return "uint8";
+    case GST_TORCH_DTYPE_INT8:
+      return "int8";
+    case GST_TORCH_DTYPE_BOOL:
+      return "bool";
   }
   return "unknown";
 }

@@ -7,13 +7,13 @@ namespace {
 
 GType channel_order_type() {
   static GType t = 0;
-  static const GEnumValue values[] = {
-      {ORDER_AUTO, "From the model config (default rgb)", "auto"},
-      {ORDER_RGB, "RGB", "rgb"},
-      {ORDER_BGR, "BGR", "bgr"},
-      {ORDER_GRAY, "Single grey channel", "gray"},
-      {0, nullptr, nullptr}};
-  if (g_once_init_enter(&t)) g_once_init_leave(&t, g_enum_register_static("GstTorchInferChannelOrder", values));
+  static const GEnumValue values[] = {{ORDER_AUTO, "From the model config (default rgb)", "auto"},
+                                      {ORDER_RGB, "RGB", "rgb"},
+                                      {ORDER_BGR, "BGR", "bgr"},
+                                      {ORDER_GRAY, "Single grey channel", "gray"},
+                                      {0, nullptr, nullptr}};
+  if (g_once_init_enter(&t))
+    g_once_init_leave(&t, g_enum_register_static("GstTorchInferChannelOrder", values));
   return t;
 }
 
@@ -25,19 +25,20 @@ GType task_type() {
       {TASK_DETECTION, "Detection: tensors for a downstream decoder", "detection"},
       {TASK_RAW, "Raw tensors only", "raw"},
       {0, nullptr, nullptr}};
-  if (g_once_init_enter(&t)) g_once_init_leave(&t, g_enum_register_static("GstTorchInferTask", values));
+  if (g_once_init_enter(&t))
+    g_once_init_leave(&t, g_enum_register_static("GstTorchInferTask", values));
   return t;
 }
 
 GType activation_type() {
   static GType t = 0;
-  static const GEnumValue values[] = {
-      {ACT_AUTO, "From the model config (default softmax)", "auto"},
-      {ACT_SOFTMAX, "Softmax over the class scores", "softmax"},
-      {ACT_SIGMOID, "Independent sigmoid per class", "sigmoid"},
-      {ACT_NONE, "Scores are already probabilities", "none"},
-      {0, nullptr, nullptr}};
-  if (g_once_init_enter(&t)) g_once_init_leave(&t, g_enum_register_static("GstTorchInferActivation", values));
+  static const GEnumValue values[] = {{ACT_AUTO, "From the model config (default softmax)", "auto"},
+                                      {ACT_SOFTMAX, "Softmax over the class scores", "softmax"},
+                                      {ACT_SIGMOID, "Independent sigmoid per class", "sigmoid"},
+                                      {ACT_NONE, "Scores are already probabilities", "none"},
+                                      {0, nullptr, nullptr}};
+  if (g_once_init_enter(&t))
+    g_once_init_leave(&t, g_enum_register_static("GstTorchInferActivation", values));
   return t;
 }
 
@@ -48,7 +49,8 @@ GType resize_method_type() {
       {static_cast<int>(ResizeMethod::kLinear), "Bilinear", "linear"},
       {static_cast<int>(ResizeMethod::kNearest), "Nearest neighbour", "nearest"},
       {0, nullptr, nullptr}};
-  if (g_once_init_enter(&t)) g_once_init_leave(&t, g_enum_register_static("GstTorchInferResizeMethod", values));
+  if (g_once_init_enter(&t))
+    g_once_init_leave(&t, g_enum_register_static("GstTorchInferResizeMethod", values));
   return t;
 }
 
@@ -69,7 +71,8 @@ bool set_float_list(std::string& field, const GValue* value, GParamSpec* pspec, 
   if (!s.empty()) {
     try {
       for (float v : parse_float_list(s))
-        if (positive && !(v > 0.f)) throw Error(ErrorKind::kConfigInvalid, "values must be positive");
+        if (positive && !(v > 0.f))
+          throw Error(ErrorKind::kConfigInvalid, "values must be positive");
     } catch (const std::exception& e) {
       reject(pspec, text, e.what());
       return false;
@@ -105,85 +108,106 @@ ConfigOverrides Settings::overrides() const {
 
 void install_properties(GObjectClass* k) {
   auto str = [&](Prop id, const char* name, const char* nick, const char* blurb) {
-    g_object_class_install_property(k, id, g_param_spec_string(name, nick, blurb, nullptr, kRWReady));
+    g_object_class_install_property(k, id,
+                                    g_param_spec_string(name, nick, blurb, nullptr, kRWReady));
   };
-  str(PROP_MODEL, "model", "Model", "TorchScript model file (.pt) saved with torch.jit.trace/script");
+  str(PROP_MODEL, "model", "Model",
+      "TorchScript model file (.pt) saved with torch.jit.trace/script");
   str(PROP_MODEL_CONFIG, "model-config", "Model config",
       "JSON sidecar describing the model input and output (default: <model>.json beside the model; "
       "without one, torchvision conventions: 224x224 RGB, ImageNet mean/std, classification)");
-  str(PROP_LABELS, "labels", "Labels file", "Text file with one class label per line (overrides the sidecar)");
+  str(PROP_LABELS, "labels", "Labels file",
+      "Text file with one class label per line (overrides the sidecar)");
   g_object_class_install_property(
       k, PROP_INPUT_WIDTH,
-      g_param_spec_int("input-width", "Input width", "Model input width in pixels (0 = from the model config)", 0,
-                       8192, 0, kRWReady));
+      g_param_spec_int("input-width", "Input width",
+                       "Model input width in pixels (0 = from the model config)", 0, 8192, 0,
+                       kRWReady));
   g_object_class_install_property(
       k, PROP_INPUT_HEIGHT,
-      g_param_spec_int("input-height", "Input height", "Model input height in pixels (0 = from the model config)",
-                       0, 8192, 0, kRWReady));
+      g_param_spec_int("input-height", "Input height",
+                       "Model input height in pixels (0 = from the model config)", 0, 8192, 0,
+                       kRWReady));
   g_object_class_install_property(
       k, PROP_CHANNEL_ORDER,
-      g_param_spec_enum("channel-order", "Channel order", "Channel order the model expects", channel_order_type(),
-                        ORDER_AUTO, kRWReady));
-  str(PROP_MEAN, "mean",
-      "Mean", "Per-channel mean in 0..1 units, e.g. \"0.485,0.456,0.406\": value = (pixel/255 - mean) / std");
-  str(PROP_STD, "std", "Std", "Per-channel standard deviation in 0..1 units, e.g. \"0.229,0.224,0.225\"");
+      g_param_spec_enum("channel-order", "Channel order", "Channel order the model expects",
+                        channel_order_type(), ORDER_AUTO, kRWReady));
+  str(PROP_MEAN, "mean", "Mean",
+      "Per-channel mean in 0..1 units, e.g. \"0.485,0.456,0.406\": value = (pixel/255 - mean) / "
+      "std");
+  str(PROP_STD, "std", "Std",
+      "Per-channel standard deviation in 0..1 units, e.g. \"0.229,0.224,0.225\"");
   g_object_class_install_property(
       k, PROP_SCALE,
-      g_param_spec_double("scale", "Scale",
-                          "Alternative to mean/std: value = pixel(0..255) * scale + offset (0 = unset)", -1e6, 1e6,
-                          0.0, kRWReady));
+      g_param_spec_double(
+          "scale", "Scale",
+          "Alternative to mean/std: value = pixel(0..255) * scale + offset (0 = unset)", -1e6, 1e6,
+          0.0, kRWReady));
   str(PROP_OFFSET, "offset", "Offset", "Per-channel offset used with scale, e.g. \"-1,-1,-1\"");
   g_object_class_install_property(k, PROP_TASK,
-                                  g_param_spec_enum("task", "Task", "What the model output means", task_type(),
-                                                    TASK_AUTO, kRWReady));
-  g_object_class_install_property(
-      k, PROP_OUTPUT_ACTIVATION,
-      g_param_spec_enum("output-activation", "Output activation",
-                        "How class scores become confidences", activation_type(), ACT_AUTO, kRWReady));
+                                  g_param_spec_enum("task", "Task", "What the model output means",
+                                                    task_type(), TASK_AUTO, kRWReady));
+  g_object_class_install_property(k, PROP_OUTPUT_ACTIVATION,
+                                  g_param_spec_enum("output-activation", "Output activation",
+                                                    "How class scores become confidences",
+                                                    activation_type(), ACT_AUTO, kRWReady));
   g_object_class_install_property(
       k, PROP_TOP_K,
-      g_param_spec_int("top-k", "Top k", "Number of classification results per frame (0 = from the model config, "
-                       "default 5)", 0, 1000, 0, kRWReady));
+      g_param_spec_int("top-k", "Top k",
+                       "Number of classification results per frame (0 = from the model config, "
+                       "default 5)",
+                       0, 1000, 0, kRWReady));
   g_object_class_install_property(
       k, PROP_KEEP_ASPECT_RATIO,
-      g_param_spec_boolean("keep-aspect-ratio", "Keep aspect ratio",
-                           "Letterbox: scale the frame to fit the model input and pad the rest with pad-value",
-                           FALSE, kRWReady));
+      g_param_spec_boolean(
+          "keep-aspect-ratio", "Keep aspect ratio",
+          "Letterbox: scale the frame to fit the model input and pad the rest with pad-value",
+          FALSE, kRWReady));
   g_object_class_install_property(
       k, PROP_PAD_VALUE,
-      g_param_spec_int("pad-value", "Pad value", "Letterbox padding, in pixel units 0..255 before normalising", 0,
-                       255, 114, kRWReady));
+      g_param_spec_int("pad-value", "Pad value",
+                       "Letterbox padding, in pixel units 0..255 before normalising", 0, 255, 114,
+                       kRWReady));
   g_object_class_install_property(
       k, PROP_RESIZE_METHOD,
-      g_param_spec_enum("resize-method", "Resize method", "Interpolation used to resize frames to the model input",
+      g_param_spec_enum("resize-method", "Resize method",
+                        "Interpolation used to resize frames to the model input",
                         resize_method_type(), static_cast<int>(ResizeMethod::kArea), kRWReady));
   g_object_class_install_property(
       k, PROP_WARMUP,
       g_param_spec_int("warmup", "Warm-up runs",
-                       "Inference runs on a blank input before the first frame (the JIT specialises on the second)",
+                       "Inference runs on a blank input before the first frame (the JIT "
+                       "specialises on the second)",
                        1, 100, 3, kRWReady));
   g_object_class_install_property(
       k, PROP_OPTIMIZE,
-      g_param_spec_boolean("optimize", "Optimize",
-                           "Freeze the model and run optimize_for_inference (oneDNN fusion) at load time", TRUE,
-                           kRWReady));
+      g_param_spec_boolean(
+          "optimize", "Optimize",
+          "Freeze the model and run optimize_for_inference (oneDNN fusion) at load time", TRUE,
+          kRWReady));
   str(PROP_MODEL_INSTANCE_ID, "model-instance-id", "Model instance id",
       "Identifier of the loaded model, copied into every result");
   g_object_class_install_property(
-      k, PROP_FRAMES, g_param_spec_uint64("frames", "Frames", "Frames inferred since start", 0, G_MAXUINT64, 0, kRO));
+      k, PROP_FRAMES,
+      g_param_spec_uint64("frames", "Frames", "Frames inferred since start", 0, G_MAXUINT64, 0,
+                          kRO));
   g_object_class_install_property(
       k, PROP_LOAD_TIME,
-      g_param_spec_double("load-time", "Load time", "Milliseconds spent loading, optimising and warming up the model",
-                          0, G_MAXDOUBLE, 0, kRO));
+      g_param_spec_double("load-time", "Load time",
+                          "Milliseconds spent loading, optimising and warming up the model", 0,
+                          G_MAXDOUBLE, 0, kRO));
   g_object_class_install_property(
       k, PROP_LAST_INFERENCE_TIME,
       g_param_spec_double("last-inference-time", "Last inference time",
-                          "Milliseconds taken by the most recent forward() call", 0, G_MAXDOUBLE, 0, kRO));
+                          "Milliseconds taken by the most recent forward() call", 0, G_MAXDOUBLE, 0,
+                          kRO));
 }
 
-bool set_property(Settings& s, guint prop_id, const GValue* value, GParamSpec* pspec, bool running) {
+bool set_property(Settings& s, guint prop_id, const GValue* value, GParamSpec* pspec,
+                  bool running) {
   if (running) {
-    g_warning("torchinfer: property '%s' can only be changed in the NULL or READY state", g_param_spec_get_name(pspec));
+    g_warning("torchinfer: property '%s' can only be changed in the NULL or READY state",
+              g_param_spec_get_name(pspec));
     return false;
   }
   auto dup = [&](std::string& field) {
@@ -192,55 +216,134 @@ bool set_property(Settings& s, guint prop_id, const GValue* value, GParamSpec* p
     return true;
   };
   switch (prop_id) {
-    case PROP_MODEL: return dup(s.model);
-    case PROP_MODEL_CONFIG: return dup(s.model_config);
-    case PROP_LABELS: return dup(s.labels);
-    case PROP_MODEL_INSTANCE_ID: return dup(s.model_instance_id);
-    case PROP_INPUT_WIDTH: s.input_width = g_value_get_int(value); return true;
-    case PROP_INPUT_HEIGHT: s.input_height = g_value_get_int(value); return true;
-    case PROP_CHANNEL_ORDER: s.channel_order = static_cast<ChannelOrderProp>(g_value_get_enum(value)); return true;
-    case PROP_MEAN: return set_float_list(s.mean, value, pspec, false);
-    case PROP_STD: return set_float_list(s.std, value, pspec, true);
-    case PROP_OFFSET: return set_float_list(s.offset, value, pspec, false);
-    case PROP_SCALE: s.scale = g_value_get_double(value); return true;
-    case PROP_TASK: s.task = static_cast<TaskProp>(g_value_get_enum(value)); return true;
-    case PROP_OUTPUT_ACTIVATION: s.activation = static_cast<ActivationProp>(g_value_get_enum(value)); return true;
-    case PROP_TOP_K: s.top_k = g_value_get_int(value); return true;
-    case PROP_KEEP_ASPECT_RATIO: s.keep_aspect_ratio = g_value_get_boolean(value); return true;
-    case PROP_PAD_VALUE: s.pad_value = g_value_get_int(value); return true;
-    case PROP_RESIZE_METHOD: s.resize_method = static_cast<ResizeMethod>(g_value_get_enum(value)); return true;
-    case PROP_WARMUP: s.warmup = g_value_get_int(value); return true;
-    case PROP_OPTIMIZE: s.optimize = g_value_get_boolean(value); return true;
-    default: return false;
+    case PROP_MODEL:
+      return dup(s.model);
+    case PROP_MODEL_CONFIG:
+      return dup(s.model_config);
+    case PROP_LABELS:
+      return dup(s.labels);
+    case PROP_MODEL_INSTANCE_ID:
+      return dup(s.model_instance_id);
+    case PROP_INPUT_WIDTH:
+      s.input_width = g_value_get_int(value);
+      return true;
+    case PROP_INPUT_HEIGHT:
+      s.input_height = g_value_get_int(value);
+      return true;
+    case PROP_CHANNEL_ORDER:
+      s.channel_order = static_cast<ChannelOrderProp>(g_value_get_enum(value));
+      return true;
+    case PROP_MEAN:
+      return set_float_list(s.mean, value, pspec, false);
+    case PROP_STD:
+      return set_float_list(s.std, value, pspec, true);
+    case PROP_OFFSET:
+      return set_float_list(s.offset, value, pspec, false);
+    case PROP_SCALE:
+      s.scale = g_value_get_double(value);
+      return true;
+    case PROP_TASK:
+      s.task = static_cast<TaskProp>(g_value_get_enum(value));
+      return true;
+    case PROP_OUTPUT_ACTIVATION:
+      s.activation = static_cast<ActivationProp>(g_value_get_enum(value));
+      return true;
+    case PROP_TOP_K:
+      s.top_k = g_value_get_int(value);
+      return true;
+    case PROP_KEEP_ASPECT_RATIO:
+      s.keep_aspect_ratio = g_value_get_boolean(value);
+      return true;
+    case PROP_PAD_VALUE:
+      s.pad_value = g_value_get_int(value);
+      return true;
+    case PROP_RESIZE_METHOD:
+      s.resize_method = static_cast<ResizeMethod>(g_value_get_enum(value));
+      return true;
+    case PROP_WARMUP:
+      s.warmup = g_value_get_int(value);
+      return true;
+    case PROP_OPTIMIZE:
+      s.optimize = g_value_get_boolean(value);
+      return true;
+    default:
+      return false;
   }
 }
 
 void get_property(const Settings& s, const Stats& st, guint prop_id, GValue* value, GParamSpec*) {
-  auto str = [&](const std::string& v) { g_value_set_string(value, v.empty() ? nullptr : v.c_str()); };
+  auto str = [&](const std::string& v) {
+    g_value_set_string(value, v.empty() ? nullptr : v.c_str());
+  };
   switch (prop_id) {
-    case PROP_MODEL: str(s.model); break;
-    case PROP_MODEL_CONFIG: str(s.model_config); break;
-    case PROP_LABELS: str(s.labels); break;
-    case PROP_MODEL_INSTANCE_ID: str(s.model_instance_id); break;
-    case PROP_INPUT_WIDTH: g_value_set_int(value, s.input_width); break;
-    case PROP_INPUT_HEIGHT: g_value_set_int(value, s.input_height); break;
-    case PROP_CHANNEL_ORDER: g_value_set_enum(value, s.channel_order); break;
-    case PROP_MEAN: str(s.mean); break;
-    case PROP_STD: str(s.std); break;
-    case PROP_OFFSET: str(s.offset); break;
-    case PROP_SCALE: g_value_set_double(value, s.scale); break;
-    case PROP_TASK: g_value_set_enum(value, s.task); break;
-    case PROP_OUTPUT_ACTIVATION: g_value_set_enum(value, s.activation); break;
-    case PROP_TOP_K: g_value_set_int(value, s.top_k); break;
-    case PROP_KEEP_ASPECT_RATIO: g_value_set_boolean(value, s.keep_aspect_ratio); break;
-    case PROP_PAD_VALUE: g_value_set_int(value, s.pad_value); break;
-    case PROP_RESIZE_METHOD: g_value_set_enum(value, static_cast<int>(s.resize_method)); break;
-    case PROP_WARMUP: g_value_set_int(value, s.warmup); break;
-    case PROP_OPTIMIZE: g_value_set_boolean(value, s.optimize); break;
-    case PROP_FRAMES: g_value_set_uint64(value, st.frames); break;
-    case PROP_LOAD_TIME: g_value_set_double(value, st.load_ms); break;
-    case PROP_LAST_INFERENCE_TIME: g_value_set_double(value, st.last_inference_ms); break;
-    default: break;
+    case PROP_MODEL:
+      str(s.model);
+      break;
+    case PROP_MODEL_CONFIG:
+      str(s.model_config);
+      break;
+    case PROP_LABELS:
+      str(s.labels);
+      break;
+    case PROP_MODEL_INSTANCE_ID:
+      str(s.model_instance_id);
+      break;
+    case PROP_INPUT_WIDTH:
+      g_value_set_int(value, s.input_width);
+      break;
+    case PROP_INPUT_HEIGHT:
+      g_value_set_int(value, s.input_height);
+      break;
+    case PROP_CHANNEL_ORDER:
+      g_value_set_enum(value, s.channel_order);
+      break;
+    case PROP_MEAN:
+      str(s.mean);
+      break;
+    case PROP_STD:
+      str(s.std);
+      break;
+    case PROP_OFFSET:
+      str(s.offset);
+      break;
+    case PROP_SCALE:
+      g_value_set_double(value, s.scale);
+      break;
+    case PROP_TASK:
+      g_value_set_enum(value, s.task);
+      break;
+    case PROP_OUTPUT_ACTIVATION:
+      g_value_set_enum(value, s.activation);
+      break;
+    case PROP_TOP_K:
+      g_value_set_int(value, s.top_k);
+      break;
+    case PROP_KEEP_ASPECT_RATIO:
+      g_value_set_boolean(value, s.keep_aspect_ratio);
+      break;
+    case PROP_PAD_VALUE:
+      g_value_set_int(value, s.pad_value);
+      break;
+    case PROP_RESIZE_METHOD:
+      g_value_set_enum(value, static_cast<int>(s.resize_method));
+      break;
+    case PROP_WARMUP:
+      g_value_set_int(value, s.warmup);
+      break;
+    case PROP_OPTIMIZE:
+      g_value_set_boolean(value, s.optimize);
+      break;
+    case PROP_FRAMES:
+      g_value_set_uint64(value, st.frames);
+      break;
+    case PROP_LOAD_TIME:
+      g_value_set_double(value, st.load_ms);
+      break;
+    case PROP_LAST_INFERENCE_TIME:
+      g_value_set_double(value, st.last_inference_ms);
+      break;
+    default:
+      break;
   }
 }
 

@@ -72,6 +72,7 @@ void install_properties(GObjectClass* klass);
 // Returns false (after a g_warning naming the property) for a rejected value;
 // the previous value is kept.
 bool set_property(Settings& s, guint prop_id, const GValue* value, GParamSpec* pspec, bool running);
-void get_property(const Settings& s, const Stats& stats, guint prop_id, GValue* value, GParamSpec* pspec);
+void get_property(const Settings& s, const Stats& stats, guint prop_id, GValue* value,
+                  GParamSpec* pspec);
 
 }  // namespace torchinfer::gst

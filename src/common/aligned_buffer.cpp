@@ -18,6 +18,8 @@ AlignedBuffer::AlignedBuffer(std::size_t n_floats) : size_(n_floats) {
   data_.reset(static_cast<float*>(p));
 }
 
-void AlignedBuffer::Free::operator()(float* p) const noexcept { std::free(p); }
+void AlignedBuffer::Free::operator()(float* p) const noexcept {
+  std::free(p);
+}
 
 }  // namespace torchinfer

@@ -1,11 +1,11 @@
 #include "common/model_config.h"
 
+#include <sys/stat.h>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-#include <sys/stat.h>
 
 #include "common/error.h"
 
@@ -16,7 +16,8 @@ using nlohmann::json;
 
 constexpr int kMaxInputSide = 8192;
 
-[[noreturn]] void fail(const std::string& origin, const std::string& field, const std::string& what) {
+[[noreturn]] void fail(const std::string& origin, const std::string& field,
+                       const std::string& what) {
   throw Error(ErrorKind::kConfigInvalid, origin + ": field '" + field + "': " + what);
 }
 
@@ -78,32 +79,43 @@ std::vector<float> broadcast(const std::vector<float>& v, int channels, const ch
 
 const char* to_string(ChannelOrder v) {
   switch (v) {
-    case ChannelOrder::kRGB: return "rgb";
-    case ChannelOrder::kBGR: return "bgr";
-    case ChannelOrder::kGray: return "gray";
+    case ChannelOrder::kRGB:
+      return "rgb";
+    case ChannelOrder::kBGR:
+      return "bgr";
+    case ChannelOrder::kGray:
+      return "gray";
   }
   return "?";
 }
 
 const char* to_string(Task v) {
   switch (v) {
-    case Task::kClassification: return "classification";
-    case Task::kDetection: return "detection";
-    case Task::kRaw: return "raw";
+    case Task::kClassification:
+      return "classification";
+    case Task::kDetection:
+      return "detection";
+    case Task::kRaw:
+      return "raw";
   }
   return "?";
 }
 
 const char* to_string(Activation v) {
   switch (v) {
-    case Activation::kSoftmax: return "softmax";
-    case Activation::kSigmoid: return "sigmoid";
-    case Activation::kNone: return "none";
+    case Activation::kSoftmax:
+      return "softmax";
+    case Activation::kSigmoid:
+      return "sigmoid";
+    case Activation::kNone:
+      return "none";
   }
   return "?";
 }
 
-ModelConfig::ModelConfig() { set_mean_std({0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f}); }
+ModelConfig::ModelConfig() {
+  set_mean_std({0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f});
+}
 
 void ModelConfig::set_mean_std(const std::vector<float>& mean, const std::vector<float>& std) {
   const int c = channels();
@@ -142,7 +154,8 @@ std::vector<float> parse_float_list(const std::string& text) {
     }
     while (used < item.size() && std::isspace(static_cast<unsigned char>(item[used]))) ++used;
     if (used == 0 || used != item.size() || !std::isfinite(v))
-      throw Error(ErrorKind::kConfigInvalid, "'" + text + "' is not a comma-separated list of numbers");
+      throw Error(ErrorKind::kConfigInvalid,
+                  "'" + text + "' is not a comma-separated list of numbers");
     out.push_back(v);
   }
   if (out.size() != 1 && out.size() != 3)
@@ -173,9 +186,19 @@ ModelConfig parse_model_config_text(const std::string& text, const std::string& 
   }
   if (!j.is_object()) throw Error(ErrorKind::kConfigInvalid, origin + ": expected a JSON object");
 
-  static const std::set<std::string> known = {
-      "input_width", "input_height", "channel_order", "mean", "std", "scale", "offset", "task",
-      "labels", "top_k", "output_activation", "name", "description"};
+  static const std::set<std::string> known = {"input_width",
+                                              "input_height",
+                                              "channel_order",
+                                              "mean",
+                                              "std",
+                                              "scale",
+                                              "offset",
+                                              "task",
+                                              "labels",
+                                              "top_k",
+                                              "output_activation",
+                                              "name",
+                                              "description"};
   for (const auto& item : j.items()) {
     // Keys starting with '_' are comments; anything else unknown is most
     // likely a typo that would otherwise be silently ignored on the line.
@@ -197,9 +220,10 @@ ModelConfig parse_model_config_text(const std::string& text, const std::string& 
                                {"detection", Task::kDetection},
                                {"raw", Task::kRaw}});
   if (j.contains("output_activation"))
-    cfg.output_activation = get_enum<Activation>(
-        j, "output_activation", origin,
-        {{"softmax", Activation::kSoftmax}, {"sigmoid", Activation::kSigmoid}, {"none", Activation::kNone}});
+    cfg.output_activation = get_enum<Activation>(j, "output_activation", origin,
+                                                 {{"softmax", Activation::kSoftmax},
+                                                  {"sigmoid", Activation::kSigmoid},
+                                                  {"none", Activation::kNone}});
   if (j.contains("top_k")) {
     const json& v = j.at("top_k");
     if (!v.is_number_integer() || v.get<long long>() < 1 || v.get<long long>() > 1000)
@@ -210,18 +234,23 @@ ModelConfig parse_model_config_text(const std::string& text, const std::string& 
   const bool has_mean_std = j.contains("mean") || j.contains("std");
   const bool has_scale = j.contains("scale") || j.contains("offset");
   if (has_mean_std && has_scale)
-    fail(origin, j.contains("scale") ? "scale" : "offset", "give either mean/std or scale/offset, not both");
-  const std::string norm_field = has_scale ? (j.contains("scale") ? "scale" : "offset")
-                                           : (j.contains("std") ? "std" : "mean");
+    fail(origin, j.contains("scale") ? "scale" : "offset",
+         "give either mean/std or scale/offset, not both");
+  const std::string norm_field =
+      has_scale ? (j.contains("scale") ? "scale" : "offset") : (j.contains("std") ? "std" : "mean");
   try {
     if (has_mean_std) {
-      std::vector<float> mean = j.contains("mean") ? get_floats(j, "mean", origin) : std::vector<float>{0.f};
-      std::vector<float> std = j.contains("std") ? get_floats(j, "std", origin) : std::vector<float>{1.f};
+      std::vector<float> mean =
+          j.contains("mean") ? get_floats(j, "mean", origin) : std::vector<float>{0.f};
+      std::vector<float> std =
+          j.contains("std") ? get_floats(j, "std", origin) : std::vector<float>{1.f};
       cfg.set_mean_std(mean, std);
     } else if (has_scale) {
-      if (j.contains("scale") && !j.at("scale").is_number()) fail(origin, "scale", "expected a number");
+      if (j.contains("scale") && !j.at("scale").is_number())
+        fail(origin, "scale", "expected a number");
       float scale = j.contains("scale") ? j.at("scale").get<float>() : 1.f / 255.f;
-      std::vector<float> offset = j.contains("offset") ? get_floats(j, "offset", origin) : std::vector<float>{0.f};
+      std::vector<float> offset =
+          j.contains("offset") ? get_floats(j, "offset", origin) : std::vector<float>{0.f};
       cfg.set_scale_offset(scale, offset);
     } else if (cfg.channel_order == ChannelOrder::kGray) {
       cfg.set_mean_std({0.5f}, {0.5f});
@@ -289,7 +318,8 @@ ModelConfig resolve_model_config(const std::string& model_path, const std::strin
   if (o.output_activation) cfg.output_activation = *o.output_activation;
   if (o.channel_order) cfg.channel_order = *o.channel_order;
   if (o.mean || o.std) {
-    cfg.set_mean_std(o.mean.value_or(std::vector<float>{0.f}), o.std.value_or(std::vector<float>{1.f}));
+    cfg.set_mean_std(o.mean.value_or(std::vector<float>{0.f}),
+                     o.std.value_or(std::vector<float>{1.f}));
   } else if (o.scale || o.offset) {
     cfg.set_scale_offset(o.scale.value_or(1.f / 255.f), o.offset.value_or(std::vector<float>{0.f}));
   } else if (order_changes) {

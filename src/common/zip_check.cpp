@@ -29,19 +29,24 @@ class Archive {
  public:
   explicit Archive(const std::string& path) : path_(path), in_(path, std::ios::binary) {
     struct stat st;
-    if (::stat(path.c_str(), &st) != 0) throw Error(ErrorKind::kNotFound, "Model file '" + path + "' not found");
-    if (!S_ISREG(st.st_mode)) throw Error(ErrorKind::kNotFound, "Model path '" + path + "' is not a file");
-    if (!in_) throw Error(ErrorKind::kNotFound, "Model file '" + path + "' cannot be read (permissions?)");
+    if (::stat(path.c_str(), &st) != 0)
+      throw Error(ErrorKind::kNotFound, "Model file '" + path + "' not found");
+    if (!S_ISREG(st.st_mode))
+      throw Error(ErrorKind::kNotFound, "Model path '" + path + "' is not a file");
+    if (!in_)
+      throw Error(ErrorKind::kNotFound, "Model file '" + path + "' cannot be read (permissions?)");
     in_.seekg(0, std::ios::end);
     size_ = static_cast<std::uint64_t>(in_.tellg());
   }
 
   [[noreturn]] void corrupt(const std::string& why) const {
-    throw Error(ErrorKind::kModelInvalid, "Model file '" + path_ + "' is corrupt or not a TorchScript archive: " + why);
+    throw Error(ErrorKind::kModelInvalid,
+                "Model file '" + path_ + "' is corrupt or not a TorchScript archive: " + why);
   }
 
   std::vector<unsigned char> read(std::uint64_t offset, std::uint64_t n) {
-    if (offset > size_ || n > size_ - offset) corrupt("truncated (an entry points past the end of the file)");
+    if (offset > size_ || n > size_ - offset)
+      corrupt("truncated (an entry points past the end of the file)");
     std::vector<unsigned char> buf(n);
     in_.seekg(static_cast<std::streamoff>(offset));
     in_.read(reinterpret_cast<char*>(buf.data()), static_cast<std::streamsize>(n));
@@ -50,7 +55,8 @@ class Archive {
   }
 
   std::uint32_t crc_of(std::uint64_t offset, std::uint64_t n) {
-    if (offset > size_ || n > size_ - offset) corrupt("truncated (an entry points past the end of the file)");
+    if (offset > size_ || n > size_ - offset)
+      corrupt("truncated (an entry points past the end of the file)");
     in_.seekg(static_cast<std::streamoff>(offset));
     std::vector<char> buf(1 << 20);
     uLong crc = crc32(0L, Z_NULL, 0);

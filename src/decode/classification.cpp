@@ -20,7 +20,8 @@ bool looks_like_class_scores(const TensorView& t) {
 std::vector<ClassResult> decode_top_k(const TensorView& t, int k, Activation activation,
                                       const std::vector<std::string>& labels) {
   if (!looks_like_class_scores(t))
-    throw Error(ErrorKind::kInvalidArgument, "tensor '" + t.name + "' is not a vector of class scores");
+    throw Error(ErrorKind::kInvalidArgument,
+                "tensor '" + t.name + "' is not a vector of class scores");
   const std::size_t n = static_cast<std::size_t>(t.dims.back());
   std::vector<double> s(n);
   for (std::size_t i = 0; i < n; ++i) {
@@ -46,7 +47,8 @@ std::vector<ClassResult> decode_top_k(const TensorView& t, int k, Activation act
   for (std::size_t i = 0; i < kk; ++i) {
     ClassResult r;
     r.label_id = idx[i];
-    r.label = static_cast<std::size_t>(idx[i]) < labels.size() ? labels[idx[i]] : std::to_string(idx[i]);
+    r.label =
+        static_cast<std::size_t>(idx[i]) < labels.size() ? labels[idx[i]] : std::to_string(idx[i]);
     r.confidence = std::isfinite(s[idx[i]]) ? s[idx[i]] : 0.0;
     out.push_back(std::move(r));
   }

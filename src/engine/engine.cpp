@@ -38,17 +38,25 @@ std::string message_of(const std::exception& e) {
 
 DType dtype_of(const at::Tensor& t) {
   switch (t.scalar_type()) {
-    case at::kFloat: return DType::kFloat32;
-    case at::kDouble: return DType::kFloat64;
-    case at::kInt: return DType::kInt32;
-    case at::kLong: return DType::kInt64;
-    case at::kByte: return DType::kUInt8;
-    case at::kChar: return DType::kInt8;
-    case at::kBool: return DType::kBool;
-    default: break;
+    case at::kFloat:
+      return DType::kFloat32;
+    case at::kDouble:
+      return DType::kFloat64;
+    case at::kInt:
+      return DType::kInt32;
+    case at::kLong:
+      return DType::kInt64;
+    case at::kByte:
+      return DType::kUInt8;
+    case at::kChar:
+      return DType::kInt8;
+    case at::kBool:
+      return DType::kBool;
+    default:
+      break;
   }
-  throw Error(ErrorKind::kModelInvalid, std::string("output dtype ") + c10::toString(t.scalar_type()) +
-                                            " is not supported");
+  throw Error(ErrorKind::kModelInvalid,
+              std::string("output dtype ") + c10::toString(t.scalar_type()) + " is not supported");
 }
 
 // Dense, contiguous CPU tensor in a dtype TensorView can describe.
@@ -90,7 +98,8 @@ void collect_outputs(const c10::IValue& v, std::vector<std::pair<std::string, at
     }
     return;
   }
-  throw Error(ErrorKind::kModelInvalid, std::string(kUnsupportedOutput) + "; it returns " + v.tagKind());
+  throw Error(ErrorKind::kModelInvalid,
+              std::string(kUnsupportedOutput) + "; it returns " + v.tagKind());
 }
 
 }  // namespace
@@ -104,12 +113,19 @@ struct BatchOutput::Impl {
 
 BatchOutput::BatchOutput(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 BatchOutput::~BatchOutput() = default;
-int BatchOutput::batch_size() const { return impl_->batch; }
-const std::vector<TensorView>& BatchOutput::tensors() const { return impl_->views; }
-double BatchOutput::inference_ms() const { return impl_->inference_ms; }
+int BatchOutput::batch_size() const {
+  return impl_->batch;
+}
+const std::vector<TensorView>& BatchOutput::tensors() const {
+  return impl_->views;
+}
+double BatchOutput::inference_ms() const {
+  return impl_->inference_ms;
+}
 
 std::vector<TensorView> BatchOutput::frame(int k) const {
-  if (k < 0 || k >= impl_->batch) throw Error(ErrorKind::kInvalidArgument, "frame index out of range");
+  if (k < 0 || k >= impl_->batch)
+    throw Error(ErrorKind::kInvalidArgument, "frame index out of range");
   std::vector<TensorView> out = impl_->views;
   if (impl_->batch == 1) return out;
   for (TensorView& v : out) {
@@ -147,8 +163,9 @@ struct Engine::Impl {
       // refills for the next batch: results must not change under the reader.
       if (t.is_alias_of(x)) t = t.clone();
       if (batch > 1 && (t.dim() == 0 || t.size(0) != batch))
-        throw Error(ErrorKind::kModelInvalid, "output '" + name + "' has no batch dimension of size " +
-                                                  std::to_string(batch));
+        throw Error(
+            ErrorKind::kModelInvalid,
+            "output '" + name + "' has no batch dimension of size " + std::to_string(batch));
       TensorView v;
       v.name = name;
       v.dtype = dtype_of(t);
@@ -175,7 +192,8 @@ Engine::Engine(const EngineOptions& options) : impl_(std::make_unique<Impl>()) {
   try {
     impl_->module = torch::jit::load(path, torch::kCPU);
   } catch (const std::exception& e) {
-    throw Error(ErrorKind::kModelInvalid, "model file '" + path + "' could not be loaded: " + message_of(e));
+    throw Error(ErrorKind::kModelInvalid,
+                "model file '" + path + "' could not be loaded: " + message_of(e));
   }
   impl_->module.eval();
 
@@ -190,8 +208,8 @@ Engine::Engine(const EngineOptions& options) : impl_(std::make_unique<Impl>()) {
     names << (i > 1 ? ", " : "") << args[i].name();
   }
   if (args.size() < 2 || required > 1)
-    throw Error(ErrorKind::kModelInvalid, "model '" + path + "': forward(" + names.str() + ") takes " +
-                                              std::to_string(args.size() - 1) +
+    throw Error(ErrorKind::kModelInvalid, "model '" + path + "': forward(" + names.str() +
+                                              ") takes " + std::to_string(args.size() - 1) +
                                               " inputs; torchinfer feeds exactly one image tensor");
   impl_->info.input_name = args[1].name();
   impl_->info.load_ms = ms_since(t0);
@@ -215,19 +233,19 @@ Engine::Engine(const EngineOptions& options) : impl_(std::make_unique<Impl>()) {
   t0 = Clock::now();
   for (int b : o.warmup_batch_sizes) {
     if (b < 1) continue;
-    std::vector<float> zeros(static_cast<std::size_t>(b) * o.input_height * o.input_width * o.channels, 0.f);
+    std::vector<float> zeros(
+        static_cast<std::size_t>(b) * o.input_height * o.input_width * o.channels, 0.f);
     for (int i = 0; i < std::max(1, o.warmup_runs); ++i) {
       try {
         impl_->forward(zeros.data(), b);
       } catch (const Error& e) {
         throw Error(ErrorKind::kModelInvalid, "model '" + path + "': " + e.what());
       } catch (const std::exception& e) {
-        throw Error(ErrorKind::kModelInvalid, "model '" + path + "' fails on a " + std::to_string(b) + "x" +
-                                                  std::to_string(o.channels) + "x" +
-                                                  std::to_string(o.input_height) + "x" +
-                                                  std::to_string(o.input_width) +
-                                                  " input (check input_width/input_height/channel_order): " +
-                                                  message_of(e));
+        throw Error(ErrorKind::kModelInvalid,
+                    "model '" + path + "' fails on a " + std::to_string(b) + "x" +
+                        std::to_string(o.channels) + "x" + std::to_string(o.input_height) + "x" +
+                        std::to_string(o.input_width) +
+                        " input (check input_width/input_height/channel_order): " + message_of(e));
       }
     }
   }
@@ -247,7 +265,11 @@ std::shared_ptr<const BatchOutput> Engine::run(const float* input, int batch) {
   }
 }
 
-const EngineInfo& Engine::info() const { return impl_->info; }
-const EngineOptions& Engine::options() const { return impl_->opts; }
+const EngineInfo& Engine::info() const {
+  return impl_->info;
+}
+const EngineOptions& Engine::options() const {
+  return impl_->opts;
+}
 
 }  // namespace torchinfer

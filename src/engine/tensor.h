@@ -22,7 +22,9 @@ struct TensorView {
   std::size_t bytes = 0;
 
   std::size_t elements() const;
-  const float* f32() const { return dtype == DType::kFloat32 ? static_cast<const float*>(data) : nullptr; }
+  const float* f32() const {
+    return dtype == DType::kFloat32 ? static_cast<const float*>(data) : nullptr;
+  }
 };
 
 }  // namespace torchinfer

@@ -8,22 +8,40 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-json optional_ns(const std::optional<std::int64_t>& v) { return v ? json(*v) : json(nullptr); }
+json optional_ns(const std::optional<std::int64_t>& v) {
+  return v ? json(*v) : json(nullptr);
+}
 
 // JSON has no NaN/inf; null keeps the line parseable and the value visible.
-json number(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+json number(double v) {
+  return std::isfinite(v) ? json(v) : json(nullptr);
+}
 
 json tensor_values(const TensorView& t, std::size_t n) {
   json a = json::array();
   for (std::size_t i = 0; i < n; ++i) {
     switch (t.dtype) {
-      case DType::kFloat32: a.push_back(number(static_cast<const float*>(t.data)[i])); break;
-      case DType::kFloat64: a.push_back(number(static_cast<const double*>(t.data)[i])); break;
-      case DType::kInt32: a.push_back(static_cast<const std::int32_t*>(t.data)[i]); break;
-      case DType::kInt64: a.push_back(static_cast<const std::int64_t*>(t.data)[i]); break;
-      case DType::kUInt8: a.push_back(static_cast<const std::uint8_t*>(t.data)[i]); break;
-      case DType::kInt8: a.push_back(static_cast<const std::int8_t*>(t.data)[i]); break;
-      case DType::kBool: a.push_back(static_cast<const bool*>(t.data)[i]); break;
+      case DType::kFloat32:
+        a.push_back(number(static_cast<const float*>(t.data)[i]));
+        break;
+      case DType::kFloat64:
+        a.push_back(number(static_cast<const double*>(t.data)[i]));
+        break;
+      case DType::kInt32:
+        a.push_back(static_cast<const std::int32_t*>(t.data)[i]);
+        break;
+      case DType::kInt64:
+        a.push_back(static_cast<const std::int64_t*>(t.data)[i]);
+        break;
+      case DType::kUInt8:
+        a.push_back(static_cast<const std::uint8_t*>(t.data)[i]);
+        break;
+      case DType::kInt8:
+        a.push_back(static_cast<const std::int8_t*>(t.data)[i]);
+        break;
+      case DType::kBool:
+        a.push_back(static_cast<const bool*>(t.data)[i]);
+        break;
     }
   }
   return a;
@@ -31,7 +49,8 @@ json tensor_values(const TensorView& t, std::size_t n) {
 
 }  // namespace
 
-std::string to_json_line(const FrameRecord& r, bool include_tensors, std::size_t max_tensor_elements) {
+std::string to_json_line(const FrameRecord& r, bool include_tensors,
+                         std::size_t max_tensor_elements) {
   json j;
   j["frame"] = r.frame_number;
   j["pts"] = optional_ns(r.pts_ns);
@@ -43,17 +62,21 @@ std::string to_json_line(const FrameRecord& r, bool include_tensors, std::size_t
   if (r.has_inference) {
     j["model"] = r.model;
     j["input"] = {{"width", r.input_width}, {"height", r.input_height}};
-    j["latency"] = {{"preprocess_ms", number(r.preprocess_ms)}, {"inference_ms", number(r.inference_ms)}};
+    j["latency"] = {{"preprocess_ms", number(r.preprocess_ms)},
+                    {"inference_ms", number(r.inference_ms)}};
     json cls = json::array();
     for (const auto& c : r.classification)
-      cls.push_back({{"label", c.label}, {"label_id", c.label_id}, {"confidence", number(c.confidence)}});
+      cls.push_back(
+          {{"label", c.label}, {"label_id", c.label_id}, {"confidence", number(c.confidence)}});
     j["classification"] = cls;
     if (include_tensors) {
       json ts = json::array();
       for (const auto& t : r.tensors) {
         const std::size_t n = t.elements();
         const std::size_t shown = std::min(n, max_tensor_elements);
-        json jt = {{"name", t.name}, {"dtype", to_string(t.dtype)}, {"dims", t.dims},
+        json jt = {{"name", t.name},
+                   {"dtype", to_string(t.dtype)},
+                   {"dims", t.dims},
                    {"data", tensor_values(t, shown)}};
         if (shown < n) jt["truncated"] = true;
         ts.push_back(std::move(jt));

@@ -29,6 +29,7 @@ struct FrameRecord {
 
 // One JSON object, no trailing newline. Tensors longer than
 // max_tensor_elements are cut and marked "truncated": true.
-std::string to_json_line(const FrameRecord& r, bool include_tensors, std::size_t max_tensor_elements);
+std::string to_json_line(const FrameRecord& r, bool include_tensors,
+                         std::size_t max_tensor_elements);
 
 }  // namespace torchinfer

@@ -7,10 +7,18 @@
 namespace torchinfer {
 
 enum class PixelFormat {
-  kYUY2, kUYVY,                        // packed 4:2:2
-  kRGB, kBGR,                          // packed 24-bit
-  kRGBx, kBGRx, kxRGB, kxBGR,          // packed 32-bit, padding byte ignored
-  kRGBA, kBGRA, kARGB, kABGR,          // packed 32-bit, alpha ignored
+  kYUY2,
+  kUYVY,  // packed 4:2:2
+  kRGB,
+  kBGR,  // packed 24-bit
+  kRGBx,
+  kBGRx,
+  kxRGB,
+  kxBGR,  // packed 32-bit, padding byte ignored
+  kRGBA,
+  kBGRA,
+  kARGB,
+  kABGR,  // packed 32-bit, alpha ignored
   kGRAY8,
 };
 

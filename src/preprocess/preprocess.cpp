@@ -21,19 +21,28 @@ struct SourceLayout {
 
 SourceLayout layout_of(PixelFormat f) {
   switch (f) {
-    case PixelFormat::kRGB: return {SourceLayout::kPackedRGB, 3, 0, 1, 2, 0};
-    case PixelFormat::kBGR: return {SourceLayout::kPackedRGB, 3, 2, 1, 0, 0};
+    case PixelFormat::kRGB:
+      return {SourceLayout::kPackedRGB, 3, 0, 1, 2, 0};
+    case PixelFormat::kBGR:
+      return {SourceLayout::kPackedRGB, 3, 2, 1, 0, 0};
     case PixelFormat::kRGBx:
-    case PixelFormat::kRGBA: return {SourceLayout::kPackedRGB, 4, 0, 1, 2, 0};
+    case PixelFormat::kRGBA:
+      return {SourceLayout::kPackedRGB, 4, 0, 1, 2, 0};
     case PixelFormat::kBGRx:
-    case PixelFormat::kBGRA: return {SourceLayout::kPackedRGB, 4, 2, 1, 0, 0};
+    case PixelFormat::kBGRA:
+      return {SourceLayout::kPackedRGB, 4, 2, 1, 0, 0};
     case PixelFormat::kxRGB:
-    case PixelFormat::kARGB: return {SourceLayout::kPackedRGB, 4, 1, 2, 3, 0};
+    case PixelFormat::kARGB:
+      return {SourceLayout::kPackedRGB, 4, 1, 2, 3, 0};
     case PixelFormat::kxBGR:
-    case PixelFormat::kABGR: return {SourceLayout::kPackedRGB, 4, 3, 2, 1, 0};
-    case PixelFormat::kGRAY8: return {SourceLayout::kGray, 1, 0, 0, 0, 0};
-    case PixelFormat::kYUY2: return {SourceLayout::kPacked422, 4, 0, 1, 2, 3};
-    case PixelFormat::kUYVY: return {SourceLayout::kPacked422, 4, 1, 0, 3, 2};
+    case PixelFormat::kABGR:
+      return {SourceLayout::kPackedRGB, 4, 3, 2, 1, 0};
+    case PixelFormat::kGRAY8:
+      return {SourceLayout::kGray, 1, 0, 0, 0, 0};
+    case PixelFormat::kYUY2:
+      return {SourceLayout::kPacked422, 4, 0, 1, 2, 3};
+    case PixelFormat::kUYVY:
+      return {SourceLayout::kPacked422, 4, 1, 0, 3, 2};
   }
   throw Error(ErrorKind::kInvalidArgument, "unsupported pixel format");
 }
@@ -60,13 +69,18 @@ YuvCoefficients yuv_coefficients(YuvMatrix m, bool full_range) {
   return c;
 }
 
-inline float clamp255(float v) { return std::min(255.f, std::max(0.f, v)); }
+inline float clamp255(float v) {
+  return std::min(255.f, std::max(0.f, v));
+}
 
 int cv_interpolation(ResizeMethod m) {
   switch (m) {
-    case ResizeMethod::kArea: return cv::INTER_AREA;
-    case ResizeMethod::kLinear: return cv::INTER_LINEAR;
-    case ResizeMethod::kNearest: return cv::INTER_NEAREST;
+    case ResizeMethod::kArea:
+      return cv::INTER_AREA;
+    case ResizeMethod::kLinear:
+      return cv::INTER_LINEAR;
+    case ResizeMethod::kNearest:
+      return cv::INTER_NEAREST;
   }
   return cv::INTER_AREA;
 }
@@ -101,28 +115,44 @@ struct ChannelWriter {
 
 const char* to_string(PixelFormat f) {
   switch (f) {
-    case PixelFormat::kYUY2: return "YUY2";
-    case PixelFormat::kUYVY: return "UYVY";
-    case PixelFormat::kRGB: return "RGB";
-    case PixelFormat::kBGR: return "BGR";
-    case PixelFormat::kRGBx: return "RGBx";
-    case PixelFormat::kBGRx: return "BGRx";
-    case PixelFormat::kxRGB: return "xRGB";
-    case PixelFormat::kxBGR: return "xBGR";
-    case PixelFormat::kRGBA: return "RGBA";
-    case PixelFormat::kBGRA: return "BGRA";
-    case PixelFormat::kARGB: return "ARGB";
-    case PixelFormat::kABGR: return "ABGR";
-    case PixelFormat::kGRAY8: return "GRAY8";
+    case PixelFormat::kYUY2:
+      return "YUY2";
+    case PixelFormat::kUYVY:
+      return "UYVY";
+    case PixelFormat::kRGB:
+      return "RGB";
+    case PixelFormat::kBGR:
+      return "BGR";
+    case PixelFormat::kRGBx:
+      return "RGBx";
+    case PixelFormat::kBGRx:
+      return "BGRx";
+    case PixelFormat::kxRGB:
+      return "xRGB";
+    case PixelFormat::kxBGR:
+      return "xBGR";
+    case PixelFormat::kRGBA:
+      return "RGBA";
+    case PixelFormat::kBGRA:
+      return "BGRA";
+    case PixelFormat::kARGB:
+      return "ARGB";
+    case PixelFormat::kABGR:
+      return "ABGR";
+    case PixelFormat::kGRAY8:
+      return "GRAY8";
   }
   return "?";
 }
 
 const char* to_string(ResizeMethod m) {
   switch (m) {
-    case ResizeMethod::kArea: return "area";
-    case ResizeMethod::kLinear: return "linear";
-    case ResizeMethod::kNearest: return "nearest";
+    case ResizeMethod::kArea:
+      return "area";
+    case ResizeMethod::kLinear:
+      return "linear";
+    case ResizeMethod::kNearest:
+      return "nearest";
   }
   return "?";
 }
@@ -189,7 +219,8 @@ FrameTransform Preprocessor::run(const FrameView& f, float* dst) {
   if (L.kind != SourceLayout::kPacked422 && new_w == f.width && new_h == f.height) {
     small = src;
   } else {
-    cv::resize(src, scratch_->resized, cv::Size(new_w, new_h), 0, 0, cv_interpolation(opts_.method));
+    cv::resize(src, scratch_->resized, cv::Size(new_w, new_h), 0, 0,
+               cv_interpolation(opts_.method));
     small = scratch_->resized;
   }
 
@@ -210,7 +241,8 @@ FrameTransform Preprocessor::run(const FrameView& f, float* dst) {
     float* d = dst + (static_cast<std::size_t>(y + off_y) * opts_.out_width + off_x) * C;
     switch (L.kind) {
       case SourceLayout::kPackedRGB:
-        for (int x = 0; x < new_w; ++x, s += L.channels, d += C) w.put(s[L.i0], s[L.i1], s[L.i2], d);
+        for (int x = 0; x < new_w; ++x, s += L.channels, d += C)
+          w.put(s[L.i0], s[L.i1], s[L.i2], d);
         break;
       case SourceLayout::kGray:
         for (int x = 0; x < new_w; ++x, ++s, d += C) w.put_gray(s[0], d);

@@ -23,7 +23,8 @@ OwnedFrame make_frame(const cv::Mat& rgb, PixelFormat format, int stride = 0);
 
 // The straightforward reference chain: convert to RGB at full size with
 // OpenCV, resize, then normalise into NHWC floats.
-std::vector<float> reference_preprocess(const OwnedFrame& f, int out_w, int out_h, int interpolation,
-                                        bool rgb_order, const float alpha[3], const float beta[3]);
+std::vector<float> reference_preprocess(const OwnedFrame& f, int out_w, int out_h,
+                                        int interpolation, bool rgb_order, const float alpha[3],
+                                        const float beta[3]);
 
 }  // namespace torchinfer::test

@@ -11,6 +11,8 @@ inline std::string models_dir() {
   return d ? d : "tests";
 }
 
-inline std::string model_path(const std::string& name) { return models_dir() + "/" + name; }
+inline std::string model_path(const std::string& name) {
+  return models_dir() + "/" + name;
+}
 
 }  // namespace torchinfer::test

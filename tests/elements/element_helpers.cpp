@@ -11,7 +11,8 @@ StartResult try_start(GstElement* element) {
   GstBus* bus = gst_bus_new();
   gst_element_set_bus(element, bus);
   r.ret = gst_element_set_state(element, GST_STATE_PAUSED);
-  if (r.ret == GST_STATE_CHANGE_ASYNC) r.ret = gst_element_get_state(element, nullptr, nullptr, 5 * GST_SECOND);
+  if (r.ret == GST_STATE_CHANGE_ASYNC)
+    r.ret = gst_element_get_state(element, nullptr, nullptr, 5 * GST_SECOND);
   while (GstMessage* msg = gst_bus_pop(bus)) {
     if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR && !r.error.set) {
       GError* err = nullptr;
@@ -35,11 +36,14 @@ StartResult try_start(GstElement* element) {
 }
 
 WarningCatcher::WarningCatcher(const char* domain) : domain_(domain ? domain : "") {
-  id_ = g_log_set_handler(domain, static_cast<GLogLevelFlags>(G_LOG_LEVEL_WARNING | G_LOG_LEVEL_CRITICAL),
+  id_ = g_log_set_handler(domain,
+                          static_cast<GLogLevelFlags>(G_LOG_LEVEL_WARNING | G_LOG_LEVEL_CRITICAL),
                           &WarningCatcher::handler, this);
 }
 
-WarningCatcher::~WarningCatcher() { g_log_remove_handler(domain_.empty() ? nullptr : domain_.c_str(), id_); }
+WarningCatcher::~WarningCatcher() {
+  g_log_remove_handler(domain_.empty() ? nullptr : domain_.c_str(), id_);
+}
 
 void WarningCatcher::handler(const gchar*, GLogLevelFlags, const gchar* message, gpointer self) {
   static_cast<WarningCatcher*>(self)->messages_.push_back(message);
@@ -64,11 +68,14 @@ GstBuffer* make_video_buffer(const GstVideoInfo& info, unsigned seed) {
   GstBuffer* buf = gst_buffer_new_allocate(nullptr, GST_VIDEO_INFO_SIZE(&info), nullptr);
   GstMapInfo map;
   gst_buffer_map(buf, &map, GST_MAP_WRITE);
-  for (gsize i = 0; i < map.size; ++i) map.data[i] = static_cast<guint8>((i * 7 + seed * 31 + (i / 97) * 13) & 0xFF);
+  for (gsize i = 0; i < map.size; ++i)
+    map.data[i] = static_cast<guint8>((i * 7 + seed * 31 + (i / 97) * 13) & 0xFF);
   gst_buffer_unmap(buf, &map);
   return buf;
 }
 
-std::string model(const std::string& name) { return model_path(name); }
+std::string model(const std::string& name) {
+  return model_path(name);
+}
 
 }  // namespace torchinfer::test

@@ -51,7 +51,8 @@ GstElement* make_torchinfer(const std::string& props) {
 
 // Starts torchinfer with props and expects a failure in domain/code whose
 // message contains `needle`.
-void expect_start_error(const std::string& props, GQuark domain, int code, const std::string& needle) {
+void expect_start_error(const std::string& props, GQuark domain, int code,
+                        const std::string& needle) {
   GstElement* e = make_torchinfer(props);
   ASSERT_NE(e, nullptr);
   const StartResult r = try_start(e);
@@ -60,7 +61,8 @@ void expect_start_error(const std::string& props, GQuark domain, int code, const
   EXPECT_EQ(r.error.domain, domain) << r.error.message;
   EXPECT_EQ(r.error.code, code) << r.error.message;
   EXPECT_NE(r.error.message.find(needle), std::string::npos) << r.error.message;
-  EXPECT_EQ(r.error.message.find('\n'), std::string::npos) << "one readable line: " << r.error.message;
+  EXPECT_EQ(r.error.message.find('\n'), std::string::npos)
+      << "one readable line: " << r.error.message;
   gst_object_unref(e);
 }
 
@@ -70,7 +72,8 @@ void expect_start_error(const std::string& props, GQuark domain, int code, const
 
 TEST(TorchInfer, AcceptsCameraFormats) {
   for (const char* fmt : {"YUY2", "UYVY", "RGB", "BGR", "RGBx", "BGRx", "xRGB", "ABGR", "GRAY8"}) {
-    const std::string caps = std::string("video/x-raw,format=") + fmt + ",width=64,height=48,framerate=30/1";
+    const std::string caps =
+        std::string("video/x-raw,format=") + fmt + ",width=64,height=48,framerate=30/1";
     GstHarness* h = torchinfer_harness("model=" + model("tiny_classifier.pt"), caps);
     const GstVideoInfo info = info_of(caps);
     GstBuffer* out = gst_harness_push_and_pull(h, make_video_buffer(info, 1));
@@ -154,7 +157,8 @@ TEST(TorchInfer, MetaMatchesPlainLibtorch) {
   EXPECT_EQ(t.dims[1], 5);
   EXPECT_EQ(t.size, 5 * sizeof(float));
   ASSERT_EQ(expected.size(), 5u);
-  for (int i = 0; i < 5; ++i) EXPECT_NEAR(static_cast<const float*>(t.data)[i], expected[i], 1e-4) << i;
+  for (int i = 0; i < 5; ++i)
+    EXPECT_NEAR(static_cast<const float*>(t.data)[i], expected[i], 1e-4) << i;
   EXPECT_EQ(m->input_width, 48u);
   EXPECT_EQ(m->input_height, 32u);
   EXPECT_DOUBLE_EQ(m->transform.scale_x, 48.0 / 640);
@@ -206,7 +210,8 @@ TEST(TorchInfer, IdentityModelSeesNormalisedPixels) {
   for (int c = 0; c < 3; ++c)
     for (int r = 0; r < 6; ++r)
       for (int x = 0; x < 8; ++x)
-        ASSERT_NEAR(y[(c * 6 + r) * 8 + x], (map.data[r * stride + x * 3 + c] / 255.f - 0.5f) / 0.25f, 1e-5);
+        ASSERT_NEAR(y[(c * 6 + r) * 8 + x],
+                    (map.data[r * stride + x * 3 + c] / 255.f - 0.5f) / 0.25f, 1e-5);
   gst_buffer_unmap(ref, &map);
   // task "raw" in the sidecar: no classification meta.
   EXPECT_EQ(gst_buffer_get_custom_meta(out, GST_TORCH_CLASSIFICATION_META_NAME), nullptr);
@@ -223,16 +228,18 @@ TEST(TorchInfer, NoSidecarUsesTorchvisionDefaults) {
   ASSERT_NE(m, nullptr);
   EXPECT_EQ(m->input_width, 224u);
   EXPECT_EQ(m->input_height, 224u);
-  const GstStructure* s = gst_custom_meta_get_structure(gst_buffer_get_custom_meta(out, GST_TORCH_CLASSIFICATION_META_NAME));
+  const GstStructure* s = gst_custom_meta_get_structure(
+      gst_buffer_get_custom_meta(out, GST_TORCH_CLASSIFICATION_META_NAME));
   EXPECT_EQ(gst_value_array_get_size(gst_structure_get_value(s, "labels")), 5u);  // default top-k 5
   gst_buffer_unref(out);
   gst_harness_teardown(h);
 }
 
 TEST(TorchInfer, PropertiesOverrideSidecar) {
-  GstHarness* h = torchinfer_harness(
-      "model=" + model("tiny_classifier.pt") + " input-width=64 input-height=40 top-k=1 keep-aspect-ratio=true",
-      kRgb640);
+  GstHarness* h =
+      torchinfer_harness("model=" + model("tiny_classifier.pt") +
+                             " input-width=64 input-height=40 top-k=1 keep-aspect-ratio=true",
+                         kRgb640);
   GstBuffer* out = gst_harness_push_and_pull(h, make_video_buffer(info_of(kRgb640), 1));
   GstTorchTensorMeta* m = gst_buffer_get_torch_tensor_meta(out);
   ASSERT_NE(m, nullptr);
@@ -243,7 +250,8 @@ TEST(TorchInfer, PropertiesOverrideSidecar) {
   EXPECT_DOUBLE_EQ(m->transform.scale_x, 53.0 / 640);
   EXPECT_DOUBLE_EQ(m->transform.offset_x, 5);
   EXPECT_DOUBLE_EQ(m->transform.offset_y, 0);
-  const GstStructure* s = gst_custom_meta_get_structure(gst_buffer_get_custom_meta(out, GST_TORCH_CLASSIFICATION_META_NAME));
+  const GstStructure* s = gst_custom_meta_get_structure(
+      gst_buffer_get_custom_meta(out, GST_TORCH_CLASSIFICATION_META_NAME));
   EXPECT_EQ(gst_value_array_get_size(gst_structure_get_value(s, "labels")), 1u);
   gst_buffer_unref(out);
   gst_harness_teardown(h);
@@ -262,7 +270,8 @@ TEST(TorchInfer, MetaSurvivesCopiesAndOutlivesTheBuffer) {
   GstTorchTensorMeta* c = gst_buffer_get_torch_tensor_meta(copy);
   ASSERT_NE(c, nullptr);
   EXPECT_STREQ(c->tensors[0].name, "output");
-  for (int i = 0; i < 5; ++i) EXPECT_FLOAT_EQ(static_cast<const float*>(c->tensors[0].data)[i], values[i]);
+  for (int i = 0; i < 5; ++i)
+    EXPECT_FLOAT_EQ(static_cast<const float*>(c->tensors[0].data)[i], values[i]);
   EXPECT_NE(gst_buffer_get_custom_meta(copy, GST_TORCH_CLASSIFICATION_META_NAME), nullptr);
   gst_buffer_unref(copy);
 }
@@ -301,7 +310,8 @@ TEST(TorchInfer, EveryPropertyHasABlurb) {
 
 TEST(TorchInferErrors, MissingOrUnsetModel) {
   const GQuark res = GST_RESOURCE_ERROR;
-  expect_start_error("model=/nonexistent/net.pt", res, GST_RESOURCE_ERROR_NOT_FOUND, "/nonexistent/net.pt");
+  expect_start_error("model=/nonexistent/net.pt", res, GST_RESOURCE_ERROR_NOT_FOUND,
+                     "/nonexistent/net.pt");
   expect_start_error("", res, GST_RESOURCE_ERROR_NOT_FOUND, "model");
 }
 
@@ -318,11 +328,12 @@ TEST(TorchInferErrors, CorruptModelFiles) {
 }
 
 TEST(TorchInferErrors, UnsupportedModelInterfaces) {
-  expect_start_error("model=" + model("two_inputs.pt"), GST_LIBRARY_ERROR, GST_LIBRARY_ERROR_INIT, "takes 2 inputs");
-  expect_start_error("model=" + model("returns_string.pt"), GST_LIBRARY_ERROR, GST_LIBRARY_ERROR_INIT,
-                     "must return a Tensor");
-  expect_start_error("model=" + model("wrong_channels.pt"), GST_LIBRARY_ERROR, GST_LIBRARY_ERROR_INIT,
-                     "1x3x16x16");
+  expect_start_error("model=" + model("two_inputs.pt"), GST_LIBRARY_ERROR, GST_LIBRARY_ERROR_INIT,
+                     "takes 2 inputs");
+  expect_start_error("model=" + model("returns_string.pt"), GST_LIBRARY_ERROR,
+                     GST_LIBRARY_ERROR_INIT, "must return a Tensor");
+  expect_start_error("model=" + model("wrong_channels.pt"), GST_LIBRARY_ERROR,
+                     GST_LIBRARY_ERROR_INIT, "1x3x16x16");
 }
 
 TEST(TorchInferErrors, BadSidecars) {
@@ -330,12 +341,14 @@ TEST(TorchInferErrors, BadSidecars) {
   const auto bad_std = write_file("bad_std.json", R"({"std": [0.2, 0.0, 0.2]})");
   expect_start_error(m + bad_std, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS, "'std'");
   const auto not_json = write_file("not_json.json", "{ input_width: 3 ");
-  expect_start_error(m + not_json, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS, "not_json.json");
+  expect_start_error(m + not_json, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS,
+                     "not_json.json");
   const auto typo = write_file("typo.json", R"({"input_widht": 64})");
   expect_start_error(m + typo, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS, "'input_widht'");
-  expect_start_error(m + "/nonexistent/cfg.json", GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_NOT_FOUND, "cfg.json");
-  expect_start_error("model=" + model("tiny_classifier.pt") + " labels=/nonexistent/labels.txt", GST_RESOURCE_ERROR,
-                     GST_RESOURCE_ERROR_NOT_FOUND, "labels.txt");
+  expect_start_error(m + "/nonexistent/cfg.json", GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_NOT_FOUND,
+                     "cfg.json");
+  expect_start_error("model=" + model("tiny_classifier.pt") + " labels=/nonexistent/labels.txt",
+                     GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_NOT_FOUND, "labels.txt");
 }
 
 TEST(TorchInferErrors, BadPropertyValuesRejectedWithWarning) {
@@ -343,7 +356,8 @@ TEST(TorchInferErrors, BadPropertyValuesRejectedWithWarning) {
   g_object_set(e, "mean", "0.4,0.4,0.4", nullptr);
   {
     WarningCatcher w;
-    for (const char* bad : {"abc", "0.1,0.2", "1,2,3,4", "0.5;0.5;0.5"}) g_object_set(e, "mean", bad, nullptr);
+    for (const char* bad : {"abc", "0.1,0.2", "1,2,3,4", "0.5;0.5;0.5"})
+      g_object_set(e, "mean", bad, nullptr);
     g_object_set(e, "std", "0.2,0,0.2", nullptr);
     g_object_set(e, "std", "-1", nullptr);
     EXPECT_EQ(w.messages().size(), 6u);
@@ -385,8 +399,10 @@ TEST(TorchInferErrors, SettingsLockedWhileRunning) {
 TEST(TorchInferErrors, RefusesUnsupportedCaps) {
   GstElement* e = gst_element_factory_make("torchinfer", nullptr);
   GstPad* sink = gst_element_get_static_pad(e, "sink");
-  for (const char* caps : {"video/x-raw,format=NV16,width=64,height=48", "video/x-bayer,format=rggb,width=64,height=48",
-                           "audio/x-raw,format=S16LE,rate=48000,channels=1", "image/jpeg,width=64,height=48"}) {
+  for (const char* caps :
+       {"video/x-raw,format=NV16,width=64,height=48",
+        "video/x-bayer,format=rggb,width=64,height=48",
+        "audio/x-raw,format=S16LE,rate=48000,channels=1", "image/jpeg,width=64,height=48"}) {
     GstCaps* c = gst_caps_from_string(caps);
     EXPECT_FALSE(gst_pad_query_accept_caps(sink, c)) << caps;
     gst_caps_unref(c);
@@ -407,7 +423,8 @@ TEST(TorchInferErrors, ShortBufferIsAStreamErrorNotACrash) {
 
 TEST(TorchInferErrors, NonClassifierWarnsOnce) {
   const char* caps = "video/x-raw,format=RGB,width=16,height=16,framerate=30/1";
-  GstHarness* h = torchinfer_harness("model=" + model("grid_probe.pt") + " task=classification", caps);
+  GstHarness* h =
+      torchinfer_harness("model=" + model("grid_probe.pt") + " task=classification", caps);
   GstBus* bus = gst_bus_new();
   gst_element_set_bus(h->element, bus);
   for (int i = 0; i < 3; ++i) {

@@ -35,8 +35,8 @@ GstVideoInfo caps_info() {
 }
 
 GstHarness* chain(const std::string& location, const std::string& extra) {
-  const std::string line = "torchinfer model=" + model("tiny_classifier.pt") + " ! torchmetaconvert location=" +
-                           location + " " + extra;
+  const std::string line = "torchinfer model=" + model("tiny_classifier.pt") +
+                           " ! torchmetaconvert location=" + location + " " + extra;
   GstHarness* h = gst_harness_new_parse(line.c_str());
   gst_harness_set_src_caps_str(h, kCaps);
   return h;
@@ -90,7 +90,8 @@ TEST(TorchMetaConvert, IncludesTensorValuesOnRequest) {
   GstBuffer* out = gst_harness_push_and_pull(h, make_video_buffer(caps_info(), 1));
   GstTorchTensorMeta* m = gst_buffer_get_torch_tensor_meta(out);
   ASSERT_NE(m, nullptr);
-  std::vector<float> v(static_cast<const float*>(m->tensors[0].data), static_cast<const float*>(m->tensors[0].data) + 5);
+  std::vector<float> v(static_cast<const float*>(m->tensors[0].data),
+                       static_cast<const float*>(m->tensors[0].data) + 5);
   gst_buffer_unref(out);
   guint64 lines = 0;
   GstElement* conv = gst_bin_get_by_name(GST_BIN(h->element), "torchmetaconvert0");
@@ -99,7 +100,8 @@ TEST(TorchMetaConvert, IncludesTensorValuesOnRequest) {
     GValue item = G_VALUE_INIT;
     while (gst_iterator_next(it, &item) == GST_ITERATOR_OK) {
       GstElement* e = GST_ELEMENT(g_value_get_object(&item));
-      if (g_str_has_prefix(GST_OBJECT_NAME(e), "torchmetaconvert")) conv = GST_ELEMENT(gst_object_ref(e));
+      if (g_str_has_prefix(GST_OBJECT_NAME(e), "torchmetaconvert"))
+        conv = GST_ELEMENT(gst_object_ref(e));
       g_value_reset(&item);
     }
     g_value_unset(&item);

@@ -7,7 +7,7 @@
 
 namespace torchinfer::test {
 
-std::vector<float> run_reference_model(const std::string& path, const float* nhwc, int height, int width,
-                                       int channels);
+std::vector<float> run_reference_model(const std::string& path, const float* nhwc, int height,
+                                       int width, int channels);
 
 }  // namespace torchinfer::test

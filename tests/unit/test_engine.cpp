@@ -25,7 +25,8 @@ EngineOptions opts(const std::string& model, int w, int h, int c = 3) {
 }
 
 void fill_ramp(AlignedBuffer& b) {
-  for (std::size_t i = 0; i < b.size(); ++i) b.data()[i] = static_cast<float>((i * 37) % 101) / 50.f - 1.f;
+  for (std::size_t i = 0; i < b.size(); ++i)
+    b.data()[i] = static_cast<float>((i * 37) % 101) / 50.f - 1.f;
 }
 
 // Runs the engine expecting failure; returns the message.
@@ -103,7 +104,8 @@ TEST(Engine, TupleAndDictOutputsAreNamed) {
   EXPECT_EQ(d->tensors()[0].name, "mean");
   EXPECT_EQ(d->tensors()[1].name, "sum");
   // mean * 256 == sum for a 16x16 input
-  for (int c = 0; c < 3; ++c) EXPECT_NEAR(d->tensors()[0].f32()[c] * 256, d->tensors()[1].f32()[c], 1e-3);
+  for (int c = 0; c < 3; ++c)
+    EXPECT_NEAR(d->tensors()[0].f32()[c] * 256, d->tensors()[1].f32()[c], 1e-3);
   EXPECT_NEAR(d->tensors()[0].f32()[0], t->tensors()[0].f32()[0], 1e-6);
 }
 
@@ -127,16 +129,17 @@ TEST(EngineErrors, CorruptFiles) {
   std::vector<char> good{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   auto write = [](const std::string& name, const std::vector<char>& bytes) {
     const std::string p = testing::TempDir() + name;
-    std::ofstream(p, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    std::ofstream(p, std::ios::binary)
+        .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     return p;
   };
   std::vector<char> flipped = good;
   flipped[good.size() / 2] ^= 0x01;
   std::vector<char> garbage(3000);
   std::iota(garbage.begin(), garbage.end(), 0);
-  for (const auto& path :
-       {write("e_empty.pt", {}), write("e_garbage.pt", garbage),
-        write("e_trunc.pt", std::vector<char>(good.begin(), good.end() - 100)), write("e_flip.pt", flipped)}) {
+  for (const auto& path : {write("e_empty.pt", {}), write("e_garbage.pt", garbage),
+                           write("e_trunc.pt", std::vector<char>(good.begin(), good.end() - 100)),
+                           write("e_flip.pt", flipped)}) {
     EngineOptions o = opts("", 48, 32);
     o.model_path = path;
     const auto msg = load_error(o, ErrorKind::kModelInvalid);

@@ -67,7 +67,8 @@ TEST(ModelConfig, ScaleOffset) {
 }
 
 TEST(ModelConfig, GrayTakesOneValue) {
-  const auto c = parse_model_config_text(R"({"channel_order": "gray", "mean": [0.5], "std": [0.5]})", "m.json");
+  const auto c = parse_model_config_text(
+      R"({"channel_order": "gray", "mean": [0.5], "std": [0.5]})", "m.json");
   EXPECT_EQ(c.channels(), 1);
   EXPECT_NEAR(255 * c.alpha[0] + c.beta[0], 1.0, 1e-6);
 }
@@ -91,7 +92,8 @@ TEST(ModelConfig, ShippedTestSidecarParses) {
 }
 
 TEST(ModelConfig, DefaultSidecarFoundBesideModel) {
-  EXPECT_EQ(default_sidecar_path(test::model_path("tiny_classifier.pt")), test::model_path("tiny_classifier.json"));
+  EXPECT_EQ(default_sidecar_path(test::model_path("tiny_classifier.pt")),
+            test::model_path("tiny_classifier.json"));
   EXPECT_EQ(default_sidecar_path(test::model_path("two_inputs.pt")), "");
 }
 

@@ -60,10 +60,11 @@ TEST_P(PreprocessVsReference, WithinBound) {
     const auto t = pre.run(f.view, dst.data());
     EXPECT_DOUBLE_EQ(t.scale_x, 64.0 / c.width);
     EXPECT_DOUBLE_EQ(t.scale_y, 48.0 / c.height);
-    const auto ref = reference_preprocess(f, 64, 48, cv::INTER_AREA, order == ChannelOrder::kRGB, o.alpha.data(),
-                                          o.beta.data());
+    const auto ref = reference_preprocess(f, 64, 48, cv::INTER_AREA, order == ChannelOrder::kRGB,
+                                          o.alpha.data(), o.beta.data());
     EXPECT_LE(max_pixel_diff(ref, dst.data(), o), c.bound)
-        << to_string(c.format) << " " << c.width << "x" << c.height << " order " << to_string(order);
+        << to_string(c.format) << " " << c.width << "x" << c.height << " order "
+        << to_string(order);
   }
 }
 
@@ -72,15 +73,20 @@ TEST_P(PreprocessVsReference, WithinBound) {
 // difference is ≤ 1.55/255 (clamping of out-of-gamut pixels at chroma edges
 // does not commute with averaging); the uint8 reference chain adds up to
 // 1/255 of its own rounding, hence 2.5/255 here.
-INSTANTIATE_TEST_SUITE_P(
-    Formats, PreprocessVsReference,
-    testing::Values(Case{PixelFormat::kRGB, 640, 480, 0, 1.f}, Case{PixelFormat::kRGB, 321, 241, 1000, 1.f},
-                    Case{PixelFormat::kBGR, 640, 480, 0, 1.f}, Case{PixelFormat::kRGBx, 640, 480, 0, 1.f},
-                    Case{PixelFormat::kBGRx, 333, 222, 1400, 1.f}, Case{PixelFormat::kxRGB, 128, 96, 0, 1.f},
-                    Case{PixelFormat::kABGR, 128, 96, 0, 1.f}, Case{PixelFormat::kRGBA, 100, 60, 0, 1.f},
-                    Case{PixelFormat::kGRAY8, 640, 480, 0, 1.f}, Case{PixelFormat::kGRAY8, 97, 51, 128, 1.f},
-                    Case{PixelFormat::kYUY2, 640, 480, 0, 2.5f}, Case{PixelFormat::kYUY2, 1280, 720, 2600, 2.5f},
-                    Case{PixelFormat::kUYVY, 640, 480, 0, 2.5f}));
+INSTANTIATE_TEST_SUITE_P(Formats, PreprocessVsReference,
+                         testing::Values(Case{PixelFormat::kRGB, 640, 480, 0, 1.f},
+                                         Case{PixelFormat::kRGB, 321, 241, 1000, 1.f},
+                                         Case{PixelFormat::kBGR, 640, 480, 0, 1.f},
+                                         Case{PixelFormat::kRGBx, 640, 480, 0, 1.f},
+                                         Case{PixelFormat::kBGRx, 333, 222, 1400, 1.f},
+                                         Case{PixelFormat::kxRGB, 128, 96, 0, 1.f},
+                                         Case{PixelFormat::kABGR, 128, 96, 0, 1.f},
+                                         Case{PixelFormat::kRGBA, 100, 60, 0, 1.f},
+                                         Case{PixelFormat::kGRAY8, 640, 480, 0, 1.f},
+                                         Case{PixelFormat::kGRAY8, 97, 51, 128, 1.f},
+                                         Case{PixelFormat::kYUY2, 640, 480, 0, 2.5f},
+                                         Case{PixelFormat::kYUY2, 1280, 720, 2600, 2.5f},
+                                         Case{PixelFormat::kUYVY, 640, 480, 0, 2.5f}));
 
 TEST(Preprocess, ExactValuesWithoutResize) {
   cv::Mat rgb(2, 3, CV_8UC3);
@@ -96,7 +102,8 @@ TEST(Preprocess, ExactValuesWithoutResize) {
   pre.run(f.view, dst.data());
   for (int i = 0; i < 6; ++i)
     for (int c = 0; c < 3; ++c)
-      EXPECT_FLOAT_EQ(dst.data()[i * 3 + c], rgb.data[i * 3 + c] * o.alpha[c] + o.beta[c]) << i << "," << c;
+      EXPECT_FLOAT_EQ(dst.data()[i * 3 + c], rgb.data[i * 3 + c] * o.alpha[c] + o.beta[c])
+          << i << "," << c;
 }
 
 TEST(Preprocess, GrayModelFromRgbUsesBt601Luma) {
@@ -128,7 +135,8 @@ TEST(Preprocess, LetterboxPadsAndRecordsTransform) {
   EXPECT_DOUBLE_EQ(t.offset_y, 16);
   // Rows 0..15 and 48..63 are padding; row 16.. holds the resized image.
   for (int y : {0, 15, 48, 63})
-    for (int x : {0, 31, 63}) EXPECT_FLOAT_EQ(dst.data()[(y * 64 + x) * 3 + 1], 114.f) << y << "," << x;
+    for (int x : {0, 31, 63})
+      EXPECT_FLOAT_EQ(dst.data()[(y * 64 + x) * 3 + 1], 114.f) << y << "," << x;
   cv::Mat small;
   cv::resize(rgb, small, cv::Size(64, 32), 0, 0, cv::INTER_AREA);
   EXPECT_FLOAT_EQ(dst.data()[(16 * 64 + 5) * 3 + 0], small.at<cv::Vec3b>(0, 5)[0]);
@@ -143,7 +151,8 @@ TEST(Preprocess, UpscalesSmallFramesAndOnePixelWide) {
     Preprocessor pre(o);
     AlignedBuffer dst(o.slot_floats());
     pre.run(f.view, dst.data());
-    const auto ref = reference_preprocess(f, 16, 16, cv::INTER_AREA, true, o.alpha.data(), o.beta.data());
+    const auto ref =
+        reference_preprocess(f, 16, 16, cv::INTER_AREA, true, o.alpha.data(), o.beta.data());
     EXPECT_LE(max_pixel_diff(ref, dst.data(), o), 1.f) << w << "x" << h;
   }
 }
@@ -151,7 +160,8 @@ TEST(Preprocess, UpscalesSmallFramesAndOnePixelWide) {
 TEST(Preprocess, ResizeMethodsMatchOpenCv) {
   const cv::Mat rgb = make_rgb_image(300, 200, 5);
   const OwnedFrame f = make_frame(rgb, PixelFormat::kRGB);
-  for (auto [m, cvm] : {std::pair{ResizeMethod::kLinear, cv::INTER_LINEAR}, std::pair{ResizeMethod::kNearest, cv::INTER_NEAREST}}) {
+  for (auto [m, cvm] : {std::pair{ResizeMethod::kLinear, cv::INTER_LINEAR},
+                        std::pair{ResizeMethod::kNearest, cv::INTER_NEAREST}}) {
     PreprocessOptions o = imagenet(50, 40);
     o.method = m;
     Preprocessor pre(o);

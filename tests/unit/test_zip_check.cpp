@@ -19,7 +19,8 @@ std::vector<char> read_all(const std::string& path) {
 
 std::string write_bytes(const std::string& name, const std::vector<char>& bytes) {
   const std::string path = testing::TempDir() + name;
-  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   return path;
 }
 
@@ -46,8 +47,10 @@ TEST(ZipCheck, RejectsDamage) {
   ASSERT_GT(good.size(), 4000u);
   EXPECT_EQ(kind_of("/nonexistent/model.pt"), ErrorKind::kNotFound);
   EXPECT_EQ(kind_of(write_bytes("empty.pt", {})), ErrorKind::kModelInvalid);
-  EXPECT_EQ(kind_of(write_bytes("text.pt", std::vector<char>(5000, 'x'))), ErrorKind::kModelInvalid);
-  EXPECT_EQ(kind_of(write_bytes("trunc.pt", std::vector<char>(good.begin(), good.begin() + good.size() / 2))),
+  EXPECT_EQ(kind_of(write_bytes("text.pt", std::vector<char>(5000, 'x'))),
+            ErrorKind::kModelInvalid);
+  EXPECT_EQ(kind_of(write_bytes("trunc.pt",
+                                std::vector<char>(good.begin(), good.begin() + good.size() / 2))),
             ErrorKind::kModelInvalid);
 }
 
@@ -55,10 +58,13 @@ TEST(ZipCheck, RejectsDamage) {
 // libtorch itself would load such a file and compute wrong results.
 TEST(ZipCheck, RejectsFlippedWeightBits) {
   const auto good = read_all(test::model_path("tiny_classifier.pt"));
-  auto u16 = [&](std::size_t p) { return static_cast<unsigned char>(good[p]) | static_cast<unsigned char>(good[p + 1]) << 8; };
+  auto u16 = [&](std::size_t p) {
+    return static_cast<unsigned char>(good[p]) | static_cast<unsigned char>(good[p + 1]) << 8;
+  };
   int weights = 0;
   for (std::size_t off = 0; off + 30 < good.size(); ++off) {
-    if (good[off] != 'P' || good[off + 1] != 'K' || good[off + 2] != 3 || good[off + 3] != 4) continue;
+    if (good[off] != 'P' || good[off + 1] != 'K' || good[off + 2] != 3 || good[off + 3] != 4)
+      continue;
     const std::size_t name_len = u16(off + 26), extra_len = u16(off + 28);
     const std::string name(&good[off + 30], name_len);
     // Local headers may leave the size to a trailing descriptor: the data

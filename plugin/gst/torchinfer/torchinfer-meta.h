@@ -32,12 +32,12 @@ typedef enum {
 } GstTorchDType;
 
 typedef struct {
-  gchar *name;            /* "output", "output0".., or the model's dict key */
+  gchar* name; /* "output", "output0".., or the model's dict key */
   GstTorchDType dtype;
   guint n_dims;
   gint64 dims[GST_TORCH_MAX_DIMS]; /* this frame's slice: dims[0] == 1 */
-  gconstpointer data;     /* row-major, contiguous */
-  gsize size;             /* bytes */
+  gconstpointer data;              /* row-major, contiguous */
+  gsize size;                      /* bytes */
 } GstTorchTensor;
 
 /* model_x = frame_x * scale_x + offset_x (same for y); letterbox padding
@@ -50,46 +50,45 @@ typedef struct {
 typedef struct {
   GstMeta meta;
 
-  gchar *model;           /* model file path */
-  gchar *model_instance_id;
-  guint input_width, input_height;  /* model input size */
-  guint frame_width, frame_height;  /* frame the tensors were computed from */
+  gchar* model; /* model file path */
+  gchar* model_instance_id;
+  guint input_width, input_height; /* model input size */
+  guint frame_width, frame_height; /* frame the tensors were computed from */
   GstTorchTransform transform;
   guint64 preprocess_ns;
-  guint64 inference_ns;   /* forward() of the batch this frame was in */
+  guint64 inference_ns; /* forward() of the batch this frame was in */
   guint batch_size;
   guint batch_index;
 
   guint n_tensors;
-  GstTorchTensor *tensors;
+  GstTorchTensor* tensors;
 
   /*< private >*/
-  GBytes *owner;          /* keeps the tensors' memory alive */
+  GBytes* owner; /* keeps the tensors' memory alive */
 } GstTorchTensorMeta;
 
-#define GST_TORCH_TENSOR_META_API_TYPE (gst_torch_tensor_meta_api_get_type ())
-#define GST_TORCH_TENSOR_META_INFO (gst_torch_tensor_meta_get_info ())
+#define GST_TORCH_TENSOR_META_API_TYPE (gst_torch_tensor_meta_api_get_type())
+#define GST_TORCH_TENSOR_META_INFO (gst_torch_tensor_meta_get_info())
 #define GST_TORCH_CLASSIFICATION_META_NAME "GstTorchClassificationMeta"
 
-GType gst_torch_tensor_meta_api_get_type (void);
-const GstMetaInfo *gst_torch_tensor_meta_get_info (void);
+GType gst_torch_tensor_meta_api_get_type(void);
+const GstMetaInfo* gst_torch_tensor_meta_get_info(void);
 
 /* Adds a meta with n_tensors zeroed tensors; takes a reference on owner.
  * Fill tensors[i] (name via g_strdup) and the other fields afterwards. */
-GstTorchTensorMeta *gst_buffer_add_torch_tensor_meta (GstBuffer *buffer,
-    guint n_tensors, GBytes *owner);
+GstTorchTensorMeta* gst_buffer_add_torch_tensor_meta(GstBuffer* buffer, guint n_tensors,
+                                                     GBytes* owner);
 
 #define gst_buffer_get_torch_tensor_meta(b) \
-  ((GstTorchTensorMeta *) gst_buffer_get_meta ((b), GST_TORCH_TENSOR_META_API_TYPE))
+  ((GstTorchTensorMeta*)gst_buffer_get_meta((b), GST_TORCH_TENSOR_META_API_TYPE))
 
 /* The tensor called name, or NULL. */
-const GstTorchTensor *gst_torch_tensor_meta_get_tensor (GstTorchTensorMeta *meta,
-    const gchar *name);
+const GstTorchTensor* gst_torch_tensor_meta_get_tensor(GstTorchTensorMeta* meta, const gchar* name);
 
-const gchar *gst_torch_dtype_to_string (GstTorchDType dtype);
+const gchar* gst_torch_dtype_to_string(GstTorchDType dtype);
 
 /* Registers the classification custom meta; idempotent. */
-void gst_torch_classification_meta_register (void);
+void gst_torch_classification_meta_register(void);
 
 G_END_DECLS
 
