@@ -1,26 +1,23 @@
 // A camera frame as the core sees it: plane pointers and strides exactly as
-// GStreamer maps them (never assume tight packing), plus colorimetry.
+// GStreamer maps them (never assume tight packing), plus colorimetry. Planes
+// are in GStreamer's order for the format (YV12: Y, V, U).
 #pragma once
 
 #include <cstdint>
 
 namespace torchinfer {
 
+// clang-format off
 enum class PixelFormat {
-  kYUY2,
-  kUYVY,  // packed 4:2:2
-  kRGB,
-  kBGR,  // packed 24-bit
-  kRGBx,
-  kBGRx,
-  kxRGB,
-  kxBGR,  // packed 32-bit, padding byte ignored
-  kRGBA,
-  kBGRA,
-  kARGB,
-  kABGR,  // packed 32-bit, alpha ignored
+  kYUY2, kUYVY,                 // packed 4:2:2
+  kNV12, kNV21,                 // 4:2:0: Y plane + interleaved UV (NV21: VU) plane
+  kI420, kYV12,                 // 4:2:0: three planes
+  kRGB, kBGR,                   // packed 24-bit
+  kRGBx, kBGRx, kxRGB, kxBGR,   // packed 32-bit, padding byte ignored
+  kRGBA, kBGRA, kARGB, kABGR,   // packed 32-bit, alpha ignored
   kGRAY8,
 };
+// clang-format on
 
 enum class YuvMatrix { kBT601, kBT709, kBT2020 };
 
@@ -35,7 +32,8 @@ struct FrameView {
 };
 
 // Maps frame pixel coordinates to model input coordinates:
-// model = frame * scale + offset (letterbox padding shows up as offset).
+// model = frame * scale + offset (crop origin and letterbox padding both
+// show up in the offset).
 struct FrameTransform {
   double scale_x = 1.0, scale_y = 1.0;
   double offset_x = 0.0, offset_y = 0.0;

@@ -2,52 +2,120 @@
 
 #include <algorithm>
 #include <cmath>
-#include <opencv2/imgproc.hpp>
 
 #include "common/error.h"
+#include "preprocess/resample.h"
 
 namespace torchinfer {
 namespace {
 
-// Where each component sits in one source "pixel" as cv::resize sees it.
-// Packed 4:2:2 is viewed as width/2 four-channel pixels (Y0 U Y1 V): area
-// averaging those pairs averages luma and chroma over the same footprint, and
-// colour conversion (affine) then runs once per output pixel, not per input.
-struct SourceLayout {
-  enum Kind { kPackedRGB, kGray, kPacked422 } kind;
-  int channels;
-  int i0, i1, i2, i3;  // RGB: r,g,b,-   422: y0,u,y1,v
+// How a format's samples sit in memory. Each component is read from one
+// plane at a byte step and offset, at luma or chroma horizontal resolution.
+struct Component {
+  int plane, step, offset;
+  bool chroma;  // sampled at half horizontal resolution
 };
 
-SourceLayout layout_of(PixelFormat f) {
+struct Layout {
+  enum Kind { kRGB, kGray, kYUV } kind;
+  int n_planes;
+  int plane_bpp[3];      // bytes per (plane) pixel
+  bool plane_half_w[3];  // plane is horizontally subsampled
+  bool plane_half_h[3];  // plane is vertically subsampled
+  Component c[3];        // RGB: r,g,b   YUV: y,u,v   gray: y
+  int x_align, y_align;  // crop alignment
+};
+
+Layout layout_of(PixelFormat f) {
+  auto rgb = [](int bpp, int r, int g, int b) {
+    return Layout{Layout::kRGB,
+                  1,
+                  {bpp},
+                  {false},
+                  {false},
+                  {{0, bpp, r, false}, {0, bpp, g, false}, {0, bpp, b, false}},
+                  1,
+                  1};
+  };
   switch (f) {
     case PixelFormat::kRGB:
-      return {SourceLayout::kPackedRGB, 3, 0, 1, 2, 0};
+      return rgb(3, 0, 1, 2);
     case PixelFormat::kBGR:
-      return {SourceLayout::kPackedRGB, 3, 2, 1, 0, 0};
+      return rgb(3, 2, 1, 0);
     case PixelFormat::kRGBx:
     case PixelFormat::kRGBA:
-      return {SourceLayout::kPackedRGB, 4, 0, 1, 2, 0};
+      return rgb(4, 0, 1, 2);
     case PixelFormat::kBGRx:
     case PixelFormat::kBGRA:
-      return {SourceLayout::kPackedRGB, 4, 2, 1, 0, 0};
+      return rgb(4, 2, 1, 0);
     case PixelFormat::kxRGB:
     case PixelFormat::kARGB:
-      return {SourceLayout::kPackedRGB, 4, 1, 2, 3, 0};
+      return rgb(4, 1, 2, 3);
     case PixelFormat::kxBGR:
     case PixelFormat::kABGR:
-      return {SourceLayout::kPackedRGB, 4, 3, 2, 1, 0};
+      return rgb(4, 3, 2, 1);
     case PixelFormat::kGRAY8:
-      return {SourceLayout::kGray, 1, 0, 0, 0, 0};
+      return Layout{Layout::kGray, 1, {1}, {false}, {false}, {{0, 1, 0, false}}, 1, 1};
+    // Packed 4:2:2 rows are read as bytes: luma every 2 bytes, chroma every 4.
     case PixelFormat::kYUY2:
-      return {SourceLayout::kPacked422, 4, 0, 1, 2, 3};
+      return Layout{Layout::kYUV,
+                    1,
+                    {4},
+                    {true},
+                    {false},
+                    {{0, 2, 0, false}, {0, 4, 1, true}, {0, 4, 3, true}},
+                    2,
+                    1};
     case PixelFormat::kUYVY:
-      return {SourceLayout::kPacked422, 4, 1, 0, 3, 2};
+      return Layout{Layout::kYUV,
+                    1,
+                    {4},
+                    {true},
+                    {false},
+                    {{0, 2, 1, false}, {0, 4, 0, true}, {0, 4, 2, true}},
+                    2,
+                    1};
+    case PixelFormat::kNV12:
+      return Layout{Layout::kYUV,
+                    2,
+                    {1, 2},
+                    {false, true},
+                    {false, true},
+                    {{0, 1, 0, false}, {1, 2, 0, true}, {1, 2, 1, true}},
+                    2,
+                    2};
+    case PixelFormat::kNV21:
+      return Layout{Layout::kYUV,
+                    2,
+                    {1, 2},
+                    {false, true},
+                    {false, true},
+                    {{0, 1, 0, false}, {1, 2, 1, true}, {1, 2, 0, true}},
+                    2,
+                    2};
+    case PixelFormat::kI420:
+      return Layout{Layout::kYUV,
+                    3,
+                    {1, 1, 1},
+                    {false, true, true},
+                    {false, true, true},
+                    {{0, 1, 0, false}, {1, 1, 0, true}, {2, 1, 0, true}},
+                    2,
+                    2};
+    case PixelFormat::kYV12:
+      return Layout{Layout::kYUV,
+                    3,
+                    {1, 1, 1},
+                    {false, true, true},
+                    {false, true, true},
+                    {{0, 1, 0, false}, {2, 1, 0, true}, {1, 1, 0, true}},
+                    2,
+                    2};
   }
   throw Error(ErrorKind::kInvalidArgument, "unsupported pixel format");
 }
 
-// Y'CbCr -> R'G'B' in 0..255 pixel units: rgb = k_y * (Y - y_off) + chroma terms.
+// Y'CbCr -> R'G'B' in 0..255 pixel units.
 struct YuvCoefficients {
   float y_off, k_y, r_v, g_u, g_v, b_u;
 };
@@ -73,35 +141,33 @@ inline float clamp255(float v) {
   return std::min(255.f, std::max(0.f, v));
 }
 
-int cv_interpolation(ResizeMethod m) {
+Taps taps_for(ResizeMethod m, int src, int out) {
   switch (m) {
-    case ResizeMethod::kArea:
-      return cv::INTER_AREA;
-    case ResizeMethod::kLinear:
-      return cv::INTER_LINEAR;
     case ResizeMethod::kNearest:
-      return cv::INTER_NEAREST;
+      return Taps::nearest(src, out);
+    case ResizeMethod::kLinear:
+      return Taps::linear(src, out);
+    case ResizeMethod::kArea:
+      return out <= src ? Taps::area(src, out) : Taps::linear(src, out);
   }
-  return cv::INTER_AREA;
+  return Taps::area(src, out);
 }
 
-// Writes one output row of rgb triples (0..255) as normalised model channels.
-struct ChannelWriter {
+// Writes one pixel of model channels from rgb (or gray) in 0..255 units.
+struct Writer {
   const PreprocessOptions& o;
   inline void put(float r, float g, float b, float* d) const {
     switch (o.order) {
       case ChannelOrder::kRGB:
-        d[0] = r * o.alpha[0] + o.beta[0];
-        d[1] = g * o.alpha[1] + o.beta[1];
+        d[0] = r * o.alpha[0] + o.beta[0], d[1] = g * o.alpha[1] + o.beta[1],
         d[2] = b * o.alpha[2] + o.beta[2];
         break;
       case ChannelOrder::kBGR:
-        d[0] = b * o.alpha[0] + o.beta[0];
-        d[1] = g * o.alpha[1] + o.beta[1];
+        d[0] = b * o.alpha[0] + o.beta[0], d[1] = g * o.alpha[1] + o.beta[1],
         d[2] = r * o.alpha[2] + o.beta[2];
         break;
+      // BT.601 luma weights, as cv::cvtColor(RGB2GRAY) uses.
       case ChannelOrder::kGray:
-        // BT.601 luma weights, as cv::cvtColor(RGB2GRAY) uses.
         d[0] = (0.299f * r + 0.587f * g + 0.114f * b) * o.alpha[0] + o.beta[0];
         break;
     }
@@ -109,7 +175,72 @@ struct ChannelWriter {
   inline void put_gray(float v, float* d) const {
     for (int c = 0; c < o.channels(); ++c) d[c] = v * o.alpha[c] + o.beta[c];
   }
+  static inline std::uint8_t byte(float v) { return static_cast<std::uint8_t>(clamp255(v) + 0.5f); }
+  inline void put(float r, float g, float b, std::uint8_t* d) const {
+    switch (o.order) {
+      case ChannelOrder::kRGB:
+        d[0] = byte(r), d[1] = byte(g), d[2] = byte(b);
+        break;
+      case ChannelOrder::kBGR:
+        d[0] = byte(b), d[1] = byte(g), d[2] = byte(r);
+        break;
+      case ChannelOrder::kGray:
+        d[0] = byte(0.299f * r + 0.587f * g + 0.114f * b);
+        break;
+    }
+  }
+  inline void put_gray(float v, std::uint8_t* d) const {
+    for (int c = 0; c < o.channels(); ++c) d[c] = byte(v);
+  }
 };
+
+// The frame region actually read, after cropping.
+struct Region {
+  int x, y, width, height;
+};
+
+Region region_of(const PreprocessOptions& o, const Layout& L, int width, int height) {
+  Region r{0, 0, width, height};
+  if (o.crop.width > 0 && o.crop.height > 0) {
+    int x0 = std::max(0, o.crop.x) / L.x_align * L.x_align;
+    int y0 = std::max(0, o.crop.y) / L.y_align * L.y_align;
+    const int x1 = std::min(width, o.crop.x + o.crop.width),
+              y1 = std::min(height, o.crop.y + o.crop.height);
+    if (x1 <= x0 || y1 <= y0)
+      throw Error(ErrorKind::kInvalidArgument, "crop region lies outside the " +
+                                                   std::to_string(width) + "x" +
+                                                   std::to_string(height) + " frame");
+    r = {x0, y0, x1 - x0, y1 - y0};
+  }
+  return r;
+}
+
+// Where the resized region lands in the model input, and the transform.
+struct Geometry {
+  Region r;
+  FrameTransform t;
+  int new_w, new_h, off_x, off_y;
+};
+
+Geometry geometry(const PreprocessOptions& o, const Layout& L, int width, int height) {
+  Geometry g;
+  g.r = region_of(o, L, width, height);
+  double sx = static_cast<double>(o.out_width) / g.r.width,
+         sy = static_cast<double>(o.out_height) / g.r.height;
+  g.new_w = o.out_width, g.new_h = o.out_height, g.off_x = 0, g.off_y = 0;
+  if (o.keep_aspect_ratio) {
+    const double s = std::min(sx, sy);
+    g.new_w = std::max(1, static_cast<int>(std::lround(g.r.width * s)));
+    g.new_h = std::max(1, static_cast<int>(std::lround(g.r.height * s)));
+    // The exact per-axis scale of the resized area, so boxes map back exactly.
+    sx = static_cast<double>(g.new_w) / g.r.width;
+    sy = static_cast<double>(g.new_h) / g.r.height;
+    g.off_x = (o.out_width - g.new_w) / 2;
+    g.off_y = (o.out_height - g.new_h) / 2;
+  }
+  g.t = {sx, sy, g.off_x - g.r.x * sx, g.off_y - g.r.y * sy};
+  return g;
+}
 
 }  // namespace
 
@@ -119,6 +250,14 @@ const char* to_string(PixelFormat f) {
       return "YUY2";
     case PixelFormat::kUYVY:
       return "UYVY";
+    case PixelFormat::kNV12:
+      return "NV12";
+    case PixelFormat::kNV21:
+      return "NV21";
+    case PixelFormat::kI420:
+      return "I420";
+    case PixelFormat::kYV12:
+      return "YV12";
     case PixelFormat::kRGB:
       return "RGB";
     case PixelFormat::kBGR:
@@ -167,8 +306,15 @@ PreprocessOptions PreprocessOptions::from_config(const ModelConfig& cfg) {
   return o;
 }
 
+// Resampling plans depend only on the frame geometry: rebuilt on a caps
+// change, reused for every frame in between.
 struct Preprocessor::Scratch {
-  cv::Mat resized;
+  int key[6] = {-1, -1, -1, -1, -1, -1};
+  Taps luma_x, chroma_x, full_y, half_y;
+  DenseTaps dense0, dense12;  // horizontal: component 0, components 1 and 2
+  std::vector<float> acc[3];
+  std::vector<float> row[3];  // one output row per component
+  std::vector<const std::uint8_t*> rows;
 };
 
 Preprocessor::Preprocessor(const PreprocessOptions& options)
@@ -177,91 +323,135 @@ Preprocessor::Preprocessor(const PreprocessOptions& options)
     throw Error(ErrorKind::kInvalidArgument, "model input size must be positive");
   if (opts_.pad_value < 0 || opts_.pad_value > 255)
     throw Error(ErrorKind::kInvalidArgument, "pad value must be within 0..255");
+  if (opts_.crop.width < 0 || opts_.crop.height < 0 || opts_.crop.x < 0 || opts_.crop.y < 0)
+    throw Error(ErrorKind::kInvalidArgument, "crop values must not be negative");
 }
 
 Preprocessor::~Preprocessor() = default;
 
-FrameTransform Preprocessor::transform_for(int width, int height) const {
-  FrameTransform t;
-  if (width < 1 || height < 1) return t;
-  t.scale_x = static_cast<double>(opts_.out_width) / width;
-  t.scale_y = static_cast<double>(opts_.out_height) / height;
-  if (opts_.keep_aspect_ratio) {
-    const double s = std::min(t.scale_x, t.scale_y);
-    const int new_w = std::max(1, static_cast<int>(std::lround(width * s)));
-    const int new_h = std::max(1, static_cast<int>(std::lround(height * s)));
-    // The exact per-axis scale of the resized area, so boxes map back exactly.
-    t.scale_x = static_cast<double>(new_w) / width;
-    t.scale_y = static_cast<double>(new_h) / height;
-    t.offset_x = (opts_.out_width - new_w) / 2;
-    t.offset_y = (opts_.out_height - new_h) / 2;
-  }
-  return t;
+FrameTransform Preprocessor::transform_for(PixelFormat format, int width, int height) const {
+  if (width < 1 || height < 1) return {};
+  return geometry(opts_, layout_of(format), width, height).t;
 }
 
-FrameTransform Preprocessor::run(const FrameView& f, float* dst) {
-  if (f.width < 1 || f.height < 1 || !f.planes[0] || !dst)
-    throw Error(ErrorKind::kInvalidArgument, "empty frame or missing plane");
-  const SourceLayout L = layout_of(f.format);
-  const int src_cols = L.kind == SourceLayout::kPacked422 ? (f.width + 1) / 2 : f.width;
-  if (f.strides[0] < src_cols * L.channels)
-    throw Error(ErrorKind::kInvalidArgument, "plane stride smaller than a row");
+FrameTransform Preprocessor::run(const FrameView& frame, float* dst) {
+  if (opts_.output != OutputType::kFloat32)
+    throw Error(ErrorKind::kInvalidArgument, "preprocessor writes bytes");
+  return run_impl(frame, dst);
+}
 
-  const FrameTransform t = transform_for(f.width, f.height);
-  const int new_w = static_cast<int>(std::lround(f.width * t.scale_x));
-  const int new_h = static_cast<int>(std::lround(f.height * t.scale_y));
-  const int off_x = static_cast<int>(t.offset_x);
-  const int off_y = static_cast<int>(t.offset_y);
+FrameTransform Preprocessor::run(const FrameView& frame, std::uint8_t* dst) {
+  if (opts_.output != OutputType::kUInt8)
+    throw Error(ErrorKind::kInvalidArgument, "preprocessor writes floats");
+  return run_impl(frame, dst);
+}
 
-  const cv::Mat src(f.height, src_cols, CV_8UC(L.channels), const_cast<std::uint8_t*>(f.planes[0]),
-                    static_cast<std::size_t>(f.strides[0]));
-  cv::Mat small;
-  if (L.kind != SourceLayout::kPacked422 && new_w == f.width && new_h == f.height) {
-    small = src;
-  } else {
-    cv::resize(src, scratch_->resized, cv::Size(new_w, new_h), 0, 0,
-               cv_interpolation(opts_.method));
-    small = scratch_->resized;
+template <typename Out>
+FrameTransform Preprocessor::run_impl(const FrameView& f, Out* dst) {
+  if (f.width < 1 || f.height < 1 || !dst)
+    throw Error(ErrorKind::kInvalidArgument, "empty frame or no output");
+  const Layout L = layout_of(f.format);
+  for (int p = 0; p < L.n_planes; ++p) {
+    const int pw = L.plane_half_w[p] ? (f.width + 1) / 2 : f.width;
+    if (!f.planes[p])
+      throw Error(ErrorKind::kInvalidArgument, "missing plane " + std::to_string(p));
+    if (f.strides[p] < pw * L.plane_bpp[p])
+      throw Error(ErrorKind::kInvalidArgument,
+                  "plane " + std::to_string(p) + " stride smaller than a row");
+  }
+  const Geometry g = geometry(opts_, L, f.width, f.height);
+  const Region& r = g.r;
+  const int new_w = g.new_w, new_h = g.new_h, off_x = g.off_x, off_y = g.off_y;
+  const int cw = (r.width + 1) / 2;
+
+  Scratch& s = *scratch_;
+  const int key[6] = {
+      r.width, r.height, new_w, new_h, static_cast<int>(f.format), static_cast<int>(opts_.method)};
+  if (!std::equal(key, key + 6, s.key)) {
+    s.luma_x = taps_for(opts_.method, r.width, new_w);
+    s.full_y = taps_for(opts_.method, r.height, new_h);
+    // Each chroma sample stands for its 2 luma pixels (the convention of
+    // every capture pipeline's colour conversion): resampling the chroma
+    // plane with the luma weights folded onto it equals resampling the
+    // converted image, so only rounding and clamping can differ.
+    s.chroma_x = s.luma_x.subsampled();
+    s.half_y = s.full_y.subsampled();
+    const Taps& t12 = L.kind == Layout::kYUV ? s.chroma_x : s.luma_x;
+    s.dense0 = DenseTaps(s.luma_x, L.c[0].step);
+    s.dense12 = DenseTaps(t12, L.c[1].step);
+    // Zero-padded taps may read past the row: keep that memory in bounds.
+    const int slack = 4 + std::max(s.dense0.taps * L.c[0].step, s.dense12.taps * L.c[1].step);
+    for (int p = 0; p < L.n_planes; ++p) {
+      const int pw = L.plane_half_w[p] ? cw : r.width;
+      s.acc[p].assign(static_cast<std::size_t>(pw) * L.plane_bpp[p] + slack, 0.f);
+    }
+    for (auto& row : s.row) row.assign(new_w, 0.f);
+    std::copy(key, key + 6, s.key);
   }
 
   const int C = opts_.channels();
-  const ChannelWriter w{opts_};
-  if (opts_.keep_aspect_ratio && (new_w != opts_.out_width || new_h != opts_.out_height)) {
-    float pad[3];
-    const float p = static_cast<float>(opts_.pad_value);
-    w.put_gray(p, pad);
+  const Writer w{opts_};
+  if (new_w != opts_.out_width || new_h != opts_.out_height) {
+    Out pad[3];
+    w.put_gray(static_cast<float>(opts_.pad_value), pad);
     const std::size_t n = static_cast<std::size_t>(opts_.out_width) * opts_.out_height;
     for (std::size_t i = 0; i < n; ++i)
       for (int c = 0; c < C; ++c) dst[i * C + c] = pad[c];
   }
 
+  // Where the cropped region starts in each plane.
+  const std::uint8_t* base[3] = {};
+  for (int p = 0; p < L.n_planes; ++p) {
+    const int px = L.plane_half_w[p] ? r.x / 2 : r.x;
+    const int py = L.plane_half_h[p] ? r.y / 2 : r.y;
+    base[p] = f.planes[p] + static_cast<std::size_t>(py) * f.strides[p] +
+              static_cast<std::size_t>(px) * L.plane_bpp[p];
+  }
+
   const YuvCoefficients k = yuv_coefficients(f.matrix, f.full_range);
-  for (int y = 0; y < new_h; ++y) {
-    const std::uint8_t* s = small.ptr<std::uint8_t>(y);
-    float* d = dst + (static_cast<std::size_t>(y + off_y) * opts_.out_width + off_x) * C;
+  for (int oy = 0; oy < new_h; ++oy) {
+    for (int p = 0; p < L.n_planes; ++p) {
+      const Taps& ty = L.plane_half_h[p] ? s.half_y : s.full_y;
+      const int n = ty.count(oy);
+      s.rows.resize(n);
+      for (int i = 0; i < n; ++i)
+        s.rows[i] = base[p] + static_cast<std::size_t>(ty.first[oy] + i) * f.strides[p];
+      const int len = (L.plane_half_w[p] ? cw : r.width) * L.plane_bpp[p];
+      accumulate_rows(s.rows.data(), ty.w(oy), n, len, s.acc[p].data());
+    }
+    const Component &c0 = L.c[0], &c1 = L.c[1], &c2 = L.c[2];
+    resample_row(s.acc[c0.plane].data() + c0.offset, c0.step, s.dense0, s.row[0].data());
+    if (L.kind != Layout::kGray) {
+      resample_row(s.acc[c1.plane].data() + c1.offset, c1.step, s.dense12, s.row[1].data());
+      resample_row(s.acc[c2.plane].data() + c2.offset, c2.step, s.dense12, s.row[2].data());
+    }
+    Out* d = dst + (static_cast<std::size_t>(oy + off_y) * opts_.out_width + off_x) * C;
+    const float *q0 = s.row[0].data(), *q1 = s.row[1].data(), *q2 = s.row[2].data();
     switch (L.kind) {
-      case SourceLayout::kPackedRGB:
-        for (int x = 0; x < new_w; ++x, s += L.channels, d += C)
-          w.put(s[L.i0], s[L.i1], s[L.i2], d);
+      case Layout::kRGB:
+        for (int x = 0; x < new_w; ++x, d += C) w.put(q0[x], q1[x], q2[x], d);
         break;
-      case SourceLayout::kGray:
-        for (int x = 0; x < new_w; ++x, ++s, d += C) w.put_gray(s[0], d);
+      case Layout::kGray:
+        for (int x = 0; x < new_w; ++x, d += C) w.put_gray(q0[x], d);
         break;
-      case SourceLayout::kPacked422:
-        for (int x = 0; x < new_w; ++x, s += 4, d += C) {
-          const float luma = k.k_y * (0.5f * (s[L.i0] + s[L.i2]) - k.y_off);
-          const float u = s[L.i1] - 128.f, v = s[L.i3] - 128.f;
+      case Layout::kYUV:
+        for (int x = 0; x < new_w; ++x, d += C) {
+          const float luma = k.k_y * (q0[x] - k.y_off);
           if (opts_.order == ChannelOrder::kGray) {
             w.put_gray(clamp255(luma), d);
-          } else {
-            w.put(clamp255(luma + k.r_v * v), clamp255(luma + k.g_u * u + k.g_v * v),
-                  clamp255(luma + k.b_u * u), d);
+            continue;
           }
+          const float u = q1[x] - 128.f, v = q2[x] - 128.f;
+          w.put(clamp255(luma + k.r_v * v), clamp255(luma + k.g_u * u + k.g_v * v),
+                clamp255(luma + k.b_u * u), d);
         }
         break;
     }
   }
-  return t;
+  return g.t;
 }
+
+template FrameTransform Preprocessor::run_impl<float>(const FrameView&, float*);
+template FrameTransform Preprocessor::run_impl<std::uint8_t>(const FrameView&, std::uint8_t*);
 
 }  // namespace torchinfer

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <memory>
 
 #include "common/model_config.h"
@@ -11,8 +12,19 @@
 
 namespace torchinfer {
 
+// kArea: box filter on shrinking axes, bilinear on growing ones.
 enum class ResizeMethod { kArea, kLinear, kNearest };
 const char* to_string(ResizeMethod m);
+
+// Region of interest in frame pixels; width 0 means the whole frame. For
+// chroma-subsampled formats x (and y for 4:2:0) are rounded down to even.
+struct Crop {
+  int x = 0, y = 0, width = 0, height = 0;
+};
+
+// kFloat32: normalised values; kUInt8: rounded pixel values for models that
+// take raw bytes (mean/std are not applied).
+enum class OutputType { kFloat32, kUInt8 };
 
 struct PreprocessOptions {
   int out_width = 224;
@@ -23,6 +35,8 @@ struct PreprocessOptions {
   ResizeMethod method = ResizeMethod::kArea;
   bool keep_aspect_ratio = false;
   int pad_value = 114;  // letterbox fill, in 0..255 pixel units before normalising
+  Crop crop;
+  OutputType output = OutputType::kFloat32;
 
   static PreprocessOptions from_config(const ModelConfig& cfg);
   int channels() const { return order == ChannelOrder::kGray ? 1 : 3; }
@@ -41,14 +55,18 @@ class Preprocessor {
   const PreprocessOptions& options() const { return opts_; }
 
   // The transform a frame of this size will get; no pixels touched.
-  FrameTransform transform_for(int width, int height) const;
+  FrameTransform transform_for(PixelFormat format, int width, int height) const;
 
-  // Writes out_height x out_width x channels floats to dst (NHWC, one slot).
-  // Throws Error(kInvalidArgument) for empty frames or null planes.
+  // Writes out_height x out_width x channels values to dst (NHWC, one slot):
+  // floats, or bytes when options().output is kUInt8. Throws
+  // Error(kInvalidArgument) for empty frames, null planes or short strides.
   FrameTransform run(const FrameView& frame, float* dst);
+  FrameTransform run(const FrameView& frame, std::uint8_t* dst);
 
  private:
   struct Scratch;
+  template <typename Out>
+  FrameTransform run_impl(const FrameView& frame, Out* dst);
   PreprocessOptions opts_;
   std::unique_ptr<Scratch> scratch_;
 };

@@ -22,158 +22,272 @@ cv::Mat make_rgb_image(int width, int height, unsigned seed) {
     const int r = 1 + rng() % std::max(1, std::min(width, height) / 4 + 1);
     cv::circle(img, c, r, cv::Scalar(rng() % 256, rng() % 256, rng() % 256), cv::FILLED);
   }
-  // Camera optics never produce 1-pixel colour steps; without this, 4:2:2
-  // chroma shared across a hard edge creates colours no camera would output.
+  // Camera optics never produce 1-pixel colour steps; without this, chroma
+  // shared across a hard edge creates colours no camera would output.
   if (width >= 3 && height >= 3) cv::GaussianBlur(img, img, cv::Size(3, 3), 0.8);
   return img;
 }
 
 namespace {
-void rgb_to_yuv601(const cv::Vec3b& p, double& y, double& u, double& v) {
+
+cv::Vec3d yuv601(const cv::Vec3b& p) {
   const double r = p[0], g = p[1], b = p[2];
-  y = 16 + (65.481 * r + 128.553 * g + 24.966 * b) / 255.0;
-  u = 128 + (-37.797 * r - 74.203 * g + 112.0 * b) / 255.0;
-  v = 128 + (112.0 * r - 93.786 * g - 18.214 * b) / 255.0;
+  return {16 + (65.481 * r + 128.553 * g + 24.966 * b) / 255.0,
+          128 + (-37.797 * r - 74.203 * g + 112.0 * b) / 255.0,
+          128 + (112.0 * r - 93.786 * g - 18.214 * b) / 255.0};
 }
+
+uchar sat(double v) {
+  return cv::saturate_cast<uchar>(v);
+}
+
+bool is_yuv(PixelFormat f) {
+  switch (f) {
+    case PixelFormat::kYUY2:
+    case PixelFormat::kUYVY:
+    case PixelFormat::kNV12:
+    case PixelFormat::kNV21:
+    case PixelFormat::kI420:
+    case PixelFormat::kYV12:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Packed formats: where r,g,b (or a junk byte) go, and bytes per pixel.
+int packed_layout(PixelFormat f, int idx[4]) {
+  auto set = [&](int a, int b, int c, int d) { idx[0] = a, idx[1] = b, idx[2] = c, idx[3] = d; };
+  switch (f) {
+    case PixelFormat::kRGB:
+      set(0, 1, 2, -1);
+      return 3;
+    case PixelFormat::kBGR:
+      set(2, 1, 0, -1);
+      return 3;
+    case PixelFormat::kRGBx:
+    case PixelFormat::kRGBA:
+      set(0, 1, 2, 3);
+      return 4;
+    case PixelFormat::kBGRx:
+    case PixelFormat::kBGRA:
+      set(2, 1, 0, 3);
+      return 4;
+    case PixelFormat::kxRGB:
+    case PixelFormat::kARGB:
+      set(1, 2, 3, 0);
+      return 4;
+    case PixelFormat::kxBGR:
+    case PixelFormat::kABGR:
+      set(3, 2, 1, 0);
+      return 4;
+    default:
+      return 0;
+  }
+}
+
 }  // namespace
 
 OwnedFrame make_frame(const cv::Mat& rgb, PixelFormat format, int stride) {
   OwnedFrame f;
-  const int w = rgb.cols, h = rgb.rows;
-  int bpp = 3, row = 0;
+  const int w = rgb.cols, h = rgb.rows, cw = (w + 1) / 2, ch = (h + 1) / 2;
+  auto px = [&](int y, int x) { return rgb.at<cv::Vec3b>(std::min(y, h - 1), std::min(x, w - 1)); };
+  // Chroma of a 2x(rows) block, averaged like a camera's subsampling.
+  auto chroma = [&](int y, int x, int rows) {
+    cv::Vec3d s(0, 0, 0);
+    for (int dy = 0; dy < rows; ++dy)
+      for (int dx = 0; dx < 2; ++dx) s += yuv601(px(y + dy, x + dx));
+    return s / (2.0 * rows);
+  };
+  int n_planes = 1, row_bytes[3] = {0, 0, 0}, rows[3] = {h, 0, 0};
+  int idx[4];
+  const int bpp = packed_layout(format, idx);
   switch (format) {
     case PixelFormat::kGRAY8:
-      bpp = 1;
-      break;
-    case PixelFormat::kRGB:
-    case PixelFormat::kBGR:
-      bpp = 3;
+      row_bytes[0] = w;
       break;
     case PixelFormat::kYUY2:
     case PixelFormat::kUYVY:
-      bpp = 2;
+      row_bytes[0] = cw * 4;
+      break;
+    case PixelFormat::kNV12:
+    case PixelFormat::kNV21:
+      n_planes = 2, row_bytes[0] = w, row_bytes[1] = cw * 2, rows[1] = ch;
+      break;
+    case PixelFormat::kI420:
+    case PixelFormat::kYV12:
+      n_planes = 3, row_bytes[0] = w, row_bytes[1] = row_bytes[2] = cw, rows[1] = rows[2] = ch;
       break;
     default:
-      bpp = 4;
+      row_bytes[0] = w * bpp;
       break;
   }
-  row =
-      (format == PixelFormat::kYUY2 || format == PixelFormat::kUYVY) ? ((w + 1) / 2) * 4 : w * bpp;
-  if (stride < row) stride = row;
-  f.bytes.assign(static_cast<std::size_t>(stride) * h, 0xAB);  // padding holds junk on purpose
+  int strides[3], offsets[3], total = 0;
+  for (int p = 0; p < n_planes; ++p) {
+    strides[p] = std::max(stride, row_bytes[p]);
+    offsets[p] = total;
+    total += strides[p] * rows[p] + 64;  // planes need not be adjacent
+  }
+  f.bytes.assign(total, 0xAB);  // padding holds junk on purpose
+  auto plane = [&](int p, int y) {
+    return f.bytes.data() + offsets[p] + static_cast<std::size_t>(y) * strides[p];
+  };
   for (int y = 0; y < h; ++y) {
-    std::uint8_t* d = f.bytes.data() + static_cast<std::size_t>(y) * stride;
+    std::uint8_t* d = plane(0, y);
     for (int x = 0; x < w; ++x) {
-      const cv::Vec3b p = rgb.at<cv::Vec3b>(y, x);
-      switch (format) {
-        case PixelFormat::kRGB:
-          d[3 * x] = p[0], d[3 * x + 1] = p[1], d[3 * x + 2] = p[2];
-          break;
-        case PixelFormat::kBGR:
-          d[3 * x] = p[2], d[3 * x + 1] = p[1], d[3 * x + 2] = p[0];
-          break;
-        case PixelFormat::kRGBx:
-        case PixelFormat::kRGBA:
-          d[4 * x] = p[0], d[4 * x + 1] = p[1], d[4 * x + 2] = p[2], d[4 * x + 3] = 77;
-          break;
-        case PixelFormat::kBGRx:
-        case PixelFormat::kBGRA:
-          d[4 * x] = p[2], d[4 * x + 1] = p[1], d[4 * x + 2] = p[0], d[4 * x + 3] = 77;
-          break;
-        case PixelFormat::kxRGB:
-        case PixelFormat::kARGB:
-          d[4 * x] = 77, d[4 * x + 1] = p[0], d[4 * x + 2] = p[1], d[4 * x + 3] = p[2];
-          break;
-        case PixelFormat::kxBGR:
-        case PixelFormat::kABGR:
-          d[4 * x] = 77, d[4 * x + 1] = p[2], d[4 * x + 2] = p[1], d[4 * x + 3] = p[0];
-          break;
-        case PixelFormat::kGRAY8:
-          d[x] = cv::saturate_cast<uchar>(0.299 * p[0] + 0.587 * p[1] + 0.114 * p[2]);
-          break;
-        case PixelFormat::kYUY2:
-        case PixelFormat::kUYVY: {
-          if (x % 2) break;
-          const cv::Vec3b q = rgb.at<cv::Vec3b>(y, std::min(x + 1, w - 1));
-          double y0, u0, v0, y1, u1, v1;
-          rgb_to_yuv601(p, y0, u0, v0);
-          rgb_to_yuv601(q, y1, u1, v1);
-          const uchar Y0 = cv::saturate_cast<uchar>(y0), Y1 = cv::saturate_cast<uchar>(y1);
-          const uchar U = cv::saturate_cast<uchar>((u0 + u1) / 2),
-                      V = cv::saturate_cast<uchar>((v0 + v1) / 2);
-          std::uint8_t* o = d + 2 * x;
-          if (format == PixelFormat::kYUY2)
-            o[0] = Y0, o[1] = U, o[2] = Y1, o[3] = V;
-          else
-            o[0] = U, o[1] = Y0, o[2] = V, o[3] = Y1;
-          break;
-        }
+      const cv::Vec3b p = px(y, x);
+      if (bpp) {
+        for (int c = 0; c < 3; ++c) d[x * bpp + idx[c]] = p[c];
+        if (idx[3] >= 0) d[x * bpp + idx[3]] = 77;
+      } else if (format == PixelFormat::kGRAY8) {
+        d[x] = sat(0.299 * p[0] + 0.587 * p[1] + 0.114 * p[2]);
+      } else if (format == PixelFormat::kYUY2 || format == PixelFormat::kUYVY) {
+        if (x % 2) continue;
+        const cv::Vec3d c = chroma(y, x, 1);
+        const uchar y0 = sat(yuv601(p)[0]), y1 = sat(yuv601(px(y, x + 1))[0]);
+        std::uint8_t* o = d + 2 * x;
+        if (format == PixelFormat::kYUY2)
+          o[0] = y0, o[1] = sat(c[1]), o[2] = y1, o[3] = sat(c[2]);
+        else
+          o[0] = sat(c[1]), o[1] = y0, o[2] = sat(c[2]), o[3] = y1;
+      } else {
+        d[x] = sat(yuv601(p)[0]);
       }
     }
+  }
+  if (n_planes > 1) {
+    for (int y = 0; y < ch; ++y)
+      for (int x = 0; x < cw; ++x) {
+        const cv::Vec3d c = chroma(2 * y, 2 * x, 2);
+        const uchar u = sat(c[1]), v = sat(c[2]);
+        switch (format) {
+          case PixelFormat::kNV12:
+            plane(1, y)[2 * x] = u, plane(1, y)[2 * x + 1] = v;
+            break;
+          case PixelFormat::kNV21:
+            plane(1, y)[2 * x] = v, plane(1, y)[2 * x + 1] = u;
+            break;
+          case PixelFormat::kI420:
+            plane(1, y)[x] = u, plane(2, y)[x] = v;
+            break;
+          default:
+            plane(1, y)[x] = v, plane(2, y)[x] = u;
+            break;  // YV12: V plane first
+        }
+      }
   }
   f.view.format = format;
   f.view.width = w;
   f.view.height = h;
-  f.view.planes[0] = f.bytes.data();
-  f.view.strides[0] = stride;
+  for (int p = 0; p < n_planes; ++p) {
+    f.view.planes[p] = f.bytes.data() + offsets[p];
+    f.view.strides[p] = strides[p];
+  }
   return f;
 }
 
-std::vector<float> reference_preprocess(const OwnedFrame& f, int out_w, int out_h,
-                                        int interpolation, bool rgb_order, const float alpha[3],
-                                        const float beta[3]) {
-  const FrameView& v = f.view;
-  cv::Mat rgb;
-  auto* data = const_cast<std::uint8_t*>(v.planes[0]);
-  switch (v.format) {
-    case PixelFormat::kRGB:
-      rgb = cv::Mat(v.height, v.width, CV_8UC3, data, v.strides[0]).clone();
-      break;
-    case PixelFormat::kBGR:
-      cv::cvtColor(cv::Mat(v.height, v.width, CV_8UC3, data, v.strides[0]), rgb, cv::COLOR_BGR2RGB);
-      break;
-    case PixelFormat::kRGBx:
-    case PixelFormat::kRGBA:
-      cv::cvtColor(cv::Mat(v.height, v.width, CV_8UC4, data, v.strides[0]), rgb,
-                   cv::COLOR_RGBA2RGB);
-      break;
-    case PixelFormat::kBGRx:
-    case PixelFormat::kBGRA:
-      cv::cvtColor(cv::Mat(v.height, v.width, CV_8UC4, data, v.strides[0]), rgb,
-                   cv::COLOR_BGRA2RGB);
-      break;
-    case PixelFormat::kGRAY8:
-      cv::cvtColor(cv::Mat(v.height, v.width, CV_8UC1, data, v.strides[0]), rgb,
-                   cv::COLOR_GRAY2RGB);
-      break;
-    case PixelFormat::kYUY2:
-      cv::cvtColor(cv::Mat(v.height, v.width, CV_8UC2, data, v.strides[0]), rgb,
-                   cv::COLOR_YUV2RGB_YUY2);
-      break;
-    case PixelFormat::kUYVY:
-      cv::cvtColor(cv::Mat(v.height, v.width, CV_8UC2, data, v.strides[0]), rgb,
-                   cv::COLOR_YUV2RGB_UYVY);
-      break;
-    default: {
-      // xRGB family: drop the leading byte.
-      cv::Mat four(v.height, v.width, CV_8UC4, data, v.strides[0]);
-      rgb.create(v.height, v.width, CV_8UC3);
-      const bool bgr = v.format == PixelFormat::kxBGR || v.format == PixelFormat::kABGR;
-      for (int y = 0; y < v.height; ++y)
-        for (int x = 0; x < v.width; ++x) {
-          const cv::Vec4b p = four.at<cv::Vec4b>(y, x);
-          rgb.at<cv::Vec3b>(y, x) = bgr ? cv::Vec3b(p[3], p[2], p[1]) : cv::Vec3b(p[1], p[2], p[3]);
-        }
+cv::Mat reference_rgb(const FrameView& f) {
+  cv::Mat rgb(f.height, f.width, CV_8UC3);
+  const int w = f.width;
+  auto at = [&](int p, int y, int x) {
+    return f.planes[p][static_cast<std::size_t>(y) * f.strides[p] + x];
+  };
+  int idx[4];
+  const int bpp = packed_layout(f.format, idx);
+  for (int y = 0; y < f.height; ++y)
+    for (int x = 0; x < w; ++x) {
+      cv::Vec3b& o = rgb.at<cv::Vec3b>(y, x);
+      if (bpp) {
+        o = cv::Vec3b(at(0, y, x * bpp + idx[0]), at(0, y, x * bpp + idx[1]),
+                      at(0, y, x * bpp + idx[2]));
+        continue;
+      }
+      if (f.format == PixelFormat::kGRAY8) {
+        o = cv::Vec3b::all(at(0, y, x));
+        continue;
+      }
+      double Y = 0, U = 0, V = 0;
+      const int pair = (x / 2) * 4;
+      switch (f.format) {
+        case PixelFormat::kYUY2:
+          Y = at(0, y, pair + (x % 2) * 2), U = at(0, y, pair + 1), V = at(0, y, pair + 3);
+          break;
+        case PixelFormat::kUYVY:
+          Y = at(0, y, pair + 1 + (x % 2) * 2), U = at(0, y, pair), V = at(0, y, pair + 2);
+          break;
+        case PixelFormat::kNV12:
+          Y = at(0, y, x), U = at(1, y / 2, x / 2 * 2), V = at(1, y / 2, x / 2 * 2 + 1);
+          break;
+        case PixelFormat::kNV21:
+          Y = at(0, y, x), V = at(1, y / 2, x / 2 * 2), U = at(1, y / 2, x / 2 * 2 + 1);
+          break;
+        case PixelFormat::kI420:
+          Y = at(0, y, x), U = at(1, y / 2, x / 2), V = at(2, y / 2, x / 2);
+          break;
+        default:
+          Y = at(0, y, x), V = at(1, y / 2, x / 2), U = at(2, y / 2, x / 2);
+          break;
+      }
+      // BT.601 limited range, the coefficients cv::cvtColor uses.
+      const double c = 1.164383 * (Y - 16);
+      o = cv::Vec3b(sat(c + 1.596027 * (V - 128)),
+                    sat(c - 0.391762 * (U - 128) - 0.812968 * (V - 128)),
+                    sat(c + 2.017232 * (U - 128)));
     }
+  return rgb;
+}
+
+namespace {
+int interpolation_for(ResizeMethod m, int src, int out) {
+  if (m == ResizeMethod::kNearest) return cv::INTER_NEAREST;
+  if (m == ResizeMethod::kLinear || out > src) return cv::INTER_LINEAR;
+  return cv::INTER_AREA;
+}
+}  // namespace
+
+std::vector<float> reference_preprocess(const FrameView& f, const PreprocessOptions& o) {
+  return reference_preprocess(reference_rgb(f), f.format, o);
+}
+
+std::vector<float> reference_preprocess(const cv::Mat& full, PixelFormat format,
+                                        const PreprocessOptions& o) {
+  cv::Mat rgb = full;
+  if (o.crop.width > 0) {
+    const bool sub2 = is_yuv(format);
+    const bool sub_y = format != PixelFormat::kYUY2 && format != PixelFormat::kUYVY && sub2;
+    const int x0 = sub2 ? o.crop.x / 2 * 2 : o.crop.x, y0 = sub_y ? o.crop.y / 2 * 2 : o.crop.y;
+    rgb = full(cv::Rect(x0, y0, std::min(full.cols, o.crop.x + o.crop.width) - x0,
+                        std::min(full.rows, o.crop.y + o.crop.height) - y0));
   }
-  cv::Mat small;
-  cv::resize(rgb, small, cv::Size(out_w, out_h), 0, 0, interpolation);
-  std::vector<float> out(static_cast<std::size_t>(out_w) * out_h * 3);
-  for (int y = 0; y < out_h; ++y)
-    for (int x = 0; x < out_w; ++x) {
-      const cv::Vec3b p = small.at<cv::Vec3b>(y, x);
-      float* d = &out[(static_cast<std::size_t>(y) * out_w + x) * 3];
-      for (int c = 0; c < 3; ++c) d[c] = (rgb_order ? p[c] : p[2 - c]) * alpha[c] + beta[c];
+  int new_w = o.out_width, new_h = o.out_height;
+  if (o.keep_aspect_ratio) {
+    const double s = std::min(static_cast<double>(o.out_width) / rgb.cols,
+                              static_cast<double>(o.out_height) / rgb.rows);
+    new_w = std::max(1, static_cast<int>(std::lround(rgb.cols * s)));
+    new_h = std::max(1, static_cast<int>(std::lround(rgb.rows * s)));
+  }
+  cv::Mat fl, wide, small;
+  rgb.convertTo(fl, CV_32FC3);
+  // Separable filters: one axis at a time, so each gets its own method.
+  cv::resize(fl, wide, cv::Size(new_w, rgb.rows), 0, 0,
+             interpolation_for(o.method, rgb.cols, new_w));
+  cv::resize(wide, small, cv::Size(new_w, new_h), 0, 0,
+             interpolation_for(o.method, rgb.rows, new_h));
+  const int C = o.channels();
+  std::vector<float> out(static_cast<std::size_t>(o.out_width) * o.out_height * C);
+  const int off_x = (o.out_width - new_w) / 2, off_y = (o.out_height - new_h) / 2;
+  for (int y = 0; y < o.out_height; ++y)
+    for (int x = 0; x < o.out_width; ++x) {
+      const bool inside = x >= off_x && x < off_x + new_w && y >= off_y && y < off_y + new_h;
+      const cv::Vec3f p =
+          inside ? small.at<cv::Vec3f>(y - off_y, x - off_x) : cv::Vec3f::all(o.pad_value);
+      float* d = &out[(static_cast<std::size_t>(y) * o.out_width + x) * C];
+      if (o.order == ChannelOrder::kGray) {
+        d[0] = (0.299f * p[0] + 0.587f * p[1] + 0.114f * p[2]) * o.alpha[0] + o.beta[0];
+        continue;
+      }
+      for (int c = 0; c < 3; ++c)
+        d[c] = (o.order == ChannelOrder::kRGB ? p[c] : p[2 - c]) * o.alpha[c] + o.beta[c];
     }
   return out;
 }

@@ -1,5 +1,6 @@
 // Synthetic test frames with realistic content (smooth gradients and shapes,
-// so YUV-domain resizing is compared on in-gamut colours like a camera's).
+// slightly blurred like camera optics) in every pixel format, and the
+// straightforward reference chain the fused preprocessor is checked against.
 #pragma once
 
 #include <cstdint>
@@ -7,24 +8,32 @@
 #include <vector>
 
 #include "preprocess/frame.h"
+#include "preprocess/preprocess.h"
 
 namespace torchinfer::test {
 
 // Packed RGB image, deterministic for a given seed.
 cv::Mat make_rgb_image(int width, int height, unsigned seed);
 
-// A frame buffer in `format` made from an RGB image, rows padded to `stride`
-// bytes (0 = tight). YUV is BT.601 limited range.
+// A frame in `format` made from an RGB image (YUV: BT.601 limited range,
+// chroma averaged over its 2x1 or 2x2 block), each plane's rows padded to
+// at least `stride` bytes (0 = tight) and filled with junk past the row.
 struct OwnedFrame {
   std::vector<std::uint8_t> bytes;
   FrameView view;
 };
 OwnedFrame make_frame(const cv::Mat& rgb, PixelFormat format, int stride = 0);
 
-// The straightforward reference chain: convert to RGB at full size with
-// OpenCV, resize, then normalise into NHWC floats.
-std::vector<float> reference_preprocess(const OwnedFrame& f, int out_w, int out_h,
-                                        int interpolation, bool rgb_order, const float alpha[3],
-                                        const float beta[3]);
+// Full-resolution 8-bit RGB of a frame, as a capture app would make it first
+// (for YUV, the standard BT.601 conversion with chroma replicated, which is
+// what cv::cvtColor does; it also handles odd sizes).
+cv::Mat reference_rgb(const FrameView& f);
+
+// Reference chain: reference_rgb -> resize (area when shrinking, linear when
+// growing, per axis, in float) -> normalise; NHWC floats in `o`'s layout.
+std::vector<float> reference_preprocess(const FrameView& f, const PreprocessOptions& o);
+// Same, from an already converted reference_rgb(f) (saves time in big tests).
+std::vector<float> reference_preprocess(const cv::Mat& rgb, PixelFormat format,
+                                        const PreprocessOptions& o);
 
 }  // namespace torchinfer::test

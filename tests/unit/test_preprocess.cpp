@@ -7,86 +7,98 @@
 #include "common/error.h"
 #include "frames.h"
 #include "preprocess/preprocess.h"
+#include "preprocess/resample.h"
 
 using namespace torchinfer;
 using namespace torchinfer::test;
 
 namespace {
 
-constexpr float kAlpha[3] = {1.f / (255 * 0.229f), 1.f / (255 * 0.224f), 1.f / (255 * 0.225f)};
-constexpr float kBeta[3] = {-0.485f / 0.229f, -0.456f / 0.224f, -0.406f / 0.225f};
-
 PreprocessOptions imagenet(int w, int h, ChannelOrder order = ChannelOrder::kRGB) {
+  const float mean[3] = {0.485f, 0.456f, 0.406f}, std[3] = {0.229f, 0.224f, 0.225f};
   PreprocessOptions o;
   o.out_width = w;
   o.out_height = h;
   o.order = order;
   for (int c = 0; c < 3; ++c) {
     const int src = order == ChannelOrder::kBGR ? 2 - c : c;
-    o.alpha[c] = kAlpha[src];
-    o.beta[c] = kBeta[src];
+    o.alpha[c] = 1.f / (255 * std[src]);
+    o.beta[c] = -mean[src] / std[src];
   }
   return o;
 }
 
 // Largest difference in 0..255 pixel units (un-normalised).
-float max_pixel_diff(const std::vector<float>& a, const float* b, const PreprocessOptions& o) {
+float max_pixel_diff(const std::vector<float>& ref, const float* got, const PreprocessOptions& o) {
   float worst = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const int c = static_cast<int>(i % 3);
-    worst = std::max(worst, std::fabs(a[i] - b[i]) / o.alpha[c]);
-  }
+  const int C = o.channels();
+  for (std::size_t i = 0; i < ref.size(); ++i)
+    worst = std::max(worst, std::fabs(ref[i] - got[i]) / o.alpha[i % C]);
   return worst;
 }
 
-struct Case {
-  PixelFormat format;
+bool is_yuv(PixelFormat f) {
+  return f == PixelFormat::kYUY2 || f == PixelFormat::kUYVY || f == PixelFormat::kNV12 ||
+         f == PixelFormat::kNV21 || f == PixelFormat::kI420 || f == PixelFormat::kYV12;
+}
+
+const PixelFormat kAllFormats[] = {PixelFormat::kYUY2, PixelFormat::kUYVY, PixelFormat::kNV12,
+                                   PixelFormat::kNV21, PixelFormat::kI420, PixelFormat::kYV12,
+                                   PixelFormat::kRGB,  PixelFormat::kBGR,  PixelFormat::kRGBx,
+                                   PixelFormat::kBGRx, PixelFormat::kxRGB, PixelFormat::kxBGR,
+                                   PixelFormat::kRGBA, PixelFormat::kBGRA, PixelFormat::kARGB,
+                                   PixelFormat::kABGR, PixelFormat::kGRAY8};
+
+struct Size {
   int width, height, stride;
-  float bound;  // pixel units
 };
 
 }  // namespace
 
-class PreprocessVsReference : public testing::TestWithParam<Case> {};
+// Every format x size x resize method x letterbox against the reference
+// chain. Bounds (pixel units): RGB paths 1/255; YUV paths 2/255 (they resize
+// in the YUV domain and convert colour after; conversion is affine, so the
+// only differences are the reference's 8-bit rounding after conversion and
+// clamping of out-of-gamut pixels, which does not commute with averaging).
+class PreprocessMatrix : public testing::TestWithParam<std::tuple<PixelFormat, Size>> {};
 
-TEST_P(PreprocessVsReference, WithinBound) {
-  const Case c = GetParam();
-  const cv::Mat rgb = make_rgb_image(c.width, c.height, 7);
-  const OwnedFrame f = make_frame(rgb, c.format, c.stride);
-  for (auto order : {ChannelOrder::kRGB, ChannelOrder::kBGR}) {
-    const PreprocessOptions o = imagenet(64, 48, order);
-    Preprocessor pre(o);
-    AlignedBuffer dst(o.slot_floats());
-    const auto t = pre.run(f.view, dst.data());
-    EXPECT_DOUBLE_EQ(t.scale_x, 64.0 / c.width);
-    EXPECT_DOUBLE_EQ(t.scale_y, 48.0 / c.height);
-    const auto ref = reference_preprocess(f, 64, 48, cv::INTER_AREA, order == ChannelOrder::kRGB,
-                                          o.alpha.data(), o.beta.data());
-    EXPECT_LE(max_pixel_diff(ref, dst.data(), o), c.bound)
-        << to_string(c.format) << " " << c.width << "x" << c.height << " order "
-        << to_string(order);
-  }
+TEST_P(PreprocessMatrix, MatchesReferenceChain) {
+  const auto [format, size] = GetParam();
+  const OwnedFrame f = make_frame(make_rgb_image(size.width, size.height, 7), format, size.stride);
+  const cv::Mat rgb = reference_rgb(f.view);
+  const float bound = is_yuv(format) ? 2.f : 1.f;
+  for (auto method : {ResizeMethod::kArea, ResizeMethod::kLinear, ResizeMethod::kNearest})
+    for (bool letterbox : {false, true})
+      for (auto order : {ChannelOrder::kRGB, ChannelOrder::kBGR, ChannelOrder::kGray}) {
+        PreprocessOptions o = imagenet(96, 64, order);
+        if (order == ChannelOrder::kGray) o.alpha[0] = 1.f / 255, o.beta[0] = 0.f;
+        o.method = method;
+        o.keep_aspect_ratio = letterbox;
+        Preprocessor pre(o);
+        AlignedBuffer dst(o.slot_floats());
+        pre.run(f.view, dst.data());
+        const auto ref = reference_preprocess(rgb, format, o);
+        // Nearest picks one source pixel: the reference's 8-bit colour
+        // conversion is the only difference.
+        const float b = method == ResizeMethod::kNearest && is_yuv(format) ? 1.f : bound;
+        EXPECT_LE(max_pixel_diff(ref, dst.data(), o), b)
+            << to_string(format) << " " << size.width << "x" << size.height << " "
+            << to_string(method) << (letterbox ? " letterbox" : "") << " " << to_string(order);
+      }
 }
 
-// RGB-family paths resize the same bytes as the reference: ≤ 1/255.
-// Packed 4:2:2 converts colour after resizing. Against a float reference the
-// difference is ≤ 1.55/255 (clamping of out-of-gamut pixels at chroma edges
-// does not commute with averaging); the uint8 reference chain adds up to
-// 1/255 of its own rounding, hence 2.5/255 here.
-INSTANTIATE_TEST_SUITE_P(Formats, PreprocessVsReference,
-                         testing::Values(Case{PixelFormat::kRGB, 640, 480, 0, 1.f},
-                                         Case{PixelFormat::kRGB, 321, 241, 1000, 1.f},
-                                         Case{PixelFormat::kBGR, 640, 480, 0, 1.f},
-                                         Case{PixelFormat::kRGBx, 640, 480, 0, 1.f},
-                                         Case{PixelFormat::kBGRx, 333, 222, 1400, 1.f},
-                                         Case{PixelFormat::kxRGB, 128, 96, 0, 1.f},
-                                         Case{PixelFormat::kABGR, 128, 96, 0, 1.f},
-                                         Case{PixelFormat::kRGBA, 100, 60, 0, 1.f},
-                                         Case{PixelFormat::kGRAY8, 640, 480, 0, 1.f},
-                                         Case{PixelFormat::kGRAY8, 97, 51, 128, 1.f},
-                                         Case{PixelFormat::kYUY2, 640, 480, 0, 2.5f},
-                                         Case{PixelFormat::kYUY2, 1280, 720, 2600, 2.5f},
-                                         Case{PixelFormat::kUYVY, 640, 480, 0, 2.5f}));
+INSTANTIATE_TEST_SUITE_P(Small, PreprocessMatrix,
+                         testing::Combine(testing::ValuesIn(kAllFormats),
+                                          testing::Values(Size{7, 5, 0}, Size{1, 9, 0},
+                                                          Size{64, 48, 0}, Size{333, 221, 1100})));
+INSTANTIATE_TEST_SUITE_P(Camera, PreprocessMatrix,
+                         testing::Combine(testing::Values(PixelFormat::kYUY2, PixelFormat::kNV12,
+                                                          PixelFormat::kI420, PixelFormat::kRGB,
+                                                          PixelFormat::kBGRx, PixelFormat::kGRAY8),
+                                          testing::Values(Size{1921, 1081, 4000})));
+INSTANTIATE_TEST_SUITE_P(FourK, PreprocessMatrix,
+                         testing::Combine(testing::Values(PixelFormat::kYUY2, PixelFormat::kNV12),
+                                          testing::Values(Size{3840, 2160, 0})));
 
 TEST(Preprocess, ExactValuesWithoutResize) {
   cv::Mat rgb(2, 3, CV_8UC3);
@@ -112,10 +124,49 @@ TEST(Preprocess, GrayModelFromRgbUsesBt601Luma) {
   PreprocessOptions o;
   o.out_width = o.out_height = 1;
   o.order = ChannelOrder::kGray;
+  o.alpha = {1.f, 1.f, 1.f};
+  o.beta = {0.f, 0.f, 0.f};
   Preprocessor pre(o);
   float v = 0;
   pre.run(f.view, &v);
   EXPECT_NEAR(v, 0.299f * 200 + 0.587f * 100 + 0.114f * 50, 1e-3);
+}
+
+TEST(Preprocess, ColorimetryFromCaps) {
+  // A mid-grey-blue YUV pixel converted with each matrix and range.
+  cv::Mat one(2, 2, CV_8UC3, cv::Scalar(0, 0, 0));
+  OwnedFrame f = make_frame(one, PixelFormat::kI420);
+  std::uint8_t* y = const_cast<std::uint8_t*>(f.view.planes[0]);
+  y[0] = y[1] = y[f.view.strides[0]] = y[f.view.strides[0] + 1] = 120;
+  const_cast<std::uint8_t*>(f.view.planes[1])[0] = 160;  // U
+  const_cast<std::uint8_t*>(f.view.planes[2])[0] = 100;  // V
+  PreprocessOptions o;
+  o.out_width = o.out_height = 1;
+  o.alpha = {1.f, 1.f, 1.f};
+  o.beta = {0.f, 0.f, 0.f};
+  struct Expect {
+    YuvMatrix m;
+    bool full;
+    double kr, kb;
+  };
+  for (const Expect& e : {Expect{YuvMatrix::kBT601, false, 0.299, 0.114},
+                          Expect{YuvMatrix::kBT709, false, 0.2126, 0.0722},
+                          Expect{YuvMatrix::kBT709, true, 0.2126, 0.0722},
+                          Expect{YuvMatrix::kBT2020, false, 0.2627, 0.0593}}) {
+    f.view.matrix = e.m;
+    f.view.full_range = e.full;
+    Preprocessor pre(o);
+    float rgb[3];
+    pre.run(f.view, rgb);
+    const double ys = e.full ? 120 : (120 - 16) * 255.0 / 219, cs = e.full ? 1 : 255.0 / 224;
+    const double u = (160 - 128) * cs, v = (100 - 128) * cs, kg = 1 - e.kr - e.kb;
+    EXPECT_NEAR(rgb[0], std::clamp(ys + 2 * (1 - e.kr) * v, 0.0, 255.0), 1e-3);
+    EXPECT_NEAR(rgb[1],
+                std::clamp(ys - 2 * e.kb * (1 - e.kb) / kg * u - 2 * e.kr * (1 - e.kr) / kg * v,
+                           0.0, 255.0),
+                1e-3);
+    EXPECT_NEAR(rgb[2], std::clamp(ys + 2 * (1 - e.kb) * u, 0.0, 255.0), 1e-3);
+  }
 }
 
 TEST(Preprocess, LetterboxPadsAndRecordsTransform) {
@@ -133,42 +184,87 @@ TEST(Preprocess, LetterboxPadsAndRecordsTransform) {
   EXPECT_DOUBLE_EQ(t.scale_y, 32.0 / 100);
   EXPECT_DOUBLE_EQ(t.offset_x, 0);
   EXPECT_DOUBLE_EQ(t.offset_y, 16);
-  // Rows 0..15 and 48..63 are padding; row 16.. holds the resized image.
   for (int y : {0, 15, 48, 63})
     for (int x : {0, 31, 63})
       EXPECT_FLOAT_EQ(dst.data()[(y * 64 + x) * 3 + 1], 114.f) << y << "," << x;
-  cv::Mat small;
-  cv::resize(rgb, small, cv::Size(64, 32), 0, 0, cv::INTER_AREA);
-  EXPECT_FLOAT_EQ(dst.data()[(16 * 64 + 5) * 3 + 0], small.at<cv::Vec3b>(0, 5)[0]);
-  EXPECT_FLOAT_EQ(dst.data()[(47 * 64 + 63) * 3 + 2], small.at<cv::Vec3b>(31, 63)[2]);
+  EXPECT_NE(dst.data()[(16 * 64 + 5) * 3 + 0], 114.f);
 }
 
-TEST(Preprocess, UpscalesSmallFramesAndOnePixelWide) {
-  for (auto [w, h] : {std::pair{1, 37}, std::pair{5, 3}}) {
-    const cv::Mat rgb = make_rgb_image(w, h, 11);
-    const OwnedFrame f = make_frame(rgb, PixelFormat::kRGB);
-    const PreprocessOptions o = imagenet(16, 16);
+TEST(Preprocess, CropTouchingTheBorderAndItsTransform) {
+  const cv::Mat rgb = make_rgb_image(101, 77, 4);
+  for (PixelFormat fmt : {PixelFormat::kRGB, PixelFormat::kYUY2, PixelFormat::kNV12}) {
+    const OwnedFrame f = make_frame(rgb, fmt);
+    PreprocessOptions o = imagenet(32, 24);
+    o.crop = {61, 41, 100, 100};  // runs past the right and bottom edges
     Preprocessor pre(o);
     AlignedBuffer dst(o.slot_floats());
-    pre.run(f.view, dst.data());
-    const auto ref =
-        reference_preprocess(f, 16, 16, cv::INTER_AREA, true, o.alpha.data(), o.beta.data());
-    EXPECT_LE(max_pixel_diff(ref, dst.data(), o), 1.f) << w << "x" << h;
+    const auto t = pre.run(f.view, dst.data());
+    const int x0 = fmt == PixelFormat::kRGB ? 61 : 60, y0 = fmt == PixelFormat::kNV12 ? 40 : 41;
+    EXPECT_DOUBLE_EQ(t.scale_x, 32.0 / (101 - x0)) << to_string(fmt);
+    EXPECT_DOUBLE_EQ(t.scale_y, 24.0 / (77 - y0)) << to_string(fmt);
+    // The crop origin maps to model (0, 0).
+    EXPECT_NEAR(x0 * t.scale_x + t.offset_x, 0.0, 1e-9);
+    EXPECT_NEAR(y0 * t.scale_y + t.offset_y, 0.0, 1e-9);
+    const auto ref = reference_preprocess(f.view, o);
+    EXPECT_LE(max_pixel_diff(ref, dst.data(), o), fmt == PixelFormat::kRGB ? 1.f : 2.f)
+        << to_string(fmt);
   }
 }
 
-TEST(Preprocess, ResizeMethodsMatchOpenCv) {
-  const cv::Mat rgb = make_rgb_image(300, 200, 5);
-  const OwnedFrame f = make_frame(rgb, PixelFormat::kRGB);
-  for (auto [m, cvm] : {std::pair{ResizeMethod::kLinear, cv::INTER_LINEAR},
-                        std::pair{ResizeMethod::kNearest, cv::INTER_NEAREST}}) {
-    PreprocessOptions o = imagenet(50, 40);
-    o.method = m;
-    Preprocessor pre(o);
-    AlignedBuffer dst(o.slot_floats());
+TEST(Preprocess, Uint8OutputForRawByteModels) {
+  const cv::Mat rgb = make_rgb_image(40, 30, 8);
+  const OwnedFrame f = make_frame(rgb, PixelFormat::kBGR);
+  PreprocessOptions o;
+  o.out_width = 20;
+  o.out_height = 15;
+  o.output = OutputType::kUInt8;
+  Preprocessor pre(o);
+  std::vector<std::uint8_t> dst(o.slot_floats());
+  pre.run(f.view, dst.data());
+  cv::Mat small;
+  cv::resize(rgb, small, cv::Size(20, 15), 0, 0,
+             cv::INTER_AREA);  // exact 2x: no rounding ambiguity
+  for (int i = 0; i < 20 * 15 * 3; ++i) EXPECT_NEAR(dst[i], small.data[i], 1) << i;
+  float* floats = nullptr;
+  EXPECT_THROW(pre.run(f.view, floats), Error);
+}
+
+TEST(Preprocess, ReusesPlansAcrossSizeChanges) {
+  PreprocessOptions o = imagenet(32, 32);
+  Preprocessor pre(o);
+  AlignedBuffer dst(o.slot_floats());
+  for (auto [w, h] : {std::pair{320, 240}, std::pair{1280, 720}, std::pair{320, 240}}) {
+    const OwnedFrame f = make_frame(make_rgb_image(w, h, 2), PixelFormat::kNV12);
     pre.run(f.view, dst.data());
-    const auto ref = reference_preprocess(f, 50, 40, cvm, true, o.alpha.data(), o.beta.data());
-    EXPECT_LE(max_pixel_diff(ref, dst.data(), o), 1e-3f) << to_string(m);
+    EXPECT_LE(max_pixel_diff(reference_preprocess(f.view, o), dst.data(), o), 2.f) << w;
+  }
+}
+
+TEST(Resample, AreaWeightsCoverTheBox) {
+  const Taps t = Taps::area(10, 3);  // box 3.333 source pixels
+  ASSERT_EQ(t.size(), 3);
+  EXPECT_EQ(t.first[0], 0);
+  EXPECT_EQ(t.count(0), 4);
+  EXPECT_NEAR(t.w(0)[3], (1.0 / 3) / (10.0 / 3), 1e-6);
+  EXPECT_EQ(t.first[2], 6);
+  for (int i = 0; i < 3; ++i) {
+    float s = 0;
+    for (int k = 0; k < t.count(i); ++k) s += t.w(i)[k];
+    EXPECT_NEAR(s, 1.f, 1e-6);
+  }
+  const Taps same = Taps::area(5, 5);
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(same.first[i] == i && same.count(i) == 1);
+}
+
+TEST(Resample, AccumulateRows) {
+  std::vector<std::uint8_t> a(37, 10), b(37, 20), c(37, 40);
+  const std::uint8_t* rows[3] = {a.data(), b.data(), c.data()};
+  const float w[3] = {0.25f, 0.5f, 0.25f};
+  std::vector<float> acc(37);
+  for (int n = 1; n <= 3; ++n) {
+    accumulate_rows(rows, w, n, 37, acc.data());
+    const float want = n == 1 ? 2.5f : n == 2 ? 12.5f : 22.5f;
+    for (float v : acc) ASSERT_FLOAT_EQ(v, want) << n;
   }
 }
 
@@ -193,11 +289,22 @@ TEST(PreprocessErrors, RejectsBadFramesAndOptions) {
   FrameView short_stride = f.view;
   short_stride.strides[0] = 10;  // < 30 bytes per row
   EXPECT_THROW(pre.run(short_stride, dst.data()), Error);
-  EXPECT_THROW(pre.run(f.view, nullptr), Error);
+  EXPECT_THROW(pre.run(f.view, static_cast<float*>(nullptr)), Error);
+  const OwnedFrame nv = make_frame(make_rgb_image(10, 10, 1), PixelFormat::kNV12);
+  FrameView no_uv = nv.view;
+  no_uv.planes[1] = nullptr;
+  EXPECT_THROW(pre.run(no_uv, dst.data()), Error);
   PreprocessOptions bad = o;
   bad.out_width = 0;
   EXPECT_THROW(Preprocessor{bad}, Error);
   bad = o;
   bad.pad_value = 300;
   EXPECT_THROW(Preprocessor{bad}, Error);
+  bad = o;
+  bad.crop = {-1, 0, 5, 5};
+  EXPECT_THROW(Preprocessor{bad}, Error);
+  bad = o;
+  bad.crop = {20, 20, 5, 5};  // outside a 10x10 frame
+  Preprocessor outside(bad);
+  EXPECT_THROW(outside.run(f.view, dst.data()), Error);
 }
