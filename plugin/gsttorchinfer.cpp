@@ -30,8 +30,9 @@ GST_DEBUG_CATEGORY_STATIC(gst_torchinfer_debug);
 using namespace torchinfer;
 using namespace torchinfer::gst;
 
-#define TORCHINFER_FORMATS \
-  "{ YUY2, UYVY, RGB, BGR, RGBx, BGRx, xRGB, xBGR, RGBA, BGRA, ARGB, ABGR, GRAY8 }"
+#define TORCHINFER_FORMATS                                                                     \
+  "{ YUY2, UYVY, NV12, NV21, I420, YV12, RGB, BGR, RGBx, BGRx, xRGB, xBGR, RGBA, BGRA, ARGB, " \
+  "ABGR, GRAY8 }"
 
 namespace {
 
@@ -61,6 +62,18 @@ bool to_pixel_format(GstVideoFormat f, PixelFormat* out) {
       return true;
     case GST_VIDEO_FORMAT_UYVY:
       *out = PixelFormat::kUYVY;
+      return true;
+    case GST_VIDEO_FORMAT_NV12:
+      *out = PixelFormat::kNV12;
+      return true;
+    case GST_VIDEO_FORMAT_NV21:
+      *out = PixelFormat::kNV21;
+      return true;
+    case GST_VIDEO_FORMAT_I420:
+      *out = PixelFormat::kI420;
+      return true;
+    case GST_VIDEO_FORMAT_YV12:
+      *out = PixelFormat::kYV12;
       return true;
     case GST_VIDEO_FORMAT_RGB:
       *out = PixelFormat::kRGB;
@@ -215,6 +228,7 @@ static gboolean gst_torchinfer_start(GstBaseTransform* trans) {
     po.keep_aspect_ratio = s.keep_aspect_ratio;
     po.pad_value = s.pad_value;
     po.method = s.resize_method;
+    po.crop = s.crop;
     rt->pre = std::make_unique<Preprocessor>(po);
     rt->batch = AlignedBuffer(po.slot_floats());
 

@@ -1,5 +1,7 @@
 #include "torchinfer-settings.h"
 
+#include <cstdio>
+
 #include "common/error.h"
 
 namespace torchinfer::gst {
@@ -79,6 +81,24 @@ bool set_float_list(std::string& field, const GValue* value, GParamSpec* pspec, 
     }
   }
   field = s;
+  return true;
+}
+
+// "x,y,width,height" in frame pixels; "" clears.
+bool set_crop(Crop& crop, const GValue* value, GParamSpec* pspec) {
+  const char* text = g_value_get_string(value);
+  if (!text || !*text) {
+    crop = Crop{};
+    return true;
+  }
+  int v[4];
+  char tail = 0;
+  if (std::sscanf(text, "%d , %d , %d , %d %c", &v[0], &v[1], &v[2], &v[3], &tail) != 4 ||
+      v[0] < 0 || v[1] < 0 || v[2] < 1 || v[3] < 1) {
+    reject(pspec, text, "expected \"x,y,width,height\" with x,y >= 0 and width,height >= 1");
+    return false;
+  }
+  crop = Crop{v[0], v[1], v[2], v[3]};
   return true;
 }
 
@@ -185,6 +205,10 @@ void install_properties(GObjectClass* k) {
           "optimize", "Optimize",
           "Freeze the model and run optimize_for_inference (oneDNN fusion) at load time", TRUE,
           kRWReady));
+  str(PROP_CROP, "crop", "Crop",
+      "Region of interest \"x,y,width,height\" in frame pixels fed to the model (clipped to the "
+      "frame; x/y "
+      "rounded down to even for chroma-subsampled formats); unset = whole frame");
   str(PROP_MODEL_INSTANCE_ID, "model-instance-id", "Model instance id",
       "Identifier of the loaded model, copied into every result");
   g_object_class_install_property(
@@ -266,6 +290,8 @@ bool set_property(Settings& s, guint prop_id, const GValue* value, GParamSpec* p
     case PROP_OPTIMIZE:
       s.optimize = g_value_get_boolean(value);
       return true;
+    case PROP_CROP:
+      return set_crop(s.crop, value, pspec);
     default:
       return false;
   }
@@ -332,6 +358,14 @@ void get_property(const Settings& s, const Stats& st, guint prop_id, GValue* val
       break;
     case PROP_OPTIMIZE:
       g_value_set_boolean(value, s.optimize);
+      break;
+    case PROP_CROP:
+      if (s.crop.width > 0) {
+        gchar* t = g_strdup_printf("%d,%d,%d,%d", s.crop.x, s.crop.y, s.crop.width, s.crop.height);
+        g_value_take_string(value, t);
+      } else {
+        g_value_set_string(value, nullptr);
+      }
       break;
     case PROP_FRAMES:
       g_value_set_uint64(value, st.frames);

@@ -32,6 +32,7 @@ enum Prop {
   PROP_RESIZE_METHOD,
   PROP_WARMUP,
   PROP_OPTIMIZE,
+  PROP_CROP,
   PROP_MODEL_INSTANCE_ID,
   PROP_FRAMES,
   PROP_LOAD_TIME,
@@ -54,6 +55,7 @@ struct Settings {
   bool keep_aspect_ratio = false;
   int pad_value = 114;
   ResizeMethod resize_method = ResizeMethod::kArea;
+  Crop crop;  // width 0 = whole frame
   int warmup = 3;
   bool optimize = true;
 

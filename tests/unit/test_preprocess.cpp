@@ -56,17 +56,19 @@ struct Size {
 }  // namespace
 
 // Every format x size x resize method x letterbox against the reference
-// chain. Bounds (pixel units): RGB paths 1/255; YUV paths 2/255 (they resize
-// in the YUV domain and convert colour after; conversion is affine, so the
-// only differences are the reference's 8-bit rounding after conversion and
-// clamping of out-of-gamut pixels, which does not commute with averaging).
+// chain. Bounds (pixel units), tighter than the 1/255 and 2/255 the project
+// promises: RGB paths 0.05/255 (float summation order only); YUV paths
+// 1/255 (they resize in the YUV domain and convert colour after; conversion
+// is affine, so what differs is the reference's 8-bit rounding after its
+// conversion, max 0.54/255 measured, and clamping of out-of-gamut pixels,
+// which camera-like content, blurred by optics, does not produce).
 class PreprocessMatrix : public testing::TestWithParam<std::tuple<PixelFormat, Size>> {};
 
 TEST_P(PreprocessMatrix, MatchesReferenceChain) {
   const auto [format, size] = GetParam();
   const OwnedFrame f = make_frame(make_rgb_image(size.width, size.height, 7), format, size.stride);
   const cv::Mat rgb = reference_rgb(f.view);
-  const float bound = is_yuv(format) ? 2.f : 1.f;
+  const float bound = is_yuv(format) ? 1.f : 0.05f;
   for (auto method : {ResizeMethod::kArea, ResizeMethod::kLinear, ResizeMethod::kNearest})
     for (bool letterbox : {false, true})
       for (auto order : {ChannelOrder::kRGB, ChannelOrder::kBGR, ChannelOrder::kGray}) {
@@ -78,10 +80,7 @@ TEST_P(PreprocessMatrix, MatchesReferenceChain) {
         AlignedBuffer dst(o.slot_floats());
         pre.run(f.view, dst.data());
         const auto ref = reference_preprocess(rgb, format, o);
-        // Nearest picks one source pixel: the reference's 8-bit colour
-        // conversion is the only difference.
-        const float b = method == ResizeMethod::kNearest && is_yuv(format) ? 1.f : bound;
-        EXPECT_LE(max_pixel_diff(ref, dst.data(), o), b)
+        EXPECT_LE(max_pixel_diff(ref, dst.data(), o), bound)
             << to_string(format) << " " << size.width << "x" << size.height << " "
             << to_string(method) << (letterbox ? " letterbox" : "") << " " << to_string(order);
       }
@@ -236,7 +235,7 @@ TEST(Preprocess, ReusesPlansAcrossSizeChanges) {
   for (auto [w, h] : {std::pair{320, 240}, std::pair{1280, 720}, std::pair{320, 240}}) {
     const OwnedFrame f = make_frame(make_rgb_image(w, h, 2), PixelFormat::kNV12);
     pre.run(f.view, dst.data());
-    EXPECT_LE(max_pixel_diff(reference_preprocess(f.view, o), dst.data(), o), 2.f) << w;
+    EXPECT_LE(max_pixel_diff(reference_preprocess(f.view, o), dst.data(), o), 1.f) << w;
   }
 }
 
