@@ -48,15 +48,11 @@ std::vector<std::string> load_truth(const std::string& path) {
   const auto j = nlohmann::json::parse(in, nullptr, false);
   const auto& frames = j.is_object() && j.contains("frames") ? j["frames"] : j;
   if (!frames.is_array()) return out;
+  // A null label marks a frame that must not be scored (part half in view).
   for (const auto& f : frames) {
-    if (f.is_string())
-      out.push_back(f.get<std::string>());
-    else if (f.is_object() && f.contains("label"))
-      out.push_back(f["label"].get<std::string>());
-    else if (f.is_object() && f.contains("class"))
-      out.push_back(f["class"].get<std::string>());
-    else
-      out.emplace_back();
+    const nlohmann::json* v = &f;
+    if (f.is_object()) v = f.contains("label") ? &f["label"] : f.contains("class") ? &f["class"] : nullptr;
+    out.push_back(v && v->is_string() ? v->get<std::string>() : std::string());
   }
   return out;
 }

@@ -174,13 +174,15 @@ TEST(Demo, BundledModelOnBundledClip) {
   const json& frames = truth.is_object() ? truth["frames"] : truth;
   const auto lines = read_json_lines(out + "/results.jsonl");
   ASSERT_EQ(lines.size(), frames.size());
-  int agree = 0;
+  int agree = 0, scored = 0;
   for (std::size_t i = 0; i < lines.size(); ++i) {
-    const json& f = frames[i];
-    const std::string want = f.is_string() ? f.get<std::string>() : f["label"].get<std::string>();
+    const json& want = frames[i].is_object() ? frames[i]["class"] : frames[i];
+    if (!want.is_string()) continue;  // part only partly in view: not scored
+    ++scored;
     agree += lines[i]["classification"][0]["label"] == want;
   }
-  EXPECT_GE(agree * 100, static_cast<int>(lines.size()) * 90) << agree << "/" << lines.size();
+  EXPECT_GE(scored * 2, static_cast<int>(lines.size()));
+  EXPECT_GE(agree * 100, scored * 90) << agree << "/" << scored;
   EXPECT_NE(r.out.find("agreement with ground truth"), std::string::npos);
   EXPECT_NE(r.out.find("fps"), std::string::npos);
   std::ifstream png(out + "/snapshot.png", std::ios::binary);
