@@ -13,6 +13,8 @@
 #include "engine/engine.h"
 #include "test_paths.h"
 
+#include <nlohmann/json.hpp>
+
 using namespace torchinfer;
 
 namespace {
@@ -309,4 +311,60 @@ TEST(EngineThreadErrors, EmptyWarmupList) {
   EngineOptions o = opts("identity.pt", 8, 6);
   o.warmup_batch_sizes.clear();
   load_error(o, ErrorKind::kInvalidArgument);
+}
+
+// ---- int8 ------------------------------------------------------------------
+
+namespace {
+std::vector<float> expected_int8(const char* key) {
+  std::ifstream in(test::model_path("tiny_int8.expected.json"));
+  const auto j = nlohmann::json::parse(in);
+  return j.at(key).get<std::vector<float>>();
+}
+}  // namespace
+
+TEST(EngineInt8, LoadsOnOnednnAndMatchesPython) {
+  EngineOptions o = opts("tiny_int8.pt", 48, 32);
+  o.precision = Precision::kAuto;
+  o.declared_int8 = true;
+  o.warmup_batch_sizes = {1, 2};
+  Engine e(o);
+  EXPECT_TRUE(e.info().model_quantized);
+  EXPECT_EQ(e.info().precision, Precision::kInt8);
+  EXPECT_EQ(e.info().qengine, "onednn");
+  AlignedBuffer in(2 * 32 * 48 * 3);
+  fill_ramp(in);
+  const auto out = e.run(in.data(), 2);
+  const TensorView& t = out->tensors()[0];
+  ASSERT_EQ(t.dims, (std::vector<std::int64_t>{2, 5}));
+  ASSERT_NE(t.f32(), nullptr);  // dequantized for consumers
+  const auto want = expected_int8("output");
+  const auto fp32 = expected_int8("fp32_output");
+  ASSERT_EQ(want.size(), 10u);
+  for (int i = 0; i < 10; ++i) {
+    // Same oneDNN kernels as Python: equal up to float rounding.
+    EXPECT_NEAR(t.f32()[i], want[i], 1e-4) << i;
+    // And int8 stays close to the float model it came from.
+    EXPECT_NEAR(t.f32()[i], fp32[i], 0.05) << i;
+  }
+}
+
+TEST(EngineInt8, ExplicitInt8AndPinned) {
+  EngineOptions o = opts("tiny_int8.pt", 48, 32);
+  o.precision = Precision::kInt8;
+  o.cores = std::to_string(allowed_cpus()[0]);
+  Engine e(o);
+  EXPECT_EQ(e.info().precision, Precision::kInt8);
+  AlignedBuffer in(32 * 48 * 3);
+  fill_ramp(in);
+  EXPECT_NEAR(e.run(in.data(), 1)->tensors()[0].f32()[0], expected_int8("output")[0], 1e-4);
+}
+
+TEST(EngineInt8Errors, FloatPrecisionsOnAnInt8Model) {
+  for (Precision p : {Precision::kFp32, Precision::kBf16}) {
+    EngineOptions o = opts("tiny_int8.pt", 48, 32);
+    o.precision = p;
+    const auto msg = load_error(o, ErrorKind::kConfigInvalid);
+    EXPECT_NE(msg.find("int8-quantized"), std::string::npos) << msg;
+  }
 }
