@@ -236,8 +236,9 @@ RuntimeInfo runtime_info() {
   RuntimeInfo r;
   r.torch_version = TORCH_VERSION;
   const dnnl_version_t* v = dnnl_version();
-  r.dnnl_version = std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
-                   std::to_string(v->patch) + (v->hash ? std::string(" (") + v->hash + ")" : "");
+  r.dnnl_version =
+      std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch) +
+      (v->hash && std::strcmp(v->hash, "N/A") != 0 ? std::string(" (") + v->hash + ")" : "");
   switch (dnnl_get_effective_cpu_isa()) {
     case dnnl_cpu_isa_sse41:
       r.dnnl_isa = "sse41";
