@@ -79,7 +79,25 @@ int main(int argc, char** argv) {
     std::ofstream raw(out, std::ios::binary);
     if (!raw) throw std::runtime_error("cannot write " + out);
     long seen = 0, written = 0;
-    while (GstSample* s = gst_app_sink_pull_sample(GST_APP_SINK(sink))) {
+    GstBus* bus = gst_element_get_bus(pipe);
+    bool failed = false;
+    // try_pull with a timeout: a decoding error posts on the bus and never
+    // reaches appsink as EOS, so a blocking pull would wait forever.
+    for (;;) {
+      GstSample* s = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 100 * GST_MSECOND);
+      if (!s) {
+        if (gst_app_sink_is_eos(GST_APP_SINK(sink))) break;
+        if (GstMessage* m = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR)) {
+          GError* e = nullptr;
+          gst_message_parse_error(m, &e, nullptr);
+          std::fprintf(stderr, "decoding %s failed: %s\n", clip.c_str(), e->message);
+          g_error_free(e);
+          gst_message_unref(m);
+          failed = true;
+          break;
+        }
+        continue;
+      }
       if (seen++ % every == 0 && (max == 0 || written < max)) {
         GstVideoInfo info;
         GstVideoFrame f;
@@ -100,20 +118,11 @@ int main(int argc, char** argv) {
       }
       gst_sample_unref(s);
     }
-    GstBus* bus = gst_element_get_bus(pipe);
-    GstMessage* m = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR);
-    if (m) {
-      GError* e = nullptr;
-      gst_message_parse_error(m, &e, nullptr);
-      std::fprintf(stderr, "decoding %s failed: %s\n", clip.c_str(), e->message);
-      g_error_free(e);
-      gst_message_unref(m);
-    }
     gst_object_unref(bus);
     gst_element_set_state(pipe, GST_STATE_NULL);
     gst_object_unref(sink);
     gst_object_unref(pipe);
-    if (written == 0) {
+    if (failed || written == 0) {
       std::fprintf(stderr, "no frames decoded from %s\n", clip.c_str());
       return 1;
     }

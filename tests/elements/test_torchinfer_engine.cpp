@@ -153,3 +153,45 @@ TEST(TorchInferEngineErrors, OversubscribedThreadsWarn) {
   for (const auto& w : r.warnings) warned |= w.find("threads=") != std::string::npos;
   EXPECT_TRUE(warned);
 }
+
+TEST(TorchInferEngine, Int8ModelRunsThroughTheElement) {
+  GstHarness* h = gst_harness_new_with_element(
+      gst_parse_launch(("torchinfer model=" + model("tiny_int8.pt")).c_str(), nullptr), "sink",
+      "src");
+  gst_harness_set_src_caps_str(h, kCaps);
+  GstVideoInfo info;
+  GstCaps* caps = gst_caps_from_string(kCaps);
+  gst_video_info_from_caps(&info, caps);
+  gst_caps_unref(caps);
+  gst_buffer_unref(gst_harness_push_and_pull(h, make_video_buffer(info, 2)));
+  gchar* precision = nullptr;
+  g_object_get(h->element, "active-precision", &precision, nullptr);
+  EXPECT_STREQ(precision, "int8");
+  g_free(precision);
+  gst_harness_teardown(h);
+}
+
+TEST(TorchInferEngineErrors, ForcedInt8ModelWarnsLoudly) {
+  const std::string dir = testing::TempDir();
+  {
+    std::ifstream in(model("tiny_int8.pt"), std::ios::binary);
+    std::ofstream(dir + "forced_int8.pt", std::ios::binary) << in.rdbuf();
+  }
+  std::ofstream(dir + "forced_int8.json")
+      << R"({"input_width": 48, "input_height": 32, "task": "raw", "precision": "int8",
+             "quantization": {"forced": true}})";
+  GstElement* e = gst_parse_launch(("torchinfer model=" + dir + "forced_int8.pt").c_str(), nullptr);
+  const StartResult r = try_start(e);
+  gst_object_unref(e);
+  EXPECT_NE(r.ret, GST_STATE_CHANGE_FAILURE);
+  bool warned = false;
+  for (const auto& w : r.warnings)
+    warned |= w.find("FAILED its accuracy check") != std::string::npos;
+  EXPECT_TRUE(warned);
+}
+
+TEST(TorchInferEngineErrors, Fp32RequestedForInt8Model) {
+  GstElement* e = gst_parse_launch(
+      ("torchinfer precision=fp32 model=" + model("tiny_int8.pt")).c_str(), nullptr);
+  expect_settings_error(e, "int8-quantized");
+}
