@@ -71,8 +71,9 @@ int main(int argc, char** argv) {
       o.precision = precision;
       o.declared_int8 = cfg.precision == ModelPrecision::kInt8;
       engine = std::make_unique<Engine>(o);
-      input = std::make_unique<AlignedBuffer>(static_cast<std::size_t>(o.input_width) *
-                                              o.input_height * o.channels);
+      input = std::make_unique<AlignedBuffer>(
+          static_cast<std::size_t>(o.input_width) * o.input_height * o.channels,
+          AlignedBuffer::Init::kNone);
       engine->first_touch(input->data(), input->size());
       engine->run(input->data(), 1);
     }

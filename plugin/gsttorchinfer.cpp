@@ -218,7 +218,6 @@ static gboolean gst_torchinfer_start(GstBaseTransform* trans) {
     po.pad_value = s.pad_value;
     po.method = s.resize_method;
     rt->pre = std::make_unique<Preprocessor>(po);
-    rt->batch = AlignedBuffer(po.slot_floats());
 
     EngineOptions eo;
     eo.model_path = s.model;
@@ -233,7 +232,9 @@ static gboolean gst_torchinfer_start(GstBaseTransform* trans) {
     eo.declared_int8 = rt->config.precision == ModelPrecision::kInt8;
     rt->engine = std::make_unique<Engine>(eo);
     const EngineInfo& info = rt->engine->info();
-    // Pages of the batch land on the node of the pinned cores.
+    // Allocated untouched and zeroed by the pinned threads, so its pages
+    // land on the NUMA node of the engine's cores.
+    rt->batch = AlignedBuffer(po.slot_floats(), AlignedBuffer::Init::kNone);
     rt->engine->first_touch(rt->batch.data(), rt->batch.size());
     if (rt->config.accuracy_guard_forced)
       GST_ELEMENT_WARNING(

@@ -368,3 +368,16 @@ TEST(EngineInt8Errors, FloatPrecisionsOnAnInt8Model) {
     EXPECT_NE(msg.find("int8-quantized"), std::string::npos) << msg;
   }
 }
+
+TEST(EngineThreads, FirstTouchZeroesFromTheEngineThreads) {
+  EngineOptions o = opts("identity.pt", 8, 6);
+  o.threads = 2;
+  Engine e(o);
+  const std::size_t n = 3 * 1024 * 1024;  // several pages per thread
+  AlignedBuffer b(n, AlignedBuffer::Init::kNone);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b.data()) % kBufferAlignment, 0u);
+  std::fill(b.data(), b.data() + 1000, 7.f);  // whatever was there must go
+  e.first_touch(b.data(), b.size());
+  for (std::size_t i = 0; i < n; i += 4093) ASSERT_EQ(b.data()[i], 0.f) << i;
+  e.first_touch(nullptr, 5);  // no-op, no crash
+}
