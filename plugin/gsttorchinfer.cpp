@@ -17,9 +17,11 @@
 #include <mutex>
 
 #include "common/aligned_buffer.h"
+#include "common/cpu_set.h"
 #include "common/error.h"
 #include "decode/classification.h"
 #include "engine/engine.h"
+#include "engine/selfcheck.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "preprocess/preprocess.h"
 #include "torchinfer-settings.h"
@@ -230,7 +232,6 @@ static gboolean gst_torchinfer_start(GstBaseTransform* trans) {
     po.method = s.resize_method;
     po.crop = s.crop;
     rt->pre = std::make_unique<Preprocessor>(po);
-    rt->batch = AlignedBuffer(po.slot_floats());
 
     EngineOptions eo;
     eo.model_path = s.model;
@@ -239,8 +240,44 @@ static gboolean gst_torchinfer_start(GstBaseTransform* trans) {
     eo.channels = rt->config.channels();
     eo.warmup_runs = s.warmup;
     eo.optimize = s.optimize;
+    eo.threads = s.threads;
+    eo.cores = s.cores;
+    eo.precision = s.precision;
+    eo.declared_int8 = rt->config.precision == ModelPrecision::kInt8;
     rt->engine = std::make_unique<Engine>(eo);
     const EngineInfo& info = rt->engine->info();
+    // Allocated untouched and zeroed by the pinned threads, so its pages
+    // land on the NUMA node of the engine's cores.
+    rt->batch = AlignedBuffer(po.slot_floats(), AlignedBuffer::Init::kNone);
+    rt->engine->first_touch(rt->batch.data(), rt->batch.size());
+    if (rt->config.accuracy_guard_forced)
+      GST_ELEMENT_WARNING(
+          self, LIBRARY, SETTINGS,
+          ("Model '%s' is an int8 model that FAILED its accuracy check and was written with "
+           "--force: results may be wrong.",
+           s.model.c_str()),
+          ("re-run models/quantize.py with more calibration frames or a looser tolerance, or "
+           "use the fp32 model (sidecar %s)",
+           rt->config.source.c_str()));
+    for (const Finding& f :
+         self_check(rt->engine.get(), rt->batch.data(), info.threads, info.cores)) {
+      if (f.level == Finding::Level::kWarning)
+        GST_WARNING_OBJECT(self, "self-check %s: %s (fix: %s)", f.key.c_str(), f.value.c_str(),
+                           f.fix.c_str());
+      else
+        GST_INFO_OBJECT(self, "self-check %s: %s", f.key.c_str(), f.value.c_str());
+    }
+    if (info.threads >
+        static_cast<int>(info.cores.empty() ? allowed_cpus().size() : info.cores.size()))
+      GST_ELEMENT_WARNING(
+          self, RESOURCE, SETTINGS,
+          ("threads=%d is more than the %zu cores available: inference slows down.", info.threads,
+           info.cores.empty() ? allowed_cpus().size() : info.cores.size()),
+          ("set threads=0 (automatic) or list more cores"));
+    if (s.precision == Precision::kBf16 && info.precision != Precision::kBf16)
+      GST_ELEMENT_WARNING(self, LIBRARY, SETTINGS,
+                          ("precision=bf16 is not faster for this model here; running fp32."),
+                          ("%s", info.precision_note.c_str()));
     if (s.optimize && !info.optimized)
       GST_ELEMENT_WARNING(self, LIBRARY, SETTINGS,
                           ("Model '%s' runs unoptimised (slower).", s.model.c_str()),
@@ -248,15 +285,21 @@ static gboolean gst_torchinfer_start(GstBaseTransform* trans) {
     GST_INFO_OBJECT(
         self,
         "model %s: %dx%d %s, task %s, %zu labels (config: %s); load %.1f ms, optimise %.1f ms "
-        "(frozen %d, optimised %d), warm-up %.1f ms",
+        "(frozen %d, optimised %d), warm-up %.1f ms; precision %s (%s), %d threads, cores %s",
         s.model.c_str(), rt->config.input_width, rt->config.input_height,
         to_string(rt->config.channel_order), to_string(rt->config.task), rt->config.labels.size(),
         rt->config.source.empty() ? "defaults" : rt->config.source.c_str(), info.load_ms,
-        info.optimize_ms, info.frozen, info.optimized, info.warmup_ms);
+        info.optimize_ms, info.frozen, info.optimized, info.warmup_ms, to_string(info.precision),
+        info.precision_note.c_str(), info.threads,
+        info.cores.empty() ? "not pinned" : format_cpu_list(info.cores).c_str());
     {
       std::lock_guard<std::mutex> lock(self->state->stats_lock);
       self->state->stats = Stats{};
       self->state->stats.load_ms = info.load_ms + info.optimize_ms + info.warmup_ms;
+      self->state->stats.read_ms = info.load_ms;
+      self->state->stats.optimize_ms = info.optimize_ms;
+      self->state->stats.warmup_ms = info.warmup_ms;
+      self->state->stats.active_precision = to_string(info.precision);
     }
     self->state->rt = std::move(rt);
     return TRUE;

@@ -56,6 +56,23 @@ GType resize_method_type() {
   return t;
 }
 
+GType precision_type() {
+  static GType t = 0;
+  static const GEnumValue values[] = {
+      {static_cast<int>(Precision::kAuto),
+       "int8 for quantized models; else fp32, or bf16 where timed clearly faster at warm-up",
+       "auto"},
+      {static_cast<int>(Precision::kFp32), "32-bit float", "fp32"},
+      {static_cast<int>(Precision::kInt8),
+       "8-bit integer (needs a model quantized by models/quantize.py)", "int8"},
+      {static_cast<int>(Precision::kBf16),
+       "bfloat16 (AVX512-BF16/AMX); falls back to fp32 with a warning where not faster", "bf16"},
+      {0, nullptr, nullptr}};
+  if (g_once_init_enter(&t))
+    g_once_init_leave(&t, g_enum_register_static("GstTorchInferPrecision", values));
+  return t;
+}
+
 constexpr GParamFlags kRW = static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
 constexpr GParamFlags kRWReady =
     static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
@@ -221,6 +238,43 @@ void install_properties(GObjectClass* k) {
                           "Milliseconds spent loading, optimising and warming up the model", 0,
                           G_MAXDOUBLE, 0, kRO));
   g_object_class_install_property(
+      k, PROP_THREADS,
+      g_param_spec_int("threads", "Threads",
+                       "Intra-op (OpenMP) threads for inference; 0 = one per core in 'cores' if "
+                       "set, else one per physical core this process may use. OMP_NUM_THREADS "
+                       "does not change it",
+                       0, 1024, 0, kRWReady));
+  str(PROP_CORES, "cores", "Cores",
+      "CPU list like \"2-5,8\": each inference thread is pinned to one of these cores "
+      "(unset = not pinned). Must be within the process affinity (taskset, cgroups)");
+  g_object_class_install_property(
+      k, PROP_PRECISION,
+      g_param_spec_enum("precision", "Precision", "Numeric precision of inference",
+                        precision_type(), static_cast<int>(Precision::kAuto), kRWReady));
+  g_object_class_install_property(
+      k, PROP_READ_TIME,
+      g_param_spec_double("read-time", "Read time",
+                          "Milliseconds spent checking and loading the model file (part of "
+                          "load-time)",
+                          0, G_MAXDOUBLE, 0, kRO));
+  g_object_class_install_property(
+      k, PROP_OPTIMIZE_TIME,
+      g_param_spec_double("optimize-time", "Optimise time",
+                          "Milliseconds spent freezing and optimising the model (part of "
+                          "load-time)",
+                          0, G_MAXDOUBLE, 0, kRO));
+  g_object_class_install_property(
+      k, PROP_WARMUP_TIME,
+      g_param_spec_double("warmup-time", "Warm-up time",
+                          "Milliseconds spent in warm-up runs, including the fp32/bf16 timing "
+                          "of precision=auto (part of load-time)",
+                          0, G_MAXDOUBLE, 0, kRO));
+  g_object_class_install_property(
+      k, PROP_ACTIVE_PRECISION,
+      g_param_spec_string("active-precision", "Active precision",
+                          "Precision the model runs at after start (fp32, int8 or bf16)", nullptr,
+                          kRO));
+  g_object_class_install_property(
       k, PROP_LAST_INFERENCE_TIME,
       g_param_spec_double("last-inference-time", "Last inference time",
                           "Milliseconds taken by the most recent forward() call", 0, G_MAXDOUBLE, 0,
@@ -292,6 +346,20 @@ bool set_property(Settings& s, guint prop_id, const GValue* value, GParamSpec* p
       return true;
     case PROP_CROP:
       return set_crop(s.crop, value, pspec);
+    case PROP_THREADS:
+      s.threads = g_value_get_int(value);
+      return true;
+    case PROP_CORES: {
+      const char* v = g_value_get_string(value);
+      if (v)
+        s.cores = std::string(v);
+      else
+        s.cores.reset();
+      return true;
+    }
+    case PROP_PRECISION:
+      s.precision = static_cast<Precision>(g_value_get_enum(value));
+      return true;
     default:
       return false;
   }
@@ -375,6 +443,27 @@ void get_property(const Settings& s, const Stats& st, guint prop_id, GValue* val
       break;
     case PROP_LAST_INFERENCE_TIME:
       g_value_set_double(value, st.last_inference_ms);
+      break;
+    case PROP_THREADS:
+      g_value_set_int(value, s.threads);
+      break;
+    case PROP_CORES:
+      g_value_set_string(value, s.cores ? s.cores->c_str() : nullptr);
+      break;
+    case PROP_PRECISION:
+      g_value_set_enum(value, static_cast<int>(s.precision));
+      break;
+    case PROP_READ_TIME:
+      g_value_set_double(value, st.read_ms);
+      break;
+    case PROP_OPTIMIZE_TIME:
+      g_value_set_double(value, st.optimize_ms);
+      break;
+    case PROP_WARMUP_TIME:
+      g_value_set_double(value, st.warmup_ms);
+      break;
+    case PROP_ACTIVE_PRECISION:
+      str(st.active_precision);
       break;
     default:
       break;

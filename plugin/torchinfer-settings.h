@@ -5,9 +5,11 @@
 #include <gst/gst.h>
 
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "common/model_config.h"
+#include "engine/engine.h"
 #include "preprocess/preprocess.h"
 
 namespace torchinfer::gst {
@@ -37,6 +39,13 @@ enum Prop {
   PROP_FRAMES,
   PROP_LOAD_TIME,
   PROP_LAST_INFERENCE_TIME,
+  PROP_THREADS,
+  PROP_CORES,
+  PROP_PRECISION,
+  PROP_READ_TIME,
+  PROP_OPTIMIZE_TIME,
+  PROP_WARMUP_TIME,
+  PROP_ACTIVE_PRECISION,
 };
 
 // Enum values 0 mean "take it from the sidecar".
@@ -58,6 +67,9 @@ struct Settings {
   Crop crop;  // width 0 = whole frame
   int warmup = 3;
   bool optimize = true;
+  int threads = 0;                   // 0 = automatic
+  std::optional<std::string> cores;  // unset = not pinned; validated at start
+  Precision precision = Precision::kAuto;
 
   ConfigOverrides overrides() const;
 };
@@ -65,8 +77,10 @@ struct Settings {
 // Read-only figures published as properties.
 struct Stats {
   guint64 frames = 0;
-  double load_ms = 0;
+  double load_ms = 0;  // read + optimise + warm-up
+  double read_ms = 0, optimize_ms = 0, warmup_ms = 0;
   double last_inference_ms = 0;
+  std::string active_precision;
 };
 
 void install_properties(GObjectClass* klass);

@@ -6,7 +6,7 @@
 
 namespace torchinfer {
 
-AlignedBuffer::AlignedBuffer(std::size_t n_floats) : size_(n_floats) {
+AlignedBuffer::AlignedBuffer(std::size_t n_floats, Init init) : size_(n_floats) {
   if (n_floats == 0) return;
   // aligned_alloc needs a size that is a multiple of the alignment.
   std::size_t bytes = n_floats * sizeof(float);
@@ -14,7 +14,7 @@ AlignedBuffer::AlignedBuffer(std::size_t n_floats) : size_(n_floats) {
   void* p = std::aligned_alloc(kBufferAlignment, bytes);
   if (!p) throw std::bad_alloc();
   // Zeroing also commits the pages here, not on the first frame.
-  std::memset(p, 0, bytes);
+  if (init == Init::kZero) std::memset(p, 0, bytes);
   data_.reset(static_cast<float*>(p));
 }
 

@@ -11,8 +11,13 @@ constexpr std::size_t kBufferAlignment = 64;
 
 class AlignedBuffer {
  public:
+  // kNone leaves the pages untouched so that the thread that first writes
+  // them decides their NUMA node (Engine::first_touch does, from the pinned
+  // inference threads).
+  enum class Init { kZero, kNone };
+
   AlignedBuffer() = default;
-  explicit AlignedBuffer(std::size_t n_floats);
+  explicit AlignedBuffer(std::size_t n_floats, Init init = Init::kZero);
 
   float* data() noexcept { return data_.get(); }
   const float* data() const noexcept { return data_.get(); }

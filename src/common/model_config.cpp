@@ -113,6 +113,10 @@ const char* to_string(Activation v) {
   return "?";
 }
 
+const char* to_string(ModelPrecision v) {
+  return v == ModelPrecision::kInt8 ? "int8" : "fp32";
+}
+
 ModelConfig::ModelConfig() {
   set_mean_std({0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f});
 }
@@ -198,6 +202,8 @@ ModelConfig parse_model_config_text(const std::string& text, const std::string& 
                                               "top_k",
                                               "output_activation",
                                               "name",
+                                              "precision",
+                                              "quantization",
                                               "description"};
   for (const auto& item : j.items()) {
     // Keys starting with '_' are comments; anything else unknown is most
@@ -224,6 +230,19 @@ ModelConfig parse_model_config_text(const std::string& text, const std::string& 
                                                  {{"softmax", Activation::kSoftmax},
                                                   {"sigmoid", Activation::kSigmoid},
                                                   {"none", Activation::kNone}});
+  if (j.contains("precision"))
+    cfg.precision = get_enum<ModelPrecision>(
+        j, "precision", origin, {{"fp32", ModelPrecision::kFp32}, {"int8", ModelPrecision::kInt8}});
+  if (j.contains("quantization")) {
+    const json& q = j.at("quantization");
+    if (!q.is_object()) fail(origin, "quantization", "expected an object");
+    if (cfg.precision != ModelPrecision::kInt8)
+      fail(origin, "quantization", "only valid with \"precision\": \"int8\"");
+    if (q.contains("forced")) {
+      if (!q.at("forced").is_boolean()) fail(origin, "quantization.forced", "expected true/false");
+      cfg.accuracy_guard_forced = q.at("forced").get<bool>();
+    }
+  }
   if (j.contains("top_k")) {
     const json& v = j.at("top_k");
     if (!v.is_number_integer() || v.get<long long>() < 1 || v.get<long long>() > 1000)

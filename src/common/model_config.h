@@ -12,10 +12,13 @@ namespace torchinfer {
 enum class ChannelOrder { kRGB, kBGR, kGray };
 enum class Task { kClassification, kDetection, kRaw };
 enum class Activation { kSoftmax, kSigmoid, kNone };
+// What the model file holds (written by models/quantize.py), not a request.
+enum class ModelPrecision { kFp32, kInt8 };
 
 const char* to_string(ChannelOrder v);
 const char* to_string(Task v);
 const char* to_string(Activation v);
+const char* to_string(ModelPrecision v);
 
 struct ModelConfig {
   int input_width = 224;
@@ -29,6 +32,9 @@ struct ModelConfig {
   Activation output_activation = Activation::kSoftmax;
   int top_k = 5;
   std::vector<std::string> labels;
+  ModelPrecision precision = ModelPrecision::kFp32;
+  // quantize.py --force wrote it although the accuracy guard failed.
+  bool accuracy_guard_forced = false;
   std::string source;  // sidecar path it came from, empty for defaults
 
   ModelConfig();

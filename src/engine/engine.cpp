@@ -1,13 +1,28 @@
 #include "engine/engine.h"
 
+#include <ATen/Parallel.h>
+#include <omp.h>
+#include <torch/csrc/jit/passes/inliner.h>
 #include <torch/script.h>
+#include <torch/version.h>
 
+#include <oneapi/dnnl/dnnl.h>
+
+#include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <exception>
+#include <functional>
+#include <mutex>
 #include <sstream>
+#include <thread>
 
+#include "common/cpu_set.h"
 #include "common/error.h"
+#include "common/sysinfo.h"
 #include "common/zip_check.h"
-
 namespace torchinfer {
 namespace {
 
@@ -102,7 +117,164 @@ void collect_outputs(const c10::IValue& v, std::vector<std::pair<std::string, at
               std::string(kUnsupportedOutput) + "; it returns " + v.tagKind());
 }
 
+// Quantized models hold packed int8 weights and quantize their input; after
+// inlining, their graph names quantized:: ops or aten::quantize_per_*.
+bool graph_is_quantized(torch::jit::Module& m) {
+  auto g = m.get_method("forward").graph()->copy();
+  torch::jit::Inline(*g);
+  std::function<bool(torch::jit::Block*)> scan = [&](torch::jit::Block* b) {
+    for (torch::jit::Node* n : b->nodes()) {
+      const std::string kind = n->kind().toQualString();
+      if (kind.rfind("quantized::", 0) == 0 || kind.rfind("aten::quantize_per_", 0) == 0)
+        return true;
+      for (torch::jit::Block* sub : n->blocks())
+        if (scan(sub)) return true;
+    }
+    return false;
+  };
+  return scan(g->block());
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+std::string qengine_name(at::QEngine q) {
+  std::string s = c10::toString(q);
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string fmt_ms(double ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f ms", ms);
+  return buf;
+}
+
+// Runs closures on one long-lived thread and hands back results or
+// exceptions. One call at a time: forward() is not reentrant per module.
+class InferenceThread {
+ public:
+  InferenceThread() : thread_([this] { loop(); }) {}
+  ~InferenceThread() {
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+  void call(const std::function<void()>& f) {
+    std::lock_guard<std::mutex> serial(call_m_);
+    std::unique_lock<std::mutex> lk(m_);
+    task_ = &f;
+    done_ = false;
+    cv_.notify_all();
+    cv_.wait(lk, [&] { return done_; });
+    std::exception_ptr e = err_;
+    err_ = nullptr;
+    if (e) std::rethrow_exception(e);
+  }
+
+ private:
+  void loop() {
+    std::unique_lock<std::mutex> lk(m_);
+    for (;;) {
+      cv_.wait(lk, [&] { return stop_ || task_; });
+      if (!task_) return;
+      const std::function<void()>* f = task_;
+      lk.unlock();
+      std::exception_ptr e;
+      try {
+        (*f)();
+      } catch (...) {
+        e = std::current_exception();
+      }
+      lk.lock();
+      task_ = nullptr;
+      err_ = e;
+      done_ = true;
+      cv_.notify_all();
+    }
+  }
+
+  std::mutex call_m_, m_;
+  std::condition_variable cv_;
+  const std::function<void()>* task_ = nullptr;
+  bool done_ = false, stop_ = false;
+  std::exception_ptr err_;
+  std::thread thread_;  // last: starts after the fields it reads exist
+};
+
 }  // namespace
+
+const char* to_string(Precision p) {
+  switch (p) {
+    case Precision::kAuto:
+      return "auto";
+    case Precision::kFp32:
+      return "fp32";
+    case Precision::kInt8:
+      return "int8";
+    case Precision::kBf16:
+      return "bf16";
+  }
+  return "?";
+}
+
+int default_threads(const std::vector<int>& cores) {
+  if (!cores.empty()) return static_cast<int>(cores.size());
+  const std::vector<int> allowed = allowed_cpus();
+  if (allowed.empty()) return 1;
+  return std::max(1, physical_cores(allowed));
+}
+
+RuntimeInfo runtime_info() {
+  RuntimeInfo r;
+  r.torch_version = TORCH_VERSION;
+  const dnnl_version_t* v = dnnl_version();
+  r.dnnl_version =
+      std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch) +
+      (v->hash && std::strcmp(v->hash, "N/A") != 0 ? std::string(" (") + v->hash + ")" : "");
+  switch (dnnl_get_effective_cpu_isa()) {
+    case dnnl_cpu_isa_sse41:
+      r.dnnl_isa = "sse41";
+      break;
+    case dnnl_cpu_isa_avx:
+      r.dnnl_isa = "avx";
+      break;
+    case dnnl_cpu_isa_avx2:
+      r.dnnl_isa = "avx2";
+      break;
+    case dnnl_cpu_isa_avx2_vnni:
+      r.dnnl_isa = "avx2_vnni";
+      break;
+    case dnnl_cpu_isa_avx512_core:
+      r.dnnl_isa = "avx512_core";
+      break;
+    case dnnl_cpu_isa_avx512_core_vnni:
+      r.dnnl_isa = "avx512_core_vnni";
+      break;
+    case dnnl_cpu_isa_avx512_core_bf16:
+      r.dnnl_isa = "avx512_core_bf16";
+      break;
+    case dnnl_cpu_isa_avx512_core_amx:
+      r.dnnl_isa = "avx512_core_amx";
+      break;
+    default:
+      r.dnnl_isa = "other (" + std::to_string(static_cast<int>(dnnl_get_effective_cpu_isa())) + ")";
+  }
+  r.has_mkldnn = at::hasMKLDNN();
+  r.mkldnn_enabled = at::globalContext().userEnabledMkldnn();
+  for (at::QEngine q : at::globalContext().supportedQEngines())
+    r.qengines.push_back(qengine_name(q));
+  r.qengine = qengine_name(at::globalContext().qEngine());
+  r.omp_max_threads = omp_get_max_threads();
+  return r;
+}
 
 struct BatchOutput::Impl {
   int batch = 0;
@@ -141,7 +313,10 @@ struct Engine::Impl {
   EngineOptions opts;
   EngineInfo info;
   torch::jit::Module module;
+  bool bf16 = false;  // module expects bfloat16 input
+  std::unique_ptr<InferenceThread> thread;
 
+  // Inference thread only.
   std::shared_ptr<const BatchOutput> forward(const float* input, int batch) {
     const auto t0 = Clock::now();
     const int64_t H = opts.input_height, W = opts.input_width, C = opts.channels;
@@ -151,7 +326,8 @@ struct Engine::Impl {
     c10::IValue y;
     {
       c10::InferenceMode guard;
-      y = module.forward({x});
+      // .to() preserves the channels_last strides.
+      y = module.forward({bf16 ? x.to(at::kBFloat16) : x});
     }
     auto impl = std::make_unique<BatchOutput::Impl>();
     impl->batch = batch;
@@ -178,6 +354,219 @@ struct Engine::Impl {
     impl->inference_ms = ms_since(t0);
     return std::make_shared<BatchOutput>(std::move(impl));
   }
+
+  // Inference thread only. libgomp reuses this thread's team for every later
+  // parallel region (ATen's and oneDNN's), so pinning it once here sticks.
+  void setup_threads() {
+    at::set_num_threads(info.threads);
+    std::vector<int> tids(static_cast<std::size_t>(info.threads), 0);
+    std::vector<std::string> errors(tids.size());
+#pragma omp parallel num_threads(info.threads)
+    {
+      const int t = omp_get_thread_num();
+      if (t < static_cast<int>(tids.size())) {
+        tids[t] = current_tid();
+        if (!info.cores.empty()) {
+          try {
+            pin_current_thread({info.cores[t % info.cores.size()]});
+          } catch (const std::exception& e) {
+            errors[t] = e.what();
+          }
+        }
+      }
+    }
+    for (const auto& e : errors)
+      if (!e.empty()) throw Error(ErrorKind::kConfigInvalid, e);
+    info.thread_ids = tids;
+  }
+
+  double time_runs(const float* input, int batch, int runs) {
+    std::vector<double> t;
+    for (int i = 0; i < runs; ++i) t.push_back(forward(input, batch)->inference_ms());
+    return median(t);
+  }
+
+  void warm_up(const std::string& path) {
+    for (int b : opts.warmup_batch_sizes) {
+      if (b < 1) continue;
+      std::vector<float> zeros(
+          static_cast<std::size_t>(b) * opts.input_height * opts.input_width * opts.channels, 0.f);
+      for (int i = 0; i < std::max(1, opts.warmup_runs); ++i) {
+        try {
+          forward(zeros.data(), b);
+        } catch (const Error& e) {
+          throw Error(ErrorKind::kModelInvalid, "model '" + path + "': " + e.what());
+        } catch (const std::exception& e) {
+          throw Error(
+              ErrorKind::kModelInvalid,
+              "model '" + path + "' fails on a " + std::to_string(b) + "x" +
+                  std::to_string(opts.channels) + "x" + std::to_string(opts.input_height) + "x" +
+                  std::to_string(opts.input_width) +
+                  " input (check input_width/input_height/channel_order): " + message_of(e));
+        }
+      }
+    }
+  }
+
+  // Freeze + optimize_for_inference; on failure keeps what worked and says why.
+  torch::jit::Module optimise(const torch::jit::Module& m, bool* frozen, bool* optimized,
+                              std::string* note) {
+    torch::jit::Module out = m;
+    try {
+      // freeze inlines weights as constants and folds conv+bn; optimize_for_
+      // inference then fuses with oneDNN and prepacks weights.
+      out = torch::jit::freeze(m);
+      *frozen = true;
+      out = torch::jit::optimize_for_inference(out);
+      *optimized = true;
+    } catch (const std::exception& e) {
+      *note = message_of(e);
+    }
+    return out;
+  }
+
+  // Decides fp32 vs bf16 by timing both at the largest warm-up batch. `eval`
+  // is the unfrozen eval-mode module the bf16 copy is made from.
+  void choose_bf16(const torch::jit::Module& eval, bool requested) {
+    const int b = std::max(
+        1, *std::max_element(opts.warmup_batch_sizes.begin(), opts.warmup_batch_sizes.end()));
+    std::vector<float> zeros(
+        static_cast<std::size_t>(b) * opts.input_height * opts.input_width * opts.channels, 0.f);
+    const int runs = std::max(5, opts.warmup_runs);
+    double fp32_ms = time_runs(zeros.data(), b, runs);
+    // Below ~2 ms a batch, the difference is noise and not worth bf16's
+    // rounding; only an explicit precision=bf16 goes on.
+    if (!requested && fp32_ms < 2.0) {
+      info.fp32_ms = fp32_ms;
+      info.precision = Precision::kFp32;
+      info.precision_note = "fp32 kept (batch " + std::to_string(b) + ": " + fmt_ms(fp32_ms) +
+                            ", too fast for bf16 to matter)";
+      return;
+    }
+    torch::jit::Module fp32_module = module, bf16_module;
+    double bf16_ms = 0;
+    std::string failure;
+    try {
+      bf16_module = eval.clone();
+      bf16_module.to(at::kBFloat16);
+      // Frozen only: optimize_for_inference's oneDNN conversion is for fp32
+      // and measured 3.6x slower than plain frozen bf16 on MobileNetV2.
+      if (opts.optimize) bf16_module = torch::jit::freeze(bf16_module);
+      module = bf16_module;
+      bf16 = true;
+      forward(zeros.data(), b);  // profiling runs
+      forward(zeros.data(), b);
+      // Interleaved, so load from other processes hits both alike.
+      std::vector<double> t32, t16;
+      for (int i = 0; i < runs; ++i) {
+        module = fp32_module;
+        bf16 = false;
+        t32.push_back(forward(zeros.data(), b)->inference_ms());
+        module = bf16_module;
+        bf16 = true;
+        t16.push_back(forward(zeros.data(), b)->inference_ms());
+      }
+      fp32_ms = median(t32);
+      bf16_ms = median(t16);
+    } catch (const std::exception& e) {
+      failure = message_of(e);
+    }
+    info.fp32_ms = fp32_ms;
+    info.bf16_ms = bf16_ms;
+    const std::string figures = "batch " + std::to_string(b) + ": fp32 " + fmt_ms(fp32_ms) +
+                                ", bf16 " + (failure.empty() ? fmt_ms(bf16_ms) : "failed");
+    // bf16 costs ~3 significant digits; take it only for a clear gain.
+    if (failure.empty() && bf16_ms < 0.85 * fp32_ms) {
+      info.precision = Precision::kBf16;
+      info.precision_note = "bf16 chosen (" + figures + ")";
+      return;
+    }
+    module = fp32_module;
+    bf16 = false;
+    info.precision = Precision::kFp32;
+    if (requested && !failure.empty())
+      throw Error(ErrorKind::kConfigInvalid,
+                  "precision=bf16: the model does not run in bfloat16 (" + failure +
+                      "); use precision=fp32 or auto");
+    info.precision_note =
+        std::string(requested ? "precision=bf16 not faster here, running fp32" : "fp32 kept") +
+        " (" + figures + (failure.empty() ? "" : ": " + failure) + ")";
+  }
+
+  // Inference thread only.
+  void load() {
+    const std::string& path = opts.model_path;
+    auto t0 = Clock::now();
+    setup_threads();
+    // Packed int8 weights are made for the engine current at load time;
+    // onednn is the fast one on x86 in this libtorch (no fbgemm).
+    const auto& q = at::globalContext().supportedQEngines();
+    if (std::find(q.begin(), q.end(), at::QEngine::ONEDNN) != q.end())
+      at::globalContext().setQEngine(at::QEngine::ONEDNN);
+    info.qengine = qengine_name(at::globalContext().qEngine());
+
+    verify_zip_archive(path);
+    try {
+      module = torch::jit::load(path, torch::kCPU);
+    } catch (const std::exception& e) {
+      throw Error(ErrorKind::kModelInvalid,
+                  "model file '" + path + "' could not be loaded: " + message_of(e));
+    }
+    module.eval();
+
+    // One image tensor in: every argument after `self` beyond the first must be optional.
+    if (!module.find_method("forward"))
+      throw Error(ErrorKind::kModelInvalid, "model '" + path + "' has no forward() method");
+    const auto& args = module.get_method("forward").function().getSchema().arguments();
+    std::size_t required = 0;
+    std::ostringstream names;
+    for (std::size_t i = 1; i < args.size(); ++i) {
+      if (!args[i].default_value()) ++required;
+      names << (i > 1 ? ", " : "") << args[i].name();
+    }
+    if (args.size() < 2 || required > 1)
+      throw Error(ErrorKind::kModelInvalid,
+                  "model '" + path + "': forward(" + names.str() + ") takes " +
+                      std::to_string(args.size() - 1) +
+                      " inputs; torchinfer feeds exactly one image tensor");
+    info.input_name = args[1].name();
+
+    info.model_quantized = graph_is_quantized(module);
+    if (opts.declared_int8 && !info.model_quantized)
+      throw Error(ErrorKind::kModelInvalid, "model '" + path +
+                                                "': its sidecar says precision int8 but the file "
+                                                "holds no quantized operators");
+    if (info.model_quantized &&
+        (opts.precision == Precision::kFp32 || opts.precision == Precision::kBf16))
+      throw Error(ErrorKind::kConfigInvalid,
+                  std::string("precision=") + to_string(opts.precision) + ": model '" + path +
+                      "' is int8-quantized; load its float original for this precision, or use "
+                      "precision=int8/auto");
+    if (!info.model_quantized && opts.precision == Precision::kInt8)
+      throw Error(ErrorKind::kConfigInvalid,
+                  "precision=int8: model '" + path +
+                      "' is not quantized; make an int8 copy with models/quantize.py");
+    if (info.model_quantized && info.qengine != "onednn")
+      info.precision_note = "quantized engine is " + info.qengine + ", not onednn (slow int8)";
+    info.precision = info.model_quantized ? Precision::kInt8 : Precision::kFp32;
+    info.load_ms = ms_since(t0);
+
+    t0 = Clock::now();
+    const torch::jit::Module eval = module;
+    if (opts.optimize) module = optimise(eval, &info.frozen, &info.optimized, &info.optimize_note);
+    info.optimize_ms = ms_since(t0);
+
+    t0 = Clock::now();
+    warm_up(path);
+    if (!info.model_quantized &&
+        (opts.precision == Precision::kBf16 ||
+         (opts.precision == Precision::kAuto && at::globalContext().userEnabledMkldnn() &&
+          isa_from_flags(read_cpuinfo().flags).avx512_bf16))) {
+      choose_bf16(eval, opts.precision == Precision::kBf16);
+      if (bf16) warm_up(path);
+    }
+    info.warmup_ms = ms_since(t0);
+  }
 };
 
 Engine::Engine(const EngineOptions& options) : impl_(std::make_unique<Impl>()) {
@@ -185,84 +574,51 @@ Engine::Engine(const EngineOptions& options) : impl_(std::make_unique<Impl>()) {
   const EngineOptions& o = impl_->opts;
   if (o.input_width < 1 || o.input_height < 1 || (o.channels != 1 && o.channels != 3))
     throw Error(ErrorKind::kInvalidArgument, "invalid model input geometry");
-  const std::string& path = o.model_path;
-
-  auto t0 = Clock::now();
-  verify_zip_archive(path);
-  try {
-    impl_->module = torch::jit::load(path, torch::kCPU);
-  } catch (const std::exception& e) {
-    throw Error(ErrorKind::kModelInvalid,
-                "model file '" + path + "' could not be loaded: " + message_of(e));
-  }
-  impl_->module.eval();
-
-  // One image tensor in: every argument after `self` beyond the first must be optional.
-  if (!impl_->module.find_method("forward"))
-    throw Error(ErrorKind::kModelInvalid, "model '" + path + "' has no forward() method");
-  const auto& args = impl_->module.get_method("forward").function().getSchema().arguments();
-  std::size_t required = 0;
-  std::ostringstream names;
-  for (std::size_t i = 1; i < args.size(); ++i) {
-    if (!args[i].default_value()) ++required;
-    names << (i > 1 ? ", " : "") << args[i].name();
-  }
-  if (args.size() < 2 || required > 1)
-    throw Error(ErrorKind::kModelInvalid, "model '" + path + "': forward(" + names.str() +
-                                              ") takes " + std::to_string(args.size() - 1) +
-                                              " inputs; torchinfer feeds exactly one image tensor");
-  impl_->info.input_name = args[1].name();
-  impl_->info.load_ms = ms_since(t0);
-
-  t0 = Clock::now();
-  if (o.optimize) {
-    try {
-      // freeze inlines weights as constants; optimize_for_inference then folds
-      // conv+bn, fuses with oneDNN and prepacks weights.
-      torch::jit::Module frozen = torch::jit::freeze(impl_->module);
-      impl_->info.frozen = true;
-      impl_->module = frozen;
-      impl_->module = torch::jit::optimize_for_inference(frozen);
-      impl_->info.optimized = true;
-    } catch (const std::exception& e) {
-      impl_->info.optimize_note = message_of(e);
-    }
-  }
-  impl_->info.optimize_ms = ms_since(t0);
-
-  t0 = Clock::now();
-  for (int b : o.warmup_batch_sizes) {
-    if (b < 1) continue;
-    std::vector<float> zeros(
-        static_cast<std::size_t>(b) * o.input_height * o.input_width * o.channels, 0.f);
-    for (int i = 0; i < std::max(1, o.warmup_runs); ++i) {
-      try {
-        impl_->forward(zeros.data(), b);
-      } catch (const Error& e) {
-        throw Error(ErrorKind::kModelInvalid, "model '" + path + "': " + e.what());
-      } catch (const std::exception& e) {
-        throw Error(ErrorKind::kModelInvalid,
-                    "model '" + path + "' fails on a " + std::to_string(b) + "x" +
-                        std::to_string(o.channels) + "x" + std::to_string(o.input_height) + "x" +
-                        std::to_string(o.input_width) +
-                        " input (check input_width/input_height/channel_order): " + message_of(e));
-      }
-    }
-  }
-  impl_->info.warmup_ms = ms_since(t0);
+  if (o.warmup_batch_sizes.empty())
+    throw Error(ErrorKind::kInvalidArgument, "no warm-up batch size given");
+  // Validated here, on the caller's thread, so a bad list fails fast and
+  // names the cores this process really has (taskset, cgroups).
+  if (o.cores) impl_->info.cores = resolve_cpu_list(*o.cores, allowed_cpus());
+  if (o.threads < 0 || o.threads > 1024)
+    throw Error(ErrorKind::kConfigInvalid,
+                "threads=" + std::to_string(o.threads) + " is out of range (0 = automatic)");
+  impl_->info.threads = o.threads > 0 ? o.threads : default_threads(impl_->info.cores);
+  impl_->thread = std::make_unique<InferenceThread>();
+  impl_->thread->call([this] { impl_->load(); });
 }
 
-Engine::~Engine() = default;
+Engine::~Engine() {
+  // The module's tensors were made on the inference thread; dropping them
+  // there keeps frees local to their arena.
+  if (impl_ && impl_->thread) {
+    try {
+      impl_->thread->call([this] { impl_->module = torch::jit::Module(); });
+    } catch (...) {
+    }
+    impl_->thread.reset();
+  }
+}
 
 std::shared_ptr<const BatchOutput> Engine::run(const float* input, int batch) {
   if (!input || batch < 1) throw Error(ErrorKind::kInvalidArgument, "empty batch");
+  std::shared_ptr<const BatchOutput> out;
   try {
-    return impl_->forward(input, batch);
+    impl_->thread->call([&] { out = impl_->forward(input, batch); });
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
     throw Error(ErrorKind::kRuntime, "inference failed: " + message_of(e));
   }
+  return out;
+}
+
+void Engine::first_touch(float* data, std::size_t n) {
+  if (!data || n == 0) return;
+  impl_->thread->call([&] {
+    const std::int64_t count = static_cast<std::int64_t>(n);
+#pragma omp parallel for schedule(static) num_threads(impl_->info.threads)
+    for (std::int64_t i = 0; i < count; ++i) data[i] = 0.f;
+  });
 }
 
 const EngineInfo& Engine::info() const {

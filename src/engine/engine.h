@@ -1,15 +1,24 @@
 // Loads a TorchScript model once, optimises it for CPU inference and runs it
 // on float NHWC batch buffers. The only part of the core that sees libtorch;
 // callers get plain TensorViews.
+//
+// Every forward() runs on one thread owned by the engine. libgomp keeps an
+// OpenMP team per calling thread and the thread count is a per-thread
+// setting, so a dedicated thread is what lets the engine pin its team once
+// and keep it pinned, whichever GStreamer thread submits the batch.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/tensor.h"
 
 namespace torchinfer {
+
+enum class Precision { kAuto, kFp32, kInt8, kBf16 };
+const char* to_string(Precision p);
 
 struct EngineOptions {
   std::string model_path;
@@ -19,6 +28,15 @@ struct EngineOptions {
   std::vector<int> warmup_batch_sizes{1};
   int warmup_runs = 3;  // profiling executor specialises on the 2nd run
   bool optimize = true;
+  // Intra-op threads; 0 = number of `cores` if set, else the physical cores
+  // this process may run on. OMP_NUM_THREADS does not change it.
+  int threads = 0;
+  // CPU list ("2-5,8"); each OpenMP worker is pinned to one of these. Unset
+  // = not pinned (threads inherit the caller's affinity); "" is an error.
+  std::optional<std::string> cores;
+  Precision precision = Precision::kAuto;
+  // The sidecar says the file is int8; loading a float model then fails.
+  bool declared_int8 = false;
 };
 
 struct EngineInfo {
@@ -27,6 +45,14 @@ struct EngineInfo {
   bool optimized = false;
   std::string optimize_note;  // why optimisation was skipped, if it was
   std::string input_name;
+  Precision precision = Precision::kFp32;  // what runs (never kAuto)
+  bool model_quantized = false;
+  std::string precision_note;       // figures behind an automatic choice, or a fallback
+  double fp32_ms = 0, bf16_ms = 0;  // medians measured at warm-up (0 = not measured)
+  std::string qengine;              // quantized engine selected ("onednn")
+  int threads = 0;
+  std::vector<int> cores;       // pinned cores, empty = not pinned
+  std::vector<int> thread_ids;  // kernel tids of the inference thread and its OpenMP team
 };
 
 // Outputs of one forward call; frame(k) views frame k's slice without copying.
@@ -47,7 +73,8 @@ class BatchOutput {
 
 class Engine {
  public:
-  // Throws Error: kNotFound (no file), kModelInvalid (corrupt file, bad
+  // Throws Error: kNotFound (no file), kConfigInvalid (bad cores/threads,
+  // precision the model cannot run at), kModelInvalid (corrupt file, bad
   // interface, forward fails on a dummy input of the configured shape).
   explicit Engine(const EngineOptions& options);
   ~Engine();
@@ -58,6 +85,10 @@ class Engine {
   // caller until run() returns. Throws Error(kRuntime).
   std::shared_ptr<const BatchOutput> run(const float* input, int batch);
 
+  // Zero-fills a buffer from the pinned threads, so that on a NUMA machine
+  // its pages are placed on the node of the engine's cores (first touch).
+  void first_touch(float* data, std::size_t n_floats);
+
   const EngineInfo& info() const;
   const EngineOptions& options() const;
 
@@ -65,5 +96,21 @@ class Engine {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Versions and backend state for the self-check (no model needed).
+struct RuntimeInfo {
+  std::string torch_version;
+  std::string dnnl_version;
+  std::string dnnl_isa;  // dnnl::get_effective_cpu_isa()
+  bool has_mkldnn = false;
+  bool mkldnn_enabled = false;
+  std::vector<std::string> qengines;
+  std::string qengine;
+  int omp_max_threads = 0;
+};
+RuntimeInfo runtime_info();
+
+// Default intra-op thread count for a CPU list (empty = allowed cores).
+int default_threads(const std::vector<int>& cores);
 
 }  // namespace torchinfer

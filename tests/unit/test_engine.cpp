@@ -1,14 +1,19 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iterator>
 #include <numeric>
+#include <set>
 
 #include "common/aligned_buffer.h"
+#include "common/cpu_set.h"
 #include "common/error.h"
 #include "engine/engine.h"
 #include "test_paths.h"
+
+#include <nlohmann/json.hpp>
 
 using namespace torchinfer;
 
@@ -21,6 +26,8 @@ EngineOptions opts(const std::string& model, int w, int h, int c = 3) {
   o.input_height = h;
   o.channels = c;
   o.warmup_runs = 2;
+  // Exact comparisons below need fp32; auto may pick bf16 where it is faster.
+  o.precision = Precision::kFp32;
   return o;
 }
 
@@ -171,4 +178,206 @@ TEST(EngineErrors, BadGeometryAndBatch) {
   EXPECT_THROW(e.run(nullptr, 1), Error);
   AlignedBuffer in(6 * 8 * 3);
   EXPECT_THROW(e.run(in.data(), 0), Error);
+}
+
+// ---- threads, cores, precision ---------------------------------------------
+
+namespace {
+
+std::string cpus_allowed_of(int tid) {
+  std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("Cpus_allowed_list:", 0) == 0) {
+      std::string v = line.substr(line.find(':') + 1);
+      v.erase(0, v.find_first_not_of(" \t"));
+      return v;
+    }
+  return "?";
+}
+
+}  // namespace
+
+TEST(EngineThreads, WorkersArePinnedToListedCores) {
+  const auto allowed = allowed_cpus();
+  std::vector<std::string> lists{std::to_string(allowed[0])};
+  if (allowed.size() >= 2)
+    for (const std::string& l : {std::string("1"), std::string("0-1")})
+      if (allowed[0] == 0 && allowed[1] == 1) lists.push_back(l);
+  for (const std::string& list : lists) {
+    EngineOptions o = opts("tiny_classifier.pt", 48, 32);
+    o.cores = list;
+    o.warmup_batch_sizes = {1, 2};
+    Engine e(o);
+    const auto cores = parse_cpu_list(list);
+    EXPECT_EQ(e.info().cores, cores);
+    EXPECT_EQ(e.info().threads, static_cast<int>(cores.size()));
+    AlignedBuffer in(2 * 32 * 48 * 3);
+    e.first_touch(in.data(), in.size());
+    fill_ramp(in);
+    e.run(in.data(), 2);
+    ASSERT_EQ(e.info().thread_ids.size(), cores.size());
+    std::set<std::string> seen;
+    for (int tid : e.info().thread_ids) {
+      const std::string got = cpus_allowed_of(tid);
+      // One core per thread, and each one from the list.
+      EXPECT_EQ(parse_cpu_list(got).size(), 1u) << list << ": tid " << tid << " on " << got;
+      EXPECT_TRUE(std::count(cores.begin(), cores.end(), parse_cpu_list(got)[0])) << got;
+      seen.insert(got);
+    }
+    EXPECT_EQ(seen.size(), cores.size()) << list << ": threads share a core";
+  }
+}
+
+TEST(EngineThreads, ThreadCountDefaultsAndOverride) {
+  EngineOptions o = opts("identity.pt", 8, 6);
+  Engine def(o);
+  EXPECT_EQ(def.info().threads, default_threads({}));
+  EXPECT_TRUE(def.info().cores.empty());
+  o.threads = 1;
+  Engine one(o);
+  EXPECT_EQ(one.info().threads, 1);
+  EXPECT_EQ(one.info().thread_ids.size(), 1u);
+  // Callers on other threads are not pinned by the engine.
+  EXPECT_EQ(parse_cpu_list(cpus_allowed_of(current_tid())), allowed_cpus());
+}
+
+TEST(EngineThreads, Bf16OrFallbackIsExplained) {
+  EngineOptions o = opts("tiny_classifier.pt", 48, 32);
+  o.precision = Precision::kBf16;
+  Engine e(o);
+  // Either bf16 won the timing or fp32 runs with the figures saying why.
+  EXPECT_TRUE(e.info().precision == Precision::kBf16 || e.info().precision == Precision::kFp32);
+  EXPECT_GT(e.info().fp32_ms, 0);
+  EXPECT_NE(e.info().precision_note.find("fp32"), std::string::npos) << e.info().precision_note;
+  AlignedBuffer in(32 * 48 * 3);
+  fill_ramp(in);
+  Engine ref(opts("tiny_classifier.pt", 48, 32));
+  const auto a = e.run(in.data(), 1);
+  const auto b = ref.run(in.data(), 1);
+  for (int i = 0; i < 5; ++i) EXPECT_NEAR(a->tensors()[0].f32()[i], b->tensors()[0].f32()[i], 0.05);
+}
+
+TEST(EngineThreads, AutoNeverReportsAuto) {
+  EngineOptions o = opts("tiny_classifier.pt", 48, 32);
+  o.precision = Precision::kAuto;
+  Engine e(o);
+  EXPECT_NE(e.info().precision, Precision::kAuto);
+  EXPECT_FALSE(e.info().model_quantized);
+  EXPECT_EQ(e.info().qengine, "onednn");
+}
+
+// ---- negative: cores, threads, precision -----------------------------------
+
+TEST(EngineThreadErrors, BadCoreListsFailBeforeLoading) {
+  for (const char* bad : {"a-b", "3-1", "", "99", "4095", "0,,1"}) {
+    EngineOptions o = opts("tiny_classifier.pt", 48, 32);
+    o.cores = std::string(bad);
+    const auto msg = load_error(o, ErrorKind::kConfigInvalid);
+    EXPECT_NE(msg.find("cores '" + std::string(bad) + "'"), std::string::npos) << msg;
+  }
+}
+
+TEST(EngineThreadErrors, CoreOutsideAllowedSetNamesAllowedOnes) {
+  const auto allowed = allowed_cpus();
+  EngineOptions o = opts("tiny_classifier.pt", 48, 32);
+  o.cores = std::to_string(allowed.back() + 1);
+  const auto msg = load_error(o, ErrorKind::kConfigInvalid);
+  EXPECT_NE(msg.find("allowed: " + format_cpu_list(allowed)), std::string::npos) << msg;
+}
+
+TEST(EngineThreadErrors, ThreadsOutOfRange) {
+  EngineOptions o = opts("identity.pt", 8, 6);
+  o.threads = -1;
+  EXPECT_NE(load_error(o, ErrorKind::kConfigInvalid).find("threads=-1"), std::string::npos);
+  o.threads = 5000;
+  load_error(o, ErrorKind::kConfigInvalid);
+}
+
+TEST(EngineThreadErrors, Int8RequestedForFloatModel) {
+  EngineOptions o = opts("tiny_classifier.pt", 48, 32);
+  o.precision = Precision::kInt8;
+  EXPECT_NE(load_error(o, ErrorKind::kConfigInvalid).find("quantize.py"), std::string::npos);
+}
+
+TEST(EngineThreadErrors, SidecarSaysInt8ButModelIsFloat) {
+  EngineOptions o = opts("tiny_classifier.pt", 48, 32);
+  o.declared_int8 = true;
+  EXPECT_NE(load_error(o, ErrorKind::kModelInvalid).find("no quantized operators"),
+            std::string::npos);
+}
+
+TEST(EngineThreadErrors, EmptyWarmupList) {
+  EngineOptions o = opts("identity.pt", 8, 6);
+  o.warmup_batch_sizes.clear();
+  load_error(o, ErrorKind::kInvalidArgument);
+}
+
+// ---- int8 ------------------------------------------------------------------
+
+namespace {
+std::vector<float> expected_int8(const char* key) {
+  std::ifstream in(test::model_path("tiny_int8.expected.json"));
+  const auto j = nlohmann::json::parse(in);
+  return j.at(key).get<std::vector<float>>();
+}
+}  // namespace
+
+TEST(EngineInt8, LoadsOnOnednnAndMatchesPython) {
+  EngineOptions o = opts("tiny_int8.pt", 48, 32);
+  o.precision = Precision::kAuto;
+  o.declared_int8 = true;
+  o.warmup_batch_sizes = {1, 2};
+  Engine e(o);
+  EXPECT_TRUE(e.info().model_quantized);
+  EXPECT_EQ(e.info().precision, Precision::kInt8);
+  EXPECT_EQ(e.info().qengine, "onednn");
+  AlignedBuffer in(2 * 32 * 48 * 3);
+  fill_ramp(in);
+  const auto out = e.run(in.data(), 2);
+  const TensorView& t = out->tensors()[0];
+  ASSERT_EQ(t.dims, (std::vector<std::int64_t>{2, 5}));
+  ASSERT_NE(t.f32(), nullptr);  // dequantized for consumers
+  const auto want = expected_int8("output");
+  const auto fp32 = expected_int8("fp32_output");
+  ASSERT_EQ(want.size(), 10u);
+  for (int i = 0; i < 10; ++i) {
+    // Same oneDNN kernels as Python: equal up to float rounding.
+    EXPECT_NEAR(t.f32()[i], want[i], 1e-4) << i;
+    // And int8 stays close to the float model it came from.
+    EXPECT_NEAR(t.f32()[i], fp32[i], 0.05) << i;
+  }
+}
+
+TEST(EngineInt8, ExplicitInt8AndPinned) {
+  EngineOptions o = opts("tiny_int8.pt", 48, 32);
+  o.precision = Precision::kInt8;
+  o.cores = std::to_string(allowed_cpus()[0]);
+  Engine e(o);
+  EXPECT_EQ(e.info().precision, Precision::kInt8);
+  AlignedBuffer in(32 * 48 * 3);
+  fill_ramp(in);
+  EXPECT_NEAR(e.run(in.data(), 1)->tensors()[0].f32()[0], expected_int8("output")[0], 1e-4);
+}
+
+TEST(EngineInt8Errors, FloatPrecisionsOnAnInt8Model) {
+  for (Precision p : {Precision::kFp32, Precision::kBf16}) {
+    EngineOptions o = opts("tiny_int8.pt", 48, 32);
+    o.precision = p;
+    const auto msg = load_error(o, ErrorKind::kConfigInvalid);
+    EXPECT_NE(msg.find("int8-quantized"), std::string::npos) << msg;
+  }
+}
+
+TEST(EngineThreads, FirstTouchZeroesFromTheEngineThreads) {
+  EngineOptions o = opts("identity.pt", 8, 6);
+  o.threads = 2;
+  Engine e(o);
+  const std::size_t n = 3 * 1024 * 1024;  // several pages per thread
+  AlignedBuffer b(n, AlignedBuffer::Init::kNone);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b.data()) % kBufferAlignment, 0u);
+  std::fill(b.data(), b.data() + 1000, 7.f);  // whatever was there must go
+  e.first_touch(b.data(), b.size());
+  for (std::size_t i = 0; i < n; i += 4093) ASSERT_EQ(b.data()[i], 0.f) << i;
+  e.first_touch(nullptr, 5);  // no-op, no crash
 }

@@ -176,3 +176,28 @@ TEST(ModelConfigErrors, MissingLabelsFile) {
   const auto empty = write_temp("empty.labels", "\n\n");
   EXPECT_THROW(read_labels_file(empty), Error);
 }
+
+TEST(ModelConfig, PrecisionField) {
+  EXPECT_EQ(ModelConfig().precision, ModelPrecision::kFp32);
+  EXPECT_EQ(parse_model_config_text(R"({"precision": "fp32"})", "m.json").precision,
+            ModelPrecision::kFp32);
+  const ModelConfig q = parse_model_config_text(
+      R"({"precision": "int8", "quantization": {"backend": "onednn", "top1_agreement": 0.99}})",
+      "m.json");
+  EXPECT_EQ(q.precision, ModelPrecision::kInt8);
+  EXPECT_FALSE(q.accuracy_guard_forced);
+  EXPECT_TRUE(parse_model_config_text(R"({"precision": "int8", "quantization": {"forced": true}})",
+                                      "m.json")
+                  .accuracy_guard_forced);
+  EXPECT_STREQ(to_string(ModelPrecision::kInt8), "int8");
+}
+
+TEST(ModelConfigErrors, PrecisionField) {
+  expect_field_error(R"({"precision": "int4"})", "precision");
+  expect_field_error(R"({"precision": "bf16"})", "precision");
+  expect_field_error(R"({"precision": 8})", "precision");
+  expect_field_error(R"({"precision": "int8", "quantization": []})", "quantization");
+  expect_field_error(R"({"quantization": {}})", "quantization");
+  expect_field_error(R"({"precision": "int8", "quantization": {"forced": "yes"}})",
+                     "quantization.forced");
+}

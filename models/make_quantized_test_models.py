@@ -1,0 +1,75 @@
+#!/usr/bin/python3
+"""Tiny int8 model for the C++ tests: tiny_int8.pt, tiny_int8.json and
+tiny_int8.expected.json (outputs for a fixed input).
+
+Usage: make_quantized_test_models.py OUTDIR
+
+Net: conv(3->8,3x3)+BN+ReLU -> conv(8->16,3x3,s2)+ReLU -> avg pool -> linear(16->5),
+input [N,3,32,48] (h 32, w 48), FX static quantization with the onednn
+qconfig, calibrated on 32 seeded random frames, saved traced (not frozen).
+The fixed input is the NHWC ramp value[i] = ((i*37) % 101)/50 - 1 the C++
+tests use; the expected output is what this libtorch computes for it.
+"""
+import json
+import os
+import sys
+
+import torch
+import torch.nn as nn
+from torch.ao.quantization import get_default_qconfig_mapping
+from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
+
+H, W = 32, 48
+
+
+class Tiny(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.f = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+                               nn.Conv2d(8, 16, 3, stride=2, padding=1), nn.ReLU(),
+                               nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 5))
+
+    def forward(self, x):
+        return self.f(x)
+
+
+def ramp(n):
+    i = torch.arange(n * H * W * 3)
+    nhwc = (((i * 37) % 101).float() / 50 - 1).reshape(n, H, W, 3)
+    return nhwc.permute(0, 3, 1, 2)  # channels_last view, like the engine's input
+
+
+def main():
+    out = sys.argv[1]
+    torch.manual_seed(0)
+    torch.backends.quantized.engine = "onednn"
+    m = Tiny().eval()
+    with torch.no_grad():
+        m.f[1].running_mean.uniform_(-0.2, 0.2)
+        m.f[1].running_var.uniform_(0.5, 1.5)
+    calib = torch.randn(32, 3, H, W)
+    p = prepare_fx(m, get_default_qconfig_mapping("onednn"), example_inputs=(calib[:1],))
+    with torch.no_grad():
+        p(calib)
+    q = convert_fx(p).eval()
+    path = os.path.join(out, "tiny_int8.pt")
+    with torch.no_grad():
+        torch.jit.trace(q, calib[:1]).save(path)
+    ts = torch.jit.load(path)
+    x = ramp(2)
+    with torch.no_grad():
+        y = ts(x)
+        y_fp32 = m(x)
+    with open(os.path.join(out, "tiny_int8.json"), "w") as f:
+        json.dump({"input_width": W, "input_height": H, "mean": 0, "std": 1, "task": "raw",
+                   "precision": "int8",
+                   "quantization": {"backend": "onednn", "calibration": "random",
+                                    "forced": False}}, f, indent=2)
+    with open(os.path.join(out, "tiny_int8.expected.json"), "w") as f:
+        json.dump({"input": "ramp", "batch": 2, "height": H, "width": W,
+                   "output": y.flatten().tolist(), "fp32_output": y_fp32.flatten().tolist()},
+                  f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

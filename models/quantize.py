@@ -1,0 +1,194 @@
+#!/usr/bin/python3
+"""Quantize a model to int8 (FX static quantization, onednn) with an accuracy guard.
+
+The float model comes as a Python nn.Module (FX cannot trace TorchScript):
+  --torchvision ARCH                      torchvision architecture
+  --module FILE.py:CLASS [--module-kwargs JSON]
+with weights from --weights STATE_DICT.pth or --weights-from MODEL.pt (a
+traced/scripted file with the same parameter names, e.g. the shipped fp32
+model), or random weights (speed tests only).
+
+Calibration and held-out frames are float32 NHWC files written by
+torchinfer-dump-frames (FILE.raw + FILE.raw.json), i.e. preprocessed exactly
+as the element does. --frames F splits F into calibration and held-out parts
+(--heldout-fraction); --calib/--heldout give them separately. --random-frames N
+uses N uniform random frames (speed benchmarks only: the guard figures then
+say nothing about real accuracy and the sidecar says so).
+
+The guard runs the fp32 and int8 models on the held-out frames and compares
+top-1 agreement and the mean absolute error of the outputs. Outside
+--min-top1 / --max-mae it writes nothing and exits 2, unless --force: then it
+writes the model with a loud warning and "forced": true in the sidecar, which
+the element reports as a warning when it loads the model.
+
+Output: OUT (traced TorchScript, not frozen: the engine freezes at load)
+and OUT.json sidecar with "precision": "int8" and the guard figures.
+"""
+import argparse
+import copy
+import importlib.util
+import json
+import os
+import sys
+
+import numpy as np
+import torch
+from torch.ao.quantization import get_default_qconfig_mapping
+from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
+
+
+def load_frames(path):
+    with open(path + ".json") as f:
+        hdr = json.load(f)
+    if hdr.get("dtype") != "float32" or hdr.get("layout") != "NHWC":
+        sys.exit(f"{path}: expected float32 NHWC frames, header says {hdr}")
+    n, h, w, c = hdr["count"], hdr["height"], hdr["width"], hdr["channels"]
+    data = np.fromfile(path, dtype=np.float32)
+    if data.size != n * h * w * c:
+        sys.exit(f"{path}: {data.size} floats, header promises {n}x{h}x{w}x{c}")
+    x = torch.from_numpy(data.reshape(n, h, w, c)).permute(0, 3, 1, 2)
+    return x.contiguous(memory_format=torch.channels_last)
+
+
+def build_model(args):
+    if args.torchvision:
+        import torchvision
+        model = getattr(torchvision.models, args.torchvision)()
+    else:
+        file, _, cls = args.module.partition(":")
+        spec = importlib.util.spec_from_file_location("user_model", file)
+        mod = importlib.util.module_from_spec(spec)
+        sys.path.insert(0, os.path.dirname(os.path.abspath(file)))
+        spec.loader.exec_module(mod)
+        model = getattr(mod, cls)(**json.loads(args.module_kwargs))
+    if args.weights:
+        model.load_state_dict(torch.load(args.weights, map_location="cpu"))
+    elif args.weights_from:
+        ts = torch.jit.load(args.weights_from, map_location="cpu")
+        model.load_state_dict(ts.state_dict())
+    return model.eval()
+
+
+def batches(x, size):
+    for i in range(0, x.shape[0], size):
+        yield x[i:i + size]
+
+
+def outputs(model, x, batch):
+    with torch.no_grad():
+        return torch.cat([model(b).float() for b in batches(x, batch)])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=__doc__.split("\n\n", 1)[1])
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--torchvision", metavar="ARCH")
+    src.add_argument("--module", metavar="FILE.py:CLASS")
+    ap.add_argument("--module-kwargs", default="{}")
+    w = ap.add_mutually_exclusive_group()
+    w.add_argument("--weights", help="state_dict .pth")
+    w.add_argument("--weights-from", help="TorchScript file to copy parameters from")
+    ap.add_argument("--frames", help="dumped frames, split into calibration/held-out")
+    ap.add_argument("--heldout-fraction", type=float, default=0.3)
+    ap.add_argument("--calib", help="dumped calibration frames")
+    ap.add_argument("--heldout", help="dumped held-out frames")
+    ap.add_argument("--random-frames", type=int, help="N random frames (speed tests only)")
+    ap.add_argument("--input", default="224x224", help="WxH for --random-frames")
+    ap.add_argument("--min-top1", type=float, default=0.98,
+                    help="minimum top-1 agreement with fp32 on held-out frames")
+    ap.add_argument("--max-mae", type=float, default=0.1,
+                    help="maximum mean absolute error of the outputs vs fp32")
+    ap.add_argument("--sidecar", help="fp32 sidecar to copy (default: <weights-from>.json)")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--force", action="store_true",
+                    help="write the model even if the accuracy guard fails (flagged)")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+
+    torch.manual_seed(args.seed)
+    torch.backends.quantized.engine = "onednn"
+    model = build_model(args)
+
+    if args.random_frames:
+        wd, ht = (int(v) for v in args.input.split("x"))
+        x = torch.randn(args.random_frames, 3, ht, wd).contiguous(memory_format=torch.channels_last)
+        calib_source = "random"
+    elif args.frames:
+        x = load_frames(args.frames)
+        calib_source = os.path.basename(args.frames)
+    else:
+        x = None
+    if x is not None:
+        perm = torch.randperm(x.shape[0], generator=torch.Generator().manual_seed(args.seed))
+        n_held = max(1, int(round(x.shape[0] * args.heldout_fraction)))
+        held, calib = x[perm[:n_held]], x[perm[n_held:]]
+    elif args.calib and args.heldout:
+        calib, held = load_frames(args.calib), load_frames(args.heldout)
+        calib_source = os.path.basename(args.calib)
+    else:
+        sys.exit("give --frames, --calib and --heldout, or --random-frames")
+    if calib.shape[0] < 1:
+        sys.exit("no calibration frames left after the held-out split")
+
+    example = calib[:1]
+    prepared = prepare_fx(copy.deepcopy(model), get_default_qconfig_mapping("onednn"),
+                          example_inputs=(example,))
+    with torch.no_grad():
+        for b in batches(calib, 16):
+            prepared(b)
+    quantized = convert_fx(prepared).eval()
+
+    ref = outputs(model, held, 16)
+    got = outputs(quantized, held, 16)
+    mae = (ref - got).abs().mean().item()
+    top1 = (ref.reshape(ref.shape[0], -1).argmax(1) ==
+            got.reshape(got.shape[0], -1).argmax(1)).float().mean().item()
+    ok = top1 >= args.min_top1 and mae <= args.max_mae
+    print(f"accuracy guard on {held.shape[0]} held-out frames ({calib.shape[0]} calibration): "
+          f"top-1 agreement {top1:.4f} (min {args.min_top1}), mean abs error {mae:.5f} "
+          f"(max {args.max_mae}) -> {'PASS' if ok else 'FAIL'}")
+    if not ok and not args.force:
+        print("refusing to write an int8 model outside the tolerance; calibrate on more/other "
+              "frames, loosen --min-top1/--max-mae, or --force", file=sys.stderr)
+        sys.exit(2)
+    if not ok:
+        print("!" * 72 + "\nWARNING: writing an int8 model that FAILED the accuracy guard "
+              "(--force); the sidecar is flagged\n" + "!" * 72, file=sys.stderr)
+
+    with torch.no_grad():
+        ts = torch.jit.trace(quantized, example)
+    ts.save(args.out)
+    back = torch.jit.load(args.out)
+    with torch.no_grad():
+        diff = (back(example).float() - quantized(example).float()).abs().max().item()
+    if diff > 1e-5:
+        sys.exit(f"saved model differs from the quantized one by {diff}")
+
+    sidecar = {}
+    side_in = args.sidecar or (os.path.splitext(args.weights_from)[0] + ".json"
+                               if args.weights_from else None)
+    if side_in and os.path.exists(side_in):
+        with open(side_in) as f:
+            sidecar = json.load(f)
+        if isinstance(sidecar.get("labels"), str):  # keep it relative to the new sidecar
+            sidecar["labels"] = os.path.relpath(
+                os.path.join(os.path.dirname(os.path.abspath(side_in)), sidecar["labels"]),
+                os.path.dirname(os.path.abspath(args.out)))
+    else:
+        sidecar["input_height"], sidecar["input_width"] = example.shape[2], example.shape[3]
+    sidecar["precision"] = "int8"
+    sidecar["quantization"] = {
+        "backend": "onednn", "method": "fx-static", "calibration": calib_source,
+        "calibration_frames": calib.shape[0], "heldout_frames": held.shape[0],
+        "top1_agreement": round(top1, 5), "mean_abs_error": round(mae, 6),
+        "min_top1": args.min_top1, "max_mae": args.max_mae, "forced": not ok,
+    }
+    with open(os.path.splitext(args.out)[0] + ".json", "w") as f:
+        json.dump(sidecar, f, indent=2)
+    print(f"wrote {args.out} and {os.path.splitext(args.out)[0]}.json")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+// torchinfer-selfcheck: prints what decides inference speed on this machine
+// (CPU, ISA, libtorch/oneDNN, threads vs cores, affinity, NUMA, governor)
+// and, with --model, the model's state after torchinfer's load path. Each
+// warning carries a fix. Exit status 0, or 1 when the model fails to load.
+//
+//   torchinfer-selfcheck [--model M.pt] [--cores LIST] [--threads N]
+//                        [--precision auto|fp32|int8|bf16]
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "common/aligned_buffer.h"
+#include "common/cpu_set.h"
+#include "common/model_config.h"
+#include "engine/engine.h"
+#include "engine/selfcheck.h"
+
+using namespace torchinfer;
+
+int main(int argc, char** argv) {
+  std::string model;
+  std::optional<std::string> cores;
+  int threads = 0;
+  Precision precision = Precision::kAuto;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--model") {
+      model = next();
+    } else if (a == "--cores") {
+      cores = next();
+    } else if (a == "--threads") {
+      threads = std::atoi(next().c_str());
+    } else if (a == "--precision") {
+      const std::string p = next();
+      if (p == "auto")
+        precision = Precision::kAuto;
+      else if (p == "fp32")
+        precision = Precision::kFp32;
+      else if (p == "int8")
+        precision = Precision::kInt8;
+      else if (p == "bf16")
+        precision = Precision::kBf16;
+      else {
+        std::fprintf(stderr, "unknown precision '%s'\n", p.c_str());
+        return 64;
+      }
+    } else {
+      std::fprintf(stderr,
+                   "usage: torchinfer-selfcheck [--model M.pt] [--cores LIST] [--threads N] "
+                   "[--precision auto|fp32|int8|bf16]\n");
+      return a == "--help" || a == "-h" ? 0 : 64;
+    }
+  }
+  try {
+    std::vector<int> core_list;
+    if (cores) core_list = resolve_cpu_list(*cores, allowed_cpus());
+    std::unique_ptr<Engine> engine;
+    std::unique_ptr<AlignedBuffer> input;
+    if (!model.empty()) {
+      const ModelConfig cfg = resolve_model_config(model, "", {});
+      EngineOptions o;
+      o.model_path = model;
+      o.input_width = cfg.input_width;
+      o.input_height = cfg.input_height;
+      o.channels = cfg.channels();
+      o.threads = threads;
+      o.cores = cores;
+      o.precision = precision;
+      o.declared_int8 = cfg.precision == ModelPrecision::kInt8;
+      engine = std::make_unique<Engine>(o);
+      input = std::make_unique<AlignedBuffer>(
+          static_cast<std::size_t>(o.input_width) * o.input_height * o.channels,
+          AlignedBuffer::Init::kNone);
+      engine->first_touch(input->data(), input->size());
+      engine->run(input->data(), 1);
+    }
+    const auto findings =
+        self_check(engine.get(), input ? input->data() : nullptr, threads, core_list);
+    int warnings = 0;
+    for (const auto& f : findings) warnings += f.level == Finding::Level::kWarning;
+    std::printf("torchinfer self-check\n%s%d warning(s)\n", format_findings(findings).c_str(),
+                warnings);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,97 @@
+#include "engine/selfcheck.h"
+
+#include <cstdint>
+#include <cstdlib>
+
+#include "common/aligned_buffer.h"
+#include "common/cpu_set.h"
+#include "engine/engine.h"
+
+namespace torchinfer {
+
+std::vector<Finding> self_check(const Engine* engine, const float* input, int threads,
+                                const std::vector<int>& cores) {
+  using L = Finding::Level;
+  const CpuIdentity cpu = read_cpuinfo();
+  std::vector<int> cpus = cores;
+  if (engine) {
+    threads = engine->info().threads;
+    cpus = engine->info().cores;
+  }
+  const bool pinned = !cpus.empty();
+  if (!pinned) cpus = allowed_cpus();
+  if (threads <= 0) threads = default_threads(pinned ? cpus : std::vector<int>{});
+  std::vector<Finding> out =
+      check_system(cpu, cpus, threads, numa_nodes(), cpu_governors(cpus), physical_cores(cpus));
+
+  const RuntimeInfo rt = runtime_info();
+  out.push_back({L::kInfo, "libtorch", rt.torch_version, ""});
+  out.push_back({L::kInfo, "onednn", rt.dnnl_version + ", effective ISA " + rt.dnnl_isa, ""});
+  out.push_back({L::kInfo, "onednn kernels",
+                 std::string(rt.has_mkldnn ? "built in" : "NOT built in") + ", " +
+                     (rt.mkldnn_enabled ? "enabled" : "DISABLED"),
+                 ""});
+  if (!rt.has_mkldnn || !rt.mkldnn_enabled)
+    out.push_back({L::kWarning, "onednn kernels",
+                   "convolutions fall back to im2col + reference BLAS (~40x slower)",
+                   "use a libtorch built with MKL-DNN and do not call "
+                   "torch.backends.mkldnn.enabled=False"});
+  std::string qe;
+  for (const auto& q : rt.qengines) qe += (qe.empty() ? "" : ",") + q;
+  out.push_back({L::kInfo, "quantized engines", qe + " (selected: " + rt.qengine + ")", ""});
+  out.push_back({L::kInfo, "affinity",
+                 pinned ? "pinned, one core per thread: " + format_cpu_list(cpus)
+                        : "not pinned (threads float over " + format_cpu_list(cpus) + ")",
+                 ""});
+  if (const char* omp = std::getenv("OMP_NUM_THREADS"))
+    if (std::atoi(omp) != threads)
+      out.push_back(
+          {L::kInfo, "OMP_NUM_THREADS",
+           std::string(omp) + " (ignored: torchinfer uses threads=" + std::to_string(threads) + ")",
+           ""});
+  if (std::getenv("GOMP_CPU_AFFINITY") && pinned)
+    out.push_back(
+        {L::kInfo, "GOMP_CPU_AFFINITY", "set; overridden for engine threads by cores", ""});
+
+  if (engine) {
+    const EngineInfo& i = engine->info();
+    const EngineOptions& o = engine->options();
+    out.push_back({L::kInfo, "model", o.model_path, ""});
+    out.push_back({L::kInfo, "model state",
+                   std::string("eval, inference mode, ") + (i.frozen ? "frozen" : "not frozen") +
+                       ", " + (i.optimized ? "optimised" : "not optimised"),
+                   ""});
+    if (!i.optimized)
+      out.push_back({L::kWarning, "model state",
+                     "not optimised" + (i.optimize_note.empty() ? std::string(" (optimize=false)")
+                                                                : ": " + i.optimize_note),
+                     "set optimize=true; if it fails, re-export the model as plain traced "
+                     "TorchScript (models/export.py)"});
+    out.push_back({L::kInfo, "precision",
+                   std::string(to_string(i.precision)) + " (requested " + to_string(o.precision) +
+                       ")" + (i.precision_note.empty() ? "" : "; " + i.precision_note),
+                   ""});
+    if (i.precision == Precision::kInt8 && i.qengine != "onednn")
+      out.push_back({L::kWarning, "precision", "int8 on quantized engine " + i.qengine,
+                     "use a libtorch with the onednn quantized engine"});
+    out.push_back({L::kInfo, "timings",
+                   "load " + std::to_string(static_cast<int>(i.load_ms)) + " ms, optimise " +
+                       std::to_string(static_cast<int>(i.optimize_ms)) + " ms, warm-up " +
+                       std::to_string(static_cast<int>(i.warmup_ms)) + " ms",
+                   ""});
+    out.push_back({L::kInfo, "input",
+                   "float32 NHWC " + std::to_string(o.input_height) + "x" +
+                       std::to_string(o.input_width) + "x" + std::to_string(o.channels) +
+                       ", seen zero-copy as channels_last NCHW",
+                   ""});
+  }
+  if (input) {
+    const bool aligned = reinterpret_cast<std::uintptr_t>(input) % kBufferAlignment == 0;
+    out.push_back({aligned ? L::kInfo : L::kWarning, "input alignment",
+                   aligned ? "64-byte aligned" : "not 64-byte aligned",
+                   "allocate batch buffers with AlignedBuffer"});
+  }
+  return out;
+}
+
+}  // namespace torchinfer

@@ -1,0 +1,180 @@
+// torchinfer-bench: engine figures the issue tracks, as medians of one run.
+//
+//   overhead --model M.pt [--batch 1] [--threads 2] [--iters 30] [--size 224]
+//       Engine::run vs a bare libtorch loop on the same optimised model, same
+//       batch and threads, interleaved in blocks so load hits both alike.
+//   compare --fp32 A.pt --int8 B.pt [--batch 1] [--threads 2] [--iters 30]
+//       fp32 vs int8 median latency through the engine.
+//   table --model M.pt [--batches 1,2,4,8] [--threads-list 1,2] [--iters 20]
+//       images/s, p50 and p99 latency per batch x threads.
+// Add --cores LIST to pin the engine. --iters 1 is the smoke test meson runs.
+#include <ATen/Parallel.h>
+#include <torch/script.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/aligned_buffer.h"
+#include "engine/engine.h"
+
+using namespace torchinfer;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::map<std::string, std::string> args;
+
+std::string arg(const std::string& k, const std::string& def) {
+  auto it = args.find(k);
+  return it == args.end() ? def : it->second;
+}
+int iarg(const std::string& k, int def) {
+  return std::atoi(arg(k, std::to_string(def)).c_str());
+}
+std::vector<int> ilist(const std::string& k, const std::string& def) {
+  std::vector<int> out;
+  std::stringstream ss(arg(k, def));
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back(std::atoi(item.c_str()));
+  return out;
+}
+
+double pct(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * (v.size() - 1) + 0.5))];
+}
+
+double ms(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+EngineOptions engine_opts(const std::string& model, int batch, int threads) {
+  EngineOptions o;
+  o.model_path = model;
+  o.input_width = o.input_height = iarg("size", 224);
+  o.warmup_batch_sizes = {batch};
+  o.threads = threads;
+  o.precision = Precision::kFp32;
+  o.optimize = iarg("optimize", 1) != 0;
+  if (args.count("cores")) o.cores = args["cores"];
+  return o;
+}
+
+AlignedBuffer input(int batch) {
+  const int s = iarg("size", 224);
+  AlignedBuffer b(static_cast<std::size_t>(batch) * s * s * 3);
+  for (std::size_t i = 0; i < b.size(); ++i) b.data()[i] = static_cast<float>(i % 255) / 128.f - 1;
+  return b;
+}
+
+int overhead() {
+  const std::string model = arg("model", "");
+  const int batch = iarg("batch", 1), threads = iarg("threads", 2), iters = iarg("iters", 30);
+  const int s = iarg("size", 224);
+  Engine engine(engine_opts(model, batch, threads));
+  AlignedBuffer in = input(batch);
+
+  // The bare program: what a user would write with libtorch directly.
+  at::set_num_threads(threads);
+  torch::jit::Module m = torch::jit::load(model);
+  m.eval();
+  torch::jit::Module frozen = torch::jit::freeze(m);
+  m = torch::jit::optimize_for_inference(frozen);
+  auto bare = [&] {
+    c10::InferenceMode guard;
+    at::Tensor x = torch::from_blob(in.data(), {batch, 3, s, s}, {s * s * 3, 1, s * 3, 3});
+    at::Tensor y = m.forward({x}).toTensor().contiguous();
+    return y.data_ptr<float>()[0];
+  };
+  for (int i = 0; i < 3; ++i) bare();
+
+  std::vector<double> te, tb;
+  const int block = 5;
+  for (int done = 0; done < iters; done += block) {
+    for (int i = 0; i < block && done + i < iters; ++i) {
+      auto t0 = Clock::now();
+      engine.run(in.data(), batch);
+      te.push_back(ms(t0, Clock::now()));
+    }
+    for (int i = 0; i < block && done + i < iters; ++i) {
+      auto t0 = Clock::now();
+      bare();
+      tb.push_back(ms(t0, Clock::now()));
+    }
+  }
+  const double e = pct(te, 0.5), b = pct(tb, 0.5);
+  std::printf(
+      "overhead model=%s batch=%d threads=%d iters=%d: engine p50 %.3f ms, bare libtorch "
+      "p50 %.3f ms, engine/bare %.3f (%+.1f%%)\n",
+      model.c_str(), batch, threads, iters, e, b, e / b, (e / b - 1) * 100);
+  return 0;
+}
+
+int compare() {
+  const int batch = iarg("batch", 1), threads = iarg("threads", 2), iters = iarg("iters", 30);
+  EngineOptions fo = engine_opts(arg("fp32", ""), batch, threads);
+  EngineOptions qo = engine_opts(arg("int8", ""), batch, threads);
+  qo.precision = Precision::kInt8;
+  qo.optimize = iarg("int8-optimize", 1) != 0;
+  Engine f(fo), q(qo);
+  AlignedBuffer in = input(batch);
+  std::vector<double> tf, tq;
+  for (int i = 0; i < iters; ++i) {  // alternate: both see the same machine load
+    tf.push_back(f.run(in.data(), batch)->inference_ms());
+    tq.push_back(q.run(in.data(), batch)->inference_ms());
+  }
+  const double a = pct(tf, 0.5), b = pct(tq, 0.5);
+  std::printf(
+      "compare batch=%d threads=%d iters=%d: fp32 %s p50 %.3f ms, int8 %s p50 %.3f ms, "
+      "speed-up %.2fx\n",
+      batch, threads, iters, fo.model_path.c_str(), a, qo.model_path.c_str(), b, a / b);
+  return 0;
+}
+
+int table() {
+  const std::string model = arg("model", "");
+  const int iters = iarg("iters", 20);
+  std::printf(
+      "| model | batch | threads | images/s | p50 ms | p99 ms |\n|---|---|---|---|---|---|\n");
+  for (int threads : ilist("threads-list", "1,2"))
+    for (int batch : ilist("batches", "1,2,4,8")) {
+      EngineOptions o = engine_opts(model, batch, threads);
+      if (args.count("precision") && args["precision"] == "int8") o.precision = Precision::kInt8;
+      Engine e(o);
+      AlignedBuffer in = input(batch);
+      std::vector<double> t;
+      for (int i = 0; i < iters; ++i) t.push_back(e.run(in.data(), batch)->inference_ms());
+      const double p50 = pct(t, 0.5);
+      std::printf("| %s | %d | %d | %.1f | %.2f | %.2f |\n", model.c_str(), batch, threads,
+                  1000.0 * batch / p50, p50, pct(t, 0.99));
+      std::fflush(stdout);
+    }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: torchinfer-bench overhead|compare|table --key value ...\n");
+    return 64;
+  }
+  for (int i = 2; i + 1 < argc; i += 2) args[std::string(argv[i]).substr(2)] = argv[i + 1];
+  const std::string mode = argv[1];
+  try {
+    if (mode == "overhead") return overhead();
+    if (mode == "compare") return compare();
+    if (mode == "table") return table();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
+  return 64;
+}
