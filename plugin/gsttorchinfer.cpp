@@ -231,6 +231,7 @@ static gboolean gst_torchinfer_start(GstBaseTransform* trans) {
     po.pad_value = s.pad_value;
     po.method = s.resize_method;
     po.crop = s.crop;
+    po.output = rt->config.input_uint8 ? OutputType::kUInt8 : OutputType::kFloat32;
     rt->pre = std::make_unique<Preprocessor>(po);
 
     EngineOptions eo;
@@ -244,6 +245,7 @@ static gboolean gst_torchinfer_start(GstBaseTransform* trans) {
     eo.cores = s.cores;
     eo.precision = s.precision;
     eo.declared_int8 = rt->config.precision == ModelPrecision::kInt8;
+    eo.input_uint8 = rt->config.input_uint8;
     rt->engine = std::make_unique<Engine>(eo);
     const EngineInfo& info = rt->engine->info();
     // Allocated untouched and zeroed by the pinned threads, so its pages
@@ -379,7 +381,11 @@ static GstFlowReturn gst_torchinfer_transform_ip(GstBaseTransform* trans, GstBuf
   bool mapped = true;
   try {
     const auto t0 = std::chrono::steady_clock::now();
-    const FrameTransform tf = rt->pre->run(frame_view(frame), rt->batch.data());
+    // A float slot is at least as large as a byte slot: one buffer serves both.
+    const FrameTransform tf =
+        rt->config.input_uint8
+            ? rt->pre->run(frame_view(frame), reinterpret_cast<std::uint8_t*>(rt->batch.data()))
+            : rt->pre->run(frame_view(frame), rt->batch.data());
     gst_video_frame_unmap(&frame);
     mapped = false;
     const auto t1 = std::chrono::steady_clock::now();

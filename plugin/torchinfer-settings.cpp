@@ -56,6 +56,18 @@ GType resize_method_type() {
   return t;
 }
 
+GType input_dtype_type() {
+  static GType t = 0;
+  static const GEnumValue values[] = {
+      {DTYPE_AUTO, "From the model config (default float32)", "auto"},
+      {DTYPE_FLOAT32, "Normalised float32", "float32"},
+      {DTYPE_UINT8, "Raw 0..255 bytes; the model normalises itself", "uint8"},
+      {0, nullptr, nullptr}};
+  if (g_once_init_enter(&t))
+    g_once_init_leave(&t, g_enum_register_static("GstTorchInferInputDtype", values));
+  return t;
+}
+
 GType precision_type() {
   static GType t = 0;
   static const GEnumValue values[] = {
@@ -140,6 +152,7 @@ ConfigOverrides Settings::overrides() const {
   if (activation == ACT_SIGMOID) o.output_activation = Activation::kSigmoid;
   if (activation == ACT_NONE) o.output_activation = Activation::kNone;
   if (!labels.empty()) o.labels_file = labels;
+  if (input_dtype != DTYPE_AUTO) o.input_uint8 = input_dtype == DTYPE_UINT8;
   return o;
 }
 
@@ -252,6 +265,12 @@ void install_properties(GObjectClass* k) {
       g_param_spec_enum("precision", "Precision", "Numeric precision of inference",
                         precision_type(), static_cast<int>(Precision::kAuto), kRWReady));
   g_object_class_install_property(
+      k, PROP_INPUT_DTYPE,
+      g_param_spec_enum(
+          "input-dtype", "Input dtype",
+          "What the model takes: normalised float32, or raw uint8 pixels (mean/std not applied)",
+          input_dtype_type(), DTYPE_AUTO, kRWReady));
+  g_object_class_install_property(
       k, PROP_READ_TIME,
       g_param_spec_double("read-time", "Read time",
                           "Milliseconds spent checking and loading the model file (part of "
@@ -360,6 +379,9 @@ bool set_property(Settings& s, guint prop_id, const GValue* value, GParamSpec* p
     case PROP_PRECISION:
       s.precision = static_cast<Precision>(g_value_get_enum(value));
       return true;
+    case PROP_INPUT_DTYPE:
+      s.input_dtype = static_cast<InputDtypeProp>(g_value_get_enum(value));
+      return true;
     default:
       return false;
   }
@@ -452,6 +474,9 @@ void get_property(const Settings& s, const Stats& st, guint prop_id, GValue* val
       break;
     case PROP_PRECISION:
       g_value_set_enum(value, static_cast<int>(s.precision));
+      break;
+    case PROP_INPUT_DTYPE:
+      g_value_set_enum(value, s.input_dtype);
       break;
     case PROP_READ_TIME:
       g_value_set_double(value, st.read_ms);

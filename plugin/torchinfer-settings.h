@@ -42,6 +42,7 @@ enum Prop {
   PROP_THREADS,
   PROP_CORES,
   PROP_PRECISION,
+  PROP_INPUT_DTYPE,
   PROP_READ_TIME,
   PROP_OPTIMIZE_TIME,
   PROP_WARMUP_TIME,
@@ -52,6 +53,7 @@ enum Prop {
 enum ChannelOrderProp { ORDER_AUTO, ORDER_RGB, ORDER_BGR, ORDER_GRAY };
 enum TaskProp { TASK_AUTO, TASK_CLASSIFICATION, TASK_DETECTION, TASK_RAW };
 enum ActivationProp { ACT_AUTO, ACT_SOFTMAX, ACT_SIGMOID, ACT_NONE };
+enum InputDtypeProp { DTYPE_AUTO, DTYPE_FLOAT32, DTYPE_UINT8 };
 
 struct Settings {
   std::string model, model_config, labels, model_instance_id;
@@ -70,6 +72,7 @@ struct Settings {
   int threads = 0;                   // 0 = automatic
   std::optional<std::string> cores;  // unset = not pinned; validated at start
   Precision precision = Precision::kAuto;
+  InputDtypeProp input_dtype = DTYPE_AUTO;
 
   ConfigOverrides overrides() const;
 };

@@ -190,21 +190,11 @@ ModelConfig parse_model_config_text(const std::string& text, const std::string& 
   }
   if (!j.is_object()) throw Error(ErrorKind::kConfigInvalid, origin + ": expected a JSON object");
 
-  static const std::set<std::string> known = {"input_width",
-                                              "input_height",
-                                              "channel_order",
-                                              "mean",
-                                              "std",
-                                              "scale",
-                                              "offset",
-                                              "task",
-                                              "labels",
-                                              "top_k",
-                                              "output_activation",
-                                              "name",
-                                              "precision",
-                                              "quantization",
-                                              "description"};
+  static const std::set<std::string> known = {
+      "input_width", "input_height", "channel_order", "mean",
+      "std",         "scale",        "offset",        "task",
+      "labels",      "top_k",        "input_dtype",   "output_activation",
+      "name",        "precision",    "quantization",  "description"};
   for (const auto& item : j.items()) {
     // Keys starting with '_' are comments; anything else unknown is most
     // likely a typo that would otherwise be silently ignored on the line.
@@ -243,6 +233,9 @@ ModelConfig parse_model_config_text(const std::string& text, const std::string& 
       cfg.accuracy_guard_forced = q.at("forced").get<bool>();
     }
   }
+  if (j.contains("input_dtype"))
+    cfg.input_uint8 =
+        get_enum<bool>(j, "input_dtype", origin, {{"float32", false}, {"uint8", true}});
   if (j.contains("top_k")) {
     const json& v = j.at("top_k");
     if (!v.is_number_integer() || v.get<long long>() < 1 || v.get<long long>() > 1000)
@@ -351,6 +344,7 @@ ModelConfig resolve_model_config(const std::string& model_path, const std::strin
     }
   }
   if (o.labels_file) cfg.labels = read_labels_file(*o.labels_file);
+  if (o.input_uint8) cfg.input_uint8 = *o.input_uint8;
   return cfg;
 }
 

@@ -33,6 +33,8 @@ struct ModelConfig {
   int top_k = 5;
   std::vector<std::string> labels;
   ModelPrecision precision = ModelPrecision::kFp32;
+  // "uint8": the model takes raw 0..255 pixels; mean/std/scale do not apply.
+  bool input_uint8 = false;
   // quantize.py --force wrote it although the accuracy guard failed.
   bool accuracy_guard_forced = false;
   std::string source;  // sidecar path it came from, empty for defaults
@@ -52,6 +54,7 @@ struct ConfigOverrides {
   std::optional<Task> task;
   std::optional<Activation> output_activation;
   std::optional<std::string> labels_file;
+  std::optional<bool> input_uint8;
 };
 
 // Parses a sidecar file. Errors name the file and the offending field.

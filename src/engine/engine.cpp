@@ -317,12 +317,13 @@ struct Engine::Impl {
   std::unique_ptr<InferenceThread> thread;
 
   // Inference thread only.
-  std::shared_ptr<const BatchOutput> forward(const float* input, int batch) {
+  std::shared_ptr<const BatchOutput> forward(const void* input, int batch) {
     const auto t0 = Clock::now();
     const int64_t H = opts.input_height, W = opts.input_width, C = opts.channels;
     // NHWC memory seen as an NCHW tensor with channels_last strides: no copy.
-    at::Tensor x = torch::from_blob(const_cast<float*>(input), {batch, C, H, W},
-                                    {H * W * C, 1, W * C, C}, at::kFloat);
+    at::Tensor x =
+        torch::from_blob(const_cast<void*>(input), {batch, C, H, W}, {H * W * C, 1, W * C, C},
+                         opts.input_uint8 ? at::kByte : at::kFloat);
     c10::IValue y;
     {
       c10::InferenceMode guard;
@@ -558,7 +559,8 @@ struct Engine::Impl {
 
     t0 = Clock::now();
     warm_up(path);
-    if (!info.model_quantized &&
+    // A byte-input model converts its input itself: no bf16 cast to apply.
+    if (!info.model_quantized && !opts.input_uint8 &&
         (opts.precision == Precision::kBf16 ||
          (opts.precision == Precision::kAuto && at::globalContext().userEnabledMkldnn() &&
           isa_from_flags(read_cpuinfo().flags).avx512_bf16))) {
@@ -599,7 +601,7 @@ Engine::~Engine() {
   }
 }
 
-std::shared_ptr<const BatchOutput> Engine::run(const float* input, int batch) {
+std::shared_ptr<const BatchOutput> Engine::run(const void* input, int batch) {
   if (!input || batch < 1) throw Error(ErrorKind::kInvalidArgument, "empty batch");
   std::shared_ptr<const BatchOutput> out;
   try {

@@ -37,6 +37,9 @@ struct EngineOptions {
   Precision precision = Precision::kAuto;
   // The sidecar says the file is int8; loading a float model then fails.
   bool declared_int8 = false;
+  // The model takes raw 0..255 bytes (sidecar "input_dtype": "uint8") and
+  // converts them itself; the batch buffer then holds uint8, not float.
+  bool input_uint8 = false;
 };
 
 struct EngineInfo {
@@ -83,7 +86,7 @@ class Engine {
 
   // input: batch x H x W x C floats, 64-byte aligned, kept alive by the
   // caller until run() returns. Throws Error(kRuntime).
-  std::shared_ptr<const BatchOutput> run(const float* input, int batch);
+  std::shared_ptr<const BatchOutput> run(const void* input, int batch);
 
   // Zero-fills a buffer from the pinned threads, so that on a NUMA machine
   // its pages are placed on the node of the engine's cores (first touch).

@@ -445,3 +445,27 @@ TEST(TorchInferErrors, NonClassifierWarnsOnce) {
   gst_object_unref(bus);
   gst_harness_teardown(h);
 }
+
+TEST(TorchInfer, Uint8ModelGetsRawPixels) {
+  const char* caps = "video/x-raw,format=BGR,width=8,height=6,framerate=30/1";
+  GstHarness* h = torchinfer_harness("model=" + model("uint8_input.pt"), caps);
+  const GstVideoInfo info = info_of(caps);
+  GstBuffer* in = make_video_buffer(info, 5);
+  GstBuffer* ref = gst_buffer_copy_deep(in);
+  GstBuffer* out = gst_harness_push_and_pull(h, in);
+  GstTorchTensorMeta* m = gst_buffer_get_torch_tensor_meta(out);
+  ASSERT_NE(m, nullptr);
+  const float* y = static_cast<const float*>(m->tensors[0].data);
+  GstMapInfo map;
+  gst_buffer_map(ref, &map, GST_MAP_READ);
+  const int stride = GST_VIDEO_INFO_PLANE_STRIDE(&info, 0);
+  // Model channel c is RGB; the frame is BGR. No mean/std: the model does x*2-1.
+  for (int c = 0; c < 3; ++c)
+    for (int r = 0; r < 6; ++r)
+      for (int x = 0; x < 8; ++x)
+        ASSERT_FLOAT_EQ(y[(c * 6 + r) * 8 + x], map.data[r * stride + x * 3 + (2 - c)] * 2.f - 1.f);
+  gst_buffer_unmap(ref, &map);
+  gst_buffer_unref(ref);
+  gst_buffer_unref(out);
+  gst_harness_teardown(h);
+}

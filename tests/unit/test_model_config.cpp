@@ -58,6 +58,15 @@ TEST(ModelConfig, ParsesEveryField) {
   EXPECT_NEAR(128 * c.alpha[1] + c.beta[1], (128 / 255.0 - 0.4) / 0.2, 1e-5);
 }
 
+TEST(ModelConfig, InputDtype) {
+  EXPECT_FALSE(parse_model_config_text("{}", "m.json").input_uint8);
+  EXPECT_TRUE(parse_model_config_text(R"({"input_dtype": "uint8"})", "m.json").input_uint8);
+  EXPECT_FALSE(parse_model_config_text(R"({"input_dtype": "float32"})", "m.json").input_uint8);
+  ConfigOverrides o;
+  o.input_uint8 = true;
+  EXPECT_TRUE(resolve_model_config("x.pt", "", o).input_uint8);
+}
+
 TEST(ModelConfig, ScaleOffset) {
   const auto c = parse_model_config_text(R"({"scale": 0.0078125, "offset": -1})", "m.json");
   for (int i = 0; i < 3; ++i) {
@@ -155,6 +164,7 @@ TEST(ModelConfigErrors, EachFieldNamed) {
   expect_field_error(R"({"labels": "no_such_file.labels"})", "labels");
   expect_field_error(R"({"top_k": 0})", "top_k");
   expect_field_error(R"({"output_activation": "relu"})", "output_activation");
+  expect_field_error(R"({"input_dtype": "int16"})", "input_dtype");
   expect_field_error(R"({"input_widht": 3})", "input_widht");
   expect_field_error(R"({"channel_order": "gray", "mean": [0.1, 0.2, 0.3]})", "mean");
 }
