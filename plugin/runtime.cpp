@@ -1,0 +1,15 @@
+// Entry point of libtorchinfer-runtime: registers the elements. The plugin
+// file itself is only a loader (plugin.cpp), so that OpenMP settings can be
+// put in place before libtorch pulls in libgomp.
+#include <gst/gst.h>
+
+#include "gst/torchinfer/torchinfer-meta.h"
+#include "gsttorchinfer.h"
+#include "gsttorchmetaconvert.h"
+
+extern "C" __attribute__((visibility("default"))) gboolean torchinfer_runtime_register(GstPlugin* plugin) {
+  gst_torch_classification_meta_register();
+  gboolean ok = GST_ELEMENT_REGISTER(torchinfer, plugin);
+  ok &= GST_ELEMENT_REGISTER(torchmetaconvert, plugin);
+  return ok;
+}
