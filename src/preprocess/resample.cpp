@@ -1,7 +1,9 @@
 #include "preprocess/resample.h"
 
+#include <immintrin.h>
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 
 namespace torchinfer {
 namespace {
@@ -92,28 +94,73 @@ DenseTaps::DenseTaps(const Taps& t, int step) : n(t.size()) {
   }
 }
 
-// Gathers across output columns: with AVX2/AVX-512 each tap is one gather
-// and one FMA for 8/16 columns, instead of a dependent chain per column.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void resample_row(const float* a,
-                                                                               int step,
-                                                                               const DenseTaps& t,
-                                                                               float* out) {
-  const int n = t.n;
-  const int* __restrict idx = t.index.data();
-  float* __restrict o = out;
-  const float* __restrict w0 = t.weights.data();
-  for (int x = 0; x < n; ++x) o[x] = w0[x] * a[idx[x]];
-  for (int k = 1; k < t.taps; ++k) {
-    const float* __restrict wk = t.weights.data() + static_cast<std::size_t>(k) * n;
-    const float* __restrict ak = a + static_cast<std::size_t>(k) * step;
-    for (int x = 0; x < n; ++x) o[x] += wk[x] * ak[idx[x]];
+namespace {
+
+// Portable path: one output column at a time, its taps summed in registers.
+void resample_row_scalar(const float* a, int step, const DenseTaps& t, float* out) {
+  const int n = t.n, taps = t.taps;
+  for (int x = 0; x < n; ++x) {
+    const float* p = a + t.index[x];
+    float s0 = 0, s1 = 0;
+    int k = 0;
+    for (; k + 1 < taps; k += 2)
+      s0 += t.weights[static_cast<std::size_t>(k) * n + x] * p[k * step],
+          s1 += t.weights[static_cast<std::size_t>(k + 1) * n + x] * p[(k + 1) * step];
+    if (k < taps) s0 += t.weights[static_cast<std::size_t>(k) * n + x] * p[k * step];
+    out[x] = s0 + s1;
   }
 }
 
-// The hot loop: widened to AVX2/AVX-512 at run time where the CPU has them
-// (Debian builds for baseline x86-64, i.e. SSE2 only).
-__attribute__((target_clones("avx512f", "avx2", "default"))) void accumulate_rows(
-    const std::uint8_t* const* rows, const float* w, int n, int len, float* acc) {
+// Eight output columns per step: one gather and one FMA per tap. GCC does
+// not emit gathers for the plain loop under generic tuning, hence intrinsics.
+__attribute__((target("avx2,fma"))) void resample_row_avx2(const float* a, int step,
+                                                           const DenseTaps& t, float* out) {
+  const int n = t.n, taps = t.taps;
+  int x = 0;
+  for (; x + 8 <= n; x += 8) {
+    const __m256i idx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.index.data() + x));
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    int k = 0;
+    for (; k + 1 < taps; k += 2) {
+      s0 = _mm256_fmadd_ps(_mm256_loadu_ps(t.weights.data() + static_cast<std::size_t>(k) * n + x),
+                           _mm256_i32gather_ps(a + static_cast<std::ptrdiff_t>(k) * step, idx, 4),
+                           s0);
+      s1 = _mm256_fmadd_ps(
+          _mm256_loadu_ps(t.weights.data() + static_cast<std::size_t>(k + 1) * n + x),
+          _mm256_i32gather_ps(a + static_cast<std::ptrdiff_t>(k + 1) * step, idx, 4), s1);
+    }
+    if (k < taps)
+      s0 = _mm256_fmadd_ps(_mm256_loadu_ps(t.weights.data() + static_cast<std::size_t>(k) * n + x),
+                           _mm256_i32gather_ps(a + static_cast<std::ptrdiff_t>(k) * step, idx, 4),
+                           s0);
+    _mm256_storeu_ps(out + x, _mm256_add_ps(s0, s1));
+  }
+  for (; x < n; ++x) {
+    float s = 0;
+    for (int k = 0; k < taps; ++k)
+      s += t.weights[static_cast<std::size_t>(k) * n + x] * a[t.index[x] + k * step];
+    out[x] = s;
+  }
+}
+
+const bool kHaveAvx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+
+}  // namespace
+
+void resample_row(const float* a, int step, const DenseTaps& t, float* out) {
+  if (kHaveAvx2)
+    resample_row_avx2(a, step, t, out);
+  else
+    resample_row_scalar(a, step, t, out);
+}
+
+namespace {
+
+// The hot loop, compiled three times below: Debian builds for baseline
+// x86-64 (SSE2 only), and GCC keeps to 256-bit vectors unless told otherwise.
+__attribute__((always_inline)) inline void accumulate_body(const std::uint8_t* const* rows,
+                                                           const float* w, int n, int len,
+                                                           float* acc) {
   // uint8_t may alias anything: without __restrict the compiler must assume
   // each store to acc can change the source rows and will not vectorise.
   float* __restrict a = acc;
@@ -140,6 +187,30 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void accumulate_row
     const float w0 = w[k];
     for (int j = 0; j < len; ++j) a[j] += w0 * r0[j];
   }
+}
+
+__attribute__((target("avx512f,avx512bw,prefer-vector-width=512"))) void accumulate_avx512(
+    const std::uint8_t* const* rows, const float* w, int n, int len, float* acc) {
+  accumulate_body(rows, w, n, len, acc);
+}
+
+__attribute__((target("avx2,fma"))) void accumulate_avx2(const std::uint8_t* const* rows,
+                                                         const float* w, int n, int len,
+                                                         float* acc) {
+  accumulate_body(rows, w, n, len, acc);
+}
+
+const bool kHaveAvx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+
+}  // namespace
+
+void accumulate_rows(const std::uint8_t* const* rows, const float* w, int n, int len, float* acc) {
+  if (kHaveAvx512)
+    accumulate_avx512(rows, w, n, len, acc);
+  else if (kHaveAvx2)
+    accumulate_avx2(rows, w, n, len, acc);
+  else
+    accumulate_body(rows, w, n, len, acc);
 }
 
 }  // namespace torchinfer
