@@ -64,6 +64,15 @@ GstHarness* torchinfer_harness(const std::string& props, const std::string& caps
   return h;
 }
 
+GstVideoInfo info_of(const std::string& caps_str) {
+  GstCaps* caps = gst_caps_from_string(caps_str.c_str());
+  GstVideoInfo info;
+  gst_video_info_init(&info);
+  EXPECT_TRUE(caps && gst_video_info_from_caps(&info, caps)) << caps_str;
+  if (caps) gst_caps_unref(caps);
+  return info;
+}
+
 GstBuffer* make_video_buffer(const GstVideoInfo& info, unsigned seed) {
   GstBuffer* buf = gst_buffer_new_allocate(nullptr, GST_VIDEO_INFO_SIZE(&info), nullptr);
   GstMapInfo map;

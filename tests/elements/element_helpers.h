@@ -45,6 +45,9 @@ class WarningCatcher {
 // A harness around torchinfer with the given properties (set before start).
 GstHarness* torchinfer_harness(const std::string& props, const std::string& caps);
 
+// The video info of a caps string (the test fails if it is not video).
+GstVideoInfo info_of(const std::string& caps);
+
 // A buffer of the given caps' size filled by a per-frame pattern.
 GstBuffer* make_video_buffer(const GstVideoInfo& info, unsigned seed);
 

@@ -23,14 +23,6 @@ namespace {
 
 const char* kRgb640 = "video/x-raw,format=RGB,width=640,height=480,framerate=30/1";
 
-GstVideoInfo info_of(const std::string& caps_str) {
-  GstCaps* caps = gst_caps_from_string(caps_str.c_str());
-  GstVideoInfo info;
-  gst_video_info_from_caps(&info, caps);
-  gst_caps_unref(caps);
-  return info;
-}
-
 std::string write_file(const std::string& name, const std::string& text) {
   const std::string path = testing::TempDir() + name;
   std::ofstream(path) << text;

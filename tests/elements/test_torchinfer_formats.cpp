@@ -51,10 +51,7 @@ TEST_P(TorchInferFormats, ProbeModelMatchesReferenceChain) {
                            ",width=" + std::to_string(w) + ",height=" + std::to_string(h) +
                            ",framerate=30/1,colorimetry=bt601";
   GstHarness* hn = torchinfer_harness("model=" + model("grid_probe.pt"), caps);
-  GstCaps* gcaps = gst_caps_from_string(caps.c_str());
-  GstVideoInfo info;
-  ASSERT_TRUE(gst_video_info_from_caps(&info, gcaps));
-  gst_caps_unref(gcaps);
+  const GstVideoInfo info = info_of(caps);
 
   const OwnedFrame f = make_frame(make_rgb_image(w, h, 21), c.format);
   GstBuffer* out = gst_harness_push_and_pull(hn, to_gst_buffer(f, info));
@@ -97,10 +94,7 @@ TEST(TorchInferCrop, RegionAndTransform) {
   const char* caps = "video/x-raw,format=NV12,width=320,height=240,framerate=30/1";
   GstHarness* hn =
       torchinfer_harness("model=" + model("grid_probe.pt") + " crop=100,50,128,128", caps);
-  GstCaps* gcaps = gst_caps_from_string(caps);
-  GstVideoInfo info;
-  gst_video_info_from_caps(&info, gcaps);
-  gst_caps_unref(gcaps);
+  const GstVideoInfo info = info_of(caps);
   const OwnedFrame f = make_frame(make_rgb_image(320, 240, 5), PixelFormat::kNV12);
   GstBuffer* out = gst_harness_push_and_pull(hn, to_gst_buffer(f, info));
   GstTorchTensorMeta* m = gst_buffer_get_torch_tensor_meta(out);
@@ -143,10 +137,7 @@ TEST(TorchInferCrop, CropOutsideTheFrameIsAStreamError) {
   const char* caps = "video/x-raw,format=RGB,width=64,height=48,framerate=30/1";
   GstHarness* hn =
       torchinfer_harness("model=" + model("grid_probe.pt") + " crop=500,500,10,10", caps);
-  GstCaps* gcaps = gst_caps_from_string(caps);
-  GstVideoInfo info;
-  gst_video_info_from_caps(&info, gcaps);
-  gst_caps_unref(gcaps);
+  const GstVideoInfo info = info_of(caps);
   EXPECT_EQ(gst_harness_push(hn, make_video_buffer(info, 1)), GST_FLOW_ERROR);
   gst_harness_teardown(hn);
 }
