@@ -280,7 +280,7 @@ static gboolean gst_torchinfer_start(GstBaseTransform* trans) {
       GST_ELEMENT_WARNING(self, LIBRARY, SETTINGS,
                           ("precision=bf16 is not faster for this model here; running fp32."),
                           ("%s", info.precision_note.c_str()));
-    if (s.optimize && !info.optimized)
+    if (s.optimize && !info.optimized && !info.model_quantized)
       GST_ELEMENT_WARNING(self, LIBRARY, SETTINGS,
                           ("Model '%s' runs unoptimised (slower).", s.model.c_str()),
                           ("optimize_for_inference failed: %s", info.optimize_note.c_str()));

@@ -57,11 +57,15 @@ std::vector<Finding> self_check(const Engine* engine, const float* input, int th
     const EngineInfo& i = engine->info();
     const EngineOptions& o = engine->options();
     out.push_back({L::kInfo, "model", o.model_path, ""});
-    out.push_back({L::kInfo, "model state",
-                   std::string("eval, inference mode, ") + (i.frozen ? "frozen" : "not frozen") +
-                       ", " + (i.optimized ? "optimised" : "not optimised"),
-                   ""});
-    if (!i.optimized)
+    out.push_back(
+        {L::kInfo, "model state",
+         std::string("eval, inference mode, ") + (i.frozen ? "frozen" : "not frozen") + ", " +
+             (i.optimized ? "optimised"
+              : i.model_quantized
+                  ? "int8 kernels (optimize_for_inference skipped: slower for quantized graphs)"
+                  : "not optimised"),
+         ""});
+    if (!i.optimized && !i.model_quantized)
       out.push_back({L::kWarning, "model state",
                      "not optimised" + (i.optimize_note.empty() ? std::string(" (optimize=false)")
                                                                 : ": " + i.optimize_note),

@@ -62,7 +62,7 @@ TEST(SelfCheck, ReportsModelState) {
   const Result r =
       run(selfcheck("--model " + torchinfer::test::model_path("tiny_int8.pt") + " --cores 0"));
   ASSERT_EQ(r.code, 0) << r.out;
-  expect_lines(r.out, {"model: ", "model state: eval, inference mode, frozen, optimised",
+  expect_lines(r.out, {"model: ", "model state: eval, inference mode, frozen, int8 kernels",
                        "precision: int8", "timings: load ", "input: float32 NHWC 32x48x3",
                        "input alignment: 64-byte aligned", "affinity: pinned", "threads: 1"});
 }
