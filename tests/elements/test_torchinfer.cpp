@@ -186,10 +186,13 @@ TEST(TorchInfer, MetaMatchesPlainLibtorch) {
   gst_harness_teardown(h);
 }
 
-TEST(TorchInfer, IdentityModelSeesNormalisedPixels) {
-  // 8x6 RGB frame into an 8x6 model: no resize, exact values.
-  const char* caps = "video/x-raw,format=RGB,width=8,height=6,framerate=30/1";
-  GstHarness* h = torchinfer_harness("model=" + model("identity.pt") + " mean=0.5 std=0.25", caps);
+// Pushes one 8x6 packed 3-byte frame through a model whose output is its
+// 8x6 input (NCHW), and checks out[c][y][x] == want(pixel bytes, c).
+template <typename Want>
+void expect_model_input(const std::string& props, const char* format, Want want) {
+  const std::string caps =
+      std::string("video/x-raw,format=") + format + ",width=8,height=6,framerate=30/1";
+  GstHarness* h = torchinfer_harness(props, caps);
   const GstVideoInfo info = info_of(caps);
   GstBuffer* in = make_video_buffer(info, 9);
   GstBuffer* ref = gst_buffer_copy_deep(in);
@@ -203,14 +206,27 @@ TEST(TorchInfer, IdentityModelSeesNormalisedPixels) {
   for (int c = 0; c < 3; ++c)
     for (int r = 0; r < 6; ++r)
       for (int x = 0; x < 8; ++x)
-        ASSERT_NEAR(y[(c * 6 + r) * 8 + x],
-                    (map.data[r * stride + x * 3 + c] / 255.f - 0.5f) / 0.25f, 1e-5);
+        ASSERT_NEAR(y[(c * 6 + r) * 8 + x], want(&map.data[r * stride + x * 3], c), 1e-5)
+            << c << "," << r << "," << x;
   gst_buffer_unmap(ref, &map);
-  // task "raw" in the sidecar: no classification meta.
+  // Both models are task "raw": no classification meta.
   EXPECT_EQ(gst_buffer_get_custom_meta(out, GST_TORCH_CLASSIFICATION_META_NAME), nullptr);
   gst_buffer_unref(ref);
   gst_buffer_unref(out);
   gst_harness_teardown(h);
+}
+
+TEST(TorchInfer, IdentityModelSeesNormalisedPixels) {
+  // 8x6 RGB frame into an 8x6 model: no resize, exact values; task "raw" in
+  // the sidecar, so no classification meta.
+  expect_model_input("model=" + model("identity.pt") + " mean=0.5 std=0.25", "RGB",
+                     [](const guint8* px, int c) { return (px[c] / 255.f - 0.5f) / 0.25f; });
+}
+
+TEST(TorchInfer, Uint8ModelGetsRawPixels) {
+  // Model channel c is RGB; the frame is BGR. No mean/std: the model does x*2-1.
+  expect_model_input("model=" + model("uint8_input.pt"), "BGR",
+                     [](const guint8* px, int c) { return px[2 - c] * 2.f - 1.f; });
 }
 
 TEST(TorchInfer, NoSidecarUsesTorchvisionDefaults) {
@@ -435,29 +451,5 @@ TEST(TorchInferErrors, NonClassifierWarnsOnce) {
   EXPECT_EQ(warnings, 1);
   gst_element_set_bus(h->element, nullptr);
   gst_object_unref(bus);
-  gst_harness_teardown(h);
-}
-
-TEST(TorchInfer, Uint8ModelGetsRawPixels) {
-  const char* caps = "video/x-raw,format=BGR,width=8,height=6,framerate=30/1";
-  GstHarness* h = torchinfer_harness("model=" + model("uint8_input.pt"), caps);
-  const GstVideoInfo info = info_of(caps);
-  GstBuffer* in = make_video_buffer(info, 5);
-  GstBuffer* ref = gst_buffer_copy_deep(in);
-  GstBuffer* out = gst_harness_push_and_pull(h, in);
-  GstTorchTensorMeta* m = gst_buffer_get_torch_tensor_meta(out);
-  ASSERT_NE(m, nullptr);
-  const float* y = static_cast<const float*>(m->tensors[0].data);
-  GstMapInfo map;
-  gst_buffer_map(ref, &map, GST_MAP_READ);
-  const int stride = GST_VIDEO_INFO_PLANE_STRIDE(&info, 0);
-  // Model channel c is RGB; the frame is BGR. No mean/std: the model does x*2-1.
-  for (int c = 0; c < 3; ++c)
-    for (int r = 0; r < 6; ++r)
-      for (int x = 0; x < 8; ++x)
-        ASSERT_FLOAT_EQ(y[(c * 6 + r) * 8 + x], map.data[r * stride + x * 3 + (2 - c)] * 2.f - 1.f);
-  gst_buffer_unmap(ref, &map);
-  gst_buffer_unref(ref);
-  gst_buffer_unref(out);
   gst_harness_teardown(h);
 }
