@@ -59,10 +59,7 @@ TEST(TorchInferEngine, PinnedThreadsRunOnListedCores) {
     const auto before = thread_affinities();
     GstHarness* h = gst_harness_new_with_element(make("cores=" + list), "sink", "src");
     gst_harness_set_src_caps_str(h, kCaps);
-    GstVideoInfo info;
-    GstCaps* caps = gst_caps_from_string(kCaps);
-    gst_video_info_from_caps(&info, caps);
-    gst_caps_unref(caps);
+    const GstVideoInfo info = info_of(kCaps);
     gst_buffer_unref(gst_harness_push_and_pull(h, make_video_buffer(info, 1)));
     // Threads born during this run (threads of earlier engines may still be
     // exiting, so compare thread ids, not counts).
@@ -163,10 +160,7 @@ TEST(TorchInferEngine, Int8ModelRunsThroughTheElement) {
       gst_parse_launch(("torchinfer model=" + model("tiny_int8.pt")).c_str(), nullptr), "sink",
       "src");
   gst_harness_set_src_caps_str(h, kCaps);
-  GstVideoInfo info;
-  GstCaps* caps = gst_caps_from_string(kCaps);
-  gst_video_info_from_caps(&info, caps);
-  gst_caps_unref(caps);
+  const GstVideoInfo info = info_of(kCaps);
   gst_buffer_unref(gst_harness_push_and_pull(h, make_video_buffer(info, 2)));
   gchar* precision = nullptr;
   g_object_get(h->element, "active-precision", &precision, nullptr);
