@@ -1,36 +1,47 @@
 /**
  * SECTION:element-torchinfer
  *
- * Runs a TorchScript model on every video frame and attaches the outputs as
+ * Runs a TorchScript model on video frames and attaches the outputs as
  * GstTorchTensorMeta (plus a classification custom meta for classifiers).
- * Video passes through untouched; frames are preprocessed straight from the
- * camera format, so no videoconvert/videoscale is needed in front.
+ * Video passes through untouched and in order; frames are preprocessed
+ * straight from the camera format, so no videoconvert/videoscale is needed.
  *
- *   gst-launch-1.0 v4l2src ! video/x-raw,format=YUY2 ! torchinfer model=net.pt ! fakesink
+ * The streaming thread preprocesses each frame into the next slot of a batch;
+ * the batcher's worker runs the model once per batch on pinned cores; this
+ * element's source pad task pushes the frames downstream in their original
+ * order with their results.
+ *
+ *   gst-launch-1.0 v4l2src ! video/x-raw,format=YUY2 ! torchinfer model=net.pt batch-size=4 !
+ * fakesink
  */
 #include "gsttorchinfer.h"
 
 #include <gst/video/video.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <thread>
+#include <utility>
 
-#include "common/aligned_buffer.h"
-#include "common/cpu_set.h"
+#include "batching/batcher.h"
+#include "batching/in_order_queue.h"
+#include "batching/model_registry.h"
 #include "common/error.h"
-#include "decode/classification.h"
-#include "engine/engine.h"
-#include "engine/selfcheck.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "preprocess/preprocess.h"
+#include "torchinfer-load.h"
+#include "torchinfer-results.h"
 #include "torchinfer-settings.h"
 
-GST_DEBUG_CATEGORY_STATIC(gst_torchinfer_debug);
+GST_DEBUG_CATEGORY(gst_torchinfer_debug);
 #define GST_CAT_DEFAULT gst_torchinfer_debug
 
 using namespace torchinfer;
 using namespace torchinfer::gst;
+using Clock = std::chrono::steady_clock;
 
 #define TORCHINFER_FORMATS                                                                     \
   "{ YUY2, UYVY, NV12, NV21, I420, YV12, RGB, BGR, RGBx, BGRx, xRGB, xBGR, RGBA, BGRA, ARGB, " \
@@ -38,138 +49,82 @@ using namespace torchinfer::gst;
 
 namespace {
 
-// Everything that exists only between start() and stop().
-struct Runtime {
-  ModelConfig config;
-  std::unique_ptr<Engine> engine;
-  std::unique_ptr<Preprocessor> pre;
-  AlignedBuffer batch;
-  GstVideoInfo info;
-  bool have_info = false;
-  bool warned_not_classifier = false;
+// One reference to a buffer or event, released when dropped (flush, stop).
+class MiniObjectRef {
+ public:
+  MiniObjectRef() = default;
+  explicit MiniObjectRef(GstMiniObject* o) : p_(o) {}
+  MiniObjectRef(MiniObjectRef&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+  MiniObjectRef& operator=(MiniObjectRef&& o) noexcept {
+    if (p_) gst_mini_object_unref(p_);
+    p_ = std::exchange(o.p_, nullptr);
+    return *this;
+  }
+  ~MiniObjectRef() {
+    if (p_) gst_mini_object_unref(p_);
+  }
+  GstMiniObject* release() { return std::exchange(p_, nullptr); }
+
+ private:
+  GstMiniObject* p_ = nullptr;
+};
+
+struct Item {
+  MiniObjectRef obj;
+  bool is_event = false;
+  bool infer = false;  // went to the model; its result arrives in rec.result
+  FrameRecord rec;
+  Clock::time_point in_time;
+};
+
+// Shared with the batch callbacks, which may outlive the element's run.
+struct Output {
+  InOrderQueue<Item> queue{8};
 };
 
 struct State {
   std::mutex settings_lock;  // guards settings
   Settings settings;
-  std::mutex stats_lock;  // guards stats
+  std::mutex stats_lock;  // guards stats, stream_stats
   Stats stats;
-  std::unique_ptr<Runtime> rt;  // streaming thread only, set up in start()
+  StreamStats stream_stats;
+
+  // From start() to stop(); read by the streaming and output threads.
+  Settings run;
+  std::shared_ptr<Batcher> batcher;
+  std::atomic<guint64> latency_ns{0};
+  const std::shared_ptr<Output> out = std::make_shared<Output>();
+  std::atomic<bool> flushing{true};
+  std::atomic<int> flow{GST_FLOW_FLUSHING};  // last downstream GstFlowReturn
+
+  // Streaming thread only.
+  GstVideoInfo info;
+  bool have_info = false;
+  bool skip_when_busy = false;
+  std::shared_ptr<const LoadedModel> pre_model;
+  std::unique_ptr<Preprocessor> pre;
+  guint64 frame_counter = 0;
+
+  // Output thread only.
+  std::optional<FrameRecord> last;
+  bool warned_not_classifier = false;
+  Clock::time_point last_stats_post{};
+
+  std::mutex reload_lock;  // guards reload_thread, generation
+  std::thread reload_thread;
+  int generation = 1;
 };
-
-bool to_pixel_format(GstVideoFormat f, PixelFormat* out) {
-  switch (f) {
-    case GST_VIDEO_FORMAT_YUY2:
-      *out = PixelFormat::kYUY2;
-      return true;
-    case GST_VIDEO_FORMAT_UYVY:
-      *out = PixelFormat::kUYVY;
-      return true;
-    case GST_VIDEO_FORMAT_NV12:
-      *out = PixelFormat::kNV12;
-      return true;
-    case GST_VIDEO_FORMAT_NV21:
-      *out = PixelFormat::kNV21;
-      return true;
-    case GST_VIDEO_FORMAT_I420:
-      *out = PixelFormat::kI420;
-      return true;
-    case GST_VIDEO_FORMAT_YV12:
-      *out = PixelFormat::kYV12;
-      return true;
-    case GST_VIDEO_FORMAT_RGB:
-      *out = PixelFormat::kRGB;
-      return true;
-    case GST_VIDEO_FORMAT_BGR:
-      *out = PixelFormat::kBGR;
-      return true;
-    case GST_VIDEO_FORMAT_RGBx:
-      *out = PixelFormat::kRGBx;
-      return true;
-    case GST_VIDEO_FORMAT_BGRx:
-      *out = PixelFormat::kBGRx;
-      return true;
-    case GST_VIDEO_FORMAT_xRGB:
-      *out = PixelFormat::kxRGB;
-      return true;
-    case GST_VIDEO_FORMAT_xBGR:
-      *out = PixelFormat::kxBGR;
-      return true;
-    case GST_VIDEO_FORMAT_RGBA:
-      *out = PixelFormat::kRGBA;
-      return true;
-    case GST_VIDEO_FORMAT_BGRA:
-      *out = PixelFormat::kBGRA;
-      return true;
-    case GST_VIDEO_FORMAT_ARGB:
-      *out = PixelFormat::kARGB;
-      return true;
-    case GST_VIDEO_FORMAT_ABGR:
-      *out = PixelFormat::kABGR;
-      return true;
-    case GST_VIDEO_FORMAT_GRAY8:
-      *out = PixelFormat::kGRAY8;
-      return true;
-    default:
-      return false;
-  }
-}
-
-GstTorchDType to_gst_dtype(DType d) {
-  switch (d) {
-    case DType::kFloat32:
-      return GST_TORCH_DTYPE_FLOAT32;
-    case DType::kFloat64:
-      return GST_TORCH_DTYPE_FLOAT64;
-    case DType::kInt32:
-      return GST_TORCH_DTYPE_INT32;
-    case DType::kInt64:
-      return GST_TORCH_DTYPE_INT64;
-    case DType::kUInt8:
-      return GST_TORCH_DTYPE_UINT8;
-    case DType::kInt8:
-      return GST_TORCH_DTYPE_INT8;
-    case DType::kBool:
-      return GST_TORCH_DTYPE_BOOL;
-  }
-  return GST_TORCH_DTYPE_FLOAT32;
-}
-
-void attach_classification(GstBuffer* buf, const std::vector<ClassResult>& top) {
-  GstCustomMeta* cm = gst_buffer_add_custom_meta(buf, GST_TORCH_CLASSIFICATION_META_NAME);
-  if (!cm || top.empty()) return;
-  GstStructure* s = gst_custom_meta_get_structure(cm);
-  gst_structure_set_name(s, "classification");
-  gst_structure_set(s, "label", G_TYPE_STRING, top[0].label.c_str(), "label_id", G_TYPE_INT,
-                    top[0].label_id, "confidence", G_TYPE_DOUBLE, top[0].confidence, nullptr);
-  GValue labels = G_VALUE_INIT, ids = G_VALUE_INIT, confs = G_VALUE_INIT, v = G_VALUE_INIT;
-  gst_value_array_init(&labels, top.size());
-  gst_value_array_init(&ids, top.size());
-  gst_value_array_init(&confs, top.size());
-  for (const auto& r : top) {
-    g_value_init(&v, G_TYPE_STRING);
-    g_value_set_string(&v, r.label.c_str());
-    gst_value_array_append_and_take_value(&labels, &v);
-    g_value_init(&v, G_TYPE_INT);
-    g_value_set_int(&v, r.label_id);
-    gst_value_array_append_and_take_value(&ids, &v);
-    g_value_init(&v, G_TYPE_DOUBLE);
-    g_value_set_double(&v, r.confidence);
-    gst_value_array_append_and_take_value(&confs, &v);
-  }
-  gst_structure_take_value(s, "labels", &labels);
-  gst_structure_take_value(s, "label_ids", &ids);
-  gst_structure_take_value(s, "confidences", &confs);
-}
 
 }  // namespace
 
 struct _GstTorchInfer {
-  GstBaseTransform parent;
+  GstElement parent;
+  GstPad* sinkpad;
+  GstPad* srcpad;
   State* state;
 };
 
-G_DEFINE_TYPE(GstTorchInfer, gst_torchinfer, GST_TYPE_BASE_TRANSFORM);
+G_DEFINE_TYPE(GstTorchInfer, gst_torchinfer, GST_TYPE_ELEMENT);
 GST_ELEMENT_REGISTER_DEFINE(torchinfer, "torchinfer", GST_RANK_NONE, GST_TYPE_TORCHINFER);
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
@@ -177,12 +132,167 @@ static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
     "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(TORCHINFER_FORMATS)));
 
+static void gst_torchinfer_loop(gpointer user_data);
+
+// ---- model loading and hot reload -------------------------------------
+
+static guint64 our_latency_ns(const Settings& s, const LoadedModel& m) {
+  const double wait_ms = s.batch_size > 1 ? s.batch_timeout_us / 1000.0 : 0.0;
+  return static_cast<guint64>((wait_ms + m.batch_ms) * 1e6);
+}
+
+static void record_load_stats(State* st, const LoadedModel& m) {
+  const EngineInfo& info = m.engine->info();
+  std::lock_guard<std::mutex> lock(st->stats_lock);
+  st->stats.load_ms = info.load_ms + info.optimize_ms + info.warmup_ms;
+  st->stats.read_ms = info.load_ms;
+  st->stats.optimize_ms = info.optimize_ms;
+  st->stats.warmup_ms = info.warmup_ms;
+  st->stats.active_precision = to_string(info.precision);
+}
+
+static bool gst_torchinfer_start(GstTorchInfer* self) {
+  State* st = self->state;
+  Settings s;
+  {
+    std::lock_guard<std::mutex> lock(st->settings_lock);
+    s = st->settings;
+  }
+  if (s.model.empty()) {
+    GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND,
+                      ("No model file set: give torchinfer a model=<file.pt>."), (nullptr));
+    return false;
+  }
+  try {
+    const ModelConfig config = resolve_model_config(s.model, s.model_config, s.overrides());
+    auto make = [&] {
+      auto model = load_for_element(GST_ELEMENT(self), s, config, 1);
+      BatcherOptions bo;
+      bo.batch_size = s.batch_size;
+      bo.timeout = std::chrono::microseconds(s.batch_timeout_us);
+      return std::make_shared<Batcher>(model, bo);
+    };
+    std::shared_ptr<Batcher> batcher =
+        s.model_instance_id.empty()
+            ? make()
+            : ModelRegistry::instance().acquire(s.model_instance_id, sharing_key(s, config), make);
+    std::shared_ptr<const LoadedModel> model = batcher->model();
+    record_load_stats(st, *model);
+    {
+      std::lock_guard<std::mutex> lock(st->stats_lock);
+      st->stats.frames = 0;
+      st->stats.last_inference_ms = 0;
+      st->stream_stats = StreamStats{};
+    }
+    st->run = s;
+    st->latency_ns = our_latency_ns(s, *model);
+    // Enough room for every frame the batch buffers can hold, the frames
+    // that pass between inferred ones, and a few events.
+    st->out->queue.set_capacity(static_cast<std::size_t>(batcher->options().buffers) *
+                                    s.batch_size * s.inference_interval +
+                                8);
+    st->have_info = false;
+    st->skip_when_busy = s.drop_policy == DROP_SKIP;
+    st->pre.reset();
+    st->pre_model.reset();
+    st->frame_counter = 0;
+    st->last.reset();
+    st->warned_not_classifier = false;
+    st->last_stats_post = Clock::now();
+    st->batcher = std::move(batcher);
+    {
+      std::lock_guard<std::mutex> lock(st->reload_lock);
+      st->generation = 1;
+    }
+    return true;
+  } catch (const std::exception& e) {
+    post_load_error(GST_ELEMENT(self), e, s.model);
+  } catch (...) {
+    GST_ELEMENT_ERROR(self, LIBRARY, INIT, ("Model '%s' could not be loaded.", s.model.c_str()),
+                      (nullptr));
+  }
+  return false;
+}
+
+static void gst_torchinfer_stop(GstTorchInfer* self) {
+  State* st = self->state;
+  {
+    std::lock_guard<std::mutex> lock(st->reload_lock);
+    if (st->reload_thread.joinable()) st->reload_thread.join();
+  }
+  st->out->queue.set_flushing(true);
+  // The last element holding a batcher destroys it here, which waits for
+  // the batch in flight (one forward()).
+  st->batcher.reset();
+  st->pre.reset();
+  st->pre_model.reset();
+  st->last.reset();
+}
+
+// Loads `path` off the streaming path and switches the batcher to it.
+static void reload_model(GstTorchInfer* self, std::string path) {
+  State* st = self->state;
+  std::shared_ptr<Batcher> batcher = st->batcher;
+  Settings s = st->run;
+  s.model = path;
+  s.model_config.clear();  // the new model's own sidecar
+  int generation;
+  {
+    std::lock_guard<std::mutex> lock(st->reload_lock);
+    generation = ++st->generation;
+  }
+  try {
+    const ModelConfig config = resolve_model_config(s.model, s.model_config, s.overrides());
+    auto model = load_for_element(GST_ELEMENT(self), s, config, generation);
+    batcher->replace_model(model);
+    record_load_stats(st, *model);
+    st->latency_ns = our_latency_ns(s, *model);
+    {
+      std::lock_guard<std::mutex> lock(st->settings_lock);
+      st->settings.model = path;
+    }
+    const EngineInfo& info = model->engine->info();
+    gst_element_post_message(
+        GST_ELEMENT(self),
+        gst_message_new_element(
+            GST_OBJECT(self),
+            gst_structure_new("torchinfer-model-reloaded", "model", G_TYPE_STRING, path.c_str(),
+                              "generation", G_TYPE_INT, generation, "load-time", G_TYPE_DOUBLE,
+                              info.load_ms + info.optimize_ms + info.warmup_ms, nullptr)));
+    gst_element_post_message(GST_ELEMENT(self), gst_message_new_latency(GST_OBJECT(self)));
+  } catch (const std::exception& e) {
+    GST_ELEMENT_WARNING(
+        self, RESOURCE, FAILED,
+        ("New model '%s' could not be loaded; still running the previous model.", path.c_str()),
+        ("%s", e.what()));
+  }
+}
+
+static void start_reload(GstTorchInfer* self, const char* path) {
+  State* st = self->state;
+  if (!path || !*path) {
+    g_warning("torchinfer: the model cannot be unset while running");
+    return;
+  }
+  std::lock_guard<std::mutex> lock(st->reload_lock);
+  // One reload at a time; a second request waits for the first.
+  if (st->reload_thread.joinable()) st->reload_thread.join();
+  st->reload_thread = std::thread(reload_model, self, std::string(path));
+}
+
+// ---- properties ----------------------------------------------------------
+
 static void gst_torchinfer_set_property(GObject* object, guint prop_id, const GValue* value,
                                         GParamSpec* pspec) {
   auto* self = GST_TORCHINFER(object);
   GST_OBJECT_LOCK(self);
-  const bool running = GST_STATE(self) >= GST_STATE_PAUSED;
+  const bool running =
+      GST_STATE(self) >= GST_STATE_PAUSED || GST_STATE_PENDING(self) >= GST_STATE_PAUSED;
   GST_OBJECT_UNLOCK(self);
+  if (running && prop_id == PROP_MODEL && self->state->batcher) {
+    start_reload(self, g_value_get_string(value));
+    return;
+  }
   std::lock_guard<std::mutex> lock(self->state->settings_lock);
   set_property(self->state->settings, prop_id, value, pspec, running);
 }
@@ -190,275 +300,390 @@ static void gst_torchinfer_set_property(GObject* object, guint prop_id, const GV
 static void gst_torchinfer_get_property(GObject* object, guint prop_id, GValue* value,
                                         GParamSpec* pspec) {
   auto* self = GST_TORCHINFER(object);
-  std::scoped_lock lock(self->state->settings_lock, self->state->stats_lock);
-  get_property(self->state->settings, self->state->stats, prop_id, value, pspec);
-}
-
-static gboolean report_start_error(GstTorchInfer* self, const Error& e, const std::string& model) {
-  switch (e.kind()) {
-    case ErrorKind::kNotFound:
-      GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND, ("%s", e.what()), ("model '%s'", model.c_str()));
-      break;
-    case ErrorKind::kConfigInvalid:
-    case ErrorKind::kInvalidArgument:
-      GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("Invalid model configuration: %s", e.what()),
-                        ("model '%s'", model.c_str()));
-      break;
+  State* st = self->state;
+  switch (prop_id) {
+    case PROP_DROPPED:
+    case PROP_FPS:
+    case PROP_LATENCY_P50:
+    case PROP_LATENCY_P99:
+    case PROP_STATS: {
+      StatsSnapshot snap;
+      {
+        std::lock_guard<std::mutex> lock(st->stats_lock);
+        snap = st->stream_stats.snapshot(Clock::now(), false);
+      }
+      if (prop_id == PROP_DROPPED) g_value_set_uint64(value, snap.dropped);
+      if (prop_id == PROP_FPS) g_value_set_double(value, snap.fps);
+      if (prop_id == PROP_LATENCY_P50) g_value_set_double(value, snap.total.p50);
+      if (prop_id == PROP_LATENCY_P99) g_value_set_double(value, snap.total.p99);
+      if (prop_id == PROP_STATS)
+        g_value_take_boxed(value, stats_structure("torchinfer-stats", snap));
+      return;
+    }
     default:
-      GST_ELEMENT_ERROR(self, LIBRARY, INIT, ("%s", e.what()), ("model '%s'", model.c_str()));
       break;
   }
-  return FALSE;
+  std::scoped_lock lock(st->settings_lock, st->stats_lock);
+  get_property(st->settings, st->stats, prop_id, value, pspec);
 }
 
-static gboolean gst_torchinfer_start(GstBaseTransform* trans) {
-  auto* self = GST_TORCHINFER(trans);
-  Settings s;
-  {
-    std::lock_guard<std::mutex> lock(self->state->settings_lock);
-    s = self->state->settings;
-  }
-  if (s.model.empty()) {
-    GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND,
-                      ("No model file set: give torchinfer a model=<file.pt>."), (nullptr));
-    return FALSE;
-  }
-  try {
-    auto rt = std::make_unique<Runtime>();
-    rt->config = resolve_model_config(s.model, s.model_config, s.overrides());
-    PreprocessOptions po = PreprocessOptions::from_config(rt->config);
-    po.keep_aspect_ratio = s.keep_aspect_ratio;
-    po.pad_value = s.pad_value;
-    po.method = s.resize_method;
-    po.crop = s.crop;
-    po.output = rt->config.input_uint8 ? OutputType::kUInt8 : OutputType::kFloat32;
-    rt->pre = std::make_unique<Preprocessor>(po);
+// ---- streaming thread ----------------------------------------------------
 
-    EngineOptions eo;
-    eo.model_path = s.model;
-    eo.input_width = rt->config.input_width;
-    eo.input_height = rt->config.input_height;
-    eo.channels = rt->config.channels();
-    eo.warmup_runs = s.warmup;
-    eo.optimize = s.optimize;
-    eo.threads = s.threads;
-    eo.cores = s.cores;
-    eo.precision = s.precision;
-    eo.declared_int8 = rt->config.precision == ModelPrecision::kInt8;
-    eo.input_uint8 = rt->config.input_uint8;
-    rt->engine = std::make_unique<Engine>(eo);
-    const EngineInfo& info = rt->engine->info();
-    // Allocated untouched and zeroed by the pinned threads, so its pages
-    // land on the NUMA node of the engine's cores.
-    rt->batch = AlignedBuffer(po.slot_floats(), AlignedBuffer::Init::kNone);
-    rt->engine->first_touch(rt->batch.data(), rt->batch.size());
-    if (rt->config.accuracy_guard_forced)
-      GST_ELEMENT_WARNING(
-          self, LIBRARY, SETTINGS,
-          ("Model '%s' is an int8 model that FAILED its accuracy check and was written with "
-           "--force: results may be wrong.",
-           s.model.c_str()),
-          ("re-run models/quantize.py with more calibration frames or a looser tolerance, or "
-           "use the fp32 model (sidecar %s)",
-           rt->config.source.c_str()));
-    for (const Finding& f :
-         self_check(rt->engine.get(), rt->batch.data(), info.threads, info.cores)) {
-      if (f.level == Finding::Level::kWarning)
-        GST_WARNING_OBJECT(self, "self-check %s: %s (fix: %s)", f.key.c_str(), f.value.c_str(),
-                           f.fix.c_str());
-      else
-        GST_INFO_OBJECT(self, "self-check %s: %s", f.key.c_str(), f.value.c_str());
-    }
-    if (info.threads >
-        static_cast<int>(info.cores.empty() ? allowed_cpus().size() : info.cores.size()))
-      GST_ELEMENT_WARNING(
-          self, RESOURCE, SETTINGS,
-          ("threads=%d is more than the %zu cores available: inference slows down.", info.threads,
-           info.cores.empty() ? allowed_cpus().size() : info.cores.size()),
-          ("set threads=0 (automatic) or list more cores"));
-    if (s.precision == Precision::kBf16 && info.precision != Precision::kBf16)
-      GST_ELEMENT_WARNING(self, LIBRARY, SETTINGS,
-                          ("precision=bf16 is not faster for this model here; running fp32."),
-                          ("%s", info.precision_note.c_str()));
-    if (s.optimize && !info.optimized && !info.model_quantized)
-      GST_ELEMENT_WARNING(self, LIBRARY, SETTINGS,
-                          ("Model '%s' runs unoptimised (slower).", s.model.c_str()),
-                          ("optimize_for_inference failed: %s", info.optimize_note.c_str()));
-    GST_INFO_OBJECT(
-        self,
-        "model %s: %dx%d %s, task %s, %zu labels (config: %s); load %.1f ms, optimise %.1f ms "
-        "(frozen %d, optimised %d), warm-up %.1f ms; precision %s (%s), %d threads, cores %s",
-        s.model.c_str(), rt->config.input_width, rt->config.input_height,
-        to_string(rt->config.channel_order), to_string(rt->config.task), rt->config.labels.size(),
-        rt->config.source.empty() ? "defaults" : rt->config.source.c_str(), info.load_ms,
-        info.optimize_ms, info.frozen, info.optimized, info.warmup_ms, to_string(info.precision),
-        info.precision_note.c_str(), info.threads,
-        info.cores.empty() ? "not pinned" : format_cpu_list(info.cores).c_str());
-    {
-      std::lock_guard<std::mutex> lock(self->state->stats_lock);
-      self->state->stats = Stats{};
-      self->state->stats.load_ms = info.load_ms + info.optimize_ms + info.warmup_ms;
-      self->state->stats.read_ms = info.load_ms;
-      self->state->stats.optimize_ms = info.optimize_ms;
-      self->state->stats.warmup_ms = info.warmup_ms;
-      self->state->stats.active_precision = to_string(info.precision);
-    }
-    self->state->rt = std::move(rt);
-    return TRUE;
-  } catch (const Error& e) {
-    return report_start_error(self, e, s.model);
-  } catch (const std::bad_alloc&) {
-    GST_ELEMENT_ERROR(self, LIBRARY, INIT,
-                      ("Out of memory while loading model '%s' (corrupt file?).", s.model.c_str()),
-                      (nullptr));
-  } catch (const std::exception& e) {
-    GST_ELEMENT_ERROR(self, LIBRARY, INIT,
-                      ("Model '%s' could not be loaded: %s", s.model.c_str(), e.what()), (nullptr));
-  } catch (...) {
-    GST_ELEMENT_ERROR(self, LIBRARY, INIT, ("Model '%s' could not be loaded.", s.model.c_str()),
-                      (nullptr));
-  }
-  return FALSE;
+static GstFlowReturn current_flow(State* st) {
+  return static_cast<GstFlowReturn>(st->flow.load());
 }
 
-static gboolean gst_torchinfer_stop(GstBaseTransform* trans) {
-  auto* self = GST_TORCHINFER(trans);
-  try {
-    self->state->rt.reset();
-  } catch (...) {
-  }
-  return TRUE;
+static void mark_not_inferred(State* st, std::uint64_t seq) {
+  st->out->queue.complete(seq, [](Item& it) { it.infer = false; });
 }
 
-static gboolean gst_torchinfer_set_caps(GstBaseTransform* trans, GstCaps* incaps, GstCaps*) {
-  auto* self = GST_TORCHINFER(trans);
-  Runtime* rt = self->state->rt.get();
-  GstVideoInfo info;
-  PixelFormat pf;
-  if (!gst_video_info_from_caps(&info, incaps) ||
-      !to_pixel_format(GST_VIDEO_INFO_FORMAT(&info), &pf)) {
-    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("torchinfer cannot handle this video format."),
-                      ("caps %" GST_PTR_FORMAT, incaps));
-    return FALSE;
+static GstFlowReturn gst_torchinfer_chain(GstPad*, GstObject* parent, GstBuffer* buf) {
+  auto* self = GST_TORCHINFER(parent);
+  State* st = self->state;
+  GstFlowReturn flow = current_flow(st);
+  if (flow != GST_FLOW_OK) {
+    gst_buffer_unref(buf);
+    return flow;
   }
-  if (!rt) return FALSE;
-  rt->info = info;
-  rt->have_info = true;
-  return TRUE;
-}
-
-static FrameView frame_view(const GstVideoFrame& f) {
-  FrameView v;
-  to_pixel_format(GST_VIDEO_FRAME_FORMAT(&f), &v.format);
-  v.width = GST_VIDEO_FRAME_WIDTH(&f);
-  v.height = GST_VIDEO_FRAME_HEIGHT(&f);
-  for (guint p = 0; p < GST_VIDEO_FRAME_N_PLANES(&f) && p < 3; ++p) {
-    v.planes[p] = static_cast<const std::uint8_t*>(GST_VIDEO_FRAME_PLANE_DATA(&f, p));
-    v.strides[p] = GST_VIDEO_FRAME_PLANE_STRIDE(&f, p);
-  }
-  const GstVideoColorimetry& c = f.info.colorimetry;
-  v.matrix = c.matrix == GST_VIDEO_COLOR_MATRIX_BT709    ? YuvMatrix::kBT709
-             : c.matrix == GST_VIDEO_COLOR_MATRIX_BT2020 ? YuvMatrix::kBT2020
-                                                         : YuvMatrix::kBT601;
-  v.full_range = c.range == GST_VIDEO_COLOR_RANGE_0_255;
-  return v;
-}
-
-static GstFlowReturn gst_torchinfer_transform_ip(GstBaseTransform* trans, GstBuffer* buf) {
-  auto* self = GST_TORCHINFER(trans);
-  Runtime* rt = self->state->rt.get();
-  if (!rt || !rt->have_info) {
+  if (!st->have_info || !st->batcher) {
+    gst_buffer_unref(buf);
     GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("Received video before the format was negotiated."),
                       (nullptr));
     return GST_FLOW_NOT_NEGOTIATED;
   }
+  {
+    std::lock_guard<std::mutex> lock(st->stats_lock);
+    st->stream_stats.frame_in();
+  }
+  const bool infer = st->frame_counter++ % st->run.inference_interval == 0;
+  const bool skip_when_busy = st->skip_when_busy;
+
+  Item item;
+  item.obj = MiniObjectRef(GST_MINI_OBJECT(gst_buffer_ref(buf)));  // the queue's reference
+  MiniObjectRef ours(GST_MINI_OBJECT(buf));                        // kept while preprocessing
+  item.infer = infer;
+  item.in_time = Clock::now();
+  item.rec.frame_width = GST_VIDEO_INFO_WIDTH(&st->info);
+  item.rec.frame_height = GST_VIDEO_INFO_HEIGHT(&st->info);
+  item.rec.pts = GST_BUFFER_PTS(buf);
+  const std::optional<std::uint64_t> seq =
+      st->out->queue.push(std::move(item), !infer, !skip_when_busy);
+  if (!seq) {
+    if (st->flushing) return GST_FLOW_FLUSHING;
+    flow = current_flow(st);
+    if (flow != GST_FLOW_OK) return flow;
+    // Live and the queue is full: this frame leaves the stream.
+    std::lock_guard<std::mutex> lock(st->stats_lock);
+    st->stream_stats.frame_dropped();
+    return GST_FLOW_OK;
+  }
+  if (!infer) {
+    std::lock_guard<std::mutex> lock(st->stats_lock);
+    st->stream_stats.frame_skipped();
+    return current_flow(st);
+  }
+
+  Batcher::Slot slot = st->batcher->acquire(!skip_when_busy, st->flushing);
+  if (!slot) {
+    if (st->flushing) return GST_FLOW_FLUSHING;
+    mark_not_inferred(st, *seq);
+    std::lock_guard<std::mutex> lock(st->stats_lock);
+    st->stream_stats.frame_dropped();
+    return current_flow(st);
+  }
+
   GstVideoFrame frame;
-  if (!gst_video_frame_map(&frame, &rt->info, buf, GST_MAP_READ)) {
+  if (!gst_video_frame_map(&frame, &st->info, buf, GST_MAP_READ)) {
+    st->batcher->commit(slot, nullptr);
+    mark_not_inferred(st, *seq);
     GST_ELEMENT_ERROR(self, STREAM, FAILED,
                       ("Could not read a video frame (buffer too small for its caps)."), (nullptr));
     return GST_FLOW_ERROR;
   }
-  bool mapped = true;
   try {
-    const auto t0 = std::chrono::steady_clock::now();
-    // A float slot is at least as large as a byte slot: one buffer serves both.
+    if (slot.model != st->pre_model) {
+      st->pre = std::make_unique<Preprocessor>(preprocess_options(st->run, slot.model->config));
+      st->pre_model = slot.model;
+    }
+    const auto t0 = Clock::now();
     const FrameTransform tf =
-        rt->config.input_uint8
-            ? rt->pre->run(frame_view(frame), reinterpret_cast<std::uint8_t*>(rt->batch.data()))
-            : rt->pre->run(frame_view(frame), rt->batch.data());
+        slot.model->config.input_uint8
+            ? st->pre->run(frame_view(frame), static_cast<std::uint8_t*>(slot.data))
+            : st->pre->run(frame_view(frame), static_cast<float*>(slot.data));
+    const double pre_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     gst_video_frame_unmap(&frame);
-    mapped = false;
-    const auto t1 = std::chrono::steady_clock::now();
-    std::shared_ptr<const BatchOutput> out = rt->engine->run(rt->batch.data(), 1);
-
-    const std::vector<TensorView> views = out->frame(0);
-    auto* holder = new std::shared_ptr<const BatchOutput>(out);
-    GBytes* owner = g_bytes_new_with_free_func(
-        nullptr, 0, [](gpointer p) { delete static_cast<std::shared_ptr<const BatchOutput>*>(p); },
-        holder);
-    GstTorchTensorMeta* meta = gst_buffer_add_torch_tensor_meta(buf, views.size(), owner);
-    g_bytes_unref(owner);
-    {
-      std::lock_guard<std::mutex> lock(self->state->settings_lock);
-      meta->model = g_strdup(self->state->settings.model.c_str());
-      meta->model_instance_id = g_strdup(self->state->settings.model_instance_id.c_str());
-    }
-    meta->input_width = rt->config.input_width;
-    meta->input_height = rt->config.input_height;
-    meta->frame_width = GST_VIDEO_INFO_WIDTH(&rt->info);
-    meta->frame_height = GST_VIDEO_INFO_HEIGHT(&rt->info);
-    meta->transform = {tf.scale_x, tf.scale_y, tf.offset_x, tf.offset_y};
-    meta->preprocess_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
-    meta->inference_ns = static_cast<guint64>(out->inference_ms() * 1e6);
-    meta->batch_size = 1;
-    meta->batch_index = 0;
-    for (std::size_t i = 0; i < views.size(); ++i) {
-      GstTorchTensor& t = meta->tensors[i];
-      if (views[i].dims.size() > GST_TORCH_MAX_DIMS)
-        throw Error(ErrorKind::kModelInvalid,
-                    "output '" + views[i].name + "' has more than 8 dimensions");
-      t.name = g_strdup(views[i].name.c_str());
-      t.dtype = to_gst_dtype(views[i].dtype);
-      t.n_dims = views[i].dims.size();
-      std::copy(views[i].dims.begin(), views[i].dims.end(), t.dims);
-      t.data = views[i].data;
-      t.size = views[i].bytes;
-    }
-
-    if (rt->config.task == Task::kClassification) {
-      const TensorView* scores = nullptr;
-      for (const auto& v : views)
-        if (looks_like_class_scores(v)) {
-          scores = &v;
-          break;
-        }
-      if (scores) {
-        attach_classification(buf, decode_top_k(*scores, rt->config.top_k,
-                                                rt->config.output_activation, rt->config.labels));
-      } else if (!rt->warned_not_classifier) {
-        rt->warned_not_classifier = true;
-        GST_ELEMENT_WARNING(self, STREAM, FORMAT,
-                            ("Model output is not a vector of class scores; no labels attached."),
-                            ("set task=raw or task=detection for this model"));
-      }
-    }
-    std::lock_guard<std::mutex> lock(self->state->stats_lock);
-    self->state->stats.frames++;
-    self->state->stats.last_inference_ms = out->inference_ms();
+    std::shared_ptr<Output> out = st->out;
+    const std::uint64_t s = *seq;
+    st->batcher->commit(slot, [out, s, tf, pre_ms](FrameResult&& r) {
+      out->queue.complete(s, [&](Item& it) {
+        it.rec.result = std::move(r);
+        it.rec.transform = tf;
+        it.rec.preprocess_ms = pre_ms;
+      });
+    });
   } catch (const std::exception& e) {
-    if (mapped) gst_video_frame_unmap(&frame);
-    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Inference failed: %s", e.what()), (nullptr));
-    return GST_FLOW_ERROR;
-  } catch (...) {
-    if (mapped) gst_video_frame_unmap(&frame);
-    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Inference failed."), (nullptr));
+    gst_video_frame_unmap(&frame);
+    st->batcher->commit(slot, nullptr);
+    mark_not_inferred(st, *seq);
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Could not prepare a frame: %s", e.what()), (nullptr));
     return GST_FLOW_ERROR;
   }
-  return GST_FLOW_OK;
+  return current_flow(st);
+}
+
+static bool query_upstream_live(GstTorchInfer* self) {
+  GstQuery* q = gst_query_new_latency();
+  gboolean live = FALSE;
+  if (gst_pad_peer_query(self->sinkpad, q)) gst_query_parse_latency(q, &live, nullptr, nullptr);
+  gst_query_unref(q);
+  return live;
+}
+
+static gboolean gst_torchinfer_sink_event(GstPad* pad, GstObject* parent, GstEvent* event) {
+  auto* self = GST_TORCHINFER(parent);
+  State* st = self->state;
+  switch (GST_EVENT_TYPE(event)) {
+    case GST_EVENT_FLUSH_START: {
+      st->flushing = true;
+      st->flow = GST_FLOW_FLUSHING;
+      if (st->batcher) st->batcher->wake();
+      st->out->queue.set_flushing(true);  // drops what was queued
+      const gboolean ret = gst_pad_push_event(self->srcpad, event);
+      gst_pad_pause_task(self->srcpad);
+      return ret;
+    }
+    case GST_EVENT_FLUSH_STOP: {
+      st->out->queue.set_flushing(false);
+      st->last.reset();
+      st->flushing = false;
+      st->flow = GST_FLOW_OK;
+      const gboolean ret = gst_pad_push_event(self->srcpad, event);
+      gst_pad_start_task(self->srcpad, gst_torchinfer_loop, self, nullptr);
+      return ret;
+    }
+    case GST_EVENT_CAPS: {
+      GstCaps* caps;
+      gst_event_parse_caps(event, &caps);
+      GstVideoInfo info;
+      PixelFormat pf;
+      if (!gst_video_info_from_caps(&info, caps) ||
+          !to_pixel_format(GST_VIDEO_INFO_FORMAT(&info), &pf)) {
+        GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("torchinfer cannot handle this video format."),
+                          ("caps %" GST_PTR_FORMAT, caps));
+        gst_event_unref(event);
+        return FALSE;
+      }
+      // Frames already queued keep the size they were prepared with; the
+      // partial batch runs now rather than waiting for its timeout.
+      if (st->batcher) st->batcher->submit_partial();
+      st->info = info;
+      st->have_info = true;
+      if (st->run.drop_policy == DROP_AUTO) st->skip_when_busy = query_upstream_live(self);
+      break;
+    }
+    case GST_EVENT_EOS:
+    case GST_EVENT_SEGMENT_DONE:
+    case GST_EVENT_GAP:
+      if (st->batcher) st->batcher->submit_partial();
+      break;
+    default:
+      break;
+  }
+  if (!GST_EVENT_IS_SERIALIZED(event)) return gst_pad_event_default(pad, parent, event);
+  const GstFlowReturn flow = current_flow(st);
+  if (flow != GST_FLOW_OK && !st->flushing) {
+    // The output task stopped on a downstream error or EOS: nothing queued
+    // will leave, so events (EOS above all) go straight on.
+    return gst_pad_push_event(self->srcpad, event);
+  }
+  Item item;
+  item.obj = MiniObjectRef(GST_MINI_OBJECT(event));
+  item.is_event = true;
+  return st->out->queue.push(std::move(item), true, true).has_value();
+}
+
+static gboolean gst_torchinfer_sink_query(GstPad* pad, GstObject* parent, GstQuery* query) {
+  auto* self = GST_TORCHINFER(parent);
+  State* st = self->state;
+  if (!GST_QUERY_IS_SERIALIZED(query)) return gst_pad_query_default(pad, parent, query);
+  // Serialized queries (allocation, drain) must see the frames before them
+  // leave first.
+  if (st->batcher) st->batcher->submit_partial();
+  if (!st->out->queue.wait_empty()) return FALSE;
+  if (!gst_pad_query_default(pad, parent, query)) return FALSE;
+  if (GST_QUERY_TYPE(query) == GST_QUERY_ALLOCATION) {
+    // Upstream's pool must cover the frames this element holds on top of
+    // what downstream asked for, or a camera with few buffers stalls.
+    const guint hold = static_cast<guint>(st->out->queue.capacity());
+    const guint n = gst_query_get_n_allocation_pools(query);
+    for (guint i = 0; i < n; ++i) {
+      GstBufferPool* pool = nullptr;
+      guint size, min, max;
+      gst_query_parse_nth_allocation_pool(query, i, &pool, &size, &min, &max);
+      min += hold;
+      if (max != 0 && max < min) max = min;
+      gst_query_set_nth_allocation_pool(query, i, pool, size, min, max);
+      if (pool) gst_object_unref(pool);
+    }
+    if (n == 0 && st->have_info)
+      gst_query_add_allocation_pool(query, nullptr, GST_VIDEO_INFO_SIZE(&st->info), hold, 0);
+  }
+  return TRUE;
+}
+
+// ---- output thread -------------------------------------------------------
+
+static void post_stats(GstTorchInfer* self, const StatsSnapshot& snap) {
+  gst_element_post_message(
+      GST_ELEMENT(self),
+      gst_message_new_element(GST_OBJECT(self), stats_structure("torchinfer-stats", snap)));
+}
+
+static void stop_output(GstTorchInfer* self, GstFlowReturn ret) {
+  State* st = self->state;
+  st->flow = ret;
+  // Nothing queued can leave now; unblock the streaming thread.
+  if (ret != GST_FLOW_FLUSHING) st->out->queue.set_flushing(true);
+  gst_pad_pause_task(self->srcpad);
+}
+
+static void gst_torchinfer_loop(gpointer user_data) {
+  auto* self = GST_TORCHINFER(user_data);
+  State* st = self->state;
+  std::optional<Item> item = st->out->queue.pop();
+  if (!item) {
+    gst_pad_pause_task(self->srcpad);
+    return;
+  }
+  if (item->is_event) {
+    gst_pad_push_event(self->srcpad, GST_EVENT(item->obj.release()));
+    return;
+  }
+  FrameRecord& rec = item->rec;
+  if (item->infer && !rec.result.error.empty()) {
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Inference failed: %s", rec.result.error.c_str()),
+                      (nullptr));
+    stop_output(self, GST_FLOW_ERROR);
+    return;
+  }
+  GstBuffer* buf = gst_buffer_make_writable(GST_BUFFER(item->obj.release()));
+  try {
+    bool scores_ok = true;
+    if (item->infer && rec.result.output) {
+      scores_ok = attach_results(buf, rec, true, st->run.model_instance_id);
+      st->last = rec;
+    } else if (st->last && st->last->frame_width == rec.frame_width &&
+               st->last->frame_height == rec.frame_height) {
+      scores_ok = attach_results(buf, *st->last, false, st->run.model_instance_id);
+    }
+    if (!scores_ok && !st->warned_not_classifier) {
+      st->warned_not_classifier = true;
+      GST_ELEMENT_WARNING(self, STREAM, FORMAT,
+                          ("Model output is not a vector of class scores; no labels attached."),
+                          ("set task=raw or task=detection for this model"));
+    }
+  } catch (const std::exception& e) {
+    gst_buffer_unref(buf);
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Inference failed: %s", e.what()), (nullptr));
+    stop_output(self, GST_FLOW_ERROR);
+    return;
+  }
+  const auto now = Clock::now();
+  std::optional<StatsSnapshot> to_post;
+  {
+    std::lock_guard<std::mutex> lock(st->stats_lock);
+    StreamStats& ss = st->stream_stats;
+    if (item->infer && rec.result.output) {
+      ss.inferred(rec.result.batch_fill, rec.result.queue_ms, rec.preprocess_ms,
+                  rec.result.inference_ms);
+      st->stats.frames++;
+      st->stats.last_inference_ms = rec.result.inference_ms;
+    }
+    ss.frame_out(now);
+    ss.latency(std::chrono::duration<double, std::milli>(now - item->in_time).count());
+    const guint interval = st->run.stats_interval_ms;
+    if (interval > 0 && now - st->last_stats_post >= std::chrono::milliseconds(interval)) {
+      st->last_stats_post = now;
+      to_post = ss.snapshot(now, true);
+    }
+  }
+  if (to_post) post_stats(self, *to_post);
+  const GstFlowReturn ret = gst_pad_push(self->srcpad, buf);
+  if (ret != GST_FLOW_OK) {
+    GST_DEBUG_OBJECT(self, "downstream returned %s, pausing", gst_flow_get_name(ret));
+    stop_output(self, ret);
+  }
+}
+
+static gboolean gst_torchinfer_src_query(GstPad* pad, GstObject* parent, GstQuery* query) {
+  auto* self = GST_TORCHINFER(parent);
+  if (GST_QUERY_TYPE(query) != GST_QUERY_LATENCY) return gst_pad_query_default(pad, parent, query);
+  if (!gst_pad_peer_query(self->sinkpad, query)) return FALSE;
+  gboolean live;
+  GstClockTime min, max;
+  gst_query_parse_latency(query, &live, &min, &max);
+  // A frame waits for its batch to fill (batch-timeout at most) and for
+  // the forward() of its batch; it may also wait for the batch before it.
+  const GstClockTime ours = self->state->latency_ns.load();
+  min += ours;
+  if (GST_CLOCK_TIME_IS_VALID(max)) max += 2 * ours;
+  gst_query_set_latency(query, live, min, max);
+  return TRUE;
+}
+
+// ---- pads and states -----------------------------------------------------
+
+static void set_flushing(State* st) {
+  st->flushing = true;
+  st->flow = GST_FLOW_FLUSHING;
+  if (st->batcher) st->batcher->wake();
+  st->out->queue.set_flushing(true);
+}
+
+static gboolean gst_torchinfer_src_activate_mode(GstPad* pad, GstObject* parent, GstPadMode mode,
+                                                 gboolean active) {
+  auto* self = GST_TORCHINFER(parent);
+  State* st = self->state;
+  if (mode != GST_PAD_MODE_PUSH) return FALSE;
+  if (active) {
+    st->out->queue.set_flushing(false);
+    st->flushing = false;
+    st->flow = GST_FLOW_OK;
+    return gst_pad_start_task(pad, gst_torchinfer_loop, self, nullptr);
+  }
+  set_flushing(st);
+  return gst_pad_stop_task(pad);
+}
+
+static gboolean gst_torchinfer_sink_activate_mode(GstPad*, GstObject* parent, GstPadMode mode,
+                                                  gboolean active) {
+  auto* self = GST_TORCHINFER(parent);
+  if (mode != GST_PAD_MODE_PUSH) return FALSE;
+  // Unblocks a chain() waiting for a batch buffer or queue space before the
+  // pad takes its stream lock.
+  if (!active) set_flushing(self->state);
+  return TRUE;
+}
+
+static GstStateChangeReturn gst_torchinfer_change_state(GstElement* element,
+                                                        GstStateChange transition) {
+  auto* self = GST_TORCHINFER(element);
+  if (transition == GST_STATE_CHANGE_READY_TO_PAUSED && !gst_torchinfer_start(self))
+    return GST_STATE_CHANGE_FAILURE;
+  GstStateChangeReturn ret =
+      GST_ELEMENT_CLASS(gst_torchinfer_parent_class)->change_state(element, transition);
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY ||
+      (transition == GST_STATE_CHANGE_READY_TO_PAUSED && ret == GST_STATE_CHANGE_FAILURE))
+    gst_torchinfer_stop(self);
+  return ret;
 }
 
 static void gst_torchinfer_finalize(GObject* object) {
   auto* self = GST_TORCHINFER(object);
+  {
+    std::lock_guard<std::mutex> lock(self->state->reload_lock);
+    if (self->state->reload_thread.joinable()) self->state->reload_thread.join();
+  }
   delete self->state;
   self->state = nullptr;
   G_OBJECT_CLASS(gst_torchinfer_parent_class)->finalize(object);
@@ -467,7 +692,6 @@ static void gst_torchinfer_finalize(GObject* object) {
 static void gst_torchinfer_class_init(GstTorchInferClass* klass) {
   auto* gobject_class = G_OBJECT_CLASS(klass);
   auto* element_class = GST_ELEMENT_CLASS(klass);
-  auto* trans_class = GST_BASE_TRANSFORM_CLASS(klass);
 
   gobject_class->set_property = gst_torchinfer_set_property;
   gobject_class->get_property = gst_torchinfer_get_property;
@@ -478,19 +702,29 @@ static void gst_torchinfer_class_init(GstTorchInferClass* klass) {
   gst_element_class_add_static_pad_template(element_class, &src_template);
   gst_element_class_set_static_metadata(element_class, "PyTorch inference", "Filter/Analyzer/Video",
                                         "Runs a TorchScript model on raw video frames (YUY2, RGB, "
-                                        "...) and attaches the results as metadata",
+                                        "...) in batches and attaches the results as metadata",
                                         "torchinfer developers");
-
-  trans_class->start = GST_DEBUG_FUNCPTR(gst_torchinfer_start);
-  trans_class->stop = GST_DEBUG_FUNCPTR(gst_torchinfer_stop);
-  trans_class->set_caps = GST_DEBUG_FUNCPTR(gst_torchinfer_set_caps);
-  trans_class->transform_ip = GST_DEBUG_FUNCPTR(gst_torchinfer_transform_ip);
-  trans_class->passthrough_on_same_caps = FALSE;
+  element_class->change_state = GST_DEBUG_FUNCPTR(gst_torchinfer_change_state);
 
   GST_DEBUG_CATEGORY_INIT(gst_torchinfer_debug, "torchinfer", 0, "TorchScript inference on video");
 }
 
 static void gst_torchinfer_init(GstTorchInfer* self) {
   self->state = new State();
-  gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);
+  self->sinkpad = gst_pad_new_from_static_template(&sink_template, "sink");
+  gst_pad_set_chain_function(self->sinkpad, GST_DEBUG_FUNCPTR(gst_torchinfer_chain));
+  gst_pad_set_event_function(self->sinkpad, GST_DEBUG_FUNCPTR(gst_torchinfer_sink_event));
+  gst_pad_set_query_function(self->sinkpad, GST_DEBUG_FUNCPTR(gst_torchinfer_sink_query));
+  gst_pad_set_activatemode_function(self->sinkpad,
+                                    GST_DEBUG_FUNCPTR(gst_torchinfer_sink_activate_mode));
+  GST_PAD_SET_PROXY_CAPS(self->sinkpad);
+  GST_PAD_SET_PROXY_ALLOCATION(self->sinkpad);
+  gst_element_add_pad(GST_ELEMENT(self), self->sinkpad);
+
+  self->srcpad = gst_pad_new_from_static_template(&src_template, "src");
+  gst_pad_set_query_function(self->srcpad, GST_DEBUG_FUNCPTR(gst_torchinfer_src_query));
+  gst_pad_set_activatemode_function(self->srcpad,
+                                    GST_DEBUG_FUNCPTR(gst_torchinfer_src_activate_mode));
+  GST_PAD_SET_PROXY_CAPS(self->srcpad);
+  gst_element_add_pad(GST_ELEMENT(self), self->srcpad);
 }

@@ -1,12 +1,12 @@
 #ifndef GST_TORCHINFER_H
 #define GST_TORCHINFER_H
 
-#include <gst/base/gstbasetransform.h>
+#include <gst/gst.h>
 
 G_BEGIN_DECLS
 
 #define GST_TYPE_TORCHINFER (gst_torchinfer_get_type())
-G_DECLARE_FINAL_TYPE(GstTorchInfer, gst_torchinfer, GST, TORCHINFER, GstBaseTransform)
+G_DECLARE_FINAL_TYPE(GstTorchInfer, gst_torchinfer, GST, TORCHINFER, GstElement)
 
 GST_ELEMENT_REGISTER_DECLARE(torchinfer);
 

@@ -8,6 +8,8 @@ gboolean tensor_meta_init(GstMeta* meta, gpointer, GstBuffer*) {
   auto* m = reinterpret_cast<GstTorchTensorMeta*>(meta);
   std::memset(reinterpret_cast<char*>(m) + sizeof(GstMeta), 0, sizeof(*m) - sizeof(GstMeta));
   m->transform.scale_x = m->transform.scale_y = 1.0;
+  m->inferred = TRUE;
+  m->result_pts = GST_CLOCK_TIME_NONE;
   return TRUE;
 }
 
@@ -40,6 +42,9 @@ gboolean tensor_meta_transform(GstBuffer* dest, GstMeta* meta, GstBuffer*, GQuar
   d->inference_ns = s->inference_ns;
   d->batch_size = s->batch_size;
   d->batch_index = s->batch_index;
+  d->queue_ns = s->queue_ns;
+  d->inferred = s->inferred;
+  d->result_pts = s->result_pts;
   for (guint i = 0; i < s->n_tensors; ++i) {
     d->tensors[i] = s->tensors[i];
     d->tensors[i].name = g_strdup(s->tensors[i].name);

@@ -68,6 +68,21 @@ GType input_dtype_type() {
   return t;
 }
 
+GType drop_policy_type() {
+  static GType t = 0;
+  static const GEnumValue values[] = {
+      {DROP_AUTO, "skip when the source is live, block otherwise", "auto"},
+      {DROP_BLOCK, "Wait for the model: every frame is inferred (files, tests)", "block"},
+      {DROP_SKIP,
+       "Frames that arrive while the model is busy pass through without inference (live "
+       "cameras: latency stays bounded)",
+       "skip"},
+      {0, nullptr, nullptr}};
+  if (g_once_init_enter(&t))
+    g_once_init_leave(&t, g_enum_register_static("GstTorchInferDropPolicy", values));
+  return t;
+}
+
 GType precision_type() {
   static GType t = 0;
   static const GEnumValue values[] = {
@@ -161,8 +176,17 @@ void install_properties(GObjectClass* k) {
     g_object_class_install_property(k, id,
                                     g_param_spec_string(name, nick, blurb, nullptr, kRWReady));
   };
-  str(PROP_MODEL, "model", "Model",
-      "TorchScript model file (.pt) saved with torch.jit.trace/script");
+  g_object_class_install_property(
+      k, PROP_MODEL,
+      g_param_spec_string(
+          "model", "Model",
+          "TorchScript model file (.pt) saved with torch.jit.trace/script. Setting it while "
+          "PAUSED or PLAYING loads the new model in the background and switches to it between "
+          "batches (posts \"torchinfer-model-reloaded\"; a model that fails to load leaves the "
+          "old one running and posts a warning)",
+          nullptr,
+          static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+                                   GST_PARAM_MUTABLE_PLAYING)));
   str(PROP_MODEL_CONFIG, "model-config", "Model config",
       "JSON sidecar describing the model input and output (default: <model>.json beside the model; "
       "without one, torchvision conventions: 224x224 RGB, ImageNet mean/std, classification)");
@@ -294,6 +318,59 @@ void install_properties(GObjectClass* k) {
                           "Precision the model runs at after start (fp32, int8 or bf16)", nullptr,
                           kRO));
   g_object_class_install_property(
+      k, PROP_BATCH_SIZE,
+      g_param_spec_int("batch-size", "Batch size",
+                       "Frames per forward() call; frames of every element sharing the "
+                       "model-instance-id fill the same batch",
+                       1, 64, 1, kRWReady));
+  g_object_class_install_property(
+      k, PROP_BATCH_TIMEOUT,
+      g_param_spec_uint64("batch-timeout", "Batch timeout",
+                          "Microseconds a partial batch waits for more frames after its first "
+                          "one arrived (default: a bit more than one frame at 30 fps)",
+                          0, G_GUINT64_CONSTANT(60000000), 40000, kRWReady));
+  g_object_class_install_property(
+      k, PROP_INFERENCE_INTERVAL,
+      g_param_spec_int("inference-interval", "Inference interval",
+                       "Infer every Nth frame; the frames in between carry the latest result, "
+                       "marked not inferred",
+                       1, 1000000, 1, kRWReady));
+  g_object_class_install_property(
+      k, PROP_DROP_POLICY,
+      g_param_spec_enum("drop-policy", "Drop policy",
+                        "What to do with a frame that arrives while the model is busy",
+                        drop_policy_type(), DROP_AUTO, kRWReady));
+  g_object_class_install_property(
+      k, PROP_STATS_INTERVAL,
+      g_param_spec_uint("stats-interval", "Stats interval",
+                        "Milliseconds between \"torchinfer-stats\" element messages (0 = none)", 0,
+                        G_MAXUINT, 0, kRWReady));
+  g_object_class_install_property(
+      k, PROP_DROPPED,
+      g_param_spec_uint64("dropped", "Dropped",
+                          "Frames not inferred because the model was busy (drop-policy)", 0,
+                          G_MAXUINT64, 0, kRO));
+  g_object_class_install_property(
+      k, PROP_FPS,
+      g_param_spec_double("fps", "Frames per second", "Output frame rate since start", 0,
+                          G_MAXDOUBLE, 0, kRO));
+  g_object_class_install_property(
+      k, PROP_LATENCY_P50,
+      g_param_spec_double("latency-p50", "Latency p50",
+                          "Median milliseconds from a frame entering to it leaving, over the "
+                          "last 1024 frames",
+                          0, G_MAXDOUBLE, 0, kRO));
+  g_object_class_install_property(
+      k, PROP_LATENCY_P99,
+      g_param_spec_double("latency-p99", "Latency p99", "99th percentile of the same latency", 0,
+                          G_MAXDOUBLE, 0, kRO));
+  g_object_class_install_property(
+      k, PROP_STATS,
+      g_param_spec_boxed("stats", "Statistics",
+                         "Counters and per-stage latency percentiles (same fields as the "
+                         "torchinfer-stats message)",
+                         GST_TYPE_STRUCTURE, kRO));
+  g_object_class_install_property(
       k, PROP_LAST_INFERENCE_TIME,
       g_param_spec_double("last-inference-time", "Last inference time",
                           "Milliseconds taken by the most recent forward() call", 0, G_MAXDOUBLE, 0,
@@ -381,6 +458,21 @@ bool set_property(Settings& s, guint prop_id, const GValue* value, GParamSpec* p
       return true;
     case PROP_INPUT_DTYPE:
       s.input_dtype = static_cast<InputDtypeProp>(g_value_get_enum(value));
+      return true;
+    case PROP_BATCH_SIZE:
+      s.batch_size = g_value_get_int(value);
+      return true;
+    case PROP_BATCH_TIMEOUT:
+      s.batch_timeout_us = g_value_get_uint64(value);
+      return true;
+    case PROP_INFERENCE_INTERVAL:
+      s.inference_interval = g_value_get_int(value);
+      return true;
+    case PROP_DROP_POLICY:
+      s.drop_policy = static_cast<DropPolicy>(g_value_get_enum(value));
+      return true;
+    case PROP_STATS_INTERVAL:
+      s.stats_interval_ms = g_value_get_uint(value);
       return true;
     default:
       return false;
@@ -490,9 +582,46 @@ void get_property(const Settings& s, const Stats& st, guint prop_id, GValue* val
     case PROP_ACTIVE_PRECISION:
       str(st.active_precision);
       break;
+    case PROP_BATCH_SIZE:
+      g_value_set_int(value, s.batch_size);
+      break;
+    case PROP_BATCH_TIMEOUT:
+      g_value_set_uint64(value, s.batch_timeout_us);
+      break;
+    case PROP_INFERENCE_INTERVAL:
+      g_value_set_int(value, s.inference_interval);
+      break;
+    case PROP_DROP_POLICY:
+      g_value_set_enum(value, s.drop_policy);
+      break;
+    case PROP_STATS_INTERVAL:
+      g_value_set_uint(value, s.stats_interval_ms);
+      break;
     default:
       break;
   }
+}
+
+GstStructure* stats_structure(const char* name, const StatsSnapshot& s) {
+  GstStructure* st = gst_structure_new(
+      name, "frames-in", G_TYPE_UINT64, s.frames_in, "frames-out", G_TYPE_UINT64, s.frames_out,
+      "frames-inferred", G_TYPE_UINT64, s.inferred, "frames-skipped", G_TYPE_UINT64, s.skipped,
+      "frames-dropped", G_TYPE_UINT64, s.dropped, "mean-batch-fill", G_TYPE_DOUBLE,
+      s.mean_batch_fill, "fps", G_TYPE_DOUBLE, s.fps, nullptr);
+  const struct {
+    const char* stage;
+    const StagePercentiles& p;
+  } stages[] = {{"queue", s.queue},
+                {"preprocess", s.preprocess},
+                {"inference", s.inference},
+                {"total", s.total}};
+  for (const auto& x : stages) {
+    const std::string base = std::string(x.stage) + "-ms-";
+    gst_structure_set(st, (base + "p50").c_str(), G_TYPE_DOUBLE, x.p.p50, (base + "p95").c_str(),
+                      G_TYPE_DOUBLE, x.p.p95, (base + "p99").c_str(), G_TYPE_DOUBLE, x.p.p99,
+                      nullptr);
+  }
+  return st;
 }
 
 }  // namespace torchinfer::gst

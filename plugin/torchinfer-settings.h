@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/model_config.h"
+#include "common/stream_stats.h"
 #include "engine/engine.h"
 #include "preprocess/preprocess.h"
 
@@ -47,6 +48,16 @@ enum Prop {
   PROP_OPTIMIZE_TIME,
   PROP_WARMUP_TIME,
   PROP_ACTIVE_PRECISION,
+  PROP_BATCH_SIZE,
+  PROP_BATCH_TIMEOUT,
+  PROP_INFERENCE_INTERVAL,
+  PROP_DROP_POLICY,
+  PROP_STATS_INTERVAL,
+  PROP_DROPPED,
+  PROP_FPS,
+  PROP_LATENCY_P50,
+  PROP_LATENCY_P99,
+  PROP_STATS,
 };
 
 // Enum values 0 mean "take it from the sidecar".
@@ -54,6 +65,9 @@ enum ChannelOrderProp { ORDER_AUTO, ORDER_RGB, ORDER_BGR, ORDER_GRAY };
 enum TaskProp { TASK_AUTO, TASK_CLASSIFICATION, TASK_DETECTION, TASK_RAW };
 enum ActivationProp { ACT_AUTO, ACT_SOFTMAX, ACT_SIGMOID, ACT_NONE };
 enum InputDtypeProp { DTYPE_AUTO, DTYPE_FLOAT32, DTYPE_UINT8 };
+// What happens to a frame when the model cannot keep up (both batch buffers
+// busy, or the output queue full).
+enum DropPolicy { DROP_AUTO, DROP_BLOCK, DROP_SKIP };
 
 struct Settings {
   std::string model, model_config, labels, model_instance_id;
@@ -73,6 +87,11 @@ struct Settings {
   std::optional<std::string> cores;  // unset = not pinned; validated at start
   Precision precision = Precision::kAuto;
   InputDtypeProp input_dtype = DTYPE_AUTO;
+  int batch_size = 1;
+  guint64 batch_timeout_us = 40000;
+  int inference_interval = 1;
+  DropPolicy drop_policy = DROP_AUTO;
+  guint stats_interval_ms = 0;  // 0 = no periodic message
 
   ConfigOverrides overrides() const;
 };
@@ -87,6 +106,9 @@ struct Stats {
 };
 
 void install_properties(GObjectClass* klass);
+
+// The "stats" property / "torchinfer-stats" message structure.
+GstStructure* stats_structure(const char* name, const StatsSnapshot& s);
 
 // Returns false (after a g_warning naming the property) for a rejected value;
 // the previous value is kept.

@@ -57,8 +57,14 @@ typedef struct {
   GstTorchTransform transform;
   guint64 preprocess_ns;
   guint64 inference_ns; /* forward() of the batch this frame was in */
-  guint batch_size;
-  guint batch_index;
+  guint batch_size;     /* frames in that batch (all streams sharing the model) */
+  guint batch_index;    /* this frame's position in it */
+  guint64 queue_ns;     /* from preprocessed to the batch starting */
+  /* FALSE on frames that were not inferred (inference-interval, or skipped
+   * under load by drop-policy): they carry the latest result of their
+   * stream, computed on the frame whose PTS is result_pts. */
+  gboolean inferred;
+  GstClockTime result_pts;
 
   guint n_tensors;
   GstTorchTensor* tensors;

@@ -1,0 +1,137 @@
+#include "torchinfer-load.h"
+
+#include <gst/video/video.h>
+
+#include <string>
+
+#include "batching/model_loader.h"
+#include "common/cpu_set.h"
+#include "common/error.h"
+#include "engine/selfcheck.h"
+
+GST_DEBUG_CATEGORY_EXTERN(gst_torchinfer_debug);
+#define GST_CAT_DEFAULT gst_torchinfer_debug
+
+namespace torchinfer::gst {
+
+EngineOptions engine_options(const Settings& s, const ModelConfig& config) {
+  EngineOptions eo;
+  eo.model_path = s.model;
+  eo.input_width = config.input_width;
+  eo.input_height = config.input_height;
+  eo.channels = config.channels();
+  eo.warmup_runs = s.warmup;
+  eo.optimize = s.optimize;
+  eo.threads = s.threads;
+  eo.cores = s.cores;
+  eo.precision = s.precision;
+  eo.declared_int8 = config.precision == ModelPrecision::kInt8;
+  eo.input_uint8 = config.input_uint8;
+  return eo;
+}
+
+PreprocessOptions preprocess_options(const Settings& s, const ModelConfig& config) {
+  PreprocessOptions po = PreprocessOptions::from_config(config);
+  po.keep_aspect_ratio = s.keep_aspect_ratio;
+  po.pad_value = s.pad_value;
+  po.method = s.resize_method;
+  po.crop = s.crop;
+  po.output = config.input_uint8 ? OutputType::kUInt8 : OutputType::kFloat32;
+  return po;
+}
+
+SharingKey sharing_key(const Settings& s, const ModelConfig& config) {
+  auto num = [](auto v) { return std::to_string(v); };
+  return {{"model", s.model},
+          {"input size",
+           num(config.input_width) + "x" + num(config.input_height) + "x" + num(config.channels())},
+          {"input-dtype", config.input_uint8 ? "uint8" : "float32"},
+          {"precision", to_string(s.precision)},
+          {"threads", num(s.threads)},
+          {"cores", s.cores ? *s.cores : "(not pinned)"},
+          {"batch-size", num(s.batch_size)},
+          {"batch-timeout", num(s.batch_timeout_us)},
+          {"optimize", s.optimize ? "true" : "false"}};
+}
+
+std::shared_ptr<const LoadedModel> load_for_element(GstElement* self, const Settings& s,
+                                                    const ModelConfig& config, int generation) {
+  std::shared_ptr<const LoadedModel> m =
+      load_model(engine_options(s, config), config, s.batch_size, generation);
+  const EngineInfo& info = m->engine->info();
+  if (config.accuracy_guard_forced)
+    GST_ELEMENT_WARNING(
+        self, LIBRARY, SETTINGS,
+        ("Model '%s' is an int8 model that FAILED its accuracy check and was written with "
+         "--force: results may be wrong.",
+         s.model.c_str()),
+        ("re-run models/quantize.py with more calibration frames or a looser tolerance, or "
+         "use the fp32 model (sidecar %s)",
+         config.source.c_str()));
+  // The self-check writes into a scratch slot only.
+  std::vector<float> probe(m->slot_bytes / sizeof(float) + 16, 0.f);
+  float* aligned = probe.data();
+  while (reinterpret_cast<std::uintptr_t>(aligned) % kBufferAlignment) ++aligned;
+  for (const Finding& f : self_check(m->engine.get(), aligned, info.threads, info.cores)) {
+    if (f.level == Finding::Level::kWarning)
+      GST_WARNING_OBJECT(self, "self-check %s: %s (fix: %s)", f.key.c_str(), f.value.c_str(),
+                         f.fix.c_str());
+    else
+      GST_INFO_OBJECT(self, "self-check %s: %s", f.key.c_str(), f.value.c_str());
+  }
+  const std::size_t n_cores = info.cores.empty() ? allowed_cpus().size() : info.cores.size();
+  if (info.threads > static_cast<int>(n_cores))
+    GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS,
+                        ("threads=%d is more than the %zu cores available: inference slows down.",
+                         info.threads, n_cores),
+                        ("set threads=0 (automatic) or list more cores"));
+  if (s.precision == Precision::kBf16 && info.precision != Precision::kBf16)
+    GST_ELEMENT_WARNING(self, LIBRARY, SETTINGS,
+                        ("precision=bf16 is not faster for this model here; running fp32."),
+                        ("%s", info.precision_note.c_str()));
+  if (s.optimize && !info.optimized && !info.model_quantized)
+    GST_ELEMENT_WARNING(self, LIBRARY, SETTINGS,
+                        ("Model '%s' runs unoptimised (slower).", s.model.c_str()),
+                        ("optimize_for_inference failed: %s", info.optimize_note.c_str()));
+  GST_INFO_OBJECT(
+      self,
+      "model %s: %dx%d %s, task %s, %zu labels (config: %s); load %.1f ms, optimise %.1f ms "
+      "(frozen %d, optimised %d), warm-up %.1f ms (batch sizes 1..%d); batch %d: %.2f ms; "
+      "precision %s (%s), %d threads, cores %s",
+      s.model.c_str(), config.input_width, config.input_height, to_string(config.channel_order),
+      to_string(config.task), config.labels.size(),
+      config.source.empty() ? "defaults" : config.source.c_str(), info.load_ms, info.optimize_ms,
+      info.frozen, info.optimized, info.warmup_ms, s.batch_size, s.batch_size, m->batch_ms,
+      to_string(info.precision), info.precision_note.c_str(), info.threads,
+      info.cores.empty() ? "not pinned" : format_cpu_list(info.cores).c_str());
+  return m;
+}
+
+void post_load_error(GstElement* self, const std::exception& ex, const std::string& model) {
+  if (const auto* e = dynamic_cast<const Error*>(&ex)) {
+    switch (e->kind()) {
+      case ErrorKind::kNotFound:
+        GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND, ("%s", e->what()),
+                          ("model '%s'", model.c_str()));
+        return;
+      case ErrorKind::kConfigInvalid:
+      case ErrorKind::kInvalidArgument:
+        GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("Invalid model configuration: %s", e->what()),
+                          ("model '%s'", model.c_str()));
+        return;
+      default:
+        GST_ELEMENT_ERROR(self, LIBRARY, INIT, ("%s", e->what()), ("model '%s'", model.c_str()));
+        return;
+    }
+  }
+  if (dynamic_cast<const std::bad_alloc*>(&ex)) {
+    GST_ELEMENT_ERROR(self, LIBRARY, INIT,
+                      ("Out of memory while loading model '%s' (corrupt file?).", model.c_str()),
+                      (nullptr));
+    return;
+  }
+  GST_ELEMENT_ERROR(self, LIBRARY, INIT,
+                    ("Model '%s' could not be loaded: %s", model.c_str(), ex.what()), (nullptr));
+}
+
+}  // namespace torchinfer::gst

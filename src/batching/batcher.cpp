@@ -1,0 +1,213 @@
+#include "batching/batcher.h"
+
+#include <exception>
+
+#include "common/error.h"
+
+namespace torchinfer {
+namespace {
+
+double ms_between(std::chrono::steady_clock::time_point a,
+                  std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+std::size_t floats_for(const LoadedModel& m, int batch) {
+  return (m.slot_bytes * static_cast<std::size_t>(batch) + sizeof(float) - 1) / sizeof(float);
+}
+
+}  // namespace
+
+Batcher::Batcher(std::shared_ptr<const LoadedModel> model, BatcherOptions options)
+    : opts_(options), model_(std::move(model)) {
+  if (opts_.batch_size < 1) throw Error(ErrorKind::kInvalidArgument, "batch size must be >= 1");
+  if (opts_.buffers < 1) throw Error(ErrorKind::kInvalidArgument, "need at least one buffer");
+  if (!model_ || !model_->run || model_->slot_bytes == 0)
+    throw Error(ErrorKind::kInvalidArgument, "batcher needs a runnable model");
+  batches_.resize(opts_.buffers);
+  thread_ = std::thread([this] { worker(); });
+}
+
+Batcher::~Batcher() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stop_ = true;
+  }
+  work_cv_.notify_all();
+  space_cv_.notify_all();
+  thread_.join();
+}
+
+std::shared_ptr<const LoadedModel> Batcher::model() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return model_;
+}
+
+int Batcher::open_batch_locked() {
+  for (int i = 0; i < static_cast<int>(batches_.size()); ++i) {
+    Batch& b = batches_[i];
+    if (b.state != State::kFree) continue;
+    const std::size_t need = floats_for(*model_, opts_.batch_size);
+    if (b.memory.size() < need) {
+      // Untouched, then zeroed by the inference threads: the pages land on
+      // their NUMA node. Only happens for the first batches and on reload.
+      b.memory = AlignedBuffer(need, AlignedBuffer::Init::kNone);
+      if (model_->first_touch)
+        model_->first_touch(b.memory.data(), b.memory.size());
+      else
+        std::fill(b.memory.data(), b.memory.data() + b.memory.size(), 0.f);
+    }
+    b.state = State::kFilling;
+    b.model = model_;
+    b.reserved = b.committed = 0;
+    b.callbacks.assign(opts_.batch_size, nullptr);
+    b.commit_times.assign(opts_.batch_size, {});
+    filling_ = i;
+    return i;
+  }
+  return -1;
+}
+
+void Batcher::close_filling_locked() {
+  if (filling_ < 0) return;
+  Batch& b = batches_[filling_];
+  if (b.reserved == 0) return;
+  b.state = State::kClosed;
+  closed_.push_back(filling_);
+  filling_ = -1;
+  work_cv_.notify_all();
+}
+
+Batcher::Slot Batcher::acquire(bool block, const std::atomic<bool>& cancelled) {
+  std::unique_lock<std::mutex> lk(mu_);
+  for (;;) {
+    if (stop_ || cancelled.load()) return {};
+    // A reloaded model starts with a fresh batch: one forward() runs one model.
+    if (filling_ >= 0 && batches_[filling_].model != model_) {
+      if (batches_[filling_].reserved > 0) {
+        close_filling_locked();
+      } else {
+        batches_[filling_].state = State::kFree;
+        filling_ = -1;
+      }
+    }
+    int f = filling_ >= 0 ? filling_ : open_batch_locked();
+    if (f >= 0) {
+      Batch& b = batches_[f];
+      Slot s;
+      s.buffer = f;
+      s.index = b.reserved++;
+      s.model = b.model;
+      s.data = reinterpret_cast<std::uint8_t*>(b.memory.data()) + s.index * b.model->slot_bytes;
+      if (s.index == 0) {
+        b.opened = std::chrono::steady_clock::now();
+        work_cv_.notify_all();  // the worker starts timing this batch
+      }
+      if (b.reserved == opts_.batch_size) close_filling_locked();
+      return s;
+    }
+    if (!block) return {};
+    space_cv_.wait(lk);
+  }
+}
+
+void Batcher::commit(Slot& slot, FrameCallback done) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    Batch& b = batches_[slot.buffer];
+    b.callbacks[slot.index] = std::move(done);
+    b.commit_times[slot.index] = std::chrono::steady_clock::now();
+    b.committed++;
+  }
+  work_cv_.notify_all();
+  slot = Slot{};
+}
+
+void Batcher::submit_partial() {
+  std::lock_guard<std::mutex> lk(mu_);
+  close_filling_locked();
+}
+
+void Batcher::wake() {
+  std::lock_guard<std::mutex> lk(mu_);
+  space_cv_.notify_all();
+}
+
+void Batcher::replace_model(std::shared_ptr<const LoadedModel> model) {
+  std::lock_guard<std::mutex> lk(mu_);
+  model_ = std::move(model);
+  // Frames already in the filling batch were preprocessed for the old model.
+  close_filling_locked();
+}
+
+void Batcher::worker() {
+  std::unique_lock<std::mutex> lk(mu_);
+  while (!stop_) {
+    if (!closed_.empty()) {
+      const int b = closed_.front();
+      if (batches_[b].committed == batches_[b].reserved) {
+        closed_.pop_front();
+        run_batch(lk, b);
+      } else {
+        work_cv_.wait(lk);  // a stream is still preprocessing into it
+      }
+      continue;
+    }
+    if (filling_ >= 0 && batches_[filling_].reserved > 0) {
+      const auto deadline = batches_[filling_].opened + opts_.timeout;
+      if (std::chrono::steady_clock::now() >= deadline) {
+        close_filling_locked();
+      } else {
+        work_cv_.wait_until(lk, deadline);
+      }
+      continue;
+    }
+    work_cv_.wait(lk);
+  }
+}
+
+void Batcher::run_batch(std::unique_lock<std::mutex>& lk, int index) {
+  Batch& b = batches_[index];
+  b.state = State::kRunning;
+  const int n = b.reserved;
+  std::shared_ptr<const LoadedModel> model = b.model;
+  const void* data = b.memory.data();
+  const auto start = std::chrono::steady_clock::now();
+  lk.unlock();
+
+  FrameResult common;
+  common.model = model;
+  common.batch_fill = n;
+  try {
+    common.output = model->run(data, n);
+  } catch (const std::exception& e) {
+    common.error = e.what();
+  } catch (...) {
+    common.error = "unknown error in forward()";
+  }
+  const auto end = std::chrono::steady_clock::now();
+  common.inference_ms = ms_between(start, end);
+
+  lk.lock();
+  std::vector<FrameCallback> callbacks;
+  callbacks.swap(b.callbacks);
+  std::vector<std::chrono::steady_clock::time_point> commits;
+  commits.swap(b.commit_times);
+  b.state = State::kFree;
+  b.model.reset();
+  b.reserved = b.committed = 0;
+  space_cv_.notify_all();
+  lk.unlock();
+
+  for (int k = 0; k < n; ++k) {
+    if (!callbacks[k]) continue;
+    FrameResult r = common;
+    r.index = k;
+    r.queue_ms = ms_between(commits[k], start);
+    callbacks[k](std::move(r));
+  }
+  callbacks.clear();  // callbacks may own stream state: release it unlocked
+  lk.lock();
+}
+
+}  // namespace torchinfer

@@ -1,0 +1,112 @@
+// Collects preprocessed frames from one or more streams into batch buffers
+// and runs the model once per batch on its own worker thread.
+//
+// Frames are written in place: acquire() hands out slot k of the filling
+// batch, the caller preprocesses straight into it and commit()s it with a
+// callback. A batch runs when it is full, when its oldest frame has waited
+// `timeout`, or when a caller asks (EOS, caps change). Batches run in the
+// order they were filled, so each stream's results come back in its order.
+// Two batch buffers let the next batch fill while one runs; when both are
+// busy acquire() blocks (back-pressure) or, non-blocking, fails (the caller's
+// drop policy decides).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "batching/loaded_model.h"
+#include "common/aligned_buffer.h"
+
+namespace torchinfer {
+
+struct FrameResult {
+  std::shared_ptr<const BatchOutput> output;  // null when error is set
+  std::shared_ptr<const LoadedModel> model;   // the model that produced it
+  int index = 0;                              // this frame's slot in the batch
+  int batch_fill = 0;                         // frames in the batch that ran
+  double queue_ms = 0;                        // commit -> batch start
+  double inference_ms = 0;                    // the batch's forward()
+  std::string error;
+};
+
+// Called on the worker thread, without the batcher's lock; must not block.
+using FrameCallback = std::function<void(FrameResult&&)>;
+
+struct BatcherOptions {
+  int batch_size = 1;
+  std::chrono::microseconds timeout{40000};
+  int buffers = 2;
+};
+
+class Batcher {
+ public:
+  struct Slot {
+    void* data = nullptr;
+    std::shared_ptr<const LoadedModel> model;  // preprocess for this model
+    int buffer = -1;
+    int index = -1;
+    explicit operator bool() const { return data != nullptr; }
+  };
+
+  Batcher(std::shared_ptr<const LoadedModel> model, BatcherOptions options);
+  // Stops the worker after the batch in flight; queued frames are dropped
+  // without their callbacks being called.
+  ~Batcher();
+  Batcher(const Batcher&) = delete;
+  Batcher& operator=(const Batcher&) = delete;
+
+  // Reserves the next slot. With block, waits while every buffer is busy;
+  // returns an empty Slot if `cancelled` becomes true (checked on wake()).
+  Slot acquire(bool block, const std::atomic<bool>& cancelled);
+  // The slot holds the frame now; done(result) is called once the batch ran.
+  // A null callback discards the frame's result (e.g. preprocessing failed).
+  void commit(Slot& slot, FrameCallback done);
+  // Runs the filling batch now, however full.
+  void submit_partial();
+  // Wakes acquire() calls so that they re-check their cancel flag.
+  void wake();
+  // Takes effect from the next batch; the filling one runs with the old model.
+  void replace_model(std::shared_ptr<const LoadedModel> model);
+
+  std::shared_ptr<const LoadedModel> model() const;
+  const BatcherOptions& options() const { return opts_; }
+
+ private:
+  enum class State { kFree, kFilling, kClosed, kRunning };
+  struct Batch {
+    State state = State::kFree;
+    AlignedBuffer memory;
+    std::shared_ptr<const LoadedModel> model;
+    int reserved = 0, committed = 0;
+    std::chrono::steady_clock::time_point opened;
+    std::vector<FrameCallback> callbacks;
+    std::vector<std::chrono::steady_clock::time_point> commit_times;
+  };
+
+  int open_batch_locked();
+  void close_filling_locked();
+  void worker();
+  void run_batch(std::unique_lock<std::mutex>& lk, int b);
+
+  const BatcherOptions opts_;
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;   // worker: a batch closed, committed or timed out
+  std::condition_variable space_cv_;  // acquire(): a buffer freed, or wake()
+  std::vector<Batch> batches_;
+  int filling_ = -1;
+  std::deque<int> closed_;  // in fill order
+  std::shared_ptr<const LoadedModel> model_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace torchinfer

@@ -1,0 +1,30 @@
+#include "batching/model_loader.h"
+
+#include <vector>
+
+namespace torchinfer {
+
+std::shared_ptr<const LoadedModel> load_model(EngineOptions options, const ModelConfig& config,
+                                              int batch_size, int generation) {
+  options.warmup_batch_sizes.clear();
+  // Largest first: the bf16 decision of precision=auto times the first size.
+  for (int b = batch_size; b >= 1; --b) options.warmup_batch_sizes.push_back(b);
+  auto engine = std::make_shared<Engine>(options);
+
+  auto m = std::make_shared<LoadedModel>();
+  m->path = options.model_path;
+  m->config = config;
+  m->engine = engine;
+  m->slot_bytes = static_cast<std::size_t>(config.input_width) * config.input_height *
+                  config.channels() * (config.input_uint8 ? 1 : sizeof(float));
+  m->generation = generation;
+  Engine* e = engine.get();
+  m->run = [e](const void* input, int batch) { return e->run(input, batch); };
+  m->first_touch = [e](float* data, std::size_t n) { e->first_touch(data, n); };
+
+  std::vector<float> zeros((m->slot_bytes * batch_size + sizeof(float) - 1) / sizeof(float), 0.f);
+  m->batch_ms = engine->run(zeros.data(), batch_size)->inference_ms();
+  return m;
+}
+
+}  // namespace torchinfer
