@@ -1,0 +1,364 @@
+// The batcher, the in-order queue, the shared-model registry and the stats
+// window, with a fake model: each test checks exact batch composition, order
+// and what happens on stop/cancel. Also built with TSan (scripts/sanitize.sh).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <future>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "batching/batcher.h"
+#include "batching/in_order_queue.h"
+#include "batching/model_registry.h"
+#include "common/error.h"
+#include "common/stream_stats.h"
+
+using namespace torchinfer;
+using namespace std::chrono_literals;
+
+namespace {
+
+// A model whose "forward" records the frames it saw (one int per slot) and
+// can be held inside forward() until the test releases it.
+struct FakeModel {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::vector<int>> batches;  // slot values per batch run
+  bool hold = false;
+  int inside = 0;  // forward() calls currently held
+  bool fail = false;
+
+  std::shared_ptr<const LoadedModel> make(int generation = 1, std::size_t slot_bytes = 64) {
+    auto m = std::make_shared<LoadedModel>();
+    m->slot_bytes = slot_bytes;
+    m->generation = generation;
+    m->path = "fake" + std::to_string(generation);
+    m->run = [this, slot_bytes](const void* data, int n) -> std::shared_ptr<const BatchOutput> {
+      std::vector<int> seen;
+      for (int k = 0; k < n; ++k) {
+        int v;
+        std::memcpy(&v, static_cast<const char*>(data) + k * slot_bytes, sizeof v);
+        seen.push_back(v);
+      }
+      std::unique_lock<std::mutex> lk(mu);
+      batches.push_back(seen);
+      ++inside;
+      cv.notify_all();
+      cv.wait(lk, [&] { return !hold; });
+      --inside;
+      if (fail) throw std::runtime_error("forward failed");
+      return nullptr;
+    };
+    return m;
+  }
+  void wait_inside(int n) {
+    std::unique_lock<std::mutex> lk(mu);
+    cv.wait(lk, [&] { return inside >= n; });
+  }
+  void release() {
+    std::lock_guard<std::mutex> lk(mu);
+    hold = false;
+    cv.notify_all();
+  }
+};
+
+// Collects results in arrival order.
+struct Results {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::pair<int, FrameResult>> got;  // (frame value, result)
+  FrameCallback cb(int value) {
+    return [this, value](FrameResult&& r) {
+      std::lock_guard<std::mutex> lk(mu);
+      got.emplace_back(value, std::move(r));
+      cv.notify_all();
+    };
+  }
+  void wait_for(std::size_t n) {
+    std::unique_lock<std::mutex> lk(mu);
+    ASSERT_TRUE(cv.wait_for(lk, 60s, [&] { return got.size() >= n; })) << got.size();
+  }
+};
+
+const std::atomic<bool> kNotCancelled{false};
+
+void put(Batcher& b, int value, Results& res) {
+  Batcher::Slot s = b.acquire(true, kNotCancelled);
+  ASSERT_TRUE(s);
+  std::memcpy(s.data, &value, sizeof value);
+  b.commit(s, res.cb(value));
+}
+
+BatcherOptions opts(int batch, std::chrono::microseconds timeout = 600s) {
+  BatcherOptions o;
+  o.batch_size = batch;
+  o.timeout = timeout;
+  return o;
+}
+
+}  // namespace
+
+TEST(Batcher, FullBatchesRunInFillOrderWithTheirFrames) {
+  FakeModel fake;
+  Results res;
+  {
+    Batcher b(fake.make(), opts(4));
+    for (int v = 0; v < 8; ++v) put(b, v, res);
+    res.wait_for(8);
+  }
+  ASSERT_EQ(fake.batches.size(), 2u);
+  EXPECT_EQ(fake.batches[0], (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(fake.batches[1], (std::vector<int>{4, 5, 6, 7}));
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(res.got[i].first, i);
+    EXPECT_EQ(res.got[i].second.index, i % 4);
+    EXPECT_EQ(res.got[i].second.batch_fill, 4);
+    EXPECT_TRUE(res.got[i].second.error.empty());
+    EXPECT_EQ(res.got[i].second.model->generation, 1);
+  }
+}
+
+TEST(Batcher, PartialBatchRunsOnSubmitOrTimeout) {
+  FakeModel fake;
+  Results res;
+  Batcher b(fake.make(), opts(4));
+  put(b, 7, res);
+  put(b, 8, res);
+  b.submit_partial();
+  res.wait_for(2);
+  EXPECT_EQ(fake.batches.at(0), (std::vector<int>{7, 8}));
+  EXPECT_EQ(res.got[1].second.batch_fill, 2);
+
+  Batcher t(fake.make(), opts(4, 5ms));
+  put(t, 9, res);
+  res.wait_for(3);  // no submit: only the timeout can run it
+  EXPECT_EQ(fake.batches.at(1), (std::vector<int>{9}));
+}
+
+TEST(Batcher, NullCallbackDiscardsAFrameButKeepsTheBatch) {
+  FakeModel fake;
+  Results res;
+  Batcher b(fake.make(), opts(2));
+  Batcher::Slot s = b.acquire(true, kNotCancelled);
+  b.commit(s, nullptr);
+  put(b, 5, res);
+  res.wait_for(1);
+  EXPECT_EQ(res.got.size(), 1u);
+  EXPECT_EQ(res.got[0].second.index, 1);
+}
+
+TEST(Batcher, BlocksWhenBothBuffersAreBusyAndCancels) {
+  FakeModel fake;
+  fake.hold = true;
+  Results res;
+  Batcher b(fake.make(), opts(1));
+  put(b, 1, res);  // buffer 0: running, held
+  fake.wait_inside(1);
+  put(b, 2, res);  // buffer 1: closed, waiting for the worker
+  EXPECT_FALSE(b.acquire(false, kNotCancelled)) << "no free buffer: non-blocking fails";
+
+  std::atomic<bool> cancel{false};
+  auto blocked = std::async(std::launch::async, [&] { return bool(b.acquire(true, cancel)); });
+  EXPECT_EQ(blocked.wait_for(50ms), std::future_status::timeout);
+  cancel = true;
+  b.wake();
+  EXPECT_FALSE(blocked.get());
+  fake.release();
+  res.wait_for(2);
+  EXPECT_EQ(res.got[0].first, 1);
+  EXPECT_EQ(res.got[1].first, 2);
+}
+
+TEST(Batcher, ForwardErrorReachesEveryFrame) {
+  FakeModel fake;
+  fake.fail = true;
+  Results res;
+  Batcher b(fake.make(), opts(2));
+  put(b, 1, res);
+  put(b, 2, res);
+  res.wait_for(2);
+  for (auto& [v, r] : res.got) EXPECT_EQ(r.error, "forward failed");
+}
+
+TEST(Batcher, DestroyedMidInferenceWaitsForItAndDropsTheRest) {
+  FakeModel fake;
+  fake.hold = true;
+  Results res;
+  auto b = std::make_unique<Batcher>(fake.make(), opts(1));
+  put(*b, 1, res);
+  fake.wait_inside(1);
+  put(*b, 2, res);  // queued behind the held batch
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(20ms);
+    fake.release();
+  });
+  b.reset();
+  releaser.join();
+  // The running batch completed; the queued one never ran.
+  EXPECT_EQ(fake.batches.size(), 1u);
+  EXPECT_EQ(res.got.size(), 1u);
+}
+
+TEST(Batcher, ReplacedModelStartsWithTheNextBatch) {
+  FakeModel fake;
+  Results res;
+  Batcher b(fake.make(1), opts(4));
+  put(b, 1, res);
+  put(b, 2, res);
+  b.replace_model(fake.make(2, 128));  // runs 1,2 on the old model now
+  put(b, 3, res);
+  b.submit_partial();
+  res.wait_for(3);
+  EXPECT_EQ(fake.batches.at(0), (std::vector<int>{1, 2}));
+  EXPECT_EQ(fake.batches.at(1), (std::vector<int>{3}));
+  EXPECT_EQ(res.got[0].second.model->generation, 1);
+  EXPECT_EQ(res.got[2].second.model->generation, 2);
+  EXPECT_EQ(b.model()->generation, 2);
+}
+
+TEST(Batcher, ManyStreamsShareBatchesAndKeepTheirOrder) {
+  FakeModel fake;
+  Results res;
+  constexpr int kStreams = 4, kFrames = 50;
+  {
+    Batcher b(fake.make(), opts(4, 1ms));
+    std::vector<std::thread> streams;
+    for (int s = 0; s < kStreams; ++s)
+      streams.emplace_back([&, s] {
+        for (int i = 0; i < kFrames; ++i) put(b, s * 1000 + i, res);
+      });
+    for (auto& t : streams) t.join();
+    b.submit_partial();
+    res.wait_for(kStreams * kFrames);
+  }
+  std::vector<int> next(kStreams, 0);
+  for (auto& [v, r] : res.got) {
+    ASSERT_EQ(v % 1000, next[v / 1000]) << "stream " << v / 1000 << " out of order";
+    ++next[v / 1000];
+  }
+  for (int n : next) EXPECT_EQ(n, kFrames);
+}
+
+TEST(Batcher, RejectsBadOptions) {
+  FakeModel fake;
+  EXPECT_THROW(Batcher(fake.make(), opts(0)), Error);
+  EXPECT_THROW(Batcher(nullptr, opts(1)), Error);
+  auto no_run = std::make_shared<LoadedModel>();
+  no_run->slot_bytes = 4;
+  EXPECT_THROW(Batcher(no_run, opts(1)), Error);
+}
+
+TEST(InOrderQueue, ItemsLeaveInOrderOnlyWhenReady) {
+  InOrderQueue<int> q(8);
+  const auto a = q.push(1, false, true);
+  const auto b = q.push(2, true, true);
+  ASSERT_TRUE(a && b);
+  auto popped = std::async(std::launch::async, [&] { return q.pop(); });
+  EXPECT_EQ(popped.wait_for(30ms), std::future_status::timeout) << "head not ready";
+  EXPECT_TRUE(q.complete(*a, [](int& v) { v = 10; }));
+  EXPECT_EQ(popped.get(), 10);
+  EXPECT_EQ(q.pop(), 2);
+}
+
+TEST(InOrderQueue, FullQueueBlocksOrRefuses) {
+  InOrderQueue<int> q(2);
+  ASSERT_TRUE(q.push(1, true, true));
+  ASSERT_TRUE(q.push(2, true, true));
+  EXPECT_FALSE(q.push(3, true, false));
+  auto pusher = std::async(std::launch::async, [&] { return q.push(3, true, true).has_value(); });
+  EXPECT_EQ(pusher.wait_for(30ms), std::future_status::timeout);
+  EXPECT_EQ(q.pop(), 1);
+  EXPECT_TRUE(pusher.get());
+  EXPECT_EQ(q.size(), 2u);
+}
+
+TEST(InOrderQueue, FlushDropsItemsWakesWaitersAndForgetsOldResults) {
+  InOrderQueue<int> q(1);
+  const auto a = q.push(1, false, true);
+  auto pusher = std::async(std::launch::async, [&] { return q.push(2, true, true).has_value(); });
+  auto popper = std::async(std::launch::async, [&] { return q.pop().has_value(); });
+  const std::vector<int> dropped = q.set_flushing(true);
+  EXPECT_EQ(dropped, (std::vector<int>{1}));
+  EXPECT_FALSE(pusher.get());
+  EXPECT_FALSE(popper.get());
+  EXPECT_FALSE(q.wait_empty());
+  q.set_flushing(false);
+  const auto b = q.push(3, false, true);
+  // A result for an item from before the flush finds nothing.
+  EXPECT_FALSE(q.complete(*a, [](int& v) { v = 99; }));
+  EXPECT_TRUE(q.complete(*b, [](int&) {}));
+  EXPECT_EQ(q.pop(), 3);
+  EXPECT_TRUE(q.wait_empty());
+}
+
+TEST(ModelRegistry, SameIdSharesOneBatcherUntilTheLastUserLeaves) {
+  FakeModel fake;
+  int made = 0;
+  auto make = [&] {
+    ++made;
+    return std::make_shared<Batcher>(fake.make(), opts(2));
+  };
+  const SharingKey key{{"model", "a.pt"}, {"batch-size", "2"}};
+  auto& reg = ModelRegistry::instance();
+  auto a = reg.acquire("unit-cam", key, make);
+  auto b = reg.acquire("unit-cam", key, make);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(made, 1);
+  EXPECT_EQ(reg.users("unit-cam"), 2);
+  a.reset();
+  b.reset();
+  EXPECT_EQ(reg.users("unit-cam"), 0);
+  auto c = reg.acquire("unit-cam", key, make);
+  EXPECT_EQ(made, 2) << "a new batcher after everyone left";
+}
+
+TEST(ModelRegistry, ConflictingSettingsNameTheSetting) {
+  FakeModel fake;
+  auto make = [&] { return std::make_shared<Batcher>(fake.make(), opts(2)); };
+  auto& reg = ModelRegistry::instance();
+  auto a = reg.acquire("unit-conflict", {{"model", "a.pt"}, {"batch-size", "2"}}, make);
+  try {
+    reg.acquire("unit-conflict", {{"model", "a.pt"}, {"batch-size", "4"}}, make);
+    FAIL() << "conflict not detected";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kConfigInvalid);
+    EXPECT_NE(std::string(e.what()).find("same batch-size"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'2'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(StreamStats, PercentilesAndCounters) {
+  LatencyWindow w(4);
+  EXPECT_EQ(w.percentile(50), 0);
+  for (double v : {5.0, 1.0, 3.0, 2.0, 4.0}) w.add(v);  // 5 falls out of the window
+  EXPECT_EQ(w.count(), 4u);
+  EXPECT_EQ(w.percentile(50), 2.0);
+  EXPECT_EQ(w.percentile(100), 4.0);
+  EXPECT_EQ(w.percentile(0), 1.0);
+
+  StreamStats s;
+  const auto t0 = StreamStats::Clock::now();
+  for (int i = 0; i < 3; ++i) s.frame_in();
+  s.frame_skipped();
+  s.frame_dropped();
+  s.inferred(4, 1.0, 2.0, 3.0);
+  s.inferred(2, 1.0, 2.0, 3.0);
+  s.frame_out(t0);
+  s.frame_out(t0 + 500ms);
+  const StatsSnapshot snap = s.snapshot(t0 + 1s, true);
+  EXPECT_EQ(snap.frames_in, 3u);
+  EXPECT_EQ(snap.frames_out, 2u);
+  EXPECT_EQ(snap.inferred, 2u);
+  EXPECT_EQ(snap.skipped, 1u);
+  EXPECT_EQ(snap.dropped, 1u);
+  EXPECT_DOUBLE_EQ(snap.mean_batch_fill, 3.0);
+  EXPECT_DOUBLE_EQ(snap.fps, 2.0);
+  EXPECT_DOUBLE_EQ(snap.inference.p50, 3.0);
+  EXPECT_EQ(s.snapshot(t0 + 2s, false).fps, 0.0) << "rate restarts after a reset";
+}
