@@ -556,7 +556,17 @@ static void gst_torchinfer_loop(gpointer user_data) {
     return;
   }
   if (item->is_event) {
-    gst_pad_push_event(self->srcpad, GST_EVENT(item->obj.release()));
+    GstEvent* ev = GST_EVENT(item->obj.release());
+    if (GST_EVENT_TYPE(ev) == GST_EVENT_EOS && st->run.stats_interval_ms > 0) {
+      // The last figures of a finite stream, whatever the interval.
+      StatsSnapshot snap;
+      {
+        std::lock_guard<std::mutex> lock(st->stats_lock);
+        snap = st->stream_stats.snapshot(Clock::now(), false);
+      }
+      post_stats(self, snap);
+    }
+    gst_pad_push_event(self->srcpad, ev);
     return;
   }
   FrameRecord& rec = item->rec;
