@@ -125,6 +125,60 @@ TEST(Launch, StdoutModeAndRgbSource) {
   EXPECT_EQ(n, 3);
 }
 
+// Batch 8 over 37 frames: four full batches, and EOS runs the last five.
+TEST(Launch, BatchOfEightOverThirtySevenFramesKeepsEveryFrameInOrder) {
+  const std::string json_path = testing::TempDir() + "batch37.jsonl";
+  const Result r = run(split_launch(
+      "videotestsrc num-buffers=37 ! video/x-raw,format=YUY2,width=320,height=240 ! "
+      "torchinfer batch-size=8 model=" +
+      model_path("tiny_classifier.pt") + " ! torchmetaconvert location=" + json_path +
+      " ! fakesink"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = read_json_lines(json_path);
+  ASSERT_EQ(lines.size(), 37u);
+  for (int i = 0; i < 37; ++i) {
+    EXPECT_EQ(lines[i]["frame"], i);
+    EXPECT_EQ(lines[i]["pts"].get<std::int64_t>(), static_cast<std::int64_t>(i) * 1000000000 / 30);
+    EXPECT_EQ(lines[i]["classification"].size(), 3u) << "frame " << i << " has its result";
+  }
+}
+
+// Four cameras, one model instance: each stream gets the results of its own
+// frames, identical to running that camera alone.
+TEST(Launch, FourCamerasSharingOneModelEachGetTheirOwnResults) {
+  const std::string m = model_path("tiny_classifier.pt");
+  const int patterns[4] = {0, 1, 18, 13};  // smpte, snow, ball, checkers-8
+  auto branch = [&](int cam, const std::string& props) {
+    return "videotestsrc num-buffers=20 pattern=" + std::to_string(patterns[cam]) +
+           " ! video/x-raw,format=YUY2,width=320,height=240 ! torchinfer model=" + m + " " + props +
+           " ! torchmetaconvert location=" + testing::TempDir() + "cam" + std::to_string(cam) +
+           (props.empty() ? "_alone" : "_shared") + ".jsonl ! fakesink ";
+  };
+  std::string shared;
+  for (int c = 0; c < 4; ++c)
+    shared += branch(c, "model-instance-id=line batch-size=4 batch-timeout=100000");
+  const Result r = run(split_launch(shared));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (int c = 0; c < 4; ++c) {
+    const Result alone = run(split_launch(branch(c, "")));
+    ASSERT_EQ(alone.exit_code, 0) << alone.err;
+    const auto a = read_json_lines(testing::TempDir() + "cam" + std::to_string(c) + "_alone.jsonl");
+    const auto s = read_json_lines(testing::TempDir() + "cam" + std::to_string(c) + "_shared.jsonl");
+    ASSERT_EQ(s.size(), 20u) << "camera " << c;
+    ASSERT_EQ(a.size(), 20u);
+    for (int i = 0; i < 20; ++i) {
+      EXPECT_EQ(s[i]["frame"], i);
+      ASSERT_EQ(s[i]["classification"].size(), 3u);
+      for (int k = 0; k < 3; ++k) {
+        EXPECT_EQ(s[i]["classification"][k]["label_id"], a[i]["classification"][k]["label_id"])
+            << "camera " << c << " frame " << i;
+        EXPECT_NEAR(s[i]["classification"][k]["confidence"].get<double>(),
+                    a[i]["classification"][k]["confidence"].get<double>(), 1e-4);
+      }
+    }
+  }
+}
+
 TEST(LaunchErrors, MissingModelIsOneReadableLine) {
   const Result r = run(
       split_launch("videotestsrc num-buffers=3 ! torchinfer model=/nonexistent/m.pt ! fakesink"));
