@@ -156,6 +156,14 @@ GstVideoRegionOfInterestMeta* gst_buffer_add_torch_detection(
   GstVideoRegionOfInterestMeta* roi = gst_buffer_add_video_region_of_interest_meta(
       buffer, label ? label : "", x, y, x1 > x ? x1 - x : 0, y1 > y ? y1 - y : 0);
   if (!roi) return nullptr;
+  // Ids count up per buffer (0, 1, ...) so that bindings without a meta
+  // iterator (Python) can fetch each one with ..._get_..._meta_id().
+  gint id = 0;
+  gpointer iter = nullptr;
+  while (
+      gst_buffer_iterate_meta_filtered(buffer, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE))
+    ++id;
+  roi->id = id - 1;
   GstStructure* s = gst_structure_new(
       GST_TORCH_DETECTION_STRUCTURE_NAME, "label", G_TYPE_STRING, label ? label : "", "label_id",
       G_TYPE_INT, label_id, "confidence", G_TYPE_DOUBLE, confidence, "x_min", G_TYPE_DOUBLE,

@@ -108,6 +108,7 @@ TEST(TorchNms, OneRoiPerDetectionAndVideoUntouched) {
   EXPECT_EQ(roi->y, 216u);
   EXPECT_EQ(roi->w, 80u);
   EXPECT_EQ(roi->h, 80u);
+  EXPECT_EQ(roi->id, 0);
   GstMapInfo a, b;
   gst_buffer_map(out, &a, GST_MAP_READ);
   gst_buffer_map(expected, &b, GST_MAP_READ);

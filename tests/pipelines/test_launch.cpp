@@ -310,3 +310,17 @@ TEST(DetectionErrors, WrongLayoutIsOneReadableError) {
   EXPECT_NE(r.err.find("decoder yolov5 expects"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("[1, 5] float32"), std::string::npos) << r.err;
 }
+
+// The Python (GI) example reads the same detections through stock API.
+TEST(Detection, PythonExampleReadsTheRoiMetas) {
+  const Result r = run({"/usr/bin/python3", source_root() + "/pipelines/read_detections.py",
+                        model_path("yolo_candidates.pt"),
+                        "videotestsrc pattern=white num-buffers=1 ! "
+                        "video/x-raw,format=YUY2,width=640,height=512"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(count_lines_starting(r.out, "frame 0: "), 6) << r.out;
+  EXPECT_NE(r.out.find("frame 0: bolt (0) 0.900 box 0.1500,0.1562-0.3500,0.3438 pixels (96, 80, "
+                       "128, 96)"),
+            std::string::npos)
+      << r.out;
+}

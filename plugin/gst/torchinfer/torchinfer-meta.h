@@ -17,6 +17,7 @@
  * and a GstStructure param named "detection" with "label" (string),
  * "label_id" (int), "confidence" (double) and "x_min", "y_min", "x_max",
  * "y_max" (doubles, normalised to 0..1 of the frame; exact, not rounded) —
+ * ROI ids are 0, 1, ... in the order attached, best first;
  * the layout DL Streamer uses. gst_buffer_add_torch_detection() and
  * gst_torch_detection_from_roi() write and read it; any application can read
  * it with stock API (gst_video_region_of_interest_meta_get_param()).
