@@ -33,6 +33,14 @@ uint8_input.pt      traced; takes uint8 [N,3,6,8] (sidecar input_dtype "uint8",
     rgb, raw) and returns x.float() * 2 - 1.
 wrong_channels.pt   traced conv expecting 1 input channel, but its sidecar says
     rgb 16x16, so running it through the engine must fail with a shape error.
+yolo_candidates.pt  traced YOLOv5-layout detector: input [N,3,256,320] (w 320,
+    h 256), rgb, mean 0 std 1; output [N,8,8] (cx, cy, w, h, objectness, 3
+    class scores) = the fixed candidates in YOLO_CANDIDATES, except that
+    anchor 4's objectness is the model input's red value at (x 160, y 128),
+    so a white frame gives it 1.0 and a black one 0. Sidecar: task detection,
+    decoder yolov5, labels bolt/nut/washer, confidence 0.25, IoU 0.45. The
+    expected boxes after NMS for each source size and letterbox mode are
+    worked out by hand in tests/pipelines/test_launch.cpp (Detection tests).
 """
 import json
 import os
@@ -99,6 +107,36 @@ class WrongChannels(nn.Module):
 
     def forward(self, x):
         return self.conv(x)
+
+
+# cx, cy, w, h, objectness, bolt, nut, washer (model-input pixels).
+YOLO_CANDIDATES = [
+    [80, 64, 64, 48, 0.9, 1, 0, 0],      # 0 bolt 0.9
+    [84, 66, 64, 48, 0.8, 1, 0, 0],      # 1 bolt, IoU 0.82 with 0: suppressed
+    [84, 66, 64, 48, 0.7, 0, 1, 0],      # 2 nut over 0: kept per class, not agnostic
+    [240, 160, 80, 60, 0.6, 0, 0.25, 1],  # 3 washer 0.6
+    [160, 128, 40, 40, -1, 1, 0, 0],     # 4 bolt, objectness = input red at the centre
+    [300, 10, 40, 20, 0.95, 0, 1, 0],    # 5 nut in the top rows (letterbox padding at 16:9)
+    [20, 240, 60, 40, 0.5, 1, 0, 0],     # 6 bolt over the left/bottom edges
+    [150, 200, 30, 30, 0.2, 1, 0, 0],    # 7 below the confidence threshold
+]
+
+
+class YoloCandidates(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("candidates", torch.tensor(YOLO_CANDIDATES, dtype=torch.float32))
+        mask = torch.zeros(8, 8)
+        mask[4, 4] = 1.0
+        self.register_buffer("mask", mask)
+
+    def forward(self, x):
+        n = x.shape[0]
+        red = x[:, 0, 128, 160].reshape(n, 1, 1)
+        base = self.candidates.unsqueeze(0).expand(n, 8, 8)
+        # Exactly the candidates (0 * sum keeps the input in the graph), with
+        # the masked slot replaced by the red value.
+        return base * (1 - self.mask) + red * self.mask + 0 * x.sum(dim=(1, 2, 3)).reshape(n, 1, 1)
 
 
 RAW_RGB = {"channel_order": "rgb", "mean": [0.0, 0.0, 0.0], "std": [1.0, 1.0, 1.0],
@@ -230,6 +268,19 @@ def main(outdir):
         pass
     else:
         raise RuntimeError("wrong_channels: 3-channel input unexpectedly worked")
+
+    torch.manual_seed(0)
+    ts, _ = save(YoloCandidates(), outdir, "yolo_candidates", torch.rand(1, 3, 256, 320), sidecar={
+        "input_width": 320, "input_height": 256, **RAW_RGB, "task": "detection",
+        "decoder": "yolov5", "labels": ["bolt", "nut", "washer"],
+        "confidence_threshold": 0.25, "iou_threshold": 0.45})
+    x = torch.rand(2, 3, 256, 320)
+    out = ts(x.to(memory_format=cl))
+    want = torch.tensor(YOLO_CANDIDATES).expand(2, 8, 8).clone()
+    want[:, 4, 4] = x[:, 0, 128, 160]
+    if out.shape != (2, 8, 8):
+        raise RuntimeError("yolo_candidates: wrong shape")
+    check_close(out, want, "yolo_candidates")
 
     ts, _ = save(ByteInput(), outdir, "uint8_input", torch.randint(0, 256, (1, 3, 6, 8), dtype=torch.uint8),
                  sidecar={"input_width": 8, "input_height": 6, "channel_order": "rgb",

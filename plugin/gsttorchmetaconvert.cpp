@@ -17,6 +17,7 @@
 
 #include "export/frame_record.h"
 #include "gst/torchinfer/torchinfer-meta.h"
+#include "tensor-views.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_torchmetaconvert_debug);
 #define GST_CAT_DEFAULT gst_torchmetaconvert_debug
@@ -45,26 +46,6 @@ struct State {
   int width = 0, height = 0;
 };
 
-DType from_gst_dtype(GstTorchDType d) {
-  switch (d) {
-    case GST_TORCH_DTYPE_FLOAT32:
-      return DType::kFloat32;
-    case GST_TORCH_DTYPE_FLOAT64:
-      return DType::kFloat64;
-    case GST_TORCH_DTYPE_INT32:
-      return DType::kInt32;
-    case GST_TORCH_DTYPE_INT64:
-      return DType::kInt64;
-    case GST_TORCH_DTYPE_UINT8:
-      return DType::kUInt8;
-    case GST_TORCH_DTYPE_INT8:
-      return DType::kInt8;
-    case GST_TORCH_DTYPE_BOOL:
-      return DType::kBool;
-  }
-  return DType::kFloat32;
-}
-
 std::optional<std::int64_t> clock_time(GstClockTime t) {
   if (!GST_CLOCK_TIME_IS_VALID(t)) return std::nullopt;
   return static_cast<std::int64_t>(t);
@@ -87,6 +68,30 @@ void read_classification(GstBuffer* buf, FrameRecord& r) {
     c.label_id = g_value_get_int(gst_value_array_get_value(ids, i));
     c.confidence = g_value_get_double(gst_value_array_get_value(confs, i));
     r.classification.push_back(std::move(c));
+  }
+}
+
+// Every ROI meta with a "detection" param, in the order they were attached.
+void read_detections(GstBuffer* buf, FrameRecord& r) {
+  gpointer iter = nullptr;
+  while (GstMeta* m = gst_buffer_iterate_meta_filtered(
+             buf, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
+    GstTorchDetection d;
+    if (!gst_torch_detection_from_roi(reinterpret_cast<GstVideoRegionOfInterestMeta*>(m), &d))
+      continue;
+    DetectionRecord rec;
+    rec.box.label = d.label;
+    rec.box.label_id = d.label_id;
+    rec.box.confidence = d.confidence;
+    rec.nx_min = d.x_min;
+    rec.ny_min = d.y_min;
+    rec.nx_max = d.x_max;
+    rec.ny_max = d.y_max;
+    rec.box.x_min = d.x_min * r.width;
+    rec.box.y_min = d.y_min * r.height;
+    rec.box.x_max = d.x_max * r.width;
+    rec.box.y_max = d.y_max * r.height;
+    r.detections.push_back(std::move(rec));
   }
 }
 
@@ -239,20 +244,10 @@ static GstFlowReturn gst_torchmetaconvert_transform_ip(GstBaseTransform* trans, 
       r.input_height = static_cast<int>(m->input_height);
       r.inference_ms = m->inference_ns / 1e6;
       r.preprocess_ms = m->preprocess_ns / 1e6;
-      if (s.include_tensors) {
-        for (guint i = 0; i < m->n_tensors; ++i) {
-          const GstTorchTensor& t = m->tensors[i];
-          TensorView v;
-          v.name = t.name ? t.name : "";
-          v.dtype = from_gst_dtype(t.dtype);
-          v.dims.assign(t.dims, t.dims + t.n_dims);
-          v.data = t.data;
-          v.bytes = t.size;
-          r.tensors.push_back(std::move(v));
-        }
-      }
+      if (s.include_tensors) r.tensors = gst::tensor_views(m);
       read_classification(buf, r);
     }
+    read_detections(buf, r);
     const std::string line = to_json_line(r, s.include_tensors, s.max_tensor_elements) + "\n";
     if (std::fwrite(line.data(), 1, line.size(), st.out) != line.size() ||
         std::fflush(st.out) != 0) {

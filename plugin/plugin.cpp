@@ -30,7 +30,8 @@ gchar* runtime_path(GstPlugin* plugin) {
 }  // namespace
 
 static gboolean plugin_init(GstPlugin* plugin) {
-  GST_DEBUG_CATEGORY_INIT(torchinfer_loader_debug, "torchinfer-loader", 0, "torchinfer plugin loader");
+  GST_DEBUG_CATEGORY_INIT(torchinfer_loader_debug, "torchinfer-loader", 0,
+                          "torchinfer plugin loader");
   if (!g_getenv("OMP_WAIT_POLICY")) g_setenv("OMP_WAIT_POLICY", "PASSIVE", FALSE);
   gchar* path = runtime_path(plugin);
   GModule* module = g_module_open(path, G_MODULE_BIND_LOCAL);
@@ -41,7 +42,8 @@ static gboolean plugin_init(GstPlugin* plugin) {
   }
   g_module_make_resident(module);
   gboolean (*register_elements)(GstPlugin*) = nullptr;
-  if (!g_module_symbol(module, "torchinfer_runtime_register", reinterpret_cast<gpointer*>(&register_elements))) {
+  if (!g_module_symbol(module, "torchinfer_runtime_register",
+                       reinterpret_cast<gpointer*>(&register_elements))) {
     g_warning("torchinfer: '%s' is not the torchinfer runtime", path);
     g_free(path);
     return FALSE;

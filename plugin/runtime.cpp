@@ -6,10 +6,15 @@
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "gsttorchinfer.h"
 #include "gsttorchmetaconvert.h"
+#include "gsttorchnms.h"
+#include "gsttorchoverlay.h"
 
-extern "C" __attribute__((visibility("default"))) gboolean torchinfer_runtime_register(GstPlugin* plugin) {
+extern "C" __attribute__((visibility("default"))) gboolean torchinfer_runtime_register(
+    GstPlugin* plugin) {
   gst_torch_classification_meta_register();
   gboolean ok = GST_ELEMENT_REGISTER(torchinfer, plugin);
   ok &= GST_ELEMENT_REGISTER(torchmetaconvert, plugin);
+  ok &= GST_ELEMENT_REGISTER(torchnms, plugin);
+  ok &= GST_ELEMENT_REGISTER(torchoverlay, plugin);
   return ok;
 }

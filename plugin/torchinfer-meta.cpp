@@ -1,5 +1,6 @@
 #include "gst/torchinfer/torchinfer-meta.h"
 
+#include <cmath>
 #include <cstring>
 
 namespace {
@@ -143,6 +144,52 @@ void gst_torch_classification_meta_register(void) {
                              nullptr, nullptr);
     g_once_init_leave(&done, 1);
   }
+}
+
+GstVideoRegionOfInterestMeta* gst_buffer_add_torch_detection(
+    GstBuffer* buffer, const gchar* label, gint label_id, gdouble confidence, gdouble x_min,
+    gdouble y_min, gdouble x_max, gdouble y_max, guint frame_width, guint frame_height) {
+  g_return_val_if_fail(GST_IS_BUFFER(buffer) && gst_buffer_is_writable(buffer), nullptr);
+  g_return_val_if_fail(frame_width > 0 && frame_height > 0, nullptr);
+  // The pixel box covers the exact one (rounded outwards); the exact
+  // coordinates live in the structure.
+  const gdouble fw = frame_width, fh = frame_height;
+  const guint x = static_cast<guint>(CLAMP(std::floor(x_min), 0.0, fw));
+  const guint y = static_cast<guint>(CLAMP(std::floor(y_min), 0.0, fh));
+  const guint x1 = static_cast<guint>(CLAMP(std::ceil(x_max), 0.0, fw));
+  const guint y1 = static_cast<guint>(CLAMP(std::ceil(y_max), 0.0, fh));
+  GstVideoRegionOfInterestMeta* roi = gst_buffer_add_video_region_of_interest_meta(
+      buffer, label ? label : "", x, y, x1 > x ? x1 - x : 0, y1 > y ? y1 - y : 0);
+  if (!roi) return nullptr;
+  // Ids count up per buffer (0, 1, ...) so that bindings without a meta
+  // iterator (Python) can fetch each one with ..._get_..._meta_id().
+  gint id = 0;
+  gpointer iter = nullptr;
+  while (
+      gst_buffer_iterate_meta_filtered(buffer, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE))
+    ++id;
+  roi->id = id - 1;
+  GstStructure* s = gst_structure_new(
+      GST_TORCH_DETECTION_STRUCTURE_NAME, "label", G_TYPE_STRING, label ? label : "", "label_id",
+      G_TYPE_INT, label_id, "confidence", G_TYPE_DOUBLE, confidence, "x_min", G_TYPE_DOUBLE,
+      x_min / fw, "y_min", G_TYPE_DOUBLE, y_min / fh, "x_max", G_TYPE_DOUBLE, x_max / fw, "y_max",
+      G_TYPE_DOUBLE, y_max / fh, nullptr);
+  gst_video_region_of_interest_meta_add_param(roi, s);
+  return roi;
+}
+
+gboolean gst_torch_detection_from_roi(GstVideoRegionOfInterestMeta* roi, GstTorchDetection* out) {
+  g_return_val_if_fail(roi != nullptr && out != nullptr, FALSE);
+  GstStructure* s =
+      gst_video_region_of_interest_meta_get_param(roi, GST_TORCH_DETECTION_STRUCTURE_NAME);
+  if (!s) return FALSE;
+  out->label = gst_structure_get_string(s, "label");
+  return out->label && gst_structure_get_int(s, "label_id", &out->label_id) &&
+         gst_structure_get_double(s, "confidence", &out->confidence) &&
+         gst_structure_get_double(s, "x_min", &out->x_min) &&
+         gst_structure_get_double(s, "y_min", &out->y_min) &&
+         gst_structure_get_double(s, "x_max", &out->x_max) &&
+         gst_structure_get_double(s, "y_max", &out->y_max);
 }
 
 }  // extern "C"

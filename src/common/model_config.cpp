@@ -117,6 +117,20 @@ const char* to_string(ModelPrecision v) {
   return v == ModelPrecision::kInt8 ? "int8" : "fp32";
 }
 
+const char* to_string(Decoder v) {
+  switch (v) {
+    case Decoder::kYolov5:
+      return "yolov5";
+    case Decoder::kYolov8:
+      return "yolov8";
+    case Decoder::kSsd:
+      return "ssd";
+    case Decoder::kClassification:
+      return "classification";
+  }
+  return "?";
+}
+
 ModelConfig::ModelConfig() {
   set_mean_std({0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f});
 }
@@ -191,10 +205,13 @@ ModelConfig parse_model_config_text(const std::string& text, const std::string& 
   if (!j.is_object()) throw Error(ErrorKind::kConfigInvalid, origin + ": expected a JSON object");
 
   static const std::set<std::string> known = {
-      "input_width", "input_height", "channel_order", "mean",
-      "std",         "scale",        "offset",        "task",
-      "labels",      "top_k",        "input_dtype",   "output_activation",
-      "name",        "precision",    "quantization",  "description"};
+      "input_width",   "input_height",  "channel_order",
+      "mean",          "std",           "scale",
+      "offset",        "task",          "labels",
+      "top_k",         "input_dtype",   "output_activation",
+      "name",          "precision",     "quantization",
+      "description",   "decoder",       "confidence_threshold",
+      "iou_threshold", "max_detections"};
   for (const auto& item : j.items()) {
     // Keys starting with '_' are comments; anything else unknown is most
     // likely a typo that would otherwise be silently ignored on the line.
@@ -241,6 +258,27 @@ ModelConfig parse_model_config_text(const std::string& text, const std::string& 
     if (!v.is_number_integer() || v.get<long long>() < 1 || v.get<long long>() > 1000)
       fail(origin, "top_k", "expected an integer between 1 and 1000");
     cfg.top_k = v.get<int>();
+  }
+
+  if (j.contains("decoder"))
+    cfg.decoder = get_enum<Decoder>(j, "decoder", origin,
+                                    {{"yolov5", Decoder::kYolov5},
+                                     {"yolov8", Decoder::kYolov8},
+                                     {"ssd", Decoder::kSsd},
+                                     {"classification", Decoder::kClassification}});
+  for (const char* key : {"confidence_threshold", "iou_threshold"}) {
+    if (!j.contains(key)) continue;
+    const json& v = j.at(key);
+    if (!v.is_number() || v.get<double>() < 0.0 || v.get<double>() > 1.0)
+      fail(origin, key, "expected a number between 0 and 1");
+    (std::string(key) == "iou_threshold" ? cfg.iou_threshold : cfg.confidence_threshold) =
+        v.get<double>();
+  }
+  if (j.contains("max_detections")) {
+    const json& v = j.at("max_detections");
+    if (!v.is_number_integer() || v.get<long long>() < 1 || v.get<long long>() > 100000)
+      fail(origin, "max_detections", "expected an integer between 1 and 100000");
+    cfg.max_detections = v.get<int>();
   }
 
   const bool has_mean_std = j.contains("mean") || j.contains("std");

@@ -14,11 +14,14 @@ enum class Task { kClassification, kDetection, kRaw };
 enum class Activation { kSoftmax, kSigmoid, kNone };
 // What the model file holds (written by models/quantize.py), not a request.
 enum class ModelPrecision { kFp32, kInt8 };
+// How torchnms turns output tensors into results (src/decode/detection.h).
+enum class Decoder { kYolov5, kYolov8, kSsd, kClassification };
 
 const char* to_string(ChannelOrder v);
 const char* to_string(Task v);
 const char* to_string(Activation v);
 const char* to_string(ModelPrecision v);
+const char* to_string(Decoder v);
 
 struct ModelConfig {
   int input_width = 224;
@@ -37,6 +40,10 @@ struct ModelConfig {
   bool input_uint8 = false;
   // quantize.py --force wrote it although the accuracy guard failed.
   bool accuracy_guard_forced = false;
+  // Detection post-processing (torchnms); unset = the element's defaults.
+  std::optional<Decoder> decoder;
+  std::optional<double> confidence_threshold, iou_threshold;
+  std::optional<int> max_detections;
   std::string source;  // sidecar path it came from, empty for defaults
 
   ModelConfig();

@@ -69,6 +69,26 @@ std::string to_json_line(const FrameRecord& r, bool include_tensors,
       cls.push_back(
           {{"label", c.label}, {"label_id", c.label_id}, {"confidence", number(c.confidence)}});
     j["classification"] = cls;
+  }
+  if (r.has_inference || !r.detections.empty()) {
+    json dets = json::array();
+    for (const auto& d : r.detections)
+      dets.push_back({{"label", d.box.label},
+                      {"label_id", d.box.label_id},
+                      {"confidence", number(d.box.confidence)},
+                      {"box",
+                       {{"x_min", number(d.box.x_min)},
+                        {"y_min", number(d.box.y_min)},
+                        {"x_max", number(d.box.x_max)},
+                        {"y_max", number(d.box.y_max)}}},
+                      {"box_normalized",
+                       {{"x_min", number(d.nx_min)},
+                        {"y_min", number(d.ny_min)},
+                        {"x_max", number(d.nx_max)},
+                        {"y_max", number(d.ny_max)}}}});
+    j["detections"] = dets;
+  }
+  if (r.has_inference) {
     if (include_tensors) {
       json ts = json::array();
       for (const auto& t : r.tensors) {

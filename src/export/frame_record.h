@@ -8,9 +8,17 @@
 #include <vector>
 
 #include "decode/classification.h"
+#include "decode/detection.h"
 #include "engine/tensor.h"
 
 namespace torchinfer {
+
+// A detection as written: box in frame pixels (Detection's fields) and the
+// same box normalised to 0..1 of the frame.
+struct DetectionRecord {
+  Detection box;
+  double nx_min = 0, ny_min = 0, nx_max = 0, ny_max = 0;
+};
 
 struct FrameRecord {
   std::uint64_t frame_number = 0;
@@ -24,7 +32,8 @@ struct FrameRecord {
   double inference_ms = 0;
   double preprocess_ms = 0;
   std::vector<ClassResult> classification;
-  std::vector<TensorView> tensors;  // written only when asked for
+  std::vector<DetectionRecord> detections;  // written when has_inference or not empty
+  std::vector<TensorView> tensors;          // written only when asked for
 };
 
 // One JSON object, no trailing newline. Tensors longer than

@@ -250,3 +250,131 @@ TEST(Demo, BundledModelOnBundledClip) {
                                       "fakesink silent=false"));
   EXPECT_EQ(dec.exit_code, 0) << dec.err;
 }
+
+namespace {
+
+struct Box {
+  std::string label;
+  double confidence;
+  double x_min, y_min, x_max, y_max;
+};
+
+// Runs the issue's line on one frame and returns the detections written.
+std::vector<json> detect(const std::string& pattern, int width, int height, bool letterbox) {
+  const std::string path = testing::TempDir() + "detect_" + pattern + std::to_string(width) +
+                           (letterbox ? "_lb" : "") + ".jsonl";
+  const Result r = run(split_launch(
+      "videotestsrc pattern=" + pattern + " num-buffers=2 ! video/x-raw,format=YUY2,width=" +
+      std::to_string(width) + ",height=" + std::to_string(height) + " ! torchinfer model=" +
+      model_path("yolo_candidates.pt") + " keep-aspect-ratio=" + (letterbox ? "true" : "false") +
+      " ! torchnms ! torchmetaconvert location=" + path + " ! fakesink"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = read_json_lines(path);
+  EXPECT_EQ(lines.size(), 2u);
+  return lines.empty() ? std::vector<json>{} : lines[1]["detections"].get<std::vector<json>>();
+}
+
+void expect_boxes(const std::vector<json>& got, const std::vector<Box>& want, int width, int height,
+                  const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const json& g = got[i];
+    const Box& w = want[i];
+    EXPECT_EQ(g["label"], w.label) << what << " #" << i;
+    // Anchor 4's confidence is the red value the preprocessor produced from
+    // a white YUY2 frame (limited range: 1.0 up to rounding); the others are
+    // the float constants of the model.
+    EXPECT_NEAR(g["confidence"].get<double>(), w.confidence, w.confidence == 1.0 ? 5e-3 : 1e-7)
+        << what << " #" << i;
+    const json& b = g["box"];
+    EXPECT_NEAR(b["x_min"].get<double>(), w.x_min, 1e-9) << what << " #" << i;
+    EXPECT_NEAR(b["y_min"].get<double>(), w.y_min, 1e-9) << what << " #" << i;
+    EXPECT_NEAR(b["x_max"].get<double>(), w.x_max, 1e-9) << what << " #" << i;
+    EXPECT_NEAR(b["y_max"].get<double>(), w.y_max, 1e-9) << what << " #" << i;
+    EXPECT_NEAR(g["box_normalized"]["x_max"].get<double>(), w.x_max / width, 1e-12);
+    EXPECT_NEAR(g["box_normalized"]["y_min"].get<double>(), w.y_min / height, 1e-12);
+  }
+}
+
+}  // namespace
+
+// The issue's "must show": a YOLOv5-layout model generated at build time
+// (models/make_test_models.py, yolo_candidates: 320x256 input, 3 classes,
+// fixed candidates in model-input pixels plus one whose objectness is the
+// input's red value at the centre). Expected boxes by hand:
+//   stretch:   frame = model / scale, scale = 320/W, 256/H
+//   letterbox: scale = min(320/W, 256/H); 1280x720 -> 0.25, image 320x180 at
+//              y offset 38, so frame y = (model y - 38) * 4
+// Candidate 1 loses to 0 (same class, IoU 0.82 > 0.45); 2 overlaps 0 but is
+// another class; 5 lies in the letterbox padding at 16:9 and is dropped; 6
+// is clipped to the frame (dropped at 16:9 letterbox: wholly below the image);
+// 7 is under the 0.25 threshold. Results are in descending confidence.
+TEST(Detection, Yolov5LayoutExactBoxesAt640x512) {
+  const std::vector<Box> want = {
+      {"bolt", 1.0, 280, 216, 360, 296},    {"nut", 0.95f, 560, 0, 640, 40},
+      {"bolt", 0.9f, 96, 80, 224, 176},     {"nut", 0.7f, 104, 84, 232, 180},
+      {"washer", 0.6f, 400, 260, 560, 380}, {"bolt", 0.5, 0, 440, 100, 512},
+  };
+  // 640x512 has the model's aspect ratio: letterboxing changes nothing.
+  expect_boxes(detect("white", 640, 512, false), want, 640, 512, "640x512 stretch");
+  expect_boxes(detect("white", 640, 512, true), want, 640, 512, "640x512 letterbox");
+}
+
+TEST(Detection, Yolov5LayoutExactBoxesAt1280x720Stretched) {
+  const double sy = 720.0 / 256;
+  expect_boxes(detect("white", 1280, 720, false),
+               {{"bolt", 1.0, 560, 108 * sy, 720, 148 * sy},
+                {"nut", 0.95f, 1120, 0, 1280, 20 * sy},
+                {"bolt", 0.9f, 192, 40 * sy, 448, 88 * sy},
+                {"nut", 0.7f, 208, 42 * sy, 464, 90 * sy},
+                {"washer", 0.6f, 800, 130 * sy, 1120, 190 * sy},
+                {"bolt", 0.5, 0, 220 * sy, 200, 720}},
+               1280, 720, "1280x720 stretch");
+}
+
+TEST(Detection, Yolov5LayoutExactBoxesAt1280x720Letterboxed) {
+  expect_boxes(detect("white", 1280, 720, true),
+               {{"bolt", 1.0, 560, 280, 720, 440},
+                {"bolt", 0.9f, 192, 8, 448, 200},
+                {"nut", 0.7f, 208, 16, 464, 208},
+                {"washer", 0.6f, 800, 368, 1120, 608}},
+               1280, 720, "1280x720 letterbox");
+}
+
+TEST(Detection, BoxesFollowTheInput) {
+  // Black frame: anchor 4's objectness is 0, so its box disappears.
+  const auto got = detect("black", 640, 512, false);
+  ASSERT_EQ(got.size(), 5u);
+  EXPECT_EQ(got[0]["label"], "nut");
+  EXPECT_NEAR(got[0]["confidence"].get<double>(), 0.95f, 1e-7);
+}
+
+TEST(DetectionErrors, WrongLayoutIsOneReadableError) {
+  const Result r = run(split_launch(
+      "videotestsrc num-buffers=5 ! video/x-raw,width=64,height=48 ! torchinfer model=" +
+      model_path("tiny_classifier.pt") + " ! torchnms decoder=yolov5 ! fakesink"));
+  EXPECT_FALSE(r.signalled);
+  EXPECT_NE(r.exit_code, 0);
+  // One error from torchnms however many frames arrive (the source adds
+  // GStreamer's usual "Internal data stream error" when the flow stops).
+  EXPECT_EQ(count_lines_starting(
+                r.err + r.out, "ERROR: from element /GstPipeline:pipeline0/GstTorchNms:torchnms0"),
+            1)
+      << r.err;
+  EXPECT_NE(r.err.find("decoder yolov5 expects"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("[1, 5] float32"), std::string::npos) << r.err;
+}
+
+// The Python (GI) example reads the same detections through stock API.
+TEST(Detection, PythonExampleReadsTheRoiMetas) {
+  const Result r = run({"/usr/bin/python3", source_root() + "/pipelines/read_detections.py",
+                        model_path("yolo_candidates.pt"),
+                        "videotestsrc pattern=white num-buffers=1 ! "
+                        "video/x-raw,format=YUY2,width=640,height=512"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(count_lines_starting(r.out, "frame 0: "), 6) << r.out;
+  EXPECT_NE(r.out.find("frame 0: bolt (0) 0.900 box 0.1500,0.1562-0.3500,0.3438 pixels (96, 80, "
+                       "128, 96)"),
+            std::string::npos)
+      << r.out;
+}

@@ -211,3 +211,37 @@ TEST(ModelConfigErrors, PrecisionField) {
   expect_field_error(R"({"precision": "int8", "quantization": {"forced": "yes"}})",
                      "quantization.forced");
 }
+
+TEST(ModelConfig, DetectionFields) {
+  const ModelConfig c = parse_model_config_text(
+      R"({"task": "detection", "decoder": "yolov5", "confidence_threshold": 0.3,
+          "iou_threshold": 0.5, "max_detections": 20})",
+      "m.json");
+  EXPECT_EQ(c.task, Task::kDetection);
+  ASSERT_TRUE(c.decoder.has_value());
+  EXPECT_EQ(*c.decoder, Decoder::kYolov5);
+  EXPECT_DOUBLE_EQ(*c.confidence_threshold, 0.3);
+  EXPECT_DOUBLE_EQ(*c.iou_threshold, 0.5);
+  EXPECT_EQ(*c.max_detections, 20);
+  for (const auto& [name, want] :
+       std::vector<std::pair<std::string, Decoder>>{{"yolov8", Decoder::kYolov8},
+                                                    {"ssd", Decoder::kSsd},
+                                                    {"classification", Decoder::kClassification}}) {
+    const ModelConfig d = parse_model_config_text(R"({"decoder": ")" + name + "\"}", "m.json");
+    EXPECT_EQ(*d.decoder, want);
+    EXPECT_STREQ(to_string(want), name.c_str());
+  }
+  const ModelConfig none = parse_model_config_text("{}", "m.json");
+  EXPECT_FALSE(none.decoder || none.confidence_threshold || none.iou_threshold ||
+               none.max_detections);
+}
+
+TEST(ModelConfigErrors, DetectionFields) {
+  expect_field_error(R"({"decoder": "yolov3"})", "decoder");
+  expect_field_error(R"({"decoder": 5})", "decoder");
+  expect_field_error(R"({"confidence_threshold": 1.5})", "confidence_threshold");
+  expect_field_error(R"({"confidence_threshold": "high"})", "confidence_threshold");
+  expect_field_error(R"({"iou_threshold": -0.1})", "iou_threshold");
+  expect_field_error(R"({"max_detections": 0})", "max_detections");
+  expect_field_error(R"({"max_detections": 2.5})", "max_detections");
+}

@@ -11,11 +11,22 @@
  * (double), and the whole top-k, best first, as the arrays "labels",
  * "label_ids", "confidences". Any application (C or Python through GI) reads
  * it with gst_buffer_get_custom_meta() + gst_custom_meta_get_structure().
+ *
+ * Detections (torchnms) are one GstVideoRegionOfInterestMeta per object: the
+ * pixel box in frame coordinates (rounded outwards), roi_type = the label,
+ * and a GstStructure param named "detection" with "label" (string),
+ * "label_id" (int), "confidence" (double) and "x_min", "y_min", "x_max",
+ * "y_max" (doubles, normalised to 0..1 of the frame; exact, not rounded) —
+ * ROI ids are 0, 1, ... in the order attached, best first;
+ * the layout DL Streamer uses. gst_buffer_add_torch_detection() and
+ * gst_torch_detection_from_roi() write and read it; any application can read
+ * it with stock API (gst_video_region_of_interest_meta_get_param()).
  */
 #ifndef GST_TORCHINFER_META_H
 #define GST_TORCHINFER_META_H
 
 #include <gst/gst.h>
+#include <gst/video/video.h>
 
 G_BEGIN_DECLS
 
@@ -92,6 +103,30 @@ GstTorchTensorMeta* gst_buffer_add_torch_tensor_meta(GstBuffer* buffer, guint n_
 const GstTorchTensor* gst_torch_tensor_meta_get_tensor(GstTorchTensorMeta* meta, const gchar* name);
 
 const gchar* gst_torch_dtype_to_string(GstTorchDType dtype);
+
+#define GST_TORCH_DETECTION_STRUCTURE_NAME "detection"
+
+/* One detection; label points into the ROI meta's structure (valid while
+ * the buffer lives). Coordinates are normalised to the frame (0..1). */
+typedef struct {
+  const gchar* label;
+  gint label_id;
+  gdouble confidence;
+  gdouble x_min, y_min, x_max, y_max;
+} GstTorchDetection;
+
+/* Adds a region-of-interest meta for a box given in frame pixels, with its
+ * "detection" param. NULL if the buffer is not writable or the frame size
+ * is 0. */
+GstVideoRegionOfInterestMeta* gst_buffer_add_torch_detection(GstBuffer* buffer, const gchar* label,
+                                                             gint label_id, gdouble confidence,
+                                                             gdouble x_min, gdouble y_min,
+                                                             gdouble x_max, gdouble y_max,
+                                                             guint frame_width, guint frame_height);
+
+/* Fills out from the ROI's "detection" param; FALSE if it has none or a field
+ * is missing. */
+gboolean gst_torch_detection_from_roi(GstVideoRegionOfInterestMeta* roi, GstTorchDetection* out);
 
 /* Registers the classification custom meta; idempotent. */
 void gst_torch_classification_meta_register(void);

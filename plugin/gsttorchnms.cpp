@@ -1,0 +1,494 @@
+/**
+ * SECTION:element-torchnms
+ *
+ * Decodes the GstTorchTensorMeta of each frame (YOLOv5, YOLOv8, SSD or
+ * classification layout), runs non-maximum suppression and attaches one
+ * GstVideoRegionOfInterestMeta per detection with a "detection" structure;
+ * video passes through untouched.
+ *
+ *   gst-launch-1.0 ... ! torchinfer model=det.pt ! torchnms decoder=yolov5 ! torchoverlay ! ...
+ */
+#include "gsttorchnms.h"
+
+#include <gst/video/video.h>
+
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "common/error.h"
+#include "common/model_config.h"
+#include "decode/classification.h"
+#include "decode/detection.h"
+#include "gst/torchinfer/torchinfer-meta.h"
+#include "tensor-views.h"
+
+GST_DEBUG_CATEGORY_STATIC(gst_torchnms_debug);
+#define GST_CAT_DEFAULT gst_torchnms_debug
+
+using namespace torchinfer;
+
+enum {
+  PROP_0,
+  PROP_DECODER,
+  PROP_CONFIDENCE_THRESHOLD,
+  PROP_IOU_THRESHOLD,
+  PROP_MAX_DETECTIONS,
+  PROP_CLASS_AGNOSTIC,
+  PROP_LABELS,
+  PROP_MODEL_CONFIG,
+  PROP_DETECTIONS,
+};
+
+// Property values; 0 = take it from the model's sidecar.
+typedef enum {
+  GST_TORCHNMS_DECODER_AUTO,
+  GST_TORCHNMS_DECODER_YOLOV5,
+  GST_TORCHNMS_DECODER_YOLOV8,
+  GST_TORCHNMS_DECODER_SSD,
+  GST_TORCHNMS_DECODER_CLASSIFICATION,
+} GstTorchNmsDecoder;
+
+#define GST_TYPE_TORCHNMS_DECODER (gst_torchnms_decoder_get_type())
+static GType gst_torchnms_decoder_get_type() {
+  static GType type = 0;
+  static const GEnumValue values[] = {
+      {GST_TORCHNMS_DECODER_AUTO, "The sidecar's \"decoder\" (classification for classifiers)",
+       "auto"},
+      {GST_TORCHNMS_DECODER_YOLOV5, "YOLOv5 [1, A, 5+C]: cx, cy, w, h, objectness, classes",
+       "yolov5"},
+      {GST_TORCHNMS_DECODER_YOLOV8, "YOLOv8 [1, 4+C, A]: cx, cy, w, h, classes", "yolov8"},
+      {GST_TORCHNMS_DECODER_SSD, "SSD: boxes [1, A, 4] normalised corners, scores [1, A, C]",
+       "ssd"},
+      {GST_TORCHNMS_DECODER_CLASSIFICATION, "Classification: top-k labels, no boxes",
+       "classification"},
+      {0, nullptr, nullptr}};
+  if (g_once_init_enter(&type)) {
+    GType t = g_enum_register_static("GstTorchNmsDecoder", values);
+    g_once_init_leave(&type, t);
+  }
+  return type;
+}
+
+namespace {
+
+constexpr double kDefaultConfidence = 0.25;
+constexpr double kDefaultIou = 0.45;
+constexpr guint kDefaultMaxDetections = 100;
+
+// Thresholds are optional: set ones override the sidecar, unset ones fall
+// back to it, then to the defaults above.
+struct Settings {
+  GstTorchNmsDecoder decoder = GST_TORCHNMS_DECODER_AUTO;
+  std::optional<double> confidence, iou;
+  std::optional<guint> max_detections;
+  bool class_agnostic = false;
+  std::string labels_file, model_config;
+};
+
+// What applies to the current model, resolved on its first frame.
+struct Resolved {
+  std::string model;  // the tensor meta's model it was resolved for
+  std::optional<Decoder> decoder;
+  DetectionOptions options;
+  int top_k = 5;
+  Activation activation = Activation::kSoftmax;
+};
+
+struct State {
+  std::mutex lock;  // guards settings and detections
+  Settings settings;
+  guint64 detections = 0;
+  // streaming thread only
+  Settings active;                  // copied at start
+  std::vector<std::string> labels;  // from the labels property
+  std::optional<Resolved> resolved;
+  bool warned_no_meta = false;
+  bool failed = false;  // an error was posted; later frames fail quietly
+};
+
+Decoder to_decoder(GstTorchNmsDecoder d) {
+  switch (d) {
+    case GST_TORCHNMS_DECODER_YOLOV8:
+      return Decoder::kYolov8;
+    case GST_TORCHNMS_DECODER_SSD:
+      return Decoder::kSsd;
+    case GST_TORCHNMS_DECODER_CLASSIFICATION:
+      return Decoder::kClassification;
+    default:
+      return Decoder::kYolov5;
+  }
+}
+
+void attach_classification(GstBuffer* buf, const std::vector<ClassResult>& top) {
+  // Replaces torchinfer's own result, so one classification meta remains.
+  if (GstCustomMeta* old = gst_buffer_get_custom_meta(buf, GST_TORCH_CLASSIFICATION_META_NAME))
+    gst_buffer_remove_meta(buf, reinterpret_cast<GstMeta*>(old));
+  GstCustomMeta* cm = gst_buffer_add_custom_meta(buf, GST_TORCH_CLASSIFICATION_META_NAME);
+  if (!cm || top.empty()) return;
+  GstStructure* s = gst_custom_meta_get_structure(cm);
+  gst_structure_set_name(s, "classification");
+  gst_structure_set(s, "label", G_TYPE_STRING, top[0].label.c_str(), "label_id", G_TYPE_INT,
+                    top[0].label_id, "confidence", G_TYPE_DOUBLE, top[0].confidence, nullptr);
+  GValue labels = G_VALUE_INIT, ids = G_VALUE_INIT, confs = G_VALUE_INIT, v = G_VALUE_INIT;
+  gst_value_array_init(&labels, top.size());
+  gst_value_array_init(&ids, top.size());
+  gst_value_array_init(&confs, top.size());
+  for (const auto& r : top) {
+    g_value_init(&v, G_TYPE_STRING);
+    g_value_set_string(&v, r.label.c_str());
+    gst_value_array_append_and_take_value(&labels, &v);
+    g_value_init(&v, G_TYPE_INT);
+    g_value_set_int(&v, r.label_id);
+    gst_value_array_append_and_take_value(&ids, &v);
+    g_value_init(&v, G_TYPE_DOUBLE);
+    g_value_set_double(&v, r.confidence);
+    gst_value_array_append_and_take_value(&confs, &v);
+  }
+  gst_structure_take_value(s, "labels", &labels);
+  gst_structure_take_value(s, "label_ids", &ids);
+  gst_structure_take_value(s, "confidences", &confs);
+}
+
+}  // namespace
+
+struct _GstTorchNms {
+  GstBaseTransform parent;
+  State* state;
+};
+
+G_DEFINE_TYPE(GstTorchNms, gst_torchnms, GST_TYPE_BASE_TRANSFORM);
+GST_ELEMENT_REGISTER_DEFINE(torchnms, "torchnms", GST_RANK_NONE, GST_TYPE_TORCHNMS);
+
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
+    "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS("video/x-raw(ANY)"));
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
+    "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS("video/x-raw(ANY)"));
+
+static void gst_torchnms_set_property(GObject* object, guint prop_id, const GValue* value,
+                                      GParamSpec* pspec) {
+  auto* self = GST_TORCHNMS(object);
+  std::lock_guard<std::mutex> lock(self->state->lock);
+  Settings& s = self->state->settings;
+  switch (prop_id) {
+    case PROP_DECODER:
+      s.decoder = static_cast<GstTorchNmsDecoder>(g_value_get_enum(value));
+      break;
+    case PROP_CONFIDENCE_THRESHOLD:
+      s.confidence = g_value_get_double(value);
+      break;
+    case PROP_IOU_THRESHOLD:
+      s.iou = g_value_get_double(value);
+      break;
+    case PROP_MAX_DETECTIONS:
+      s.max_detections = g_value_get_uint(value);
+      break;
+    case PROP_CLASS_AGNOSTIC:
+      s.class_agnostic = g_value_get_boolean(value);
+      break;
+    case PROP_LABELS: {
+      const gchar* v = g_value_get_string(value);
+      s.labels_file = v ? v : "";
+      break;
+    }
+    case PROP_MODEL_CONFIG: {
+      const gchar* v = g_value_get_string(value);
+      s.model_config = v ? v : "";
+      break;
+    }
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+  }
+}
+
+static void gst_torchnms_get_property(GObject* object, guint prop_id, GValue* value,
+                                      GParamSpec* pspec) {
+  auto* self = GST_TORCHNMS(object);
+  std::lock_guard<std::mutex> lock(self->state->lock);
+  const Settings& s = self->state->settings;
+  switch (prop_id) {
+    case PROP_DECODER:
+      g_value_set_enum(value, s.decoder);
+      break;
+    case PROP_CONFIDENCE_THRESHOLD:
+      g_value_set_double(value, s.confidence.value_or(kDefaultConfidence));
+      break;
+    case PROP_IOU_THRESHOLD:
+      g_value_set_double(value, s.iou.value_or(kDefaultIou));
+      break;
+    case PROP_MAX_DETECTIONS:
+      g_value_set_uint(value, s.max_detections.value_or(kDefaultMaxDetections));
+      break;
+    case PROP_CLASS_AGNOSTIC:
+      g_value_set_boolean(value, s.class_agnostic);
+      break;
+    case PROP_LABELS:
+      g_value_set_string(value, s.labels_file.empty() ? nullptr : s.labels_file.c_str());
+      break;
+    case PROP_MODEL_CONFIG:
+      g_value_set_string(value, s.model_config.empty() ? nullptr : s.model_config.c_str());
+      break;
+    case PROP_DETECTIONS:
+      g_value_set_uint64(value, self->state->detections);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+  }
+}
+
+static gboolean gst_torchnms_start(GstBaseTransform* trans) {
+  auto* self = GST_TORCHNMS(trans);
+  State& st = *self->state;
+  {
+    std::lock_guard<std::mutex> lock(st.lock);
+    st.active = st.settings;
+    st.detections = 0;
+  }
+  st.resolved.reset();
+  st.labels.clear();
+  st.warned_no_meta = false;
+  st.failed = false;
+  try {
+    if (!st.active.labels_file.empty()) st.labels = read_labels_file(st.active.labels_file);
+    if (!st.active.model_config.empty()) parse_model_config(st.active.model_config);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kNotFound)
+      GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND, ("%s", e.what()), (nullptr));
+    else
+      GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("%s", e.what()), (nullptr));
+    return FALSE;
+  } catch (const std::exception& e) {
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("%s", e.what()), (nullptr));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+// Properties over sidecar over defaults, for the model named in the meta.
+static Resolved resolve(GstTorchNms* self, const std::string& model) {
+  State& st = *self->state;
+  const Settings& s = st.active;
+  ModelConfig cfg;
+  try {
+    cfg = resolve_model_config(model, s.model_config, {});
+  } catch (const Error& e) {
+    if (!s.model_config.empty()) throw;
+    // torchinfer found its configuration another way (or the file moved):
+    // properties and defaults still work.
+    GST_WARNING_OBJECT(self, "cannot read the sidecar of '%s': %s", model.c_str(), e.what());
+  }
+  Resolved r;
+  r.model = model;
+  if (s.decoder != GST_TORCHNMS_DECODER_AUTO)
+    r.decoder = to_decoder(s.decoder);
+  else if (cfg.decoder)
+    r.decoder = cfg.decoder;
+  else if (cfg.task == Task::kClassification)
+    r.decoder = Decoder::kClassification;
+  r.options.confidence_threshold =
+      s.confidence.value_or(cfg.confidence_threshold.value_or(kDefaultConfidence));
+  r.options.iou_threshold = s.iou.value_or(cfg.iou_threshold.value_or(kDefaultIou));
+  r.options.max_detections = static_cast<int>(
+      s.max_detections.value_or(cfg.max_detections.value_or(kDefaultMaxDetections)));
+  r.options.class_agnostic = s.class_agnostic;
+  r.options.labels = st.labels.empty() ? cfg.labels : st.labels;
+  r.top_k = cfg.top_k;
+  r.activation = cfg.output_activation;
+  GST_INFO_OBJECT(self,
+                  "model %s: decoder %s, confidence >= %g, IoU > %g suppresses, at most %d, "
+                  "%s NMS, %zu labels (config: %s)",
+                  model.c_str(), r.decoder ? to_string(*r.decoder) : "none",
+                  r.options.confidence_threshold, r.options.iou_threshold, r.options.max_detections,
+                  r.options.class_agnostic ? "class-agnostic" : "per-class",
+                  r.options.labels.size(), cfg.source.empty() ? "none" : cfg.source.c_str());
+  return r;
+}
+
+static GstFlowReturn fail_decode(GstTorchNms* self, const std::string& what,
+                                 const std::string& model) {
+  self->state->failed = true;
+  GST_ELEMENT_ERROR(self, STREAM, DECODE, ("%s", what.c_str()),
+                    ("model '%s'; choose the decoder with torchnms decoder=... or the sidecar's "
+                     "\"decoder\"",
+                     model.c_str()));
+  return GST_FLOW_ERROR;
+}
+
+static GstFlowReturn gst_torchnms_transform_ip(GstBaseTransform* trans, GstBuffer* buf) {
+  auto* self = GST_TORCHNMS(trans);
+  State& st = *self->state;
+  if (st.failed) return GST_FLOW_ERROR;
+  GstTorchTensorMeta* meta = gst_buffer_get_torch_tensor_meta(buf);
+  if (!meta) {
+    // Once per run as a bus warning (a pipeline without torchinfer upstream
+    // is a mistake worth seeing); later frames only in the debug log, since
+    // torchinfer may skip frames on purpose.
+    if (!st.warned_no_meta) {
+      st.warned_no_meta = true;
+      GST_ELEMENT_WARNING(self, STREAM, FORMAT,
+                          ("Frame without torchinfer results passed through unchanged."),
+                          ("torchnms needs torchinfer upstream; further frames without results "
+                           "are logged at debug level only"));
+    }
+    GST_DEBUG_OBJECT(self, "no tensor meta on buffer %" GST_PTR_FORMAT, buf);
+    return GST_FLOW_OK;
+  }
+  const std::string model = meta->model ? meta->model : "";
+  try {
+    if (!st.resolved || st.resolved->model != model) {
+      st.resolved = resolve(self, model);
+      if (!st.resolved->decoder)
+        return fail_decode(self,
+                           "No decoder for model '" + model +
+                               "': set decoder=yolov5|yolov8|ssd|classification on torchnms or "
+                               "\"decoder\" in the model's sidecar.",
+                           model);
+      if (*st.resolved->decoder != Decoder::kClassification)
+        check_detection_layout(*st.resolved->decoder, gst::tensor_views(meta));
+    }
+    const Resolved& r = *st.resolved;
+    const std::vector<TensorView> views = gst::tensor_views(meta);
+    if (*r.decoder == Decoder::kClassification) {
+      const TensorView* scores = nullptr;
+      for (const auto& v : views)
+        if (looks_like_class_scores(v)) {
+          scores = &v;
+          break;
+        }
+      if (!scores) {
+        std::string found;
+        for (const auto& v : views) found += " '" + v.name + "' " + describe(v);
+        return fail_decode(self,
+                           "decoder classification expects one vector of class scores [1, "
+                           "classes]; the model gives" +
+                               found,
+                           model);
+      }
+      attach_classification(buf, decode_top_k(*scores, r.top_k, r.activation, r.options.labels));
+      return GST_FLOW_OK;
+    }
+    FrameMapping m;
+    m.scale_x = meta->transform.scale_x;
+    m.scale_y = meta->transform.scale_y;
+    m.offset_x = meta->transform.offset_x;
+    m.offset_y = meta->transform.offset_y;
+    m.frame_width = static_cast<int>(meta->frame_width);
+    m.frame_height = static_cast<int>(meta->frame_height);
+    m.input_width = static_cast<int>(meta->input_width);
+    m.input_height = static_cast<int>(meta->input_height);
+    const std::vector<Detection> dets = decode_detections(*r.decoder, views, r.options, m);
+    for (const Detection& d : dets)
+      gst_buffer_add_torch_detection(buf, d.label.c_str(), d.label_id, d.confidence, d.x_min,
+                                     d.y_min, d.x_max, d.y_max, meta->frame_width,
+                                     meta->frame_height);
+    GST_LOG_OBJECT(self, "%zu detections", dets.size());
+    std::lock_guard<std::mutex> lock(st.lock);
+    st.detections += dets.size();
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kInvalidArgument) return fail_decode(self, e.what(), model);
+    st.failed = true;
+    const bool settings = e.kind() == ErrorKind::kNotFound || e.kind() == ErrorKind::kConfigInvalid;
+    if (settings)
+      GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("%s", e.what()), ("model '%s'", model.c_str()));
+    else
+      GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Decoding failed: %s", e.what()), (nullptr));
+    return GST_FLOW_ERROR;
+  } catch (const std::exception& e) {
+    st.failed = true;
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Decoding failed: %s", e.what()), (nullptr));
+    return GST_FLOW_ERROR;
+  } catch (...) {
+    st.failed = true;
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Decoding failed."), (nullptr));
+    return GST_FLOW_ERROR;
+  }
+  return GST_FLOW_OK;
+}
+
+static void gst_torchnms_finalize(GObject* object) {
+  auto* self = GST_TORCHNMS(object);
+  delete self->state;
+  self->state = nullptr;
+  G_OBJECT_CLASS(gst_torchnms_parent_class)->finalize(object);
+}
+
+static void gst_torchnms_class_init(GstTorchNmsClass* klass) {
+  auto* gobject_class = G_OBJECT_CLASS(klass);
+  auto* element_class = GST_ELEMENT_CLASS(klass);
+  auto* trans_class = GST_BASE_TRANSFORM_CLASS(klass);
+  const auto rw = static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+                                           GST_PARAM_MUTABLE_READY);
+
+  gobject_class->set_property = gst_torchnms_set_property;
+  gobject_class->get_property = gst_torchnms_get_property;
+  gobject_class->finalize = gst_torchnms_finalize;
+  g_object_class_install_property(
+      gobject_class, PROP_DECODER,
+      g_param_spec_enum("decoder", "Decoder",
+                        "Layout of the model output; auto = the sidecar's \"decoder\" "
+                        "(classification for a classifier's sidecar)",
+                        GST_TYPE_TORCHNMS_DECODER, GST_TORCHNMS_DECODER_AUTO, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_CONFIDENCE_THRESHOLD,
+      g_param_spec_double("confidence-threshold", "Confidence threshold",
+                          "Keep detections scoring at least this (YOLOv5: objectness x class "
+                          "score); unset = sidecar's confidence_threshold, else 0.25",
+                          0.0, 1.0, kDefaultConfidence, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_IOU_THRESHOLD,
+      g_param_spec_double("iou-threshold", "IoU threshold",
+                          "NMS drops a box overlapping a better one by more than this "
+                          "intersection-over-union; unset = sidecar's iou_threshold, else 0.45",
+                          0.0, 1.0, kDefaultIou, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_MAX_DETECTIONS,
+      g_param_spec_uint("max-detections", "Max detections",
+                        "Most detections per frame (the most confident); unset = sidecar's "
+                        "max_detections, else 100",
+                        1, 100000, kDefaultMaxDetections, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_CLASS_AGNOSTIC,
+      g_param_spec_boolean("class-agnostic", "Class-agnostic NMS",
+                           "Suppress overlapping boxes whatever their class (default: only "
+                           "boxes of the same class suppress each other)",
+                           FALSE, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_LABELS,
+      g_param_spec_string("labels", "Labels file",
+                          "Text file with one label per line (line n = class id n); overrides "
+                          "the sidecar's labels",
+                          nullptr, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_MODEL_CONFIG,
+      g_param_spec_string("model-config", "Model config",
+                          "JSON sidecar with decoder, thresholds and labels; unset = the one "
+                          "beside the model named in the tensor meta (<model>.json)",
+                          nullptr, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_DETECTIONS,
+      g_param_spec_uint64("detections", "Detections", "Detections attached since start", 0,
+                          G_MAXUINT64, 0,
+                          static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
+
+  gst_element_class_add_static_pad_template(element_class, &sink_template);
+  gst_element_class_add_static_pad_template(element_class, &src_template);
+  gst_element_class_set_static_metadata(
+      element_class, "Torch detection decoder and NMS", "Filter/Analyzer/Video",
+      "Turns torchinfer output tensors into detections (region-of-interest metas) with "
+      "non-maximum suppression",
+      "torchinfer developers");
+
+  trans_class->start = GST_DEBUG_FUNCPTR(gst_torchnms_start);
+  trans_class->transform_ip = GST_DEBUG_FUNCPTR(gst_torchnms_transform_ip);
+  // Not passthrough: the buffer must be writable to take metas (its memory
+  // is shared, not copied).
+  trans_class->passthrough_on_same_caps = FALSE;
+
+  GST_DEBUG_CATEGORY_INIT(gst_torchnms_debug, "torchnms", 0, "torchinfer detection decoding");
+  gst_type_mark_as_plugin_api(GST_TYPE_TORCHNMS_DECODER, static_cast<GstPluginAPIFlags>(0));
+}
+
+static void gst_torchnms_init(GstTorchNms* self) {
+  self->state = new State();
+  gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);
+}

@@ -1,0 +1,308 @@
+/**
+ * SECTION:element-torchoverlay
+ *
+ * Draws the detections (region-of-interest metas), the classification and an
+ * optional fps/latency line onto the video, in place, in the camera's own
+ * format (RGB family, YUY2, UYVY, NV12, NV21, I420, YV12, GRAY8).
+ *
+ *   gst-launch-1.0 ... ! torchinfer model=det.pt ! torchnms ! torchoverlay ! autovideosink
+ */
+#include "gsttorchoverlay.h"
+
+#include <gst/video/video.h>
+
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <optional>
+
+#include "gst/torchinfer/torchinfer-meta.h"
+#include "overlay/draw.h"
+
+GST_DEBUG_CATEGORY_STATIC(gst_torchoverlay_debug);
+#define GST_CAT_DEFAULT gst_torchoverlay_debug
+
+using namespace torchinfer;
+
+#define TORCHOVERLAY_FORMATS                                                                   \
+  "{ YUY2, UYVY, NV12, NV21, I420, YV12, RGB, BGR, RGBx, BGRx, xRGB, xBGR, RGBA, BGRA, ARGB, " \
+  "ABGR, GRAY8 }"
+
+enum { PROP_0, PROP_SHOW_LABELS, PROP_SHOW_CONFIDENCE, PROP_SHOW_CLASSIFICATION, PROP_SHOW_HUD };
+
+namespace {
+
+struct Settings {
+  bool show_labels = true;
+  bool show_confidence = true;
+  bool show_classification = true;
+  bool show_hud = false;
+};
+
+struct State {
+  std::mutex lock;  // guards settings
+  Settings settings;
+  // streaming thread only
+  Overlay overlay;
+  std::optional<std::chrono::steady_clock::time_point> last_frame;
+  double fps = 0;  // smoothed
+};
+
+bool to_pixel_format(GstVideoFormat f, PixelFormat* out) {
+  static const std::pair<GstVideoFormat, PixelFormat> table[] = {
+      {GST_VIDEO_FORMAT_YUY2, PixelFormat::kYUY2},   {GST_VIDEO_FORMAT_UYVY, PixelFormat::kUYVY},
+      {GST_VIDEO_FORMAT_NV12, PixelFormat::kNV12},   {GST_VIDEO_FORMAT_NV21, PixelFormat::kNV21},
+      {GST_VIDEO_FORMAT_I420, PixelFormat::kI420},   {GST_VIDEO_FORMAT_YV12, PixelFormat::kYV12},
+      {GST_VIDEO_FORMAT_RGB, PixelFormat::kRGB},     {GST_VIDEO_FORMAT_BGR, PixelFormat::kBGR},
+      {GST_VIDEO_FORMAT_RGBx, PixelFormat::kRGBx},   {GST_VIDEO_FORMAT_BGRx, PixelFormat::kBGRx},
+      {GST_VIDEO_FORMAT_xRGB, PixelFormat::kxRGB},   {GST_VIDEO_FORMAT_xBGR, PixelFormat::kxBGR},
+      {GST_VIDEO_FORMAT_RGBA, PixelFormat::kRGBA},   {GST_VIDEO_FORMAT_BGRA, PixelFormat::kBGRA},
+      {GST_VIDEO_FORMAT_ARGB, PixelFormat::kARGB},   {GST_VIDEO_FORMAT_ABGR, PixelFormat::kABGR},
+      {GST_VIDEO_FORMAT_GRAY8, PixelFormat::kGRAY8},
+  };
+  for (const auto& [g, p] : table)
+    if (g == f) {
+      *out = p;
+      return true;
+    }
+  return false;
+}
+
+std::string tag_text(const std::string& label, double confidence, const Settings& s) {
+  std::string t = s.show_labels ? label : "";
+  if (s.show_confidence) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "%.2f", confidence);
+    t += (t.empty() ? "" : " ") + std::string(buf);
+  }
+  return t;
+}
+
+void add_boxes(GstBuffer* buf, int width, int height, const Settings& s, OverlayScene& scene) {
+  gpointer iter = nullptr;
+  while (GstMeta* m = gst_buffer_iterate_meta_filtered(
+             buf, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
+    auto* roi = reinterpret_cast<GstVideoRegionOfInterestMeta*>(m);
+    OverlayBox b;
+    GstTorchDetection d;
+    std::string label;
+    double confidence = -1;
+    if (gst_torch_detection_from_roi(roi, &d)) {
+      b.x_min = d.x_min * width;
+      b.y_min = d.y_min * height;
+      b.x_max = d.x_max * width;
+      b.y_max = d.y_max * height;
+      b.class_id = d.label_id;
+      label = d.label;
+      confidence = d.confidence;
+    } else {  // another element's ROI: its pixel box and type
+      b.x_min = roi->x;
+      b.y_min = roi->y;
+      b.x_max = roi->x + roi->w;
+      b.y_max = roi->y + roi->h;
+      label = roi->roi_type ? g_quark_to_string(roi->roi_type) : "";
+      b.class_id = static_cast<int>(g_str_hash(label.c_str()) & 0x7fffffff);
+    }
+    if (confidence >= 0)
+      b.text = tag_text(label, confidence, s);
+    else if (s.show_labels)
+      b.text = label;
+    scene.boxes.push_back(std::move(b));
+  }
+}
+
+void add_classification(GstBuffer* buf, const Settings& s, OverlayScene& scene) {
+  GstCustomMeta* cm = gst_buffer_get_custom_meta(buf, GST_TORCH_CLASSIFICATION_META_NAME);
+  if (!cm) return;
+  const GstStructure* st = gst_custom_meta_get_structure(cm);
+  const gchar* label = gst_structure_get_string(st, "label");
+  double confidence = 0;
+  if (!label || !gst_structure_get_double(st, "confidence", &confidence)) return;
+  Settings both = s;
+  both.show_labels = true;
+  scene.lines.push_back(tag_text(label, confidence, both));
+}
+
+}  // namespace
+
+struct _GstTorchOverlay {
+  GstVideoFilter parent;
+  State* state;
+};
+
+G_DEFINE_TYPE(GstTorchOverlay, gst_torchoverlay, GST_TYPE_VIDEO_FILTER);
+GST_ELEMENT_REGISTER_DEFINE(torchoverlay, "torchoverlay", GST_RANK_NONE, GST_TYPE_TORCHOVERLAY);
+
+static GstStaticPadTemplate sink_template =
+    GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS,
+                            GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(TORCHOVERLAY_FORMATS)));
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
+    "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(TORCHOVERLAY_FORMATS)));
+
+static void gst_torchoverlay_set_property(GObject* object, guint prop_id, const GValue* value,
+                                          GParamSpec* pspec) {
+  auto* self = GST_TORCHOVERLAY(object);
+  std::lock_guard<std::mutex> lock(self->state->lock);
+  Settings& s = self->state->settings;
+  switch (prop_id) {
+    case PROP_SHOW_LABELS:
+      s.show_labels = g_value_get_boolean(value);
+      break;
+    case PROP_SHOW_CONFIDENCE:
+      s.show_confidence = g_value_get_boolean(value);
+      break;
+    case PROP_SHOW_CLASSIFICATION:
+      s.show_classification = g_value_get_boolean(value);
+      break;
+    case PROP_SHOW_HUD:
+      s.show_hud = g_value_get_boolean(value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+  }
+}
+
+static void gst_torchoverlay_get_property(GObject* object, guint prop_id, GValue* value,
+                                          GParamSpec* pspec) {
+  auto* self = GST_TORCHOVERLAY(object);
+  std::lock_guard<std::mutex> lock(self->state->lock);
+  const Settings& s = self->state->settings;
+  switch (prop_id) {
+    case PROP_SHOW_LABELS:
+      g_value_set_boolean(value, s.show_labels);
+      break;
+    case PROP_SHOW_CONFIDENCE:
+      g_value_set_boolean(value, s.show_confidence);
+      break;
+    case PROP_SHOW_CLASSIFICATION:
+      g_value_set_boolean(value, s.show_classification);
+      break;
+    case PROP_SHOW_HUD:
+      g_value_set_boolean(value, s.show_hud);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+  }
+}
+
+static gboolean gst_torchoverlay_start(GstBaseTransform* trans) {
+  auto* self = GST_TORCHOVERLAY(trans);
+  self->state->last_frame.reset();
+  self->state->fps = 0;
+  return TRUE;
+}
+
+static std::string hud_line(State& st, GstBuffer* buf) {
+  const auto now = std::chrono::steady_clock::now();
+  if (st.last_frame) {
+    const double dt = std::chrono::duration<double>(now - *st.last_frame).count();
+    if (dt > 0) st.fps = st.fps > 0 ? 0.9 * st.fps + 0.1 / dt : 1.0 / dt;
+  }
+  st.last_frame = now;
+  char line[128];
+  int n = std::snprintf(line, sizeof line, "%.1f fps", st.fps);
+  if (GstTorchTensorMeta* m = gst_buffer_get_torch_tensor_meta(buf))
+    std::snprintf(line + n, sizeof line - n, " | preprocess %.1f ms | inference %.1f ms",
+                  m->preprocess_ns / 1e6, m->inference_ns / 1e6);
+  return line;
+}
+
+static GstFlowReturn gst_torchoverlay_transform_frame_ip(GstVideoFilter* filter,
+                                                         GstVideoFrame* frame) {
+  auto* self = GST_TORCHOVERLAY(filter);
+  State& st = *self->state;
+  Settings s;
+  {
+    std::lock_guard<std::mutex> lock(st.lock);
+    s = st.settings;
+  }
+  try {
+    OverlayImage img;
+    if (!to_pixel_format(GST_VIDEO_FRAME_FORMAT(frame), &img.format)) {
+      GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("torchoverlay cannot draw on this format."),
+                        (nullptr));
+      return GST_FLOW_NOT_NEGOTIATED;
+    }
+    img.width = GST_VIDEO_FRAME_WIDTH(frame);
+    img.height = GST_VIDEO_FRAME_HEIGHT(frame);
+    for (guint p = 0; p < GST_VIDEO_FRAME_N_PLANES(frame) && p < 3; ++p) {
+      img.planes[p] = static_cast<std::uint8_t*>(GST_VIDEO_FRAME_PLANE_DATA(frame, p));
+      img.strides[p] = GST_VIDEO_FRAME_PLANE_STRIDE(frame, p);
+    }
+    const GstVideoColorimetry& c = frame->info.colorimetry;
+    img.matrix = c.matrix == GST_VIDEO_COLOR_MATRIX_BT709    ? YuvMatrix::kBT709
+                 : c.matrix == GST_VIDEO_COLOR_MATRIX_BT2020 ? YuvMatrix::kBT2020
+                                                             : YuvMatrix::kBT601;
+    img.full_range = c.range == GST_VIDEO_COLOR_RANGE_0_255;
+
+    OverlayScene scene;
+    add_boxes(frame->buffer, img.width, img.height, s, scene);
+    if (s.show_classification) add_classification(frame->buffer, s, scene);
+    if (s.show_hud) scene.lines.push_back(hud_line(st, frame->buffer));
+    st.overlay.draw(scene, img);
+  } catch (const std::exception& e) {
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Drawing the overlay failed: %s", e.what()),
+                      (nullptr));
+    return GST_FLOW_ERROR;
+  } catch (...) {
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Drawing the overlay failed."), (nullptr));
+    return GST_FLOW_ERROR;
+  }
+  return GST_FLOW_OK;
+}
+
+static void gst_torchoverlay_finalize(GObject* object) {
+  auto* self = GST_TORCHOVERLAY(object);
+  delete self->state;
+  self->state = nullptr;
+  G_OBJECT_CLASS(gst_torchoverlay_parent_class)->finalize(object);
+}
+
+static void gst_torchoverlay_class_init(GstTorchOverlayClass* klass) {
+  auto* gobject_class = G_OBJECT_CLASS(klass);
+  auto* element_class = GST_ELEMENT_CLASS(klass);
+  auto* trans_class = GST_BASE_TRANSFORM_CLASS(klass);
+  auto* filter_class = GST_VIDEO_FILTER_CLASS(klass);
+  const auto rw = static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+                                           GST_PARAM_MUTABLE_PLAYING);
+
+  gobject_class->set_property = gst_torchoverlay_set_property;
+  gobject_class->get_property = gst_torchoverlay_get_property;
+  gobject_class->finalize = gst_torchoverlay_finalize;
+  g_object_class_install_property(
+      gobject_class, PROP_SHOW_LABELS,
+      g_param_spec_boolean("show-labels", "Show labels", "Write each detection's label on its box",
+                           TRUE, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_SHOW_CONFIDENCE,
+      g_param_spec_boolean("show-confidence", "Show confidence",
+                           "Write each result's confidence (0..1) beside its label", TRUE, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_SHOW_CLASSIFICATION,
+      g_param_spec_boolean("show-classification", "Show classification",
+                           "Write the frame's top-1 classification in the top-left corner", TRUE,
+                           rw));
+  g_object_class_install_property(
+      gobject_class, PROP_SHOW_HUD,
+      g_param_spec_boolean("show-hud", "Show HUD",
+                           "Add a line with the measured frame rate at this element and the "
+                           "frame's preprocessing and inference time",
+                           FALSE, rw));
+
+  gst_element_class_add_static_pad_template(element_class, &sink_template);
+  gst_element_class_add_static_pad_template(element_class, &src_template);
+  gst_element_class_set_static_metadata(
+      element_class, "Torch results overlay", "Filter/Effect/Video",
+      "Draws torchinfer detections, classification and timing onto raw video in place",
+      "torchinfer developers");
+
+  trans_class->start = GST_DEBUG_FUNCPTR(gst_torchoverlay_start);
+  filter_class->transform_frame_ip = GST_DEBUG_FUNCPTR(gst_torchoverlay_transform_frame_ip);
+
+  GST_DEBUG_CATEGORY_INIT(gst_torchoverlay_debug, "torchoverlay", 0,
+                          "draws torchinfer results on video");
+}
+
+static void gst_torchoverlay_init(GstTorchOverlay* self) {
+  self->state = new State();
+}

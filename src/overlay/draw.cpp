@@ -1,0 +1,265 @@
+#include "overlay/draw.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <functional>
+#include <opencv2/imgproc.hpp>
+
+#include "common/error.h"
+
+namespace torchinfer {
+namespace {
+
+// Well-separated hues (Tableau-like); class ids cycle through them.
+constexpr std::array<Rgb, 12> kPalette = {{{230, 25, 75},
+                                           {60, 180, 75},
+                                           {255, 225, 25},
+                                           {0, 130, 200},
+                                           {245, 130, 48},
+                                           {145, 30, 180},
+                                           {70, 240, 240},
+                                           {240, 50, 230},
+                                           {210, 245, 60},
+                                           {250, 190, 212},
+                                           {0, 128, 128},
+                                           {170, 110, 40}}};
+constexpr int kWhite = static_cast<int>(kPalette.size());
+constexpr int kBlack = kWhite + 1;
+constexpr int kColours = kBlack + 1;
+
+Rgb colour_of(int index) {
+  if (index == kWhite) return {255, 255, 255};
+  if (index == kBlack) return {0, 0, 0};
+  return kPalette[static_cast<std::size_t>(index)];
+}
+
+int palette_index(int class_id) {
+  const int n = static_cast<int>(kPalette.size());
+  return ((class_id % n) + n) % n;
+}
+
+bool is_yuv_or_gray(PixelFormat f) {
+  switch (f) {
+    case PixelFormat::kYUY2:
+    case PixelFormat::kUYVY:
+    case PixelFormat::kNV12:
+    case PixelFormat::kNV21:
+    case PixelFormat::kI420:
+    case PixelFormat::kYV12:
+    case PixelFormat::kGRAY8:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Draws the scene with colour indices turned into Scalars by `colour`.
+void draw_scene(cv::Mat& m, const OverlayScene& s, const std::function<cv::Scalar(int)>& colour,
+                int line_type) {
+  const int thick = box_thickness(m.rows);
+  const double font = std::max(0.4, m.rows / 1200.0);
+  const int font_thick = std::max(1, static_cast<int>(std::lround(font * 1.5)));
+  const int face = cv::FONT_HERSHEY_SIMPLEX;
+  for (const auto& b : s.boxes) {
+    const int ci = palette_index(b.class_id);
+    const cv::Point p0(static_cast<int>(std::floor(b.x_min)),
+                       static_cast<int>(std::floor(b.y_min)));
+    const cv::Point p1(static_cast<int>(std::ceil(b.x_max)) - 1,
+                       static_cast<int>(std::ceil(b.y_max)) - 1);
+    cv::rectangle(m, p0, p1, colour(ci), thick, cv::LINE_8);
+    if (b.text.empty()) continue;
+    int base = 0;
+    const cv::Size ts = cv::getTextSize(b.text, face, font, font_thick, &base);
+    // Above the box when there is room, else just inside its top edge.
+    const int top = p0.y - ts.height - base - thick >= 0 ? p0.y - ts.height - base - thick : p0.y;
+    const cv::Rect tag(p0.x, top, ts.width + 2 * thick, ts.height + base + thick);
+    cv::rectangle(m, tag, colour(ci), cv::FILLED);
+    const Rgb c = colour_of(ci);
+    const bool light = 299 * c.r + 587 * c.g + 114 * c.b > 128000;
+    cv::putText(m, b.text, cv::Point(p0.x + thick, top + ts.height), face, font,
+                colour(light ? kBlack : kWhite), font_thick, line_type);
+  }
+  int y = 0;
+  for (const auto& line : s.lines) {
+    int base = 0;
+    const cv::Size ts = cv::getTextSize(line, face, font, font_thick, &base);
+    const int pad = std::max(2, thick);
+    cv::rectangle(m, cv::Rect(0, y, ts.width + 2 * pad, ts.height + base + 2 * pad), colour(kBlack),
+                  cv::FILLED);
+    cv::putText(m, line, cv::Point(pad, y + pad + ts.height), face, font, colour(kWhite),
+                font_thick, line_type);
+    y += ts.height + base + 2 * pad;
+  }
+}
+
+// Channel positions of R, G, B and the padding/alpha byte (-1: none).
+std::array<int, 4> rgb_layout(PixelFormat f) {
+  switch (f) {
+    case PixelFormat::kRGB:
+      return {0, 1, 2, -1};
+    case PixelFormat::kBGR:
+      return {2, 1, 0, -1};
+    case PixelFormat::kRGBx:
+    case PixelFormat::kRGBA:
+      return {0, 1, 2, 3};
+    case PixelFormat::kBGRx:
+    case PixelFormat::kBGRA:
+      return {2, 1, 0, 3};
+    case PixelFormat::kxRGB:
+    case PixelFormat::kARGB:
+      return {1, 2, 3, 0};
+    default:  // xBGR, ABGR
+      return {3, 2, 1, 0};
+  }
+}
+
+struct Yuv {
+  std::uint8_t y, u, v;
+};
+
+// Luma and chroma byte positions of the 4:2:2 packed formats within a pair.
+struct Packed422 {
+  int y0, u, v;
+};
+
+void paint(const std::vector<std::uint8_t>& canvas, const cv::Rect& r, OverlayImage& img,
+           const std::array<Yuv, kColours>& yuv) {
+  const int w = img.width, h = img.height;
+  const PixelFormat f = img.format;
+  auto mark = [&](int x, int y) -> int {
+    return x < w && y < h ? canvas[static_cast<std::size_t>(y) * w + x] : 0;
+  };
+  for (int y = r.y; y < r.y + r.height; ++y) {
+    for (int x = r.x; x < r.x + r.width; ++x) {
+      const int c = mark(x, y);
+      if (!c) continue;
+      const Yuv& p = yuv[c - 1];
+      switch (f) {
+        case PixelFormat::kYUY2:
+          img.planes[0][static_cast<std::size_t>(y) * img.strides[0] + 2 * x] = p.y;
+          break;
+        case PixelFormat::kUYVY:
+          img.planes[0][static_cast<std::size_t>(y) * img.strides[0] + 2 * x + 1] = p.y;
+          break;
+        default:
+          img.planes[0][static_cast<std::size_t>(y) * img.strides[0] + x] = p.y;
+      }
+    }
+  }
+  if (f == PixelFormat::kGRAY8) return;
+  const bool packed = f == PixelFormat::kYUY2 || f == PixelFormat::kUYVY;
+  const int sub_y = packed ? 1 : 2;
+  for (int cy = r.y / sub_y; cy <= (r.y + r.height - 1) / sub_y; ++cy) {
+    for (int cx = r.x / 2; cx <= (r.x + r.width - 1) / 2; ++cx) {
+      int c = 0;
+      for (int dy = 0; dy < sub_y && !c; ++dy)
+        for (int dx = 0; dx < 2 && !c; ++dx) c = mark(2 * cx + dx, cy * sub_y + dy);
+      if (!c) continue;
+      const Yuv& p = yuv[c - 1];
+      switch (f) {
+        case PixelFormat::kYUY2:
+        case PixelFormat::kUYVY: {
+          const Packed422 k = f == PixelFormat::kYUY2 ? Packed422{0, 1, 3} : Packed422{1, 0, 2};
+          std::uint8_t* px = img.planes[0] + static_cast<std::size_t>(cy) * img.strides[0] + 4 * cx;
+          px[k.u] = p.u;
+          px[k.v] = p.v;
+          break;
+        }
+        case PixelFormat::kNV12:
+        case PixelFormat::kNV21: {
+          std::uint8_t* px = img.planes[1] + static_cast<std::size_t>(cy) * img.strides[1] + 2 * cx;
+          px[f == PixelFormat::kNV12 ? 0 : 1] = p.u;
+          px[f == PixelFormat::kNV12 ? 1 : 0] = p.v;
+          break;
+        }
+        default: {  // I420: Y, U, V planes; YV12: Y, V, U
+          const int up = f == PixelFormat::kI420 ? 1 : 2, vp = 3 - up;
+          img.planes[up][static_cast<std::size_t>(cy) * img.strides[up] + cx] = p.u;
+          img.planes[vp][static_cast<std::size_t>(cy) * img.strides[vp] + cx] = p.v;
+        }
+      }
+    }
+  }
+}
+
+int planes_needed(PixelFormat f) {
+  switch (f) {
+    case PixelFormat::kNV12:
+    case PixelFormat::kNV21:
+      return 2;
+    case PixelFormat::kI420:
+    case PixelFormat::kYV12:
+      return 3;
+    default:
+      return 1;
+  }
+}
+
+}  // namespace
+
+Rgb class_colour(int class_id) {
+  return kPalette[static_cast<std::size_t>(palette_index(class_id))];
+}
+
+int box_thickness(int frame_height) {
+  return std::max(1, static_cast<int>(std::lround(frame_height / 360.0)));
+}
+
+void rgb_to_yuv(Rgb c, YuvMatrix m, bool full_range, std::uint8_t* y, std::uint8_t* u,
+                std::uint8_t* v) {
+  const double kr = m == YuvMatrix::kBT709 ? 0.2126 : m == YuvMatrix::kBT2020 ? 0.2627 : 0.299;
+  const double kb = m == YuvMatrix::kBT709 ? 0.0722 : m == YuvMatrix::kBT2020 ? 0.0593 : 0.114;
+  const double Y = kr * c.r + (1 - kr - kb) * c.g + kb * c.b;                     // 0..255
+  const double cb = (c.b - Y) / (2 * (1 - kb)), cr = (c.r - Y) / (2 * (1 - kr));  // -127.5..127.5
+  auto byte = [](double x) {
+    return static_cast<std::uint8_t>(std::clamp(std::lround(x), 0L, 255L));
+  };
+  *y = byte(full_range ? Y : 16 + Y * 219 / 255);
+  *u = byte(128 + (full_range ? cb : cb * 224 / 255));
+  *v = byte(128 + (full_range ? cr : cr * 224 / 255));
+}
+
+void Overlay::draw(const OverlayScene& scene, OverlayImage& img) {
+  if (img.width < 1 || img.height < 1)
+    throw Error(ErrorKind::kInvalidArgument, "overlay: empty frame");
+  for (int p = 0; p < planes_needed(img.format); ++p)
+    if (!img.planes[p]) throw Error(ErrorKind::kInvalidArgument, "overlay: missing plane");
+  if (scene.boxes.empty() && scene.lines.empty()) return;
+
+  if (!is_yuv_or_gray(img.format)) {
+    const auto lay = rgb_layout(img.format);
+    const int ch = lay[3] < 0 ? 3 : 4;
+    cv::Mat m(img.height, img.width, CV_8UC(ch), img.planes[0],
+              static_cast<std::size_t>(img.strides[0]));
+    draw_scene(
+        m, scene,
+        [&](int i) {
+          const Rgb c = colour_of(i);
+          cv::Scalar s;
+          s[lay[0]] = c.r;
+          s[lay[1]] = c.g;
+          s[lay[2]] = c.b;
+          if (lay[3] >= 0) s[lay[3]] = 255;
+          return s;
+        },
+        cv::LINE_AA);
+    return;
+  }
+
+  const std::size_t n = static_cast<std::size_t>(img.width) * img.height;
+  if (canvas_.size() != n) canvas_.assign(n, 0);
+  cv::Mat canvas(img.height, img.width, CV_8UC1, canvas_.data());
+  // Anti-aliasing would blend indices: plain lines on the canvas.
+  draw_scene(
+      canvas, scene, [](int i) { return cv::Scalar(i + 1); }, cv::LINE_8);
+  const cv::Rect dirty = cv::boundingRect(canvas);
+  if (dirty.empty()) return;
+  std::array<Yuv, kColours> yuv{};
+  for (int i = 0; i < kColours; ++i)
+    rgb_to_yuv(colour_of(i), img.matrix, img.full_range, &yuv[i].y, &yuv[i].u, &yuv[i].v);
+  paint(canvas_, dirty, img, yuv);
+  canvas(dirty).setTo(0);  // keep the canvas zeroed for the next frame
+}
+
+}  // namespace torchinfer

@@ -1,0 +1,64 @@
+// Draws detections, text lines and a HUD onto a video frame in place, in the
+// frame's own pixel format (no conversion of the frame).
+//
+// Packed RGB formats are wrapped as a cv::Mat and drawn on directly. YUV and
+// gray formats are drawn as colour indices into a one-byte canvas of the
+// frame's size, then painted: luma at full resolution, chroma once per
+// chroma sample (2x1 block for YUY2/UYVY, 2x2 for NV12/NV21/I420/YV12) taking
+// the colour of the block's first marked pixel. One code path serves every
+// subsampling, text stays sharp in luma, and YUY2's interleaved U/V, which no
+// single cv::Mat view can draw a colour into, needs nothing special.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "preprocess/frame.h"
+
+namespace torchinfer {
+
+struct OverlayImage {
+  PixelFormat format = PixelFormat::kRGB;
+  int width = 0, height = 0;
+  std::uint8_t* planes[3] = {nullptr, nullptr, nullptr};
+  int strides[3] = {0, 0, 0};
+  YuvMatrix matrix = YuvMatrix::kBT601;
+  bool full_range = false;
+};
+
+struct OverlayBox {
+  double x_min = 0, y_min = 0, x_max = 0, y_max = 0;  // frame pixels
+  int class_id = 0;                                   // picks the colour
+  std::string text;                                   // e.g. "bolt 0.87"; empty = no tag
+};
+
+struct OverlayScene {
+  std::vector<OverlayBox> boxes;
+  std::vector<std::string> lines;  // top-left, one per row (classification, HUD)
+};
+
+struct Rgb {
+  std::uint8_t r = 0, g = 0, b = 0;
+};
+
+// Stable per class: the same id always gets the same colour.
+Rgb class_colour(int class_id);
+
+// Box outline thickness for a frame height (2 px at 720p).
+int box_thickness(int frame_height);
+
+// Y, U, V of an RGB colour for the given matrix and range.
+void rgb_to_yuv(Rgb c, YuvMatrix m, bool full_range, std::uint8_t* y, std::uint8_t* u,
+                std::uint8_t* v);
+
+class Overlay {
+ public:
+  // Throws Error(kInvalidArgument) for empty frames or null planes.
+  void draw(const OverlayScene& scene, OverlayImage& image);
+
+ private:
+  std::vector<std::uint8_t> canvas_;  // colour index + 1 per pixel; kept zeroed
+};
+
+}  // namespace torchinfer

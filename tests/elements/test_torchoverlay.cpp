@@ -1,0 +1,220 @@
+// torchoverlay: draws in place in every format it accepts; frames without
+// results pass through byte for byte.
+#include <gst/check/gstharness.h>
+#include <gst/gst.h>
+#include <gst/video/video.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "element_helpers.h"
+#include "gst/torchinfer/torchinfer-meta.h"
+#include "overlay/draw.h"
+
+using namespace torchinfer;
+using namespace torchinfer::test;
+
+namespace {
+
+std::string caps_for(const std::string& format) {
+  return "video/x-raw,format=" + format + ",width=160,height=120,framerate=30/1";
+}
+
+// A black frame (YUV: limited-range black).
+GstBuffer* black(const GstVideoInfo& info) {
+  GstBuffer* buf = gst_buffer_new_allocate(nullptr, GST_VIDEO_INFO_SIZE(&info), nullptr);
+  GstVideoFrame f;
+  gst_video_frame_map(&f, &info, buf, GST_MAP_WRITE);
+  const bool yuv = GST_VIDEO_INFO_IS_YUV(&info);
+  const GstVideoFormat fmt = GST_VIDEO_INFO_FORMAT(&info);
+  for (guint p = 0; p < GST_VIDEO_FRAME_N_PLANES(&f); ++p) {
+    auto* d = static_cast<guint8*>(GST_VIDEO_FRAME_PLANE_DATA(&f, p));
+    const gsize n =
+        GST_VIDEO_FRAME_PLANE_STRIDE(&f, p) * GST_VIDEO_FRAME_COMP_HEIGHT(&f, p == 0 ? 0 : 1);
+    if (fmt == GST_VIDEO_FORMAT_YUY2 || fmt == GST_VIDEO_FORMAT_UYVY) {
+      for (gsize i = 0; i < n; ++i)
+        d[i] = (i % 2 == (fmt == GST_VIDEO_FORMAT_YUY2 ? 0u : 1u)) ? 16 : 128;
+    } else {
+      std::memset(d, yuv ? (p == 0 ? 16 : 128) : 0, n);
+    }
+  }
+  gst_video_frame_unmap(&f);
+  return buf;
+}
+
+struct Pixel {
+  int y, u, v;  // or R, G, B for RGB formats
+};
+
+Pixel read(const GstVideoInfo& info, GstBuffer* buf, int x, int y) {
+  GstVideoFrame f;
+  gst_video_frame_map(&f, &info, buf, GST_MAP_READ);
+  auto at = [&](int plane, int off) {
+    return static_cast<const guint8*>(GST_VIDEO_FRAME_PLANE_DATA(&f, plane))[off];
+  };
+  auto stride = [&](int p) { return GST_VIDEO_FRAME_PLANE_STRIDE(&f, p); };
+  Pixel px{};
+  switch (GST_VIDEO_INFO_FORMAT(&info)) {
+    case GST_VIDEO_FORMAT_YUY2:
+      px = {at(0, y * stride(0) + 2 * x), at(0, y * stride(0) + 4 * (x / 2) + 1),
+            at(0, y * stride(0) + 4 * (x / 2) + 3)};
+      break;
+    case GST_VIDEO_FORMAT_NV12:
+      px = {at(0, y * stride(0) + x), at(1, y / 2 * stride(1) + 2 * (x / 2)),
+            at(1, y / 2 * stride(1) + 2 * (x / 2) + 1)};
+      break;
+    case GST_VIDEO_FORMAT_I420:
+      px = {at(0, y * stride(0) + x), at(1, y / 2 * stride(1) + x / 2),
+            at(2, y / 2 * stride(2) + x / 2)};
+      break;
+    default: {  // packed RGB family: report R, G, B
+      const GstVideoFormatInfo* fi = info.finfo;
+      const int ps = GST_VIDEO_FORMAT_INFO_PSTRIDE(fi, 0);
+      auto comp = [&](int c) {
+        return at(0, y * stride(0) + x * ps + GST_VIDEO_FORMAT_INFO_POFFSET(fi, c));
+      };
+      px = {comp(0), comp(1), comp(2)};
+    }
+  }
+  gst_video_frame_unmap(&f);
+  return px;
+}
+
+GstBuffer* run_overlay(const std::string& caps, GstBuffer* in, const std::string& props = "") {
+  GstHarness* h = gst_harness_new_parse(("torchoverlay " + props).c_str());
+  gst_harness_set_src_caps_str(h, caps.c_str());
+  GstBuffer* out = gst_harness_push_and_pull(h, in);
+  gst_harness_teardown(h);
+  return out;
+}
+
+bool same_bytes(GstBuffer* a, GstBuffer* b) {
+  GstMapInfo ma, mb;
+  gst_buffer_map(a, &ma, GST_MAP_READ);
+  gst_buffer_map(b, &mb, GST_MAP_READ);
+  const bool same = ma.size == mb.size && std::memcmp(ma.data, mb.data, ma.size) == 0;
+  gst_buffer_unmap(a, &ma);
+  gst_buffer_unmap(b, &mb);
+  return same;
+}
+
+}  // namespace
+
+class TorchOverlayFormats : public testing::TestWithParam<const char*> {};
+
+TEST_P(TorchOverlayFormats, DrawsTheClassColourOnTheBoxEdgeOnly) {
+  const std::string caps = caps_for(GetParam());
+  const GstVideoInfo info = info_of(caps);
+  GstBuffer* in = black(info);
+  ASSERT_NE(gst_buffer_add_torch_detection(in, "bolt", 3, 0.9, 40, 30, 120, 90, 160, 120), nullptr);
+  GstBuffer* out = run_overlay(caps, in);
+  ASSERT_NE(out, nullptr);
+  const Rgb c = class_colour(3);
+  Pixel want{c.r, c.g, c.b};
+  Pixel bg{0, 0, 0};
+  if (GST_VIDEO_INFO_IS_YUV(&info)) {
+    std::uint8_t y, u, v;
+    rgb_to_yuv(c, YuvMatrix::kBT601, false, &y, &u, &v);
+    want = {y, u, v};
+    bg = {16, 128, 128};
+  }
+  for (auto [x, y] : {std::pair{40, 60}, std::pair{119, 60}, std::pair{80, 89}}) {
+    const Pixel p = read(info, out, x, y);
+    EXPECT_EQ(p.y, want.y) << GetParam() << " edge " << x << "," << y;
+    EXPECT_EQ(p.u, want.u) << GetParam() << " edge " << x << "," << y;
+    EXPECT_EQ(p.v, want.v) << GetParam() << " edge " << x << "," << y;
+  }
+  for (auto [x, y] : {std::pair{80, 60}, std::pair{150, 110}, std::pair{20, 100}}) {
+    const Pixel p = read(info, out, x, y);
+    EXPECT_EQ(p.y, bg.y) << GetParam() << " untouched " << x << "," << y;
+    EXPECT_EQ(p.u, bg.u) << GetParam() << " untouched " << x << "," << y;
+    EXPECT_EQ(p.v, bg.v) << GetParam() << " untouched " << x << "," << y;
+  }
+  gst_buffer_unref(out);
+}
+
+TEST_P(TorchOverlayFormats, FramesWithoutResultsAreUntouched) {
+  const std::string caps = caps_for(GetParam());
+  const GstVideoInfo info = info_of(caps);
+  GstBuffer* in = make_video_buffer(info, 3);
+  GstBuffer* expected = gst_buffer_copy_deep(in);
+  GstBuffer* out = run_overlay(caps, in);
+  EXPECT_TRUE(same_bytes(out, expected)) << GetParam();
+  gst_buffer_unref(out);
+  gst_buffer_unref(expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, TorchOverlayFormats,
+                         testing::Values("RGB", "BGR", "RGBx", "BGRx", "xRGB", "ABGR", "YUY2",
+                                         "NV12", "I420"));
+
+TEST(TorchOverlay, ColoursAreStablePerClass) {
+  for (int id = 0; id < 30; ++id) {
+    EXPECT_EQ(class_colour(id).r, class_colour(id).r);
+    const Rgb a = class_colour(id), b = class_colour(id + 1);
+    EXPECT_FALSE(a.r == b.r && a.g == b.g && a.b == b.b) << id;
+  }
+  const Rgb a = class_colour(5), b = class_colour(5);
+  EXPECT_TRUE(a.r == b.r && a.g == b.g && a.b == b.b);
+}
+
+TEST(TorchOverlay, ClassificationAndHudWriteTheTopLeftCorner) {
+  const std::string caps = caps_for("I420");
+  const GstVideoInfo info = info_of(caps);
+  // Mid-grey, so the black text background shows.
+  auto grey = [&] {
+    GstBuffer* b = gst_buffer_new_allocate(nullptr, GST_VIDEO_INFO_SIZE(&info), nullptr);
+    gst_buffer_memset(b, 0, 128, GST_VIDEO_INFO_SIZE(&info));
+    return b;
+  };
+  GstBuffer* plain = run_overlay(caps, grey(), "show-hud=false");
+  EXPECT_EQ(read(info, plain, 1, 1).y, 128);
+  gst_buffer_unref(plain);
+  GstBuffer* hud = run_overlay(caps, grey(), "show-hud=true");
+  EXPECT_EQ(read(info, hud, 1, 1).y, 16);  // black background of the HUD line
+  gst_buffer_unref(hud);
+
+  gst_torch_classification_meta_register();
+  GstBuffer* in = grey();
+  GstCustomMeta* cm = gst_buffer_add_custom_meta(in, GST_TORCH_CLASSIFICATION_META_NAME);
+  GstStructure* s = gst_custom_meta_get_structure(cm);
+  gst_structure_set(s, "label", G_TYPE_STRING, "washer", "confidence", G_TYPE_DOUBLE, 0.5, nullptr);
+  GstBuffer* cls = run_overlay(caps, in);
+  EXPECT_EQ(read(info, cls, 1, 1).y, 16);
+  gst_buffer_unref(cls);
+  GstBuffer* in2 = grey();
+  cm = gst_buffer_add_custom_meta(in2, GST_TORCH_CLASSIFICATION_META_NAME);
+  gst_structure_set(gst_custom_meta_get_structure(cm), "label", G_TYPE_STRING, "washer",
+                    "confidence", G_TYPE_DOUBLE, 0.5, nullptr);
+  GstBuffer* off = run_overlay(caps, in2, "show-classification=false");
+  EXPECT_EQ(read(info, off, 1, 1).y, 128);
+  gst_buffer_unref(off);
+}
+
+TEST(TorchOverlay, AfterTorchnmsInAPipelineOnYuy2) {
+  const std::string caps = "video/x-raw,format=YUY2,width=640,height=512";
+  GstHarness* h = gst_harness_new_parse(
+      ("torchinfer model=" + model("yolo_candidates.pt") + " ! torchnms ! torchoverlay").c_str());
+  gst_harness_set_src_caps_str(h, caps.c_str());
+  const GstVideoInfo info = info_of(caps);
+  GstBuffer* in = black(info);
+  GstBuffer* out = gst_harness_push_and_pull(h, in);
+  // The 0.9 bolt (pixels 96,80-224,176, two boxes drawn over it may differ):
+  // its left edge at mid-height carries class 0's colour.
+  std::uint8_t y, u, v;
+  rgb_to_yuv(class_colour(0), YuvMatrix::kBT601, false, &y, &u, &v);
+  EXPECT_EQ(read(info, out, 96, 150).y, y);
+  EXPECT_EQ(read(info, out, 320, 400).y, 16);  // nothing there
+  gst_buffer_unref(out);
+  gst_harness_teardown(h);
+}
+
+TEST(TorchOverlayErrors, RejectsFormatsItCannotDrawOn) {
+  GstHarness* h = gst_harness_new("torchoverlay");
+  GstCaps* caps = gst_caps_from_string("video/x-raw,format=v210,width=64,height=48");
+  GstCaps* allowed = gst_pad_query_caps(GST_PAD_PEER(h->srcpad), nullptr);
+  EXPECT_FALSE(gst_caps_can_intersect(caps, allowed));
+  gst_caps_unref(allowed);
+  gst_caps_unref(caps);
+  gst_harness_teardown(h);
+}
