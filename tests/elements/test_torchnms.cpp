@@ -33,6 +33,18 @@ GstBuffer* white(const std::string& caps = kCaps) {
   return buf;
 }
 
+// torchinfer hands frames on from its own thread, so a downstream error
+// reaches the upstream push one frame later. Pushes until one fails, then
+// n more that must fail too.
+void push_until_error(GstHarness* h, const std::string& caps, int n_after) {
+  int pushes = 0;
+  while (gst_harness_push(h, white(caps)) == GST_FLOW_OK) {
+    ASSERT_LT(++pushes, 200) << "downstream error never reached the source";
+    g_usleep(5000);
+  }
+  for (int i = 0; i < n_after; ++i) EXPECT_EQ(gst_harness_push(h, white(caps)), GST_FLOW_ERROR);
+}
+
 std::vector<GstTorchDetection> detections(GstBuffer* buf) {
   std::vector<GstTorchDetection> out;
   gpointer iter = nullptr;
@@ -199,9 +211,7 @@ TEST(TorchNmsErrors, WrongLayoutIsOneErrorNotOnePerFrame) {
   GstHarness* h =
       chain("decoder=yolov5", "tiny_classifier.pt", "video/x-raw,format=RGB,width=48,height=32");
   GstBus* bus = watch(h);
-  for (int i = 0; i < 3; ++i)
-    EXPECT_EQ(gst_harness_push(h, white("video/x-raw,format=RGB,width=48,height=32")),
-              GST_FLOW_ERROR);
+  push_until_error(h, "video/x-raw,format=RGB,width=48,height=32", 2);
   const Messages m = drain(bus);
   EXPECT_EQ(m.errors, 1);
   EXPECT_EQ(m.domain, GST_STREAM_ERROR);
@@ -219,8 +229,7 @@ TEST(TorchNmsErrors, NoDecoderForADetectionModelSays) {
   std::ofstream(cfg) << R"({"task": "detection"})";
   GstHarness* h = chain("model-config=" + cfg);
   GstBus* bus = watch(h);
-  EXPECT_EQ(gst_harness_push(h, white()), GST_FLOW_ERROR);
-  EXPECT_EQ(gst_harness_push(h, white()), GST_FLOW_ERROR);
+  push_until_error(h, kCaps, 2);
   const Messages m = drain(bus);
   EXPECT_EQ(m.errors, 1);
   EXPECT_NE(m.error.find("No decoder for model"), std::string::npos) << m.error;
