@@ -729,6 +729,9 @@ static void gst_torchinfer_init(GstTorchInfer* self) {
                                     GST_DEBUG_FUNCPTR(gst_torchinfer_sink_activate_mode));
   GST_PAD_SET_PROXY_CAPS(self->sinkpad);
   GST_PAD_SET_PROXY_ALLOCATION(self->sinkpad);
+  // As GstBaseTransform does: caps that leave a field open (no framerate,
+  // say) are accepted when they can intersect what downstream takes.
+  GST_PAD_SET_ACCEPT_INTERSECT(self->sinkpad);
   gst_element_add_pad(GST_ELEMENT(self), self->sinkpad);
 
   self->srcpad = gst_pad_new_from_static_template(&src_template, "src");
