@@ -244,6 +244,11 @@ static GstFlowReturn gst_torchmetaconvert_transform_ip(GstBaseTransform* trans, 
       r.input_height = static_cast<int>(m->input_height);
       r.inference_ms = m->inference_ns / 1e6;
       r.preprocess_ms = m->preprocess_ns / 1e6;
+      r.queue_ms = m->queue_ns / 1e6;
+      r.batch_size = static_cast<int>(m->batch_size);
+      r.batch_index = static_cast<int>(m->batch_index);
+      r.inferred = m->inferred;
+      r.result_pts_ns = clock_time(m->result_pts);
       if (s.include_tensors) r.tensors = gst::tensor_views(m);
       read_classification(buf, r);
     }

@@ -63,7 +63,11 @@ std::string to_json_line(const FrameRecord& r, bool include_tensors,
     j["model"] = r.model;
     j["input"] = {{"width", r.input_width}, {"height", r.input_height}};
     j["latency"] = {{"preprocess_ms", number(r.preprocess_ms)},
+                    {"queue_ms", number(r.queue_ms)},
                     {"inference_ms", number(r.inference_ms)}};
+    j["batch"] = {{"size", r.batch_size}, {"index", r.batch_index}};
+    j["inferred"] = r.inferred;
+    if (!r.inferred) j["result_pts"] = optional_ns(r.result_pts_ns);
     json cls = json::array();
     for (const auto& c : r.classification)
       cls.push_back(

@@ -31,6 +31,10 @@ struct FrameRecord {
   int input_width = 0, input_height = 0;
   double inference_ms = 0;
   double preprocess_ms = 0;
+  double queue_ms = 0;
+  int batch_size = 1, batch_index = 0;
+  bool inferred = true;                       // false: the result was reused from an earlier frame
+  std::optional<std::int64_t> result_pts_ns;  // of that earlier frame
   std::vector<ClassResult> classification;
   std::vector<DetectionRecord> detections;  // written when has_inference or not empty
   std::vector<TensorView> tensors;          // written only when asked for

@@ -31,7 +31,8 @@ std::string identity(const std::string& extra) {
   return "model=" + model("identity.pt") + " mean=0 std=1 drop-policy=block " + extra;
 }
 std::string slow(const std::string& extra) {
-  return "model=" + model("slow_identity.pt") + " warmup=1 precision=fp32 drop-policy=block " + extra;
+  return "model=" + model("slow_identity.pt") + " warmup=1 precision=fp32 drop-policy=block " +
+         extra;
 }
 
 // A frame whose every pixel is `value`, with timestamps derived from it.
@@ -377,7 +378,8 @@ TEST(TorchInferBatching, FourCamerasShareOneModelAndOneBatch) {
         identity("batch-size=4 batch-timeout=600000000 model-instance-id=line1"), kGray));
   const GstVideoInfo info = info_of(kGray);
   for (int i = 0; i < 3; ++i)
-    for (int c = 0; c < 4; ++c) ASSERT_EQ(gst_harness_push(cams[c], frame(info, c * 50 + i)), GST_FLOW_OK);
+    for (int c = 0; c < 4; ++c)
+      ASSERT_EQ(gst_harness_push(cams[c], frame(info, c * 50 + i)), GST_FLOW_OK);
   for (int c = 0; c < 4; ++c) gst_harness_push_event(cams[c], gst_event_new_eos());
   for (int c = 0; c < 4; ++c) {
     EXPECT_EQ(buffers_at_eos(cams[c]), 3u);

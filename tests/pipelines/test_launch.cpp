@@ -128,11 +128,11 @@ TEST(Launch, StdoutModeAndRgbSource) {
 // Batch 8 over 37 frames: four full batches, and EOS runs the last five.
 TEST(Launch, BatchOfEightOverThirtySevenFramesKeepsEveryFrameInOrder) {
   const std::string json_path = testing::TempDir() + "batch37.jsonl";
-  const Result r = run(split_launch(
-      "videotestsrc num-buffers=37 ! video/x-raw,format=YUY2,width=320,height=240 ! "
-      "torchinfer batch-size=8 model=" +
-      model_path("tiny_classifier.pt") + " ! torchmetaconvert location=" + json_path +
-      " ! fakesink"));
+  const Result r = run(
+      split_launch("videotestsrc num-buffers=37 ! video/x-raw,format=YUY2,width=320,height=240 ! "
+                   "torchinfer batch-size=8 model=" +
+                   model_path("tiny_classifier.pt") + " ! torchmetaconvert location=" + json_path +
+                   " ! fakesink"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto lines = read_json_lines(json_path);
   ASSERT_EQ(lines.size(), 37u);
@@ -140,6 +140,9 @@ TEST(Launch, BatchOfEightOverThirtySevenFramesKeepsEveryFrameInOrder) {
     EXPECT_EQ(lines[i]["frame"], i);
     EXPECT_EQ(lines[i]["pts"].get<std::int64_t>(), static_cast<std::int64_t>(i) * 1000000000 / 30);
     EXPECT_EQ(lines[i]["classification"].size(), 3u) << "frame " << i << " has its result";
+    EXPECT_EQ(lines[i]["batch"]["size"], i < 32 ? 8 : 5);
+    EXPECT_EQ(lines[i]["batch"]["index"], i % 8);
+    EXPECT_EQ(lines[i]["inferred"], true);
   }
 }
 
@@ -159,11 +162,18 @@ TEST(Launch, FourCamerasSharingOneModelEachGetTheirOwnResults) {
     shared += branch(c, "model-instance-id=line batch-size=4 batch-timeout=100000");
   const Result r = run(split_launch(shared));
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  int shared_batches = 0;
+  for (int c = 0; c < 4; ++c)
+    for (const auto& l :
+         read_json_lines(testing::TempDir() + "cam" + std::to_string(c) + "_shared.jsonl"))
+      shared_batches += l["batch"]["size"].get<int>() > 1;
+  EXPECT_GT(shared_batches, 0) << "the cameras never shared a batch";
   for (int c = 0; c < 4; ++c) {
     const Result alone = run(split_launch(branch(c, "")));
     ASSERT_EQ(alone.exit_code, 0) << alone.err;
     const auto a = read_json_lines(testing::TempDir() + "cam" + std::to_string(c) + "_alone.jsonl");
-    const auto s = read_json_lines(testing::TempDir() + "cam" + std::to_string(c) + "_shared.jsonl");
+    const auto s =
+        read_json_lines(testing::TempDir() + "cam" + std::to_string(c) + "_shared.jsonl");
     ASSERT_EQ(s.size(), 20u) << "camera " << c;
     ASSERT_EQ(a.size(), 20u);
     for (int i = 0; i < 20; ++i) {

@@ -21,6 +21,9 @@ TEST(FrameRecord, FullLine) {
   r.input_width = 48;
   r.input_height = 32;
   r.inference_ms = 1.5;
+  r.queue_ms = 0.25;
+  r.batch_size = 4;
+  r.batch_index = 2;
   r.classification.push_back({2, "gamma", 0.75});
   std::vector<float> data{1.f, -2.f, NAN};
   TensorView t;
@@ -41,6 +44,11 @@ TEST(FrameRecord, FullLine) {
   EXPECT_EQ(j["width"], 640);
   EXPECT_EQ(j["input"]["width"], 48);
   EXPECT_DOUBLE_EQ(j["latency"]["inference_ms"].get<double>(), 1.5);
+  EXPECT_DOUBLE_EQ(j["latency"]["queue_ms"].get<double>(), 0.25);
+  EXPECT_EQ(j["batch"]["size"], 4);
+  EXPECT_EQ(j["batch"]["index"], 2);
+  EXPECT_EQ(j["inferred"], true);
+  EXPECT_FALSE(j.contains("result_pts"));
   EXPECT_EQ(j["classification"][0]["label"], "gamma");
   EXPECT_EQ(j["classification"][0]["label_id"], 2);
   EXPECT_DOUBLE_EQ(j["classification"][0]["confidence"].get<double>(), 0.75);
@@ -49,6 +57,16 @@ TEST(FrameRecord, FullLine) {
   EXPECT_EQ(j["tensors"][0]["truncated"], true);
   // Stable key order: frame and timestamps first, for people reading logs.
   EXPECT_EQ(line.rfind("{\"frame\":7,\"pts\":233333333", 0), 0u) << line;
+}
+
+TEST(FrameRecord, ReusedResultNamesItsFrame) {
+  FrameRecord r;
+  r.has_inference = true;
+  r.inferred = false;
+  r.result_pts_ns = 100;
+  const json j = json::parse(to_json_line(r, false, 0));
+  EXPECT_EQ(j["inferred"], false);
+  EXPECT_EQ(j["result_pts"], 100);
 }
 
 TEST(FrameRecord, NonFiniteBecomesNull) {
