@@ -6,5 +6,8 @@
 int main(int argc, char** argv) {
   gst_init(&argc, &argv);
   ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
+  const int ret = RUN_ALL_TESTS();
+  // Lets GST_TRACERS=leaks report what is still alive (scripts/sanitize.sh).
+  gst_deinit();
+  return ret;
 }

@@ -57,8 +57,8 @@ TEST(TorchInferEngine, PinnedThreadsRunOnListedCores) {
   if (allowed.size() >= 2 && allowed[0] == 0 && allowed[1] == 1) lists = {"0", "1", "0-1"};
   for (const std::string& list : lists) {
     const auto before = thread_affinities();
-    GstHarness* h = gst_harness_new_with_element(make("cores=" + list), "sink", "src");
-    gst_harness_set_src_caps_str(h, kCaps);
+    GstHarness* h =
+        torchinfer_harness("model=" + model("tiny_classifier.pt") + " cores=" + list, kCaps);
     const GstVideoInfo info = info_of(kCaps);
     gst_buffer_unref(gst_harness_push_and_pull(h, make_video_buffer(info, 1)));
     // Threads born during this run (threads of earlier engines may still be
@@ -82,8 +82,8 @@ TEST(TorchInferEngine, PinnedThreadsRunOnListedCores) {
 }
 
 TEST(TorchInferEngine, LoadTimingsArePublished) {
-  GstHarness* h = gst_harness_new_with_element(make("threads=1 warmup=2"), "sink", "src");
-  gst_harness_set_src_caps_str(h, kCaps);
+  GstHarness* h =
+      torchinfer_harness("model=" + model("tiny_classifier.pt") + " threads=1 warmup=2", kCaps);
   gst_harness_play(h);
   gdouble load = 0, read = 0, opt = 0, warm = 0;
   g_object_get(h->element, "load-time", &load, "read-time", &read, "optimize-time", &opt,
@@ -156,10 +156,7 @@ TEST(TorchInferEngineErrors, OversubscribedThreadsWarn) {
 }
 
 TEST(TorchInferEngine, Int8ModelRunsThroughTheElement) {
-  GstHarness* h = gst_harness_new_with_element(
-      gst_parse_launch(("torchinfer model=" + model("tiny_int8.pt")).c_str(), nullptr), "sink",
-      "src");
-  gst_harness_set_src_caps_str(h, kCaps);
+  GstHarness* h = torchinfer_harness("model=" + model("tiny_int8.pt"), kCaps);
   const GstVideoInfo info = info_of(kCaps);
   gst_buffer_unref(gst_harness_push_and_pull(h, make_video_buffer(info, 2)));
   gchar* precision = nullptr;

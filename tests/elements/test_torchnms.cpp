@@ -203,6 +203,7 @@ TEST(TorchNmsErrors, MissingTensorMetaPassesThroughWithOneWarning) {
   const Messages m = drain(bus);
   EXPECT_EQ(m.warnings, 1);
   EXPECT_EQ(m.errors, 0);
+  gst_element_set_bus(h->element, nullptr);  // queued messages hold the element
   gst_harness_teardown(h);
   gst_object_unref(bus);
 }
@@ -220,6 +221,7 @@ TEST(TorchNmsErrors, WrongLayoutIsOneErrorNotOnePerFrame) {
             std::string::npos)
       << m.error;
   EXPECT_NE(m.error.find("'output' [1, 5] float32"), std::string::npos) << m.error;
+  gst_element_set_bus(h->element, nullptr);  // queued messages hold the element
   gst_harness_teardown(h);
   gst_object_unref(bus);
 }
@@ -233,6 +235,7 @@ TEST(TorchNmsErrors, NoDecoderForADetectionModelSays) {
   const Messages m = drain(bus);
   EXPECT_EQ(m.errors, 1);
   EXPECT_NE(m.error.find("No decoder for model"), std::string::npos) << m.error;
+  gst_element_set_bus(h->element, nullptr);  // queued messages hold the element
   gst_harness_teardown(h);
   gst_object_unref(bus);
 }

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Reliability checks of docs/reliability.md (not part of the test suite):
+#   asan   ASan + UBSan build of plugin and tests in build-asan/, whole suite
+#   tsan   the batcher/queue/registry unit tests under ThreadSanitizer
+#   leaks  the element tests under GStreamer's leaks tracer
+# Usage: scripts/sanitize.sh [asan|tsan|leaks]...   (default: all three)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+asan() {
+  [ -d build-asan ] || meson setup build-asan -Dbuildtype=debugoptimized \
+    -Db_sanitize=address,undefined -Db_lundef=false -Dbenchmarks=false
+  ninja -C build-asan
+  # gst-launch-1.0 and gst-plugin-scanner are not built with ASan: the
+  # runtime must come first in every process that loads the plugin.
+  local libasan
+  libasan=$(gcc -print-file-name=libasan.so)
+  LD_PRELOAD="$libasan" \
+  ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:suppressions=$root/scripts/sanitizers/asan.supp" \
+  LSAN_OPTIONS="suppressions=$root/scripts/sanitizers/lsan.supp:print_suppressions=1" \
+  UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$root/scripts/sanitizers/ubsan.supp" \
+    meson test -C build-asan --print-errorlogs --num-processes 1 --timeout-multiplier 4 \
+      unit elements pipelines
+}
+
+tsan() {
+  mkdir -p build-tsan
+  g++ -std=c++17 -O1 -g -fsanitize=thread -Isrc \
+    tests/unit/test_batcher.cpp src/batching/batcher.cpp src/batching/model_registry.cpp \
+    src/common/stream_stats.cpp src/common/aligned_buffer.cpp src/common/model_config.cpp \
+    -lgtest -lgtest_main -lpthread -o build-tsan/batcher-tsan
+  TSAN_OPTIONS="halt_on_error=1" build-tsan/batcher-tsan --gtest_repeat=20 --gtest_brief=1
+}
+
+leaks() {
+  [ -d build ] || ./scripts/setup.sh
+  ninja -C build
+  # Same check as the suite's element-leaks test, on its own.
+  meson test -C build --print-errorlogs element-leaks
+}
+
+steps=("$@")
+[ ${#steps[@]} -gt 0 ] || steps=(tsan leaks asan)
+for s in "${steps[@]}"; do
+  echo "== $s"
+  "$s"
+done
