@@ -10,7 +10,7 @@ root=$PWD
 
 asan() {
   [ -d build-asan ] || meson setup build-asan -Dbuildtype=debugoptimized \
-    -Db_sanitize=address,undefined -Db_lundef=false -Dbenchmarks=false
+    -Db_sanitize=address,undefined -Db_lundef=false -Dbenchmarks=disabled
   ninja -C build-asan
   # gst-launch-1.0 and gst-plugin-scanner are not built with ASan: the
   # runtime must come first in every process that loads the plugin.
