@@ -110,9 +110,11 @@ struct State {
   bool warned_not_classifier = false;
   Clock::time_point last_stats_post{};
 
-  std::mutex reload_lock;  // guards reload_thread, generation
+  // Guards reload_thread and, for threads other than the streaming one,
+  // batcher (set in start, reset in stop).
+  std::mutex reload_lock;
   std::thread reload_thread;
-  int generation = 1;
+  std::atomic<int> generation{1};
 };
 
 }  // namespace
@@ -199,11 +201,9 @@ static bool gst_torchinfer_start(GstTorchInfer* self) {
     st->last.reset();
     st->warned_not_classifier = false;
     st->last_stats_post = Clock::now();
+    std::lock_guard<std::mutex> lock(st->reload_lock);
     st->batcher = std::move(batcher);
-    {
-      std::lock_guard<std::mutex> lock(st->reload_lock);
-      st->generation = 1;
-    }
+    st->generation = 1;
     return true;
   } catch (const std::exception& e) {
     post_load_error(GST_ELEMENT(self), e, s.model);
@@ -216,31 +216,28 @@ static bool gst_torchinfer_start(GstTorchInfer* self) {
 
 static void gst_torchinfer_stop(GstTorchInfer* self) {
   State* st = self->state;
+  std::shared_ptr<Batcher> batcher;
   {
     std::lock_guard<std::mutex> lock(st->reload_lock);
     if (st->reload_thread.joinable()) st->reload_thread.join();
+    batcher = std::move(st->batcher);
   }
   st->out->queue.set_flushing(true);
   // The last element holding a batcher destroys it here, which waits for
   // the batch in flight (one forward()).
-  st->batcher.reset();
+  batcher.reset();
   st->pre.reset();
   st->pre_model.reset();
   st->last.reset();
 }
 
 // Loads `path` off the streaming path and switches the batcher to it.
-static void reload_model(GstTorchInfer* self, std::string path) {
+static void reload_model(GstTorchInfer* self, std::string path, std::shared_ptr<Batcher> batcher) {
   State* st = self->state;
-  std::shared_ptr<Batcher> batcher = st->batcher;
   Settings s = st->run;
   s.model = path;
   s.model_config.clear();  // the new model's own sidecar
-  int generation;
-  {
-    std::lock_guard<std::mutex> lock(st->reload_lock);
-    generation = ++st->generation;
-  }
+  const int generation = ++st->generation;
   try {
     const ModelConfig config = resolve_model_config(s.model, s.model_config, s.overrides());
     auto model = load_for_element(GST_ELEMENT(self), s, config, generation);
@@ -275,9 +272,14 @@ static void start_reload(GstTorchInfer* self, const char* path) {
     return;
   }
   std::lock_guard<std::mutex> lock(st->reload_lock);
+  if (!st->batcher) {  // stopped meanwhile: the next start loads `model`
+    std::lock_guard<std::mutex> settings(st->settings_lock);
+    st->settings.model = path;
+    return;
+  }
   // One reload at a time; a second request waits for the first.
   if (st->reload_thread.joinable()) st->reload_thread.join();
-  st->reload_thread = std::thread(reload_model, self, std::string(path));
+  st->reload_thread = std::thread(reload_model, self, std::string(path), st->batcher);
 }
 
 // ---- properties ----------------------------------------------------------
@@ -289,7 +291,7 @@ static void gst_torchinfer_set_property(GObject* object, guint prop_id, const GV
   const bool running =
       GST_STATE(self) >= GST_STATE_PAUSED || GST_STATE_PENDING(self) >= GST_STATE_PAUSED;
   GST_OBJECT_UNLOCK(self);
-  if (running && prop_id == PROP_MODEL && self->state->batcher) {
+  if (running && prop_id == PROP_MODEL) {
     start_reload(self, g_value_get_string(value));
     return;
   }
@@ -453,6 +455,17 @@ static gboolean gst_torchinfer_sink_event(GstPad* pad, GstObject* parent, GstEve
       return ret;
     }
     case GST_EVENT_FLUSH_STOP: {
+      // Sticky events (stream-start, caps, tags) dropped from the queue by
+      // the flush were never sent: store them on the source pad so that the
+      // next push sends them first. Upstream sends a new segment.
+      gst_pad_sticky_events_foreach(
+          self->sinkpad,
+          [](GstPad*, GstEvent** ev, gpointer srcpad) -> gboolean {
+            if (GST_EVENT_TYPE(*ev) != GST_EVENT_EOS && GST_EVENT_TYPE(*ev) != GST_EVENT_SEGMENT)
+              gst_pad_store_sticky_event(GST_PAD(srcpad), *ev);
+            return TRUE;
+          },
+          self->srcpad);
       st->out->queue.set_flushing(false);
       st->last.reset();
       st->flushing = false;
