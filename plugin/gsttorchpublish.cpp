@@ -288,8 +288,9 @@ static void gst_torchpublish_get_property(GObject* object, guint prop_id, GValue
 // Runs on the publisher's network thread. Posts one warning per episode of
 // trouble (not one per retry) and logs the rest.
 static void on_mqtt_event(GstTorchPublish* self, const std::string& where, MqttEvent e,
-                          const std::string& detail) {
+                          std::string detail) {
   State& st = *self->state;
+  while (!detail.empty() && detail.back() == '.') detail.pop_back();  // libmosquitto's end in '.'
   switch (e) {
     case MqttEvent::kConnected:
       GST_INFO_OBJECT(self, "connected to MQTT broker %s", detail.c_str());

@@ -38,10 +38,14 @@ struct Chain {
   GstBus* bus = nullptr;
 
   Chain(const std::string& line, const char* caps) {
-    h = gst_harness_new_parse(line.c_str());
+    // The bus goes on before the harness starts the bin: the first warning
+    // can come a millisecond after start.
+    GstElement* bin = gst_parse_bin_from_description(line.c_str(), TRUE, nullptr);
     bus = gst_bus_new();
-    gst_element_set_bus(h->element, bus);
-    pub = gst_bin_get_by_name(GST_BIN(h->element), "pub");
+    gst_element_set_bus(bin, bus);
+    pub = gst_bin_get_by_name(GST_BIN(bin), "pub");
+    h = gst_harness_new_with_element(bin, "sink", "src");
+    gst_object_unref(bin);
     gst_harness_set_src_caps_str(h, caps);
   }
   ~Chain() {
