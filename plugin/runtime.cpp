@@ -8,6 +8,7 @@
 #include "gsttorchmetaconvert.h"
 #include "gsttorchnms.h"
 #include "gsttorchoverlay.h"
+#include "gsttorchpublish.h"
 
 extern "C" __attribute__((visibility("default"))) gboolean torchinfer_runtime_register(
     GstPlugin* plugin) {
@@ -16,5 +17,6 @@ extern "C" __attribute__((visibility("default"))) gboolean torchinfer_runtime_re
   ok &= GST_ELEMENT_REGISTER(torchmetaconvert, plugin);
   ok &= GST_ELEMENT_REGISTER(torchnms, plugin);
   ok &= GST_ELEMENT_REGISTER(torchoverlay, plugin);
+  ok &= GST_ELEMENT_REGISTER(torchpublish, plugin);
   return ok;
 }

@@ -13,6 +13,7 @@ PACKAGES=(
   gstreamer1.0-x fonts-dejavu-core
   libopencv-dev libtorch-dev libdnnl-dev nlohmann-json3-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libmosquitto-dev mosquitto
   python3-torch python3-torchvision python3-numpy python3-pil
 )
 

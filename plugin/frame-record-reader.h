@@ -1,0 +1,30 @@
+// Builds the FrameRecord of a buffer (frame fields, torchinfer tensor meta,
+// classification meta, detection ROIs): shared by the elements that export
+// per-frame results (torchmetaconvert, torchpublish), so they say the same.
+#pragma once
+
+#include <gst/gst.h>
+
+#include <cstdint>
+#include <string>
+
+#include "export/frame_record.h"
+
+namespace torchinfer::gst {
+
+// What a per-frame exporter knows about its stream besides the buffer.
+struct StreamContext {
+  std::string stream_id;
+  int width = 0, height = 0;
+  std::uint64_t next_frame = 0;  // frame number of the next buffer
+
+  void reset() { *this = StreamContext(); }
+  void set_caps(GstCaps* caps);
+  void on_event(GstEvent* event);  // STREAM_START sets the stream id
+};
+
+// Numbers the frame (consumes ctx.next_frame). Tensor views share the meta's
+// memory: the record must not outlive `buf` when include_tensors is set.
+FrameRecord read_frame_record(GstBuffer* buf, StreamContext& ctx, bool include_tensors);
+
+}  // namespace torchinfer::gst

@@ -1,0 +1,25 @@
+// Which frames are events worth a message when only changes matter
+// (torchpublish mode=detections): a frame whose own inference found at least
+// one detection (or that carries detections from another element and no
+// torchinfer result), or whose top-1 class differs from the previous
+// inferred frame's (the first classified frame counts as a change). Frames
+// that reuse an earlier result (inferred = false) never are: they would
+// repeat what was already sent.
+#pragma once
+
+#include <optional>
+
+#include "export/frame_record.h"
+
+namespace torchinfer {
+
+class EventFilter {
+ public:
+  bool is_event(const FrameRecord& r);
+  void reset() { last_top1_.reset(); }
+
+ private:
+  std::optional<int> last_top1_;  // label_id of the last inferred frame with a classification
+};
+
+}  // namespace torchinfer

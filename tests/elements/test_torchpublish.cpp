@@ -1,0 +1,505 @@
+// torchpublish against a real mosquitto broker: one message per frame equal
+// to torchmetaconvert's line, mode=detections, broker down at start, broker
+// restart, credentials, and every bad setting.
+#include <gst/check/gstharness.h>
+#include <gst/gst.h>
+#include <gst/video/video.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "element_helpers.h"
+#include "mqtt_broker.h"
+
+using namespace torchinfer::test;
+using nlohmann::json;
+
+namespace {
+
+const char* kCaps = "video/x-raw,format=YUY2,width=160,height=120,framerate=30/1";
+const char* kRgbCaps = "video/x-raw,format=RGB,width=320,height=256,framerate=30/1";
+
+std::vector<std::string> read_lines(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> out;
+  std::string line;
+  while (std::getline(in, line)) out.push_back(line);
+  return out;
+}
+
+// A harness around `chain` (a launch line whose publisher is named "pub"),
+// with a bus on the bin so warnings can be read.
+struct Chain {
+  GstHarness* h = nullptr;
+  GstElement* pub = nullptr;
+  GstBus* bus = nullptr;
+
+  Chain(const std::string& line, const char* caps) {
+    // The bus goes on before the harness starts the bin: the first warning
+    // can come a millisecond after start.
+    GstElement* bin = gst_parse_bin_from_description(line.c_str(), TRUE, nullptr);
+    bus = gst_bus_new();
+    gst_element_set_bus(bin, bus);
+    pub = gst_bin_get_by_name(GST_BIN(bin), "pub");
+    h = gst_harness_new_with_element(bin, "sink", "src");
+    gst_object_unref(bin);
+    gst_harness_set_src_caps_str(h, caps);
+  }
+  ~Chain() {
+    if (pub) gst_object_unref(pub);
+    gst_harness_teardown(h);
+    gst_bus_set_flushing(bus, TRUE);
+    gst_object_unref(bus);
+  }
+  void push(GstBuffer* b) {
+    GstBuffer* out = gst_harness_push_and_pull(h, b);
+    EXPECT_NE(out, nullptr);
+    if (out) gst_buffer_unref(out);
+  }
+  // Stops the element (flushes, disconnects); counters stay readable.
+  void stop() { gst_element_set_state(h->element, GST_STATE_NULL); }
+  guint64 u64(const char* name) {
+    guint64 v = 0;
+    g_object_get(pub, name, &v, nullptr);
+    return v;
+  }
+  bool connected() {
+    gboolean v = FALSE;
+    g_object_get(pub, "connected", &v, nullptr);
+    return v;
+  }
+  // Waits (bounded) until `connected` reads `want`.
+  bool wait_connected(bool want = true) {
+    for (int i = 0; i < 400; ++i) {
+      if (connected() == want) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+  // Warning texts posted so far (waits up to 20 s for at least one).
+  std::vector<std::string> warnings(bool wait = true) {
+    std::vector<std::string> out;
+    while (GstMessage* m = gst_bus_timed_pop_filtered(
+               bus, wait && out.empty() ? 20 * GST_SECOND : 0, GST_MESSAGE_WARNING)) {
+      GError* err = nullptr;
+      gst_message_parse_warning(m, &err, nullptr);
+      out.push_back(err->message);
+      g_error_free(err);
+      gst_message_unref(m);
+    }
+    return out;
+  }
+};
+
+std::string pub_props(int port, const std::string& topic, const std::string& extra = "") {
+  return "torchpublish name=pub port=" + std::to_string(port) + " topic=" + topic +
+         " reconnect-delay-max=1 " + extra;
+}
+
+GstBuffer* timed(GstBuffer* b, int i) {
+  GST_BUFFER_PTS(b) = i * GST_SECOND / 30;
+  GST_BUFFER_DURATION(b) = GST_SECOND / 30;
+  return b;
+}
+
+GstBuffer* solid_rgb(guint8 v, int i) {
+  const GstVideoInfo info = info_of(kRgbCaps);
+  GstBuffer* b = gst_buffer_new_allocate(nullptr, GST_VIDEO_INFO_SIZE(&info), nullptr);
+  gst_buffer_memset(b, 0, v, GST_VIDEO_INFO_SIZE(&info));
+  return timed(b, i);
+}
+
+bool contains(const std::vector<std::string>& texts, const std::string& what) {
+  for (const auto& t : texts)
+    if (t.find(what) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+class TorchPublishQos : public testing::TestWithParam<int> {};
+
+// Each message is byte for byte the line torchmetaconvert writes for the
+// same buffer, in frame order.
+TEST_P(TorchPublishQos, OneMessagePerFrameEqualToTheJsonLine) {
+  Broker broker;
+  ASSERT_TRUE(broker.start());
+  Subscriber sub(broker.port(), "line1/cam0");
+  ASSERT_TRUE(sub.wait_subscribed());
+  const std::string path = testing::TempDir() + "pub_lines.jsonl";
+  Chain c("torchinfer model=" + model("tiny_classifier.pt") +
+              " ! torchmetaconvert location=" + path + " ! " +
+              pub_props(broker.port(), "line1/cam0", "qos=" + std::to_string(GetParam())),
+          kCaps);
+  const GstVideoInfo info = info_of(kCaps);
+  for (int i = 0; i < 12; ++i) c.push(timed(make_video_buffer(info, i), i));
+  ASSERT_TRUE(sub.wait_for(12));
+  c.stop();
+  EXPECT_EQ(c.u64("published"), 12u);
+  EXPECT_EQ(c.u64("failed"), 0u);
+  EXPECT_EQ(c.u64("reconnects"), 0u);
+  const auto lines = read_lines(path);
+  const auto msgs = sub.messages();
+  ASSERT_EQ(lines.size(), 12u);
+  ASSERT_EQ(msgs.size(), 12u);
+  for (int i = 0; i < 12; ++i) {
+    EXPECT_EQ(msgs[i], lines[i]);
+    const json j = json::parse(msgs[i]);
+    EXPECT_EQ(j["frame"], i);
+    EXPECT_EQ(j["pts"].get<std::int64_t>(), static_cast<std::int64_t>(i * GST_SECOND / 30));
+    EXPECT_EQ(j["classification"].size(), 3u);
+  }
+  EXPECT_TRUE(c.warnings(false).empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Qos, TorchPublishQos, testing::Values(0, 1));
+
+// Candidate 4 of yolo_candidates scores the frame's red at the centre: over
+// 0.96 only it survives, on white frames only.
+TEST(TorchPublish, DetectionsModeSendsOnlyFramesWithDetections) {
+  Broker broker;
+  ASSERT_TRUE(broker.start());
+  Subscriber sub(broker.port(), "det");
+  ASSERT_TRUE(sub.wait_subscribed());
+  const std::string path = testing::TempDir() + "pub_det.jsonl";
+  Chain c("torchinfer model=" + model("yolo_candidates.pt") +
+              " ! torchnms confidence-threshold=0.96 ! torchmetaconvert location=" + path + " ! " +
+              pub_props(broker.port(), "det", "mode=detections"),
+          kRgbCaps);
+  const bool white[] = {true, false, false, true, true, false};
+  for (int i = 0; i < 6; ++i) c.push(solid_rgb(white[i] ? 255 : 0, i));
+  ASSERT_TRUE(sub.wait_for(3));
+  c.stop();
+  EXPECT_EQ(c.u64("published"), 3u);
+  EXPECT_EQ(c.u64("failed"), 0u);
+  const auto lines = read_lines(path);
+  const auto msgs = sub.messages();
+  ASSERT_EQ(lines.size(), 6u);
+  ASSERT_EQ(msgs.size(), 3u);
+  const int sent[] = {0, 3, 4};
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(msgs[k], lines[sent[k]]);
+    const json j = json::parse(msgs[k]);
+    EXPECT_EQ(j["frame"], sent[k]);
+    ASSERT_EQ(j["detections"].size(), 1u);
+    EXPECT_EQ(j["detections"][0]["label"], "bolt");
+  }
+}
+
+// Classification: a frame is sent when its own inference changed the top-1
+// class; frames that reuse a result (inference-interval) never are.
+TEST(TorchPublish, DetectionsModeSendsClassificationChanges) {
+  Broker broker;
+  ASSERT_TRUE(broker.start());
+  Subscriber sub(broker.port(), "cls");
+  ASSERT_TRUE(sub.wait_subscribed());
+  const std::string path = testing::TempDir() + "pub_cls.jsonl";
+  Chain c("torchinfer inference-interval=2 model=" + model("tiny_classifier.pt") +
+              " ! torchmetaconvert location=" + path + " ! " +
+              pub_props(broker.port(), "cls", "mode=detections"),
+          kCaps);
+  const GstVideoInfo info = info_of(kCaps);
+  for (int i = 0; i < 24; ++i) c.push(timed(make_video_buffer(info, i * 5), i));
+  c.stop();  // flushes everything to the broker
+  const auto lines = read_lines(path);
+  ASSERT_EQ(lines.size(), 24u);
+  std::vector<std::string> expected;
+  int last = -1, reused = 0;
+  for (const auto& l : lines) {
+    const json j = json::parse(l);
+    if (!j["inferred"].get<bool>()) {
+      reused++;
+      continue;
+    }
+    const int top1 = j["classification"][0]["label_id"];
+    if (top1 != last) expected.push_back(l);
+    last = top1;
+  }
+  EXPECT_EQ(reused, 12);
+  ASSERT_FALSE(expected.empty());
+  ASSERT_TRUE(sub.wait_for(expected.size()));
+  EXPECT_EQ(sub.messages(), expected);
+  EXPECT_EQ(c.u64("published"), expected.size());
+}
+
+// The video must not notice a missing broker: every frame passes, a warning
+// says why nothing is published, and what could not be sent is counted.
+TEST(TorchPublish, BrokerDownAtStartPipelineRunsEveryFrame) {
+  const int port = free_port();
+  const std::string line =
+      "videotestsrc num-buffers=20 ! video/x-raw,format=RGB,width=64,height=48 ! torchinfer "
+      "model=" +
+      model("tiny_classifier.pt") + " ! " + pub_props(port, "down", "max-queued=5") +
+      " ! fakesink name=sink";
+  GError* err = nullptr;
+  GstElement* pipeline = gst_parse_launch(line.c_str(), &err);
+  ASSERT_NE(pipeline, nullptr) << (err ? err->message : "");
+  GstElement* sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
+  GstPad* pad = gst_element_get_static_pad(sink, "sink");
+  int buffers = 0;
+  gst_pad_add_probe(
+      pad, GST_PAD_PROBE_TYPE_BUFFER,
+      [](GstPad*, GstPadProbeInfo*, gpointer n) {
+        ++*static_cast<int*>(n);
+        return GST_PAD_PROBE_OK;
+      },
+      &buffers, nullptr);
+  GstBus* bus = gst_element_get_bus(pipeline);
+  ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+  bool eos = false;
+  std::vector<std::string> warnings;
+  while (
+      GstMessage* m = gst_bus_timed_pop_filtered(
+          bus, 60 * GST_SECOND,
+          static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_WARNING))) {
+    const GstMessageType t = GST_MESSAGE_TYPE(m);
+    if (t == GST_MESSAGE_WARNING) {
+      GError* e = nullptr;
+      gst_message_parse_warning(m, &e, nullptr);
+      warnings.push_back(e->message);
+      g_error_free(e);
+    }
+    gst_message_unref(m);
+    if (t == GST_MESSAGE_ERROR) break;
+    if (t == GST_MESSAGE_EOS) eos = true;
+    if (eos && !warnings.empty()) break;
+  }
+  EXPECT_TRUE(eos);
+  EXPECT_EQ(buffers, 20);
+  GstElement* pub = gst_bin_get_by_name(GST_BIN(pipeline), "pub");
+  gst_element_set_state(pipeline, GST_STATE_NULL);  // prompt: nothing to wait for
+  guint64 published = 1, failed = 0;
+  gboolean connected = TRUE;
+  g_object_get(pub, "published", &published, "failed", &failed, "connected", &connected, nullptr);
+  EXPECT_EQ(published, 0u);
+  EXPECT_EQ(failed, 20u);  // 15 pushed out of the full queue, 5 still queued at stop
+  EXPECT_FALSE(connected);
+  ASSERT_EQ(warnings.size(), 1u);  // one warning, not one per retry
+  EXPECT_TRUE(contains(warnings, "Cannot connect to MQTT broker 127.0.0.1:" + std::to_string(port) +
+                                     ": Connection refused"))
+      << warnings[0];
+  gst_object_unref(pub);
+  gst_object_unref(pad);
+  gst_object_unref(sink);
+  gst_object_unref(bus);
+  gst_object_unref(pipeline);
+}
+
+// Broker stopped mid-stream and started again on the same port: frames sent
+// meanwhile wait in the element's queue, go out after the reconnection
+// (QoS 1), and the persistent subscriber session receives them all.
+TEST(TorchPublish, ReconnectsAfterBrokerRestart) {
+  Broker broker({"", "", /*persistence=*/true});
+  ASSERT_TRUE(broker.start());
+  SubscriberOptions so;
+  so.client_id = "restart-test-sub";
+  so.persistent = true;
+  Subscriber sub(broker.port(), "restart", so);
+  ASSERT_TRUE(sub.wait_subscribed());
+  Chain c("torchinfer model=" + model("tiny_classifier.pt") + " ! " +
+              pub_props(broker.port(), "restart", "qos=1"),
+          kCaps);
+  const GstVideoInfo info = info_of(kCaps);
+  ASSERT_TRUE(c.wait_connected());
+  for (int i = 0; i < 5; ++i) c.push(timed(make_video_buffer(info, i), i));
+  ASSERT_TRUE(sub.wait_for(5));
+  broker.stop();
+  ASSERT_TRUE(c.wait_connected(false));
+  for (int i = 5; i < 10; ++i) c.push(timed(make_video_buffer(info, i), i));
+  ASSERT_TRUE(broker.start());
+  ASSERT_TRUE(c.wait_connected());
+  EXPECT_EQ(c.u64("reconnects"), 1u);
+  for (int i = 10; i < 15; ++i) c.push(timed(make_video_buffer(info, i), i));
+  ASSERT_TRUE(sub.wait_for(15));
+  c.stop();
+  EXPECT_EQ(c.u64("published"), 15u);
+  EXPECT_EQ(c.u64("failed"), 0u);
+  // QoS 1 is at least once: drop repeats, then every frame, in order.
+  std::vector<int> frames;
+  for (const auto& m : sub.messages()) {
+    const int f = json::parse(m)["frame"];
+    if (frames.empty() || f != frames.back()) frames.push_back(f);
+  }
+  ASSERT_EQ(frames.size(), 15u);
+  for (int i = 0; i < 15; ++i) EXPECT_EQ(frames[i], i);
+  EXPECT_TRUE(contains(c.warnings(), "Lost the connection to MQTT broker"));
+}
+
+TEST(TorchPublish, RightCredentialsDeliverWrongOnesAreRefused) {
+  Broker broker({"cam", "s3cret", false});
+  ASSERT_TRUE(broker.start());
+  SubscriberOptions so;
+  so.username = "cam";
+  so.password = "s3cret";
+  Subscriber sub(broker.port(), "auth", so);
+  ASSERT_TRUE(sub.wait_subscribed());
+  const GstVideoInfo info = info_of(kCaps);
+  {
+    Chain c("torchinfer model=" + model("tiny_classifier.pt") + " ! " +
+                pub_props(broker.port(), "auth", "username=cam password=s3cret"),
+            kCaps);
+    ASSERT_TRUE(c.wait_connected());
+    for (int i = 0; i < 3; ++i) c.push(timed(make_video_buffer(info, i), i));
+    ASSERT_TRUE(sub.wait_for(3));
+    c.stop();
+    EXPECT_EQ(c.u64("published"), 3u);
+  }
+  for (const char* creds : {"username=cam password=wrong", "username=intruder", ""}) {
+    Chain c("torchinfer model=" + model("tiny_classifier.pt") + " ! " +
+                pub_props(broker.port(), "auth", creds),
+            kCaps);
+    const auto w = c.warnings();
+    ASSERT_FALSE(w.empty()) << creds;
+    EXPECT_TRUE(contains(w, "not authorised")) << creds << ": " << w[0];
+    for (int i = 0; i < 2; ++i) c.push(timed(make_video_buffer(info, i), i));
+    EXPECT_FALSE(c.connected());
+    c.stop();
+    EXPECT_EQ(c.u64("published"), 0u);
+    EXPECT_EQ(c.u64("failed"), 2u);
+  }
+  EXPECT_EQ(sub.messages().size(), 3u);
+}
+
+namespace {
+
+StartResult start_with(const std::function<void(GstElement*)>& configure) {
+  GstElement* e = gst_element_factory_make("torchpublish", nullptr);
+  configure(e);
+  StartResult r = try_start(e);
+  gst_object_unref(e);
+  return r;
+}
+
+}  // namespace
+
+TEST(TorchPublishErrors, NoTopicFailsToStart) {
+  const StartResult r = start_with([](GstElement*) {});
+  EXPECT_EQ(r.ret, GST_STATE_CHANGE_FAILURE);
+  ASSERT_TRUE(r.error.set);
+  EXPECT_EQ(r.error.domain, GST_RESOURCE_ERROR);
+  EXPECT_EQ(r.error.code, GST_RESOURCE_ERROR_SETTINGS);
+  EXPECT_NE(r.error.message.find("'topic'"), std::string::npos) << r.error.message;
+}
+
+TEST(TorchPublishErrors, MissingTlsCaFileIsNotFound) {
+  const StartResult r = start_with([](GstElement* e) {
+    g_object_set(e, "topic", "t", "tls-ca-file", "/nonexistent/ca.pem", nullptr);
+  });
+  EXPECT_EQ(r.ret, GST_STATE_CHANGE_FAILURE);
+  ASSERT_TRUE(r.error.set);
+  EXPECT_EQ(r.error.domain, GST_RESOURCE_ERROR);
+  EXPECT_EQ(r.error.code, GST_RESOURCE_ERROR_NOT_FOUND);
+  EXPECT_NE(r.error.message.find("/nonexistent/ca.pem"), std::string::npos) << r.error.message;
+}
+
+TEST(TorchPublishErrors, InconsistentSettingsFailToStart) {
+  const std::string ca = testing::TempDir() + "pub_ca.pem";
+  std::ofstream(ca) << "not a certificate\n";
+  const std::vector<std::pair<std::function<void(GstElement*)>, std::string>> cases = {
+      {[](GstElement* e) { g_object_set(e, "password", "pw", nullptr); }, "username"},
+      {[](GstElement* e) {
+         g_object_set(e, "reconnect-delay-min", 10, "reconnect-delay-max", 5, nullptr);
+       },
+       "reconnect-delay-max"},
+      {[&](GstElement* e) {
+         g_object_set(e, "tls-ca-file", ca.c_str(), "tls-cert-file", ca.c_str(), nullptr);
+       },
+       "tls-key-file"},
+      {[&](GstElement* e) {
+         g_object_set(e, "tls-cert-file", ca.c_str(), "tls-key-file", ca.c_str(), nullptr);
+       },
+       "tls-ca-file"},
+  };
+  for (const auto& [configure, word] : cases) {
+    const StartResult r = start_with([&](GstElement* e) {
+      g_object_set(e, "topic", "t", nullptr);
+      configure(e);
+    });
+    EXPECT_EQ(r.ret, GST_STATE_CHANGE_FAILURE) << word;
+    ASSERT_TRUE(r.error.set) << word;
+    EXPECT_EQ(r.error.domain, GST_RESOURCE_ERROR) << word;
+    EXPECT_EQ(r.error.code, GST_RESOURCE_ERROR_SETTINGS) << word;
+    EXPECT_NE(r.error.message.find(word), std::string::npos) << r.error.message;
+  }
+}
+
+TEST(TorchPublishErrors, BadTopicsAndHostAreRejectedWithAWarning) {
+  GstElement* e = gst_element_factory_make("torchpublish", nullptr);
+  g_object_set(e, "topic", "line1/cam0", nullptr);
+  for (const char* bad : {"line1/+", "#", "a/#", ""}) {
+    WarningCatcher w;
+    g_object_set(e, "topic", bad, nullptr);
+    EXPECT_EQ(w.messages().size(), 1u) << bad;
+  }
+  {
+    WarningCatcher w;
+    g_object_set(e, "host", "", nullptr);
+    EXPECT_EQ(w.messages().size(), 1u);
+  }
+  gchar *topic = nullptr, *host = nullptr;
+  g_object_get(e, "topic", &topic, "host", &host, nullptr);
+  EXPECT_STREQ(topic, "line1/cam0");
+  EXPECT_STREQ(host, "127.0.0.1");
+  g_free(topic);
+  g_free(host);
+  gst_object_unref(e);
+}
+
+TEST(TorchPublishErrors, OutOfRangeNumbersAreRejected) {
+  GstElement* e = gst_element_factory_make("torchpublish", nullptr);
+  const std::vector<std::pair<const char*, int>> bad = {
+      {"port", 0},
+      {"port", 65536},
+      {"qos", 3},
+      {"qos", -1},
+      {"keepalive", 4},
+      {"reconnect-delay-min", 0},
+      {"flush-timeout", -1},
+      {"reconnect-delay-max", 3601},
+  };
+  for (const auto& [name, value] : bad) {
+    WarningCatcher w("GLib-GObject");
+    g_object_set(e, name, value, nullptr);
+    EXPECT_EQ(w.messages().size(), 1u) << name << "=" << value;
+  }
+  gint port = 0, qos = -1, keepalive = 0, dmin = 0, flush = 0, dmax = 0;
+  g_object_get(e, "port", &port, "qos", &qos, "keepalive", &keepalive, "reconnect-delay-min", &dmin,
+               "flush-timeout", &flush, "reconnect-delay-max", &dmax, nullptr);
+  EXPECT_EQ(port, 1883);
+  EXPECT_EQ(qos, 0);
+  EXPECT_EQ(keepalive, 60);
+  EXPECT_EQ(dmin, 1);
+  EXPECT_EQ(flush, 1000);
+  EXPECT_EQ(dmax, 30);
+  {
+    WarningCatcher w("GLib-GObject");
+    gst_util_set_object_arg(G_OBJECT(e), "mode", "sometimes");
+    EXPECT_EQ(w.messages().size(), 0u);  // gst_util_set_object_arg logs, does not warn
+  }
+  gint mode = -1;
+  g_object_get(e, "mode", &mode, nullptr);
+  EXPECT_EQ(mode, 0);
+  gst_object_unref(e);
+}
+
+TEST(TorchPublishErrors, SettingsLockedWhileRunning) {
+  Chain c(pub_props(free_port(), "locked"), kCaps);
+  c.push(make_video_buffer(info_of(kCaps), 0));
+  {
+    WarningCatcher w;
+    g_object_set(c.pub, "host", "10.0.0.1", "topic", "other", nullptr);
+    EXPECT_EQ(w.messages().size(), 2u);
+  }
+  gchar *host = nullptr, *topic = nullptr, *id = nullptr;
+  g_object_get(c.pub, "host", &host, "topic", &topic, "client-id", &id, nullptr);
+  EXPECT_STREQ(host, "127.0.0.1");
+  EXPECT_STREQ(topic, "locked");
+  ASSERT_NE(id, nullptr);
+  EXPECT_TRUE(g_str_has_prefix(id, "torchinfer-")) << id;  // the generated id in use
+  g_free(host);
+  g_free(topic);
+  g_free(id);
+}
