@@ -77,6 +77,7 @@ def preprocess(img, meta):
 
 def reference_detections(model_path, outdir, frames):
     torch.set_num_threads(2)
+    torch.backends.quantized.engine = "onednn"  # int8 models; no fbgemm in Debian's torch
     with open(os.path.splitext(model_path)[0] + ".json") as f:
         meta = json.load(f)
     model = torch.jit.load(model_path).eval()

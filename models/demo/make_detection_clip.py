@@ -134,6 +134,7 @@ def check_detector(decoded, frame_objects, table, model_path):
     import detection_metrics as dm
     import eval_detector as ev
     torch.set_num_threads(2)
+    torch.backends.quantized.engine = "onednn"
     meta = json.load(open(os.path.splitext(model_path)[0] + ".json"))
     model = torch.jit.load(model_path).eval()
     sx, sy = mf.WIDTH / meta["input_width"], mf.HEIGHT / meta["input_height"]
