@@ -20,6 +20,8 @@ objectness loss off in their cells. Random horizontal/vertical flips.
 AdamW with one-cycle LR; fixed seeds, 2 threads.
 
 Exit status 1 if held-out mAP@0.5 (200 frames, eval seeds) is below --min-map.
+That figure is on 8-bit-rounded inputs, as trained; eval_detector.py
+resizes in float like the plugin and gives the figures to compare with it.
 """
 import argparse
 import json
