@@ -21,14 +21,21 @@ import torch
 import torchvision
 
 
-def decode(out, conf_threshold=0.001, iou_threshold=0.45, max_det=300, class_agnostic=False):
+def decode(out, conf_threshold=0.001, iou_threshold=0.45, max_det=300, class_agnostic=False,
+           multi_label=False):
     """[A, 5+C] tensor of one frame -> list of (x0, y0, x1, y1, score, class)
     in model-input pixels, after per-class NMS (torchvision batched_nms).
-    Every (box, class) pair above the threshold is a candidate, like
-    YOLOv5's multi-label NMS, which is what mAP evaluation uses."""
+    Each anchor proposes its best class only, as the plugin's yolov5 decoder
+    and YOLOv5's detect.py do; multi_label=True proposes every (box, class)
+    pair above the threshold (YOLOv5's val.py)."""
     out = out.float()
     scores = out[:, 5:] * out[:, 4:5]
-    idx, cls = (scores > conf_threshold).nonzero(as_tuple=True)
+    if multi_label:
+        idx, cls = (scores >= conf_threshold).nonzero(as_tuple=True)
+    else:
+        best, cls = scores.max(1)
+        idx = (best >= conf_threshold).nonzero(as_tuple=True)[0]
+        cls = cls[idx]
     if idx.numel() == 0:
         return []
     cx, cy, w, h = out[idx, 0], out[idx, 1], out[idx, 2], out[idx, 3]
@@ -103,6 +110,9 @@ def model_map(model, x, truths, num_classes, batch=16, conf_threshold=0.001, iou
         for i in range(0, x.shape[0], batch):
             outs.append(model(x[i:i + batch]).float())
     out = torch.cat(outs)
-    dets = [decode(o, conf_threshold, iou_threshold) for o in out]
+    w, h = x.shape[3], x.shape[2]
+    dets = [[(min(max(x0, 0.0), w), min(max(y0, 0.0), h), min(max(x1, 0.0), w),
+              min(max(y1, 0.0), h), s, c)  # boxes end at the image edge, as in the plugin
+             for x0, y0, x1, y1, s, c in decode(o, conf_threshold, iou_threshold)] for o in out]
     m, aps, npos = average_precision(dets, truths, num_classes)
     return m, aps, npos, out

@@ -96,9 +96,15 @@ def reference_detections(model_path, outdir, frames):
         for fr in frames:
             img = np.asarray(Image.open(os.path.join(outdir, fr["file"])).convert("RGB"))
             out = model(preprocess(img, meta))[0]
-            dets.append([(x0 * sx, y0 * sy, x1 * sx, y1 * sy, s, c)
+            dets.append([clip_box(x0 * sx, y0 * sy, x1 * sx, y1 * sy) + (s, c)
                          for x0, y0, x1, y1, s, c in dm.decode(out, CONF, IOU, MAX_DET)])
     return dets
+
+
+def clip_box(x0, y0, x1, y1):
+    """Boxes end at the frame edge, as the plugin's decoder clips them."""
+    return (min(max(x0, 0.0), mf.WIDTH), min(max(y0, 0.0), mf.HEIGHT),
+            min(max(x1, 0.0), mf.WIDTH), min(max(y1, 0.0), mf.HEIGHT))
 
 
 def latency(model_path, runs):

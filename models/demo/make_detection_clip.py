@@ -142,7 +142,7 @@ def check_detector(decoded, frame_objects, table, model_path):
     with torch.no_grad():
         for img in decoded:
             out = model(ev.preprocess(np.ascontiguousarray(img), meta))[0]
-            dets.append([(x0 * sx, y0 * sy, x1 * sx, y1 * sy, s, c)
+            dets.append([ev.clip_box(x0 * sx, y0 * sy, x1 * sx, y1 * sy) + (s, c)
                          for x0, y0, x1, y1, s, c in dm.decode(out, ev.CONF, ev.IOU, ev.MAX_DET)])
     truths = [[(*o["bbox"], o["class_id"], o["ignore"]) for o in objs] for objs in frame_objects]
     ev.report(f"{os.path.basename(model_path)} on decoded clip", dets, truths)
