@@ -16,10 +16,21 @@ uses N uniform random frames (speed benchmarks only: the guard figures then
 say nothing about real accuracy and the sidecar says so).
 
 The guard runs the fp32 and int8 models on the held-out frames and compares
-top-1 agreement and the mean absolute error of the outputs. Outside
---min-top1 / --max-mae it writes nothing and exits 2, unless --force: then it
-writes the model with a loud warning and "forced": true in the sidecar, which
-the element reports as a warning when it loads the model.
+them. --metric classification (default): top-1 agreement and the mean
+absolute error of the outputs (--min-top1, --max-mae). --metric detection
+(YOLOv5-layout output [N, A, 5+C], see detection_metrics.py): mAP@0.5 of
+each model against --heldout-truth (JSON {"frames": [[[x0, y0, x1, y1,
+class, ignore], ...] per held-out frame]}, boxes in model-input pixels, in
+the frame order of the held-out file) must not drop by more than
+--max-map-drop, and the mean absolute error of the score columns
+(objectness and classes, 0..1) must stay within --max-mae. Outside the
+tolerance it writes nothing and exits 2, unless --force: then it writes the
+model with a loud warning and "forced": true in the sidecar, which the
+element reports as a warning when it loads the model.
+
+--keep-float NAME (repeatable) leaves submodule NAME in float, e.g. a
+detector's box decoding (exp, grid offsets), whose pixel coordinates would
+lose precision in int8.
 
 Output: OUT (traced TorchScript, not frozen: the engine freezes at load)
 and OUT.json sidecar with "precision": "int8" and the guard figures.
@@ -79,6 +90,26 @@ def outputs(model, x, batch):
         return torch.cat([model(b).float() for b in batches(x, batch)])
 
 
+def detection_guard(model, quantized, held, truths, args):
+    """mAP@0.5 of fp32 and int8 on the held-out frames, and the MAE of their
+    score columns; returns the figures for the sidecar plus "ok"."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import detection_metrics as dm
+    classes = outputs(model, held[:1], 1).shape[-1] - 5
+    map_f, aps_f, _, ref = dm.model_map(model, held, truths, classes)
+    map_q, aps_q, _, got = dm.model_map(quantized, held, truths, classes)
+    mae = (ref[..., 4:] - got[..., 4:]).abs().mean().item()
+    ok = map_f - map_q <= args.max_map_drop and mae <= args.max_mae
+    print(f"accuracy guard on {held.shape[0]} held-out frames: mAP@0.5 fp32 {map_f:.4f}, "
+          f"int8 {map_q:.4f} (drop {map_f - map_q:+.4f}, max {args.max_map_drop}); "
+          f"score mean abs error {mae:.5f} (max {args.max_mae}) -> {'PASS' if ok else 'FAIL'}")
+    fmt = lambda aps: [None if a is None else round(a, 4) for a in aps]  # noqa: E731
+    print(f"  AP per class fp32 {fmt(aps_f)}\n  AP per class int8 {fmt(aps_q)}")
+    return {"ok": ok, "map50_fp32": round(map_f, 5), "map50_int8": round(map_q, 5),
+            "ap50_per_class_int8": fmt(aps_q), "score_mean_abs_error": round(mae, 6),
+            "max_map_drop": args.max_map_drop, "max_mae": args.max_mae}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -100,6 +131,12 @@ def main():
                     help="minimum top-1 agreement with fp32 on held-out frames")
     ap.add_argument("--max-mae", type=float, default=0.1,
                     help="maximum mean absolute error of the outputs vs fp32")
+    ap.add_argument("--metric", choices=["classification", "detection"], default="classification")
+    ap.add_argument("--heldout-truth", help="detection: truth boxes of the held-out frames")
+    ap.add_argument("--max-map-drop", type=float, default=0.02,
+                    help="detection: largest allowed fp32 - int8 mAP@0.5 difference")
+    ap.add_argument("--keep-float", action="append", default=[], metavar="NAME",
+                    help="submodule to leave in float (repeatable)")
     ap.add_argument("--sidecar", help="fp32 sidecar to copy (default: <weights-from>.json)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--force", action="store_true",
@@ -120,10 +157,12 @@ def main():
         calib_source = os.path.basename(args.frames)
     else:
         x = None
+    held_index = None  # which frames of the held-out source are held out, in order
     if x is not None:
         perm = torch.randperm(x.shape[0], generator=torch.Generator().manual_seed(args.seed))
         n_held = max(1, int(round(x.shape[0] * args.heldout_fraction)))
         held, calib = x[perm[:n_held]], x[perm[n_held:]]
+        held_index = perm[:n_held].tolist()
     elif args.calib and args.heldout:
         calib, held = load_frames(args.calib), load_frames(args.heldout)
         calib_source = os.path.basename(args.calib)
@@ -132,23 +171,42 @@ def main():
     if calib.shape[0] < 1:
         sys.exit("no calibration frames left after the held-out split")
 
+    truths = None
+    if args.metric == "detection":
+        if not args.heldout_truth:
+            sys.exit("--metric detection needs --heldout-truth")
+        with open(args.heldout_truth) as f:
+            truths = json.load(f)["frames"]
+        if held_index is not None:
+            truths = [truths[i] for i in held_index]
+        if len(truths) != held.shape[0]:
+            sys.exit(f"{args.heldout_truth}: {len(truths)} frames, {held.shape[0]} held out")
+
     example = calib[:1]
-    prepared = prepare_fx(copy.deepcopy(model), get_default_qconfig_mapping("onednn"),
-                          example_inputs=(example,))
+    qconfig = get_default_qconfig_mapping("onednn")
+    for name in args.keep_float:
+        qconfig.set_module_name(name, None)
+    prepared = prepare_fx(copy.deepcopy(model), qconfig, example_inputs=(example,))
     with torch.no_grad():
         for b in batches(calib, 16):
             prepared(b)
     quantized = convert_fx(prepared).eval()
 
-    ref = outputs(model, held, 16)
-    got = outputs(quantized, held, 16)
-    mae = (ref - got).abs().mean().item()
-    top1 = (ref.reshape(ref.shape[0], -1).argmax(1) ==
-            got.reshape(got.shape[0], -1).argmax(1)).float().mean().item()
-    ok = top1 >= args.min_top1 and mae <= args.max_mae
-    print(f"accuracy guard on {held.shape[0]} held-out frames ({calib.shape[0]} calibration): "
-          f"top-1 agreement {top1:.4f} (min {args.min_top1}), mean abs error {mae:.5f} "
-          f"(max {args.max_mae}) -> {'PASS' if ok else 'FAIL'}")
+    if args.metric == "detection":
+        guard = detection_guard(model, quantized, held, truths, args)
+        ok = guard.pop("ok")
+    else:
+        ref = outputs(model, held, 16)
+        got = outputs(quantized, held, 16)
+        mae = (ref - got).abs().mean().item()
+        top1 = (ref.reshape(ref.shape[0], -1).argmax(1) ==
+                got.reshape(got.shape[0], -1).argmax(1)).float().mean().item()
+        ok = top1 >= args.min_top1 and mae <= args.max_mae
+        print(f"accuracy guard on {held.shape[0]} held-out frames ({calib.shape[0]} calibration): "
+              f"top-1 agreement {top1:.4f} (min {args.min_top1}), mean abs error {mae:.5f} "
+              f"(max {args.max_mae}) -> {'PASS' if ok else 'FAIL'}")
+        guard = {"top1_agreement": round(top1, 5), "mean_abs_error": round(mae, 6),
+                 "min_top1": args.min_top1, "max_mae": args.max_mae}
     if not ok and not args.force:
         print("refusing to write an int8 model outside the tolerance; calibrate on more/other "
               "frames, loosen --min-top1/--max-mae, or --force", file=sys.stderr)
@@ -182,8 +240,8 @@ def main():
     sidecar["quantization"] = {
         "backend": "onednn", "method": "fx-static", "calibration": calib_source,
         "calibration_frames": calib.shape[0], "heldout_frames": held.shape[0],
-        "top1_agreement": round(top1, 5), "mean_abs_error": round(mae, 6),
-        "min_top1": args.min_top1, "max_mae": args.max_mae, "forced": not ok,
+        **({"float_modules": args.keep_float} if args.keep_float else {}),
+        **guard, "forced": not ok,
     }
     with open(os.path.splitext(args.out)[0] + ".json", "w") as f:
         json.dump(sidecar, f, indent=2)
