@@ -1,6 +1,9 @@
-// The QA-line demo: clip -> torchinfer -> JSON + annotated video + snapshot,
-// printing one line per frame and a summary. Also the reference example of
-// embedding torchinfer in an application and reading its metadata.
+// The QA-line demo: a conveyor clip stands in for a YUY2 factory camera;
+// torchinfer runs the bundled defect detector, torchnms decodes the boxes,
+// torchoverlay draws them in the camera format. Prints the detections of
+// every frame, scores them against the clip's ground truth, and writes
+// results.jsonl, annotated.mkv and snapshot.png. Also the reference example
+// of reading torchinfer's metadata from an application.
 #include <gst/gst.h>
 #include <gst/video/video.h>
 
@@ -24,37 +27,73 @@ struct Options {
   bool quiet = false;
 };
 
-struct Run {
-  Options opt;
-  GstElement* overlay = nullptr;
-  std::vector<std::string> truth;
-  std::vector<double> infer_ms, pre_ms;
-  std::map<std::string, int> counts;
-  int frames = 0, agree = 0, compared = 0;
-  int snapshot_score = -1;  // best frame so far for the snapshot
-  cv::Mat snapshot;
-  std::string current_label;
-  double current_conf = 0;
+struct Box {
+  std::string label;
+  double confidence = 0;
+  double x0 = 0, y0 = 0, x1 = 0, y1 = 0;  // frame pixels
+  bool ignore = false;                    // truth only: mostly out of view, neither hit nor miss
 };
 
-std::vector<std::string> load_truth(const std::string& path) {
-  std::vector<std::string> out;
+struct Run {
+  Options opt;
+  std::vector<std::vector<Box>> truth;  // scored objects per frame
+  std::vector<double> infer_ms, pre_ms;
+  std::map<std::string, int> counts;  // detections per class
+  int frames = 0, true_pos = 0, false_pos = 0, false_neg = 0;
+  std::vector<Box> current;
+  int snapshot_score = -1;
+  cv::Mat snapshot;
+};
+
+std::vector<std::vector<Box>> load_truth(const std::string& path) {
+  std::vector<std::vector<Box>> out;
   if (path.empty()) return out;
   std::ifstream in(path);
-  if (!in) {
+  const auto j = nlohmann::json::parse(in, nullptr, false);
+  if (!in || j.is_discarded() || !j.contains("frames")) {
     g_printerr("warning: ground truth '%s' not readable; accuracy not reported\n", path.c_str());
     return out;
   }
-  const auto j = nlohmann::json::parse(in, nullptr, false);
-  const auto& frames = j.is_object() && j.contains("frames") ? j["frames"] : j;
-  if (!frames.is_array()) return out;
-  // A null label marks a frame that must not be scored (part half in view).
-  for (const auto& f : frames) {
-    const nlohmann::json* v = &f;
-    if (f.is_object()) v = f.contains("label") ? &f["label"] : f.contains("class") ? &f["class"] : nullptr;
-    out.push_back(v && v->is_string() ? v->get<std::string>() : std::string());
+  for (const auto& f : j["frames"]) {
+    std::vector<Box> objs;
+    for (const auto& o : f["objects"]) {
+      const auto& b = o["bbox"];
+      objs.push_back({o["class"].get<std::string>(), 1.0, b[0].get<double>(), b[1].get<double>(),
+                      b[2].get<double>(), b[3].get<double>(), o.value("ignore", false)});
+    }
+    out.push_back(std::move(objs));
   }
   return out;
+}
+
+double iou(const Box& a, const Box& b) {
+  const double w = std::min(a.x1, b.x1) - std::max(a.x0, b.x0);
+  const double h = std::min(a.y1, b.y1) - std::max(a.y0, b.y0);
+  if (w <= 0 || h <= 0) return 0;
+  const double inter = w * h;
+  return inter / ((a.x1 - a.x0) * (a.y1 - a.y0) + (b.x1 - b.x0) * (b.y1 - b.y0) - inter);
+}
+
+// Greedy matching at IoU >= 0.5 by class, most confident detection first
+// (VOC style: a detection of an object marked ignore counts for nothing).
+void score(Run& run, const std::vector<Box>& dets, const std::vector<Box>& truth) {
+  std::vector<bool> used(truth.size(), false);
+  for (const Box& d : dets) {  // sorted by confidence
+    int best = -1;
+    double best_iou = 0.5;
+    for (std::size_t t = 0; t < truth.size(); ++t)
+      if (!used[t] && truth[t].label == d.label && iou(d, truth[t]) >= best_iou) {
+        best = static_cast<int>(t);
+        best_iou = iou(d, truth[t]);
+      }
+    if (best < 0) {
+      run.false_pos++;
+    } else if (!truth[best].ignore) {
+      used[best] = true;
+      run.true_pos++;
+    }
+  }
+  for (std::size_t t = 0; t < truth.size(); ++t) run.false_neg += !used[t] && !truth[t].ignore;
 }
 
 double percentile(std::vector<double> v, double p) {
@@ -63,62 +102,71 @@ double percentile(std::vector<double> v, double p) {
   return v[std::min(v.size() - 1, static_cast<std::size_t>(p * (v.size() - 1) + 0.5))];
 }
 
-// Results leave torchinfer here: read the metas, print, label the overlay.
+// Results leave torchnms here: read the metas, print, score.
 GstPadProbeReturn on_result(GstPad*, GstPadProbeInfo* info, gpointer user) {
   auto* run = static_cast<Run*>(user);
   GstBuffer* buf = GST_PAD_PROBE_INFO_BUFFER(info);
   const int n = run->frames++;
   GstTorchTensorMeta* tm = gst_buffer_get_torch_tensor_meta(buf);
-  GstCustomMeta* cm = gst_buffer_get_custom_meta(buf, GST_TORCH_CLASSIFICATION_META_NAME);
-  std::string label = "(no result)";
-  double conf = 0;
-  if (cm) {
-    const GstStructure* s = gst_custom_meta_get_structure(cm);
-    label = gst_structure_get_string(s, "label");
-    gst_structure_get_double(s, "confidence", &conf);
+  std::vector<Box> dets;
+  gpointer iter = nullptr;
+  while (GstMeta* m = gst_buffer_iterate_meta_filtered(
+             buf, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
+    GstTorchDetection d;
+    if (!gst_torch_detection_from_roi(reinterpret_cast<GstVideoRegionOfInterestMeta*>(m), &d))
+      continue;
+    const double w = tm ? tm->frame_width : 640, h = tm ? tm->frame_height : 480;
+    dets.push_back({d.label ? d.label : "?", d.confidence, d.x_min * w, d.y_min * h, d.x_max * w,
+                    d.y_max * h});
   }
+  std::sort(dets.begin(), dets.end(),
+            [](const Box& a, const Box& b) { return a.confidence > b.confidence; });
   if (tm) {
     run->infer_ms.push_back(tm->inference_ns / 1e6);
     run->pre_ms.push_back(tm->preprocess_ns / 1e6);
   }
-  run->counts[label]++;
-  std::string verdict;
-  if (n < static_cast<int>(run->truth.size()) && !run->truth[n].empty()) {
-    run->compared++;
-    const bool ok = run->truth[n] == label;
-    run->agree += ok;
-    verdict = ok ? "  ok" : "  MISS (truth " + run->truth[n] + ")";
+  for (const Box& d : dets) run->counts[d.label]++;
+  if (n < static_cast<int>(run->truth.size())) score(*run, dets, run->truth[n]);
+  if (!run->opt.quiet) {
+    std::string text;
+    for (const Box& d : dets) {
+      char one[96];
+      std::snprintf(one, sizeof one, "%s%s %.2f [%.0f,%.0f,%.0f,%.0f]", text.empty() ? "" : ", ",
+                    d.label.c_str(), d.confidence, d.x0, d.y0, d.x1, d.y1);
+      text += one;
+    }
+    g_print("frame %4d  pts %" GST_TIME_FORMAT "  inference %5.2f ms  %s\n", n,
+            GST_TIME_ARGS(GST_BUFFER_PTS(buf)), tm ? tm->inference_ns / 1e6 : 0.0,
+            text.empty() ? "-" : text.c_str());
   }
-  if (!run->opt.quiet)
-    g_print("frame %4d  pts %" GST_TIME_FORMAT
-            "  %-16s %5.1f%%  preprocess %.2f ms  inference %.2f ms%s\n",
-            n, GST_TIME_ARGS(GST_BUFFER_PTS(buf)), label.c_str(), conf * 100,
-            tm ? tm->preprocess_ns / 1e6 : 0.0, tm ? tm->inference_ns / 1e6 : 0.0, verdict.c_str());
-  char text[160];
-  std::snprintf(text, sizeof text, "frame %d: %s %.0f%%  (inference %.1f ms)", n, label.c_str(),
-                conf * 100, tm ? tm->inference_ns / 1e6 : 0.0);
-  g_object_set(run->overlay, "text", text, nullptr);
-  run->current_label = label;
-  run->current_conf = conf;
+  run->current = std::move(dets);
   return GST_PAD_PROBE_OK;
 }
 
-// Keep the most confident defect frame (or any frame) as the snapshot.
+// Keeps, as the snapshot, a clear frame (every detection confident) with
+// the most kinds of defect, then the most objects.
 GstPadProbeReturn on_annotated(GstPad* pad, GstPadProbeInfo* info, gpointer user) {
   auto* run = static_cast<Run*>(user);
-  const bool defect = run->current_label.find("defect") != std::string::npos;
-  const int score = static_cast<int>(run->current_conf * 100) + (defect ? 1000 : 0);
+  std::map<std::string, int> defects;
+  bool clear = true;
+  for (const Box& d : run->current) {
+    if (d.label != "bracket" && d.label != "washer") defects[d.label]++;
+    clear = clear && d.confidence >= 0.7;
+  }
+  const int score = (clear ? 10000 : 0) + static_cast<int>(defects.size()) * 100 +
+                    static_cast<int>(run->current.size());
   if (score <= run->snapshot_score) return GST_PAD_PROBE_OK;
   GstCaps* caps = gst_pad_get_current_caps(pad);
   GstVideoInfo vi;
   const bool ok = caps && gst_video_info_from_caps(&vi, caps);
   if (caps) gst_caps_unref(caps);
   GstVideoFrame f;
-  if (!ok || !gst_video_frame_map(&f, &vi, GST_PAD_PROBE_INFO_BUFFER(info), GST_MAP_READ))
+  if (!ok || GST_VIDEO_INFO_FORMAT(&vi) != GST_VIDEO_FORMAT_YUY2 ||
+      !gst_video_frame_map(&f, &vi, GST_PAD_PROBE_INFO_BUFFER(info), GST_MAP_READ))
     return GST_PAD_PROBE_OK;
-  cv::Mat rgb(GST_VIDEO_FRAME_HEIGHT(&f), GST_VIDEO_FRAME_WIDTH(&f), CV_8UC3,
-              GST_VIDEO_FRAME_PLANE_DATA(&f, 0), GST_VIDEO_FRAME_PLANE_STRIDE(&f, 0));
-  cv::cvtColor(rgb, run->snapshot, cv::COLOR_RGB2BGR);
+  cv::Mat yuy2(GST_VIDEO_FRAME_HEIGHT(&f), GST_VIDEO_FRAME_WIDTH(&f), CV_8UC2,
+               GST_VIDEO_FRAME_PLANE_DATA(&f, 0), GST_VIDEO_FRAME_PLANE_STRIDE(&f, 0));
+  cv::cvtColor(yuy2, run->snapshot, cv::COLOR_YUV2BGR_YUY2);
   gst_video_frame_unmap(&f);
   run->snapshot_score = score;
   return GST_PAD_PROBE_OK;
@@ -128,11 +176,11 @@ bool parse_args(int argc, char** argv, Options& o) {
   gchar *model = nullptr, *clip = nullptr, *truth = nullptr, *out = nullptr;
   gboolean quiet = FALSE;
   GOptionEntry entries[] = {
-      {"model", 'm', 0, G_OPTION_ARG_FILENAME, &model, "TorchScript model (.pt, sidecar beside it)",
-       "FILE"},
+      {"model", 'm', 0, G_OPTION_ARG_FILENAME, &model,
+       "TorchScript detector (.pt, sidecar beside it)", "FILE"},
       {"clip", 'c', 0, G_OPTION_ARG_FILENAME, &clip, "MJPEG/Matroska clip to analyse", "FILE"},
       {"truth", 't', 0, G_OPTION_ARG_FILENAME, &truth,
-       "Ground truth JSON (per-frame labels) to score against", "FILE"},
+       "Ground truth JSON (per-frame boxes) to score against", "FILE"},
       {"out", 'o', 0, G_OPTION_ARG_FILENAME, &out, "Output folder (default out/demo)", "DIR"},
       {"quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "Only print the summary", nullptr},
       {nullptr, 0, 0, G_OPTION_ARG_NONE, nullptr, nullptr, nullptr}};
@@ -164,6 +212,13 @@ bool parse_args(int argc, char** argv, Options& o) {
   return true;
 }
 
+GstPad* pad_of(GstElement* pipeline, const char* element, const char* pad) {
+  GstElement* e = gst_bin_get_by_name(GST_BIN(pipeline), element);
+  GstPad* p = gst_element_get_static_pad(e, pad);
+  gst_object_unref(e);
+  return p;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -173,18 +228,14 @@ int main(int argc, char** argv) {
   g_mkdir_with_parents(run.opt.out.c_str(), 0755);
   run.truth = load_truth(run.opt.truth);
 
-  // The clip stands in for a YUY2 factory camera: decoded MJPEG is converted
-  // to YUY2 once, then torchinfer takes the camera format directly.
+  // The decoded MJPEG is converted to YUY2 once, as a factory camera sends
+  // it; from there torchinfer, torchnms and torchoverlay work in YUY2.
   const std::string out = run.opt.out;
   gchar* line = g_strdup_printf(
       "filesrc location=\"%s\" ! matroskademux ! jpegdec ! videoconvert ! video/x-raw,format=YUY2 "
-      "! "
-      "torchinfer name=infer model=\"%s\" ! torchmetaconvert location=\"%s/results.jsonl\" ! "
-      "textoverlay name=overlay font-desc=\"Sans 14\" valignment=top halignment=left "
-      "shaded-background=true ! "
-      "videoconvert ! video/x-raw,format=RGB ! tee name=t ! queue ! videoconvert ! jpegenc "
-      "quality=85 ! "
-      "matroskamux ! filesink location=\"%s/annotated.mkv\"",
+      "! torchinfer name=infer model=\"%s\" stats-interval=100000 ! torchnms name=nms "
+      "! torchmetaconvert location=\"%s/results.jsonl\" ! torchoverlay name=overlay show-hud=true "
+      "! videoconvert ! jpegenc quality=85 ! matroskamux ! filesink location=\"%s/annotated.mkv\"",
       run.opt.clip.c_str(), run.opt.model.c_str(), out.c_str(), out.c_str());
   GError* err = nullptr;
   GstElement* pipeline = gst_parse_launch(line, &err);
@@ -193,13 +244,10 @@ int main(int argc, char** argv) {
     g_printerr("ERROR: could not build the pipeline: %s\n", err ? err->message : "unknown");
     return 1;
   }
-  GstElement* infer = gst_bin_get_by_name(GST_BIN(pipeline), "infer");
-  run.overlay = gst_bin_get_by_name(GST_BIN(pipeline), "overlay");
-  GstElement* tee = gst_bin_get_by_name(GST_BIN(pipeline), "t");
-  GstPad* infer_src = gst_element_get_static_pad(infer, "src");
-  gst_pad_add_probe(infer_src, GST_PAD_PROBE_TYPE_BUFFER, on_result, &run, nullptr);
-  GstPad* tee_sink = gst_element_get_static_pad(tee, "sink");
-  gst_pad_add_probe(tee_sink, GST_PAD_PROBE_TYPE_BUFFER, on_annotated, &run, nullptr);
+  GstPad* nms_src = pad_of(pipeline, "nms", "src");
+  gst_pad_add_probe(nms_src, GST_PAD_PROBE_TYPE_BUFFER, on_result, &run, nullptr);
+  GstPad* overlay_src = pad_of(pipeline, "overlay", "src");
+  gst_pad_add_probe(overlay_src, GST_PAD_PROBE_TYPE_BUFFER, on_annotated, &run, nullptr);
 
   const auto t0 = std::chrono::steady_clock::now();
   int rc = 0;
@@ -216,40 +264,45 @@ int main(int argc, char** argv) {
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (msg) gst_message_unref(msg);
-  double load_ms = 0;
-  g_object_get(infer, "load-time", &load_ms, nullptr);
+  GstElement* infer = gst_bin_get_by_name(GST_BIN(pipeline), "infer");
+  double load_ms = 0, lat50 = 0, lat99 = 0;
+  gchar* precision = nullptr;
+  g_object_get(infer, "load-time", &load_ms, "active-precision", &precision, "latency-p50", &lat50,
+               "latency-p99", &lat99, nullptr);
   gst_element_set_state(pipeline, GST_STATE_NULL);
 
   if (!run.snapshot.empty()) cv::imwrite(out + "/snapshot.png", run.snapshot);
   g_print("\n== torchinfer demo summary ==\n");
-  g_print("model %s (load + optimise + warm-up %.0f ms), clip %s\n", run.opt.model.c_str(), load_ms,
-          run.opt.clip.c_str());
-  g_print("frames: %d in %.2f s wall, %.1f fps end to end (decode, inference, overlay, encode)\n",
-          run.frames, wall, wall > 0 ? run.frames / wall : 0.0);
+  g_print("model %s (%s; load + optimise + warm-up %.0f ms), clip %s\n", run.opt.model.c_str(),
+          precision ? precision : "?", load_ms, run.opt.clip.c_str());
   g_print(
-      "latency per frame: preprocess p50 %.2f ms; inference p50 %.2f ms, p99 %.2f ms, mean %.2f "
-      "ms\n",
+      "frames: %d in %.2f s wall, %.1f fps end to end (decode, inference, NMS, overlay, "
+      "encode)\n",
+      run.frames, wall, wall > 0 ? run.frames / wall : 0.0);
+  g_print(
+      "latency per frame: preprocess p50 %.2f ms; inference p50 %.2f ms, p99 %.2f ms; "
+      "torchinfer in->out p50 %.2f ms, p99 %.2f ms\n",
       percentile(run.pre_ms, 0.5), percentile(run.infer_ms, 0.5), percentile(run.infer_ms, 0.99),
-      run.infer_ms.empty() ? 0.0 : [&] {
-        double s = 0;
-        for (double v : run.infer_ms) s += v;
-        return s / run.infer_ms.size();
-      }());
-  g_print("per-class counts:");
+      lat50, lat99);
+  g_print("detections per class:");
   for (const auto& [label, n] : run.counts) g_print(" %s %d", label.c_str(), n);
   g_print("\n");
-  if (run.compared > 0)
-    g_print("agreement with ground truth: %d/%d (%.1f%%)\n", run.agree, run.compared,
-            100.0 * run.agree / run.compared);
+  if (!run.truth.empty()) {
+    const int found = run.true_pos + run.false_neg, reported = run.true_pos + run.false_pos;
+    g_print(
+        "against ground truth (IoU >= 0.5, same class): %d of %d objects found (recall "
+        "%.1f%%), %d of %d detections correct (precision %.1f%%)\n",
+        run.true_pos, found, found ? 100.0 * run.true_pos / found : 0.0, run.true_pos, reported,
+        reported ? 100.0 * run.true_pos / reported : 0.0);
+  }
   g_print("wrote %s/results.jsonl, %s/annotated.mkv%s\n", out.c_str(), out.c_str(),
           run.snapshot.empty() ? "" : (", " + out + "/snapshot.png").c_str());
 
-  gst_object_unref(bus);
-  gst_object_unref(infer_src);
-  gst_object_unref(tee_sink);
-  gst_object_unref(tee);
-  gst_object_unref(run.overlay);
+  g_free(precision);
   gst_object_unref(infer);
+  gst_object_unref(bus);
+  gst_object_unref(nms_src);
+  gst_object_unref(overlay_src);
   gst_object_unref(pipeline);
   return rc;
 }

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 export GST_PLUGIN_PATH="$PWD/build/plugin${GST_PLUGIN_PATH:+:$GST_PLUGIN_PATH}"
 mkdir -p out/demo
 exec ./build/pipelines/torchinfer-demo \
-  --model models/demo/parts_classifier.pt \
-  --clip models/demo/conveyor.mkv \
-  --truth models/demo/conveyor.truth.json \
+  --model models/demo/parts_detector.pt \
+  --clip models/demo/line.mkv \
+  --truth models/demo/line.truth.json \
   --out out/demo "$@"
