@@ -1,8 +1,7 @@
 #include "rtsp_source.h"
 
-#include <gst/app/gstappsink.h>
-
 #include <algorithm>
+#include <cstring>
 
 namespace rtsp {
 
@@ -194,9 +193,15 @@ gboolean ReconnectingSource::on_bus(GstBus*, GstMessage* msg, gpointer user) {
   auto* self = static_cast<ReconnectingSource*>(user);
   if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) {
     GError* err = nullptr;
-    gst_message_parse_error(msg, &err, nullptr);
-    const std::string text = err ? err->message : "unknown error";
+    gchar* dbg = nullptr;
+    gst_message_parse_error(msg, &err, &dbg);
+    std::string text = err ? err->message : "unknown error";
+    // rtspsrc's message is generic ("Could not open resource"); the last
+    // line of its debug text says why (refused, 404, timeout).
+    if (const char* why = dbg ? std::strrchr(dbg, '\n') : nullptr)
+      if (why[1]) text += std::string(" (") + (why + 1) + ")";
     g_clear_error(&err);
+    g_free(dbg);
     self->bus_watch_ = 0;  // lose() retires the pipeline; this watch ends here
     self->lose("error: " + text);
     return G_SOURCE_REMOVE;

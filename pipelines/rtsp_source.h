@@ -16,6 +16,7 @@
 //                               (or since start for the first one), first (bool)
 #pragma once
 
+#include <gst/app/gstappsink.h>
 #include <gst/app/gstappsrc.h>
 #include <gst/gst.h>
 

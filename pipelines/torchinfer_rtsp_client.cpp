@@ -197,7 +197,7 @@ int main(int argc, char** argv) {
   gst_init(nullptr, nullptr);
 
   const std::string desc =
-      "appsrc name=rtspin format=time is-live=true max-buffers=4 "
+      "appsrc name=rtspin format=time is-live=true max-buffers=30 "
       "leaky-type=downstream ! " +
       analysis_description(opt);
   GError* err = nullptr;
