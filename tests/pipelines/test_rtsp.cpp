@@ -280,6 +280,26 @@ TEST(Rtsp, FrozenServerTriggersTheWatchdogThenResumes) {
   expect_results(client->out());
 }
 
+// A served clip that ends: the client sees end of stream, reconnects, and
+// the server starts the clip again for the new session.
+TEST(Rtsp, EndOfStreamReconnectsAndAnyServedPipelineWorks) {
+  const int port = free_port();
+  Child server({server_bin(), "--port", std::to_string(port), "--pipeline",
+                "videotestsrc is-live=true num-buffers=20 ! "
+                "video/x-raw,format=I420,width=320,height=240,framerate=15/1 ! "
+                "openh264enc gop-size=15 ! rtph264pay name=pay0 pt=96 config-interval=-1"});
+  ASSERT_GE(server.wait_line(false, "serving " + url(port), 30), 0) << server.err();
+  auto client = start_client(port, {"--max-frames", "45"});
+  EXPECT_EQ(client->wait_exit(60), 0) << client->err();
+  const auto lines = client->out();
+  EXPECT_EQ(lines.size(), 45u);
+  expect_results(lines);
+  EXPECT_GE(client->count_err("rtsp: lost " + url(port) + ": end of stream"), 2) << client->err();
+  EXPECT_GE(client->count_err("rtsp: connecting to " + url(port) + " (attempt 3)"), 1);
+  server.signal(SIGTERM);
+  EXPECT_EQ(server.wait_exit(20), 0) << server.err();
+}
+
 TEST(RtspErrors, NobodyListeningKeepsRetryingAndExitsThree) {
   const int port = free_port();
   auto client = start_client(port, {"--stall-timeout", "1", "--duration", "3"});
