@@ -323,6 +323,27 @@ TEST(RtspErrors, UnknownMountKeepsRetryingAndExitsThree) {
   EXPECT_TRUE(client.out().empty());
 }
 
+// A served model that does not load: the server says why, each client gets
+// 503 and keeps retrying.
+TEST(RtspErrors, ServedModelThatFailsIsReportedAndClientRetries) {
+  const int port = free_port();
+  const std::string bad = env("TORCHINFER_SOURCE_ROOT") + "/meson.build";
+  Child server({server_bin(), "--port", std::to_string(port), "--model", bad});
+  ASSERT_GE(server.wait_line(false, "serving " + url(port), 30), 0) << server.err();
+  auto client = start_client(port, {"--duration", "2"});
+  EXPECT_EQ(client->wait_exit(30), 3) << client->err();
+  EXPECT_GE(client->count_err("rtsp: lost " + url(port) +
+                              ": error: Unhandled error (Service Unavailable (503))"),
+            2)
+      << client->err();
+  EXPECT_TRUE(client->out().empty());
+  server.signal(SIGTERM);
+  EXPECT_EQ(server.wait_exit(20), 0);
+  EXPECT_GE(server.count_err("server: stream error from torchinfer"), 2) << server.err();
+  EXPECT_GE(server.count_err("Model file '" + bad + "' is corrupt or not a TorchScript archive"), 2)
+      << server.err();
+}
+
 TEST(RtspErrors, ClientRejectsBadInputBeforeConnecting) {
   const std::string model = torchinfer::test::model_path("tiny_classifier.pt");
   struct Case {
