@@ -232,9 +232,9 @@ gboolean ReconnectingSource::on_tick(gpointer user) {
   double gap;
   {
     std::lock_guard<std::mutex> lock(self->mu_);
-    gap = seconds(now - (self->last_frame_us_ ? self->last_frame_us_ : self->started_us_));
-    if (!self->stall_reported_ &&
-        now - (self->last_frame_us_ ? self->last_frame_us_ : self->started_us_) >= stall_us) {
+    const gint64 since_us = now - (self->last_frame_us_ ? self->last_frame_us_ : self->started_us_);
+    gap = seconds(since_us);
+    if (!self->stall_reported_ && since_us >= stall_us) {
       self->stall_reported_ = true;
       self->counts_.stalls++;
       report = true;
