@@ -205,7 +205,9 @@ void expect_results(const std::vector<std::string>& lines) {
     EXPECT_EQ(j["model"], torchinfer::test::model_path("tiny_classifier.pt"));
     ASSERT_EQ(j["classification"].size(), 3u) << lines[i];
     EXPECT_TRUE(j["classification"][0]["label"].is_string());
-    if (!j["inferred"].get<bool>()) EXPECT_LT(j["result_pts"], j["pts"]) << lines[i];
+    if (!j["inferred"].get<bool>()) {
+      EXPECT_LT(j["result_pts"], j["pts"]) << lines[i];
+    }
   }
 }
 
