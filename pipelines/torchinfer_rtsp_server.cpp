@@ -1,0 +1,179 @@
+// Serves an annotated stream over RTSP: by default a live test pattern,
+// classified by torchinfer, labelled by torchoverlay, encoded to H.264.
+// --pipeline serves any launch description whose payloader is named pay0.
+//
+// Exit codes: 0 stopped by SIGINT/SIGTERM; 1 cannot listen on the address;
+// 2 bad command line (options, --pipeline, missing model).
+#include <glib-unix.h>
+#include <gst/gst.h>
+#include <gst/rtsp-server/rtsp-server.h>
+
+#include <cstdio>
+#include <string>
+
+namespace {
+
+struct Options {
+  std::string address = "127.0.0.1", mount = "/stream", model = "models/demo/parts_classifier.pt",
+              pipeline;
+  int port = 8554, width = 320, height = 240, fps = 15;
+};
+
+bool parse_args(int argc, char** argv, Options& o) {
+  gchar *address = nullptr, *mount = nullptr, *model = nullptr, *pipeline = nullptr;
+  GOptionEntry entries[] = {
+      {"port", 'p', 0, G_OPTION_ARG_INT, &o.port, "TCP port (default 8554; 0 = any free one)",
+       "PORT"},
+      {"address", 0, 0, G_OPTION_ARG_STRING, &address,
+       "Address to listen on (default 127.0.0.1; 0.0.0.0 = every interface)", "ADDR"},
+      {"mount", 0, 0, G_OPTION_ARG_STRING, &mount, "Mount point (default /stream)", "PATH"},
+      {"model", 'm', 0, G_OPTION_ARG_FILENAME, &model,
+       "Classifier for the default pipeline (default models/demo/parts_classifier.pt)", "FILE"},
+      {"pipeline", 0, 0, G_OPTION_ARG_STRING, &pipeline,
+       "Launch description to serve; its RTP payloader must be named pay0", "LAUNCH"},
+      {"width", 0, 0, G_OPTION_ARG_INT, &o.width, "Default pipeline: frame width (320)", "W"},
+      {"height", 0, 0, G_OPTION_ARG_INT, &o.height, "Default pipeline: frame height (240)", "H"},
+      {"fps", 0, 0, G_OPTION_ARG_INT, &o.fps, "Default pipeline: frames per second (15)", "N"},
+      {nullptr, 0, 0, G_OPTION_ARG_NONE, nullptr, nullptr, nullptr}};
+  GOptionContext* ctx = g_option_context_new("- serve an annotated stream over RTSP");
+  g_option_context_add_main_entries(ctx, entries, nullptr);
+  g_option_context_add_group(ctx, gst_init_get_option_group());
+  GError* err = nullptr;
+  const bool ok = g_option_context_parse(ctx, &argc, &argv, &err);
+  g_option_context_free(ctx);
+  if (!ok) {
+    g_printerr("error: %s\n", err->message);
+    g_error_free(err);
+  }
+  auto take = [](gchar* v, std::string& to) {
+    if (v) to = v;
+    g_free(v);
+  };
+  take(address, o.address);
+  take(mount, o.mount);
+  take(model, o.model);
+  take(pipeline, o.pipeline);
+  if (!ok) return false;
+  if (o.port < 0 || o.port > 65535 || o.width < 16 || o.height < 16 || o.fps < 1 ||
+      o.mount.empty() || o.mount[0] != '/') {
+    g_printerr("error: --port 0..65535, --width/--height >= 16, --fps >= 1, --mount /PATH\n");
+    return false;
+  }
+  return true;
+}
+
+std::string default_pipeline(const Options& o) {
+  const std::string fps = std::to_string(o.fps);
+  // A key frame every second: a client that (re)joins decodes within 1 s.
+  return "videotestsrc is-live=true pattern=ball ! video/x-raw,format=I420,width=" +
+         std::to_string(o.width) + ",height=" + std::to_string(o.height) + ",framerate=" + fps +
+         "/1 ! torchinfer model=\"" + o.model + "\" ! torchoverlay ! openh264enc gop-size=" + fps +
+         " ! rtph264pay name=pay0 pt=96 config-interval=-1";
+}
+
+// Parses the description once, so a typo is reported now and not at the
+// first client's DESCRIBE.
+bool check_pipeline(const std::string& desc) {
+  GError* err = nullptr;
+  GstElement* bin = gst_parse_bin_from_description_full(desc.c_str(), FALSE, nullptr,
+                                                        GST_PARSE_FLAG_FATAL_ERRORS, &err);
+  if (!bin) {
+    g_printerr("error: bad --pipeline '%s': %s\n", desc.c_str(),
+               err ? err->message : "unknown error");
+    g_clear_error(&err);
+    return false;
+  }
+  GstElement* pay = gst_bin_get_by_name(GST_BIN(bin), "pay0");
+  if (!pay)
+    g_printerr(
+        "error: --pipeline needs an RTP payloader named pay0 (e.g. ... ! rtph264pay "
+        "name=pay0 pt=96)\n");
+  else
+    gst_object_unref(pay);
+  gst_object_unref(bin);
+  return pay != nullptr;
+}
+
+// The media's own bus watch belongs to gst-rtsp-server; a sync handler only
+// looks, so a model that fails to load is reported here instead of a bare 503.
+GstBusSyncReply report_errors(GstBus*, GstMessage* msg, gpointer) {
+  if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) {
+    GError* err = nullptr;
+    gst_message_parse_error(msg, &err, nullptr);
+    g_printerr("server: stream error from %s: %s\n", GST_OBJECT_NAME(GST_MESSAGE_SRC(msg)),
+               err ? err->message : "unknown");
+    g_clear_error(&err);
+  }
+  return GST_BUS_PASS;
+}
+
+void on_media_configure(GstRTSPMediaFactory*, GstRTSPMedia* media, gpointer) {
+  GstElement* element = gst_rtsp_media_get_element(media);
+  GstObject* pipeline = gst_object_get_parent(GST_OBJECT(element));
+  if (pipeline && GST_IS_PIPELINE(pipeline)) {
+    GstBus* bus = gst_pipeline_get_bus(GST_PIPELINE(pipeline));
+    gst_bus_set_sync_handler(bus, report_errors, nullptr, nullptr);
+    gst_object_unref(bus);
+  }
+  if (pipeline) gst_object_unref(pipeline);
+  gst_object_unref(element);
+  g_printerr("server: new media for a client\n");
+}
+
+GstRTSPFilterResult remove_client(GstRTSPServer*, GstRTSPClient*, gpointer) {
+  return GST_RTSP_FILTER_REMOVE;
+}
+
+gboolean on_signal(gpointer loop) {
+  g_main_loop_quit(static_cast<GMainLoop*>(loop));
+  return G_SOURCE_CONTINUE;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt;
+  if (!parse_args(argc, argv, opt)) return 2;
+  gst_init(nullptr, nullptr);
+  const bool custom = !opt.pipeline.empty();
+  if (!custom && !g_file_test(opt.model.c_str(), G_FILE_TEST_IS_REGULAR)) {
+    g_printerr("error: model '%s' not found\n", opt.model.c_str());
+    return 2;
+  }
+  const std::string desc = custom ? opt.pipeline : default_pipeline(opt);
+  if (!check_pipeline(desc)) return 2;
+
+  GstRTSPServer* server = gst_rtsp_server_new();
+  gst_rtsp_server_set_address(server, opt.address.c_str());
+  gst_rtsp_server_set_service(server, std::to_string(opt.port).c_str());
+  GstRTSPMountPoints* mounts = gst_rtsp_server_get_mount_points(server);
+  GstRTSPMediaFactory* factory = gst_rtsp_media_factory_new();
+  gst_rtsp_media_factory_set_launch(factory, ("( " + desc + " )").c_str());
+  // One pipeline (one model, one encoder) however many clients watch.
+  gst_rtsp_media_factory_set_shared(factory, TRUE);
+  g_signal_connect(factory, "media-configure", G_CALLBACK(on_media_configure), nullptr);
+  gst_rtsp_mount_points_add_factory(mounts, opt.mount.c_str(), factory);
+  g_object_unref(mounts);
+
+  const guint watch = gst_rtsp_server_attach(server, nullptr);
+  if (watch == 0) {
+    g_printerr("error: cannot listen on %s:%d\n", opt.address.c_str(), opt.port);
+    g_object_unref(server);
+    return 1;
+  }
+  g_print("serving rtsp://%s:%d%s\n", opt.address.c_str(), gst_rtsp_server_get_bound_port(server),
+          opt.mount.c_str());
+  fflush(stdout);  // read by scripts through a pipe
+  GMainLoop* loop = g_main_loop_new(nullptr, FALSE);
+  g_unix_signal_add(SIGINT, on_signal, loop);
+  g_unix_signal_add(SIGTERM, on_signal, loop);
+  g_main_loop_run(loop);
+
+  // Close every session (their media pipelines stop with them), then stop listening.
+  gst_rtsp_server_client_filter(server, remove_client, nullptr);
+  g_source_remove(watch);
+  g_object_unref(server);
+  g_main_loop_unref(loop);
+  g_printerr("server: stopped\n");
+  return 0;
+}

@@ -1,0 +1,415 @@
+// RTSP server and reconnecting client, as processes on 127.0.0.1: a stream
+// analysed end to end, a server killed and restarted, a frozen server, and
+// what each wrong input does.
+#include <arpa/inet.h>
+#include <glib.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "test_paths.h"
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+std::string server_bin() {
+  return env("TORCHINFER_RTSP_SERVER");
+}
+std::string client_bin() {
+  return env("TORCHINFER_RTSP_CLIENT");
+}
+std::string demo_model() {
+  return env("TORCHINFER_SOURCE_ROOT") + "/models/demo/parts_classifier.pt";
+}
+
+// A port nobody listens on now: the kernel's pick for port 0.
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// A child process whose stdout and stderr lines are collected as they come.
+class Child {
+ public:
+  explicit Child(const std::vector<std::string>& argv) {
+    std::vector<gchar*> args;
+    for (const auto& a : argv) args.push_back(const_cast<gchar*>(a.c_str()));
+    args.push_back(nullptr);
+    int out = -1, err = -1;
+    GError* error = nullptr;
+    if (!g_spawn_async_with_pipes(nullptr, args.data(), nullptr, G_SPAWN_DO_NOT_REAP_CHILD, nullptr,
+                                  nullptr, &pid_, nullptr, &out, &err, &error)) {
+      ADD_FAILURE() << "cannot run " << argv[0] << ": " << error->message;
+      g_error_free(error);
+      return;
+    }
+    readers_.emplace_back([this, out] { read_lines(out, out_); });
+    readers_.emplace_back([this, err] { read_lines(err, err_); });
+  }
+  ~Child() {
+    if (pid_ > 0 && !exited_) {
+      kill(pid_, SIGCONT);
+      kill(pid_, SIGKILL);
+      wait_exit(10);
+    }
+    for (auto& t : readers_) t.join();
+  }
+
+  void signal(int sig) { kill(pid_, sig); }
+
+  // Exit code, -1 when killed by a signal, -2 when still running at the timeout.
+  int wait_exit(double timeout_s) {
+    const auto t0 = Clock::now();
+    while (!exited_ && since(t0) < timeout_s) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        exited_ = true;
+        code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return exited_ ? code_ : -2;
+  }
+
+  // Waits for a line containing `text` among the lines from index `from`;
+  // returns its index, or -1 at the timeout.
+  int wait_line(bool stderr_, const std::string& text, double timeout_s, std::size_t from = 0) {
+    std::unique_lock<std::mutex> lock(mu_);
+    int found = -1;
+    cv_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] {
+      const auto& lines = stderr_ ? err_ : out_;
+      for (std::size_t i = from; i < lines.size(); ++i)
+        if (lines[i].find(text) != std::string::npos) return (found = static_cast<int>(i)) >= 0;
+      return false;
+    });
+    return found;
+  }
+  // Waits until stdout holds at least n lines.
+  bool wait_lines(std::size_t n, double timeout_s) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, std::chrono::duration<double>(timeout_s),
+                        [&] { return out_.size() >= n; });
+  }
+  std::vector<std::string> out() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return out_;
+  }
+  std::string err() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::string s;
+    for (const auto& l : err_) s += l + "\n";
+    return s;
+  }
+  int count_err(const std::string& text) {
+    std::lock_guard<std::mutex> lock(mu_);
+    int n = 0;
+    for (const auto& l : err_) n += l.find(text) != std::string::npos;
+    return n;
+  }
+
+ private:
+  void read_lines(int fd, std::vector<std::string>& into) {
+    std::string partial;
+    char buf[4096];
+    for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) {
+      partial.append(buf, n);
+      std::size_t nl;
+      std::lock_guard<std::mutex> lock(mu_);
+      while ((nl = partial.find('\n')) != std::string::npos) {
+        into.push_back(partial.substr(0, nl));
+        partial.erase(0, nl + 1);
+      }
+      cv_.notify_all();
+    }
+    close(fd);
+  }
+
+  GPid pid_ = 0;
+  bool exited_ = false;
+  int code_ = -1;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::string> out_, err_;
+  std::vector<std::thread> readers_;
+};
+
+std::string url(int port, const std::string& mount = "/stream") {
+  return "rtsp://127.0.0.1:" + std::to_string(port) + mount;
+}
+
+// The default server: live test pattern, classified and labelled, H.264.
+std::unique_ptr<Child> start_server(int port, std::vector<std::string> extra = {}) {
+  std::vector<std::string> argv{server_bin(), "--port", std::to_string(port), "--model",
+                                demo_model()};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  auto s = std::make_unique<Child>(argv);
+  EXPECT_GE(s->wait_line(false, "serving " + url(port), 30), 0) << s->err();
+  return s;
+}
+
+std::unique_ptr<Child> start_client(int port, std::vector<std::string> extra) {
+  std::vector<std::string> argv{client_bin(), "--url", url(port), "--model",
+                                torchinfer::test::model_path("tiny_classifier.pt")};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return std::make_unique<Child>(argv);
+}
+
+// Every line is a torchinfer result, numbered without a gap: one analysis
+// pipeline (and one loaded model) saw every frame, across reconnects. The
+// stream is live, so torchinfer may skip inference on a frame when the model
+// is busy (drop-policy auto); such a frame carries an earlier frame's result,
+// or none if no result existed yet.
+void expect_results(const std::vector<std::string>& lines) {
+  ASSERT_FALSE(lines.empty());
+  EXPECT_TRUE(json::parse(lines[0])["inferred"].get<bool>()) << lines[0];
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const json j = json::parse(lines[i]);
+    EXPECT_EQ(j["frame"], i);
+    EXPECT_EQ(j["width"], 320);
+    EXPECT_EQ(j["height"], 240);
+    if (!j.contains("inferred")) continue;  // skipped before the first result
+    EXPECT_EQ(j["model"], torchinfer::test::model_path("tiny_classifier.pt"));
+    ASSERT_EQ(j["classification"].size(), 3u) << lines[i];
+    EXPECT_TRUE(j["classification"][0]["label"].is_string());
+    if (!j["inferred"].get<bool>()) {
+      EXPECT_LT(j["result_pts"], j["pts"]) << lines[i];
+    }
+  }
+}
+
+}  // namespace
+
+TEST(Rtsp, StreamAnalysedEndToEnd) {
+  const int port = free_port();
+  auto server = start_server(port);
+  auto client = start_client(port, {"--max-frames", "30"});
+  EXPECT_EQ(client->wait_exit(60), 0) << client->err();
+  const auto lines = client->out();
+  EXPECT_EQ(lines.size(), 30u);
+  expect_results(lines);
+  EXPECT_EQ(client->count_err("rtsp: streaming from " + url(port) + ", first frame after"), 1)
+      << client->err();
+  EXPECT_EQ(client->count_err("rtsp: 30 frames, 1 connection attempts, 0 losses, 0 stalls"), 1)
+      << client->err();
+  server->signal(SIGTERM);
+  EXPECT_EQ(server->wait_exit(20), 0) << server->err();
+  EXPECT_EQ(server->count_err("server: stopped"), 1);
+}
+
+TEST(Rtsp, ServerKilledAndRestartedAnalysisResumes) {
+  const int port = free_port();
+  auto server = start_server(port);
+  auto client = start_client(port, {"--stall-timeout", "3"});
+  ASSERT_TRUE(client->wait_lines(10, 60)) << client->err();
+  server->signal(SIGKILL);
+  const auto killed = Clock::now();
+  EXPECT_EQ(server->wait_exit(10), -1);
+  const std::size_t before = client->out().size();
+  EXPECT_GE(client->wait_line(true, "rtsp: lost " + url(port), 10), 0) << client->err();
+  server = start_server(port);
+  EXPECT_GE(client->wait_line(true, "watchdog: frames from " + url(port) + " resumed after", 15), 0)
+      << client->err();
+  ASSERT_TRUE(client->wait_lines(before + 10, 15)) << client->err();
+  const double resumed_s = since(killed);
+  std::cout << "[ measured ] kill -9 to 10 new results: " << resumed_s << " s\n";
+  RecordProperty("resume_seconds", std::to_string(resumed_s));
+  EXPECT_LT(resumed_s, 15.0);
+  client->signal(SIGTERM);
+  EXPECT_EQ(client->wait_exit(20), 0) << client->err();  // streaming when stopped
+  expect_results(client->out());
+  EXPECT_GE(client->count_err("rtsp: reconnecting in 0.5 s"), 1) << client->err();
+  server->signal(SIGTERM);
+  EXPECT_EQ(server->wait_exit(20), 0);
+}
+
+TEST(Rtsp, FrozenServerTriggersTheWatchdogThenResumes) {
+  const int port = free_port();
+  auto server = start_server(port);
+  auto client = start_client(port, {"--stall-timeout", "2"});
+  ASSERT_TRUE(client->wait_lines(5, 60)) << client->err();
+  server->signal(SIGSTOP);
+  const auto stopped = Clock::now();
+  const std::string stall = "watchdog: no frames from " + url(port) + " for ";
+  ASSERT_GE(client->wait_line(true, stall, 2 + 6), 0) << client->err();
+  const double stall_s = since(stopped);
+  std::cout << "[ measured ] SIGSTOP to watchdog message: " << stall_s << " s\n";
+  RecordProperty("stall_seconds", std::to_string(stall_s));
+  const std::string err = client->err();
+  const double reported = std::stod(err.substr(err.find(stall) + stall.size()));
+  EXPECT_GE(reported, 2.0);
+  EXPECT_LT(reported, 2.0 + 1.0);  // the watchdog looks every 0.1 s
+  server->signal(SIGCONT);
+  EXPECT_GE(client->wait_line(true, "resumed after", 20), 0) << client->err();
+  const std::size_t n = client->out().size();
+  EXPECT_TRUE(client->wait_lines(n + 5, 15)) << client->err();
+  client->signal(SIGINT);
+  EXPECT_EQ(client->wait_exit(20), 0) << client->err();
+  EXPECT_EQ(client->count_err("watchdog: no frames"), 1) << client->err();
+  expect_results(client->out());
+}
+
+// A served clip that ends: the client sees end of stream, reconnects, and
+// the server starts the clip again for the new session.
+TEST(Rtsp, EndOfStreamReconnectsAndAnyServedPipelineWorks) {
+  const int port = free_port();
+  Child server({server_bin(), "--port", std::to_string(port), "--pipeline",
+                "videotestsrc is-live=true num-buffers=20 ! "
+                "video/x-raw,format=I420,width=320,height=240,framerate=15/1 ! "
+                "openh264enc gop-size=15 ! rtph264pay name=pay0 pt=96 config-interval=-1"});
+  ASSERT_GE(server.wait_line(false, "serving " + url(port), 30), 0) << server.err();
+  auto client = start_client(port, {"--max-frames", "45"});
+  EXPECT_EQ(client->wait_exit(60), 0) << client->err();
+  const auto lines = client->out();
+  EXPECT_EQ(lines.size(), 45u);
+  expect_results(lines);
+  EXPECT_GE(client->count_err("rtsp: lost " + url(port) + ": end of stream"), 2) << client->err();
+  EXPECT_GE(client->count_err("rtsp: connecting to " + url(port) + " (attempt 3)"), 1);
+  server.signal(SIGTERM);
+  EXPECT_EQ(server.wait_exit(20), 0) << server.err();
+}
+
+TEST(RtspErrors, NobodyListeningKeepsRetryingAndExitsThree) {
+  const int port = free_port();
+  auto client = start_client(port, {"--stall-timeout", "1", "--duration", "3"});
+  EXPECT_EQ(client->wait_exit(30), 3) << client->err();
+  EXPECT_TRUE(client->out().empty());
+  EXPECT_GE(client->count_err("rtsp: lost " + url(port) + ": error: "), 2) << client->err();
+  EXPECT_GE(client->count_err("rtsp: connecting to " + url(port) + " (attempt 2)"), 1);
+  EXPECT_EQ(client->count_err("watchdog: no frames from " + url(port) + " for 1."), 1)
+      << client->err();
+  EXPECT_EQ(client->count_err("rtsp: 0 frames"), 1);
+}
+
+TEST(RtspErrors, UnknownMountKeepsRetryingAndExitsThree) {
+  const int port = free_port();
+  auto server = start_server(port);
+  Child client({client_bin(), "--url", url(port, "/nosuch"), "--model",
+                torchinfer::test::model_path("tiny_classifier.pt"), "--duration", "2"});
+  EXPECT_EQ(client.wait_exit(30), 3) << client.err();
+  EXPECT_GE(client.count_err("rtsp: lost " + url(port, "/nosuch") + ": error: Not found"), 1)
+      << client.err();
+  EXPECT_TRUE(client.out().empty());
+}
+
+// A served model that does not load: the server says why, each client gets
+// 503 and keeps retrying.
+TEST(RtspErrors, ServedModelThatFailsIsReportedAndClientRetries) {
+  const int port = free_port();
+  const std::string bad = env("TORCHINFER_SOURCE_ROOT") + "/meson.build";
+  Child server({server_bin(), "--port", std::to_string(port), "--model", bad});
+  ASSERT_GE(server.wait_line(false, "serving " + url(port), 30), 0) << server.err();
+  auto client = start_client(port, {"--duration", "2"});
+  EXPECT_EQ(client->wait_exit(30), 3) << client->err();
+  EXPECT_GE(client->count_err("rtsp: lost " + url(port) +
+                              ": error: Unhandled error (Service Unavailable (503))"),
+            2)
+      << client->err();
+  EXPECT_TRUE(client->out().empty());
+  server.signal(SIGTERM);
+  EXPECT_EQ(server.wait_exit(20), 0);
+  EXPECT_GE(server.count_err("server: stream error from torchinfer"), 2) << server.err();
+  EXPECT_GE(server.count_err("Model file '" + bad + "' is corrupt or not a TorchScript archive"), 2)
+      << server.err();
+}
+
+TEST(RtspErrors, ClientRejectsBadInputBeforeConnecting) {
+  const std::string model = torchinfer::test::model_path("tiny_classifier.pt");
+  struct Case {
+    std::vector<std::string> args;
+    int code;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"--url", "http://127.0.0.1/x"}, 2, "not an RTSP URL: 'http://127.0.0.1/x'"},
+      {{}, 2, "usage: torchinfer-rtsp-client"},
+      {{"--url", url(1), "--decode", "rtph264depay ! nosuchdecoder"},
+       2,
+       "bad decode description 'rtph264depay ! nosuchdecoder': no element \"nosuchdecoder\""},
+      {{"--url", url(1), "--analysis", "torchinfer ! ! fakesink"}, 2, "bad analysis description"},
+      {{"--url", url(1), "--stall-timeout", "0"}, 2, "--stall-timeout must be > 0"},
+      {{"--url", url(1), "--model", "/nonexistent/m.pt"},
+       1,
+       "error: analysis pipeline: Model file '/nonexistent/m.pt' not found"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> argv{client_bin()};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    if (std::find(argv.begin(), argv.end(), "--model") == argv.end()) {
+      argv.push_back("--model");
+      argv.push_back(model);
+    }
+    Child client(argv);
+    EXPECT_EQ(client.wait_exit(30), c.code) << c.message << "\n" << client.err();
+    EXPECT_EQ(client.count_err(c.message), 1) << client.err();
+    EXPECT_EQ(client.count_err("rtsp: connecting"), 0) << client.err();
+  }
+}
+
+TEST(RtspErrors, ServerRejectsBadInput) {
+  const std::string port = std::to_string(free_port());
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"--pipeline", "videotestsrc ! nosuchencoder ! rtph264pay name=pay0"},
+       "bad --pipeline 'videotestsrc ! nosuchencoder ! rtph264pay name=pay0': no element "
+       "\"nosuchencoder\""},
+      {{"--pipeline", "videotestsrc ! openh264enc ! rtph264pay"},
+       "--pipeline needs an RTP payloader named pay0"},
+      {{"--model", "/nonexistent/m.pt"}, "error: model '/nonexistent/m.pt' not found"},
+      {{"--mount", "stream"}, "--mount /PATH"},
+      {{"--port", "70000"}, "--port 0..65535"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> argv{server_bin(), "--port", port};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    Child server(argv);
+    EXPECT_EQ(server.wait_exit(30), 2) << server.err();
+    EXPECT_EQ(server.count_err(c.message), 1) << server.err();
+    EXPECT_TRUE(server.out().empty());
+  }
+}
+
+TEST(RtspErrors, ServerOnABusyPortExitsOne) {
+  const int port = free_port();
+  auto first = start_server(port);
+  Child second({server_bin(), "--port", std::to_string(port), "--model", demo_model()});
+  EXPECT_EQ(second.wait_exit(30), 1) << second.err();
+  EXPECT_EQ(second.count_err("error: cannot listen on 127.0.0.1:" + std::to_string(port)), 1)
+      << second.err();
+}
