@@ -13,15 +13,13 @@ asan() {
     -Db_sanitize=address,undefined -Db_lundef=false -Dbenchmarks=disabled
   ninja -C build-asan
   # gst-launch-1.0 and gst-plugin-scanner are not built with ASan: the
-  # runtime must come first in every process that loads the plugin.
-  local libasan
-  libasan=$(gcc -print-file-name=libasan.so)
-  LD_PRELOAD="$libasan" \
+  # runtime must come first in every process that loads the plugin
+  # (scripts/sanitizers/preload.sh).
   ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:suppressions=$root/scripts/sanitizers/asan.supp" \
   LSAN_OPTIONS="suppressions=$root/scripts/sanitizers/lsan.supp:print_suppressions=1" \
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$root/scripts/sanitizers/ubsan.supp" \
     meson test -C build-asan --print-errorlogs --num-processes 1 --timeout-multiplier 4 \
-      unit elements pipelines
+      --wrapper "$root/scripts/sanitizers/preload.sh" unit elements pipelines
 }
 
 tsan() {
