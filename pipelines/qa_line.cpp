@@ -106,7 +106,9 @@ GstPadProbeReturn on_result(GstPad*, GstPadProbeInfo* info, gpointer user) {
   GstTorchTensorMeta* tm = gst_buffer_get_torch_tensor_meta(buf);
   if (!tm || !tm->inferred || tm->frame_width == 0 || tm->frame_height == 0)
     return GST_PAD_PROBE_OK;
-  app->info.frames_inferred++;
+  if (app->info.frames_inferred++ == 0)
+    g_printerr("qa-line: analysing (first frame at %" GST_TIME_FORMAT ")\n",
+               GST_TIME_ARGS(GST_BUFFER_PTS(buf)));
   std::vector<torchinfer::QaDetection> dets;
   gpointer iter = nullptr;
   while (GstMeta* m = gst_buffer_iterate_meta_filtered(
