@@ -71,7 +71,8 @@ rtsp_out() {
 # RTSP in with plain gst-launch (no reconnect; FRAMES > 0 stops after that many).
 rtsp_in() {
   local stop=""
-  [ "$FRAMES" -gt 0 ] && stop="identity eos-after=$FRAMES !"
+  # identity ends the stream instead of passing its Nth buffer
+  [ "$FRAMES" -gt 0 ] && stop="identity eos-after=$((FRAMES + 1)) !"
   # shellcheck disable=SC2086
   gst-launch-1.0 -e rtspsrc location="$URL" protocols=tcp latency=200 ! rtph264depay ! \
     h264parse ! openh264dec ! $stop videoconvert ! torchinfer model="$MODEL" ! torchnms ! \

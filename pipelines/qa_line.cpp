@@ -151,6 +151,9 @@ void print_error(GstMessage* msg) {
   gchar* dbg = nullptr;
   gst_message_parse_error(msg, &e, &dbg);
   g_printerr("qa-line: error from %s: %s\n", GST_OBJECT_NAME(GST_MESSAGE_SRC(msg)), e->message);
+  // GStreamer's message is often generic ("Resource not found."); the
+  // details name the file or device.
+  if (dbg) g_printerr("qa-line: details: %s\n", dbg);
   g_error_free(e);
   g_free(dbg);
 }
@@ -301,6 +304,10 @@ int main(int argc, char** argv) {
   gst_init(nullptr, nullptr);
   if (!make_rules(app)) return 2;
   app.tracker = std::make_unique<torchinfer::PartTracker>(app.rules);
+  if (!app.opt.clip.empty() && !g_file_test(app.opt.clip.c_str(), G_FILE_TEST_IS_REGULAR)) {
+    g_printerr("qa-line: clip %s not found\n", app.opt.clip.c_str());
+    return 1;
+  }
   if (!app.opt.output.empty() && app.opt.output != "-") {
     app.out = std::fopen(app.opt.output.c_str(), "w");
     if (!app.out) {

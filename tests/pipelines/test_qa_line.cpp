@@ -88,8 +88,9 @@ TEST(QaLine, ClipCountsMatchTheKnownPartsAndDefects) {
   EXPECT_EQ(o.summary["interrupted"], false);
   ASSERT_EQ(o.parts.size(), complete.size() + cut);
 
-  // Each decision is the truth part of its class whose visible frames it
-  // overlaps most; that must pair them one to one.
+  // Each decision is the truth part of its class whose visible frames its
+  // own frames overlap best (IoU of the frame ranges); that must pair them
+  // one to one.
   std::set<int> matched;
   std::map<std::string, int> by_defect;
   for (std::size_t i = 0; i < o.parts.size(); ++i) {
@@ -99,13 +100,14 @@ TEST(QaLine, ClipCountsMatchTheKnownPartsAndDefects) {
     EXPECT_EQ(d["first_frame"], first);
     EXPECT_EQ(d["last_frame"], last);
     const json* best = nullptr;
-    int best_overlap = 0;
+    double best_iou = 0;
     for (const json& p : complete) {
-      const int overlap =
-          std::min<int>(last, p["last_seen"]) - std::max<int>(first, p["first_seen"]);
-      if (p["class"] == d["class"] && overlap > best_overlap) {
+      const int seen0 = p["first_seen"], seen1 = p["last_seen"];
+      const int inter = std::min(last, seen1) - std::max(first, seen0) + 1;
+      const double iou = inter / double(std::max(last, seen1) - std::min(first, seen0) + 1);
+      if (p["class"] == d["class"] && inter > 0 && iou > best_iou) {
         best = &p;
-        best_overlap = overlap;
+        best_iou = iou;
       }
     }
     ASSERT_NE(best, nullptr) << d;
@@ -212,10 +214,23 @@ TEST(QaLineErrors, MissingModelIsTheElementsMessage) {
   EXPECT_EQ(r.out, "") << "no counts when nothing ran";
 }
 
-TEST(QaLineErrors, MissingClipIsTheSourcesMessage) {
+TEST(QaLineErrors, MissingClipIsNamed) {
   const Result r = run({app(), "--clip", "/nonexistent/clip.mkv", "--model", model()});
   EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_NE(r.err.find("qa-line: error from filesrc"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("qa-line: clip /nonexistent/clip.mkv not found"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+// A source that fails once running: the element's message and its details.
+TEST(QaLineErrors, SourceErrorIsTheElementsMessage) {
+  const Result r = run({app(), "--model", model(), "--source",
+                        "filesrc location=/nonexistent/clip.mkv ! matroskademux ! jpegdec ! "
+                        "videoconvert"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("qa-line: error from filesrc0: Resource not found."), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("qa-line: details: "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("/nonexistent/clip.mkv"), std::string::npos) << r.err;
   EXPECT_EQ(r.out, "");
 }
