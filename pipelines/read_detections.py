@@ -5,7 +5,8 @@ Usage (from the repository root, after building):
   GST_PLUGIN_PATH=$PWD/build/plugin pipelines/read_detections.py MODEL.pt [SOURCE]
 
 SOURCE is a gst-launch fragment ending in raw video (default: 30 frames of
-videotestsrc). Each detection is a GstVideoRegionOfInterestMeta whose
+videotestsrc). Prints one line per detection, then a summary line: frames,
+detections per class. Each detection is a GstVideoRegionOfInterestMeta whose
 "detection" param holds label, label_id, confidence and the box normalised
 to the frame (x_min, y_min, x_max, y_max); ROI ids are 0, 1, ... per frame.
 Needs Debian's python3-gi, gir1.2-gstreamer-1.0, gir1.2-gst-plugins-base-1.0.
@@ -49,10 +50,12 @@ def main(argv):
     pipeline = Gst.parse_launch(
         f"{source} ! torchinfer model={argv[1]} ! torchnms name=nms ! fakesink")
     frame = [0]
+    per_class = {}
 
     def on_buffer(pad, info):
         buf = info.get_buffer()
         for d in detections(buf):
+            per_class[d["label"]] = per_class.get(d["label"], 0) + 1
             x0, y0, x1, y1 = d["box"]
             print(f"frame {frame[0]}: {d['label']} ({d['label_id']}) {d['confidence']:.3f} "
                   f"box {x0:.4f},{y0:.4f}-{x1:.4f},{y1:.4f} pixels {d['pixels']}")
@@ -68,6 +71,9 @@ def main(argv):
         err, dbg = msg.parse_error()
         print(f"error: {err.message}", file=sys.stderr)
         return 1
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(per_class.items()))
+    print(f"summary: {frame[0]} frames, {sum(per_class.values())} detections"
+          + (f": {counts}" if counts else ""))
     return 0
 
 

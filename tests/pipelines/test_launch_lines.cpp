@@ -1,0 +1,152 @@
+// Every launch line of pipelines/README.md, run through pipelines/launch_lines.sh
+// as documented, with a simulated live YUY2 camera (SIMULATE=1) and 30
+// frames per camera so that each one ends.
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "process.h"
+
+using nlohmann::json;
+using namespace torchinfer::test;
+
+namespace {
+
+std::string root() {
+  return env_or("TORCHINFER_SOURCE_ROOT", ".");
+}
+
+std::map<std::string, std::string> settings(const std::string& out,
+                                            std::map<std::string, std::string> more = {}) {
+  more.emplace("SIMULATE", "1");
+  more.emplace("FRAMES", "30");
+  more.emplace("SINK", "fakesink");
+  more.emplace("OUT", out);
+  more.emplace("BUILD", env_or("TORCHINFER_BUILD_ROOT", "build"));
+  return more;
+}
+
+std::string out_dir(const std::string& name) {
+  const std::string d = testing::TempDir() + "launch_lines_" + name;
+  g_mkdir_with_parents(d.c_str(), 0755);
+  return d;
+}
+
+Result line(const std::string& name, const std::map<std::string, std::string>& env) {
+  return run({"bash", root() + "/pipelines/launch_lines.sh", name}, env);
+}
+
+std::vector<json> results(const std::string& path) {
+  return json_lines(read_file(path));
+}
+
+// Frames numbered 0..n-1, each with a detections list from torchnms when it
+// has a result; returns how many were inferred.
+int check_frames(const std::vector<json>& lines, std::size_t n, const std::string& what) {
+  EXPECT_EQ(lines.size(), n) << what;
+  int inferred = 0;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    EXPECT_EQ(lines[i]["frame"], i) << what;
+    if (!lines[i].contains("inferred")) continue;
+    EXPECT_TRUE(lines[i]["detections"].is_array()) << what << " frame " << i;
+    inferred += lines[i]["inferred"].get<bool>();
+  }
+  return inferred;
+}
+
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+}  // namespace
+
+TEST(LaunchLines, FactoryCameraSimulated) {
+  const std::string out = out_dir("camera");
+  const Result r = line("factory_camera", settings(out));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GE(check_frames(results(out + "/camera.jsonl"), 30, "camera"), 1);
+}
+
+TEST(LaunchLines, FileInAnnotatedFileOut) {
+  const std::string out = out_dir("file");
+  const Result r = line("from_file", settings(out));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(check_frames(results(out + "/file.jsonl"), 300, "file"), 300);
+  // The annotated video decodes back to every frame.
+  const Result dec =
+      run({"gst-launch-1.0", "-q", "filesrc", "location=" + out + "/file_annotated.mkv", "!",
+           "matroskademux", "!", "jpegdec", "!", "torchmetaconvert", "!", "fakesink"});
+  EXPECT_EQ(dec.exit_code, 0) << dec.err;
+  EXPECT_EQ(json_lines(dec.out).size(), 300u);
+}
+
+TEST(LaunchLines, FourCamerasShareOneModel) {
+  const std::string out = out_dir("four");
+  const Result r = line("four_cameras", settings(out));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int shared = 0;
+  for (int c = 0; c < 4; ++c) {
+    const auto lines = results(out + "/cam" + std::to_string(c) + ".jsonl");
+    EXPECT_GE(check_frames(lines, 30, "camera " + std::to_string(c)), 1);
+    for (const json& l : lines)
+      if (l.contains("batch")) shared += l["batch"]["size"].get<int>() > 1;
+  }
+  // Four live cameras deliver together: some batches hold several of them.
+  EXPECT_GT(shared, 0);
+}
+
+TEST(LaunchLines, PythonAppReadsTheClipsDetections) {
+  const Result r = line("python_app", settings(out_dir("python")));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto at = r.out.find("summary: 300 frames, ");
+  ASSERT_NE(at, std::string::npos) << r.out.substr(r.out.size() > 2000 ? r.out.size() - 2000 : 0);
+  for (const char* c : {"bracket ", "washer ", "scratch ", "spot ", "missing_hole ", "chip "})
+    EXPECT_NE(r.out.find(c, at), std::string::npos) << c;
+  EXPECT_NE(r.out.find("frame 0: bracket (0) "), std::string::npos);
+}
+
+TEST(LaunchLines, QaLineOnTheClip) {
+  const std::string out = out_dir("qa");
+  const Result r = line("qa_line", settings(out));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = results(out + "/decisions.jsonl");
+  ASSERT_EQ(lines.size(), 14u);
+  EXPECT_EQ(lines.back()["passed"], 4);
+  EXPECT_EQ(lines.back()["rejected"], 9);
+}
+
+// RTSP out (the server app with the camera line), then RTSP in twice: plain
+// gst-launch rtspsrc and the reconnecting client.
+TEST(LaunchLines, RtspOutAndIn) {
+  const std::string out = out_dir("rtsp");
+  const std::string port = std::to_string(free_port());
+  Child server({"bash", root() + "/pipelines/launch_lines.sh", "rtsp_out"},
+               settings(out, {{"PORT", port}, {"FRAMES", "0"}}));
+  ASSERT_NE(server.wait_line(false, "serving rtsp://127.0.0.1:" + port + "/stream", 60), "")
+      << server.err();
+  const Result in = line("rtsp_in", settings(out, {{"PORT", port}}));
+  EXPECT_EQ(in.exit_code, 0) << in.err;
+  EXPECT_GE(check_frames(results(out + "/rtsp.jsonl"), 30, "rtsp_in"), 1);
+  const Result client = line("rtsp_in_client", settings(out, {{"PORT", port}}));
+  EXPECT_EQ(client.exit_code, 0) << client.err;
+  // 30 frames taken; torchinfer may drop one from the stream under overload
+  // (the client's stream is live), so up to 30 lines, numbered in order.
+  const auto taken = results(out + "/rtsp_client.jsonl");
+  EXPECT_GE(check_frames(taken, std::min<std::size_t>(taken.size(), 30), "client"), 1);
+  EXPECT_GE(taken.size(), 1u);
+  server.signal(SIGTERM);
+  EXPECT_EQ(server.wait_exit(60), 0) << server.err();
+}
+
+TEST(LaunchLinesErrors, UnknownLineListsTheLines) {
+  const Result r = line("nosuchline", settings(out_dir("bad")));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("LINE: factory_camera from_file"), std::string::npos) << r.err;
+}
