@@ -133,7 +133,7 @@ TEST(TorchInferBatching, EosDrainsEveryPartialBatch) {
   const GstVideoInfo info = info_of(kGray);
   for (int n : {1, 2, 3, 5, 7}) {
     // A timeout that never fires here: only EOS can run the last batch.
-    GstHarness* h = torchinfer_harness(identity("batch-size=4 batch-timeout=600000000"), kGray);
+    GstHarness* h = torchinfer_harness(identity("batch-size=4 batch-timeout=60000000"), kGray);
     for (int i = 0; i < n; ++i) ASSERT_EQ(gst_harness_push(h, frame(info, i)), GST_FLOW_OK);
     ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_eos()));
     EXPECT_EQ(buffers_at_eos(h), static_cast<guint>(n)) << "every frame before EOS, n=" << n;
@@ -155,7 +155,7 @@ TEST(TorchInferBatching, EosDrainsEveryPartialBatch) {
 
 TEST(TorchInferBatching, ThirtySevenFramesKeepOrderTimestampsAndResults) {
   const GstVideoInfo info = info_of(kGray);
-  GstHarness* h = torchinfer_harness(identity("batch-size=8 batch-timeout=600000000"), kGray);
+  GstHarness* h = torchinfer_harness(identity("batch-size=8 batch-timeout=60000000"), kGray);
   for (int i = 0; i < 37; ++i) ASSERT_EQ(gst_harness_push(h, frame(info, i)), GST_FLOW_OK);
   gst_harness_push_event(h, gst_event_new_eos());
   EXPECT_EQ(buffers_at_eos(h), 37u);
@@ -219,7 +219,7 @@ TEST(TorchInferBatching, InferenceIntervalReusesTheLatestResult) {
 TEST(TorchInferBatching, CapsChangeDrainsAndEachMetaHasItsFrameSize) {
   const char* small = "video/x-raw,format=GRAY8,width=320,height=240,framerate=30/1";
   const char* big = "video/x-raw,format=GRAY8,width=1280,height=720,framerate=30/1";
-  GstHarness* h = torchinfer_harness(identity("batch-size=4 batch-timeout=600000000"), small);
+  GstHarness* h = torchinfer_harness(identity("batch-size=4 batch-timeout=60000000"), small);
   const struct {
     const char* caps;
     int frames;
@@ -253,7 +253,7 @@ TEST(TorchInferBatching, CapsChangeDrainsAndEachMetaHasItsFrameSize) {
 
 TEST(TorchInferBatching, FlushDropsQueuedFramesAndReturnsPromptly) {
   const GstVideoInfo info = info_of(kGray);
-  GstHarness* h = torchinfer_harness(slow("batch-size=2 batch-timeout=600000000"), kGray);
+  GstHarness* h = torchinfer_harness(slow("batch-size=2 batch-timeout=60000000"), kGray);
   // Batch {0,1} runs (~0.25 s), batch {2,3} waits behind it.
   for (int i = 0; i < 4; ++i) ASSERT_EQ(gst_harness_push(h, frame(info, i)), GST_FLOW_OK);
   const auto t0 = std::chrono::steady_clock::now();
@@ -263,6 +263,9 @@ TEST(TorchInferBatching, FlushDropsQueuedFramesAndReturnsPromptly) {
   // queued inside the element may follow.
   while (GstBuffer* b = gst_harness_try_pull(h)) gst_buffer_unref(b);
   ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_flush_stop(TRUE)));
+  GstSegment segment;  // a flush that resets time is followed by a new segment
+  gst_segment_init(&segment, GST_FORMAT_TIME);
+  ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_segment(&segment)));
   // No new caps: the element resends the ones the flush dropped.
   for (int i = 100; i < 102; ++i) ASSERT_EQ(gst_harness_push(h, frame(info, i)), GST_FLOW_OK);
   gst_harness_push_event(h, gst_event_new_eos());
@@ -383,7 +386,7 @@ TEST(TorchInferBatching, FourCamerasShareOneModelAndOneBatch) {
   std::vector<GstHarness*> cams;
   for (int c = 0; c < 4; ++c)
     cams.push_back(torchinfer_harness(
-        identity("batch-size=4 batch-timeout=600000000 model-instance-id=line1"), kGray));
+        identity("batch-size=4 batch-timeout=60000000 model-instance-id=line1"), kGray));
   const GstVideoInfo info = info_of(kGray);
   for (int i = 0; i < 3; ++i)
     for (int c = 0; c < 4; ++c)
