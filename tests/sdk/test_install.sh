@@ -17,6 +17,20 @@ trap 'rm -rf "$tmp"' EXIT
 dest=$tmp/dest
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
+# meson test puts the build tree's library folders on LD_LIBRARY_PATH, which
+# would outrank the install's RUNPATHs: drop them.
+kept=()
+IFS=: read -ra entries <<<"${LD_LIBRARY_PATH:-}"
+for e in "${entries[@]}"; do
+  case "$(realpath -m "$e")/" in "$(realpath -m "$build")/"*) ;; *) [ -n "$e" ] && kept+=("$e") ;; esac
+done
+if [ ${#kept[@]} -gt 0 ]; then
+  LD_LIBRARY_PATH=$(IFS=:; echo "${kept[*]}")
+  export LD_LIBRARY_PATH
+else
+  unset LD_LIBRARY_PATH
+fi
+
 "$meson" install -C "$build" --destdir "$dest" --no-rebuild --quiet >"$tmp/install.log" 2>&1 ||
   { cat "$tmp/install.log" >&2; fail "meson install failed"; }
 
