@@ -16,7 +16,7 @@ asan() {
   # runtime must come first in every process that loads the plugin
   # (scripts/sanitizers/preload.sh).
   ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:suppressions=$root/scripts/sanitizers/asan.supp" \
-  LSAN_OPTIONS="suppressions=$root/scripts/sanitizers/lsan.supp:print_suppressions=1" \
+  LSAN_OPTIONS="suppressions=$root/scripts/sanitizers/lsan.supp:print_suppressions=1:fast_unwind_on_malloc=0" \
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$root/scripts/sanitizers/ubsan.supp" \
     meson test -C build-asan --print-errorlogs --num-processes 1 --timeout-multiplier 4 \
       --wrapper "$root/scripts/sanitizers/preload.sh" unit elements pipelines
