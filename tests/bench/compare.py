@@ -121,14 +121,15 @@ def run_torchinfer(args, model, size, live, batch, frames):
     if os.waitstatus_to_exitcode(status) != 0 or last is None:
         raise RuntimeError("torchinfer pipeline failed: " + " ".join(cmd))
     st = last[1]
-    n = st["frames-out"] - first[1]["frames-out"]
+    # Frames inferred, not frames out: a live stream passes frames it skips.
+    n = st["frames-inferred"] - first[1]["frames-inferred"]
     dt = last[0] - first[0]
     if n <= 0 or dt <= 0:  # shorter than one stats interval (smoke runs)
-        n, dt = st["frames-out"], st["frames-out"] / max(st["fps"], 1e-9)
+        n, dt = st["frames-inferred"], st["frames-out"] / max(st["fps"], 1e-9)
         cpu = (ru.ru_utime + ru.ru_stime) * 1000.0 / max(n, 1)
     else:
         cpu = (ru.ru_utime + ru.ru_stime - first[2]) * 1000.0 / n
-    r = {"frames": int(st["frames-out"]), "fps": n / dt, "p50_ms": st["total-ms-p50"],
+    r = {"frames": int(st["frames-inferred"]), "fps": n / dt, "p50_ms": st["total-ms-p50"],
          "p99_ms": st["total-ms-p99"], "cpu_ms": cpu, "rss_mb": ru.ru_maxrss / 1024.0}
     for s in ("queue", "preprocess", "inference", "total"):
         for q in ("p50", "p95", "p99"):
