@@ -187,7 +187,17 @@ def main():
     ap.add_argument("--scaling-threads", default="1,2")
     ap.add_argument("--scaling-iters", type=int, default=10)
     ap.add_argument("--csv", default=os.path.join(ROOT, "build/bench-compare.csv"))
+    ap.add_argument("--table", metavar="CSV", help="only print the table of an earlier run")
     args = ap.parse_args()
+    if args.table:
+        with open(args.table) as f:
+            rows = [{k: (v if k in ("model", "precision", "size", "mode", "approach") else
+                         float(v or "nan")) for k, v in r.items()} for r in csv.DictReader(f)]
+        for r in rows:
+            r["rep"], r["batch"] = int(r["rep"]), int(r["batch"])
+        args.batch = max(r["batch"] for r in rows)
+        print_table(rows, args)
+        return
 
     configs = []
     for spec in args.models.split(","):
