@@ -29,12 +29,15 @@ double cpu_seconds() {
   return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
-bool parse_size(const char* s, int& w, int& h) { return std::sscanf(s, "%dx%d", &w, &h) == 2; }
+bool parse_size(const char* s, int& w, int& h) {
+  return std::sscanf(s, "%dx%d", &w, &h) == 2;
+}
 
 int run(int argc, char** argv) {
   int sw, sh, iw, ih;
   if (argc < 6 || !parse_size(argv[2], sw, sh) || !parse_size(argv[3], iw, ih)) {
-    std::fprintf(stderr, "usage: naive-app MODEL.pt SRC_WxH IN_WxH FRAMES LIVE [m0 m1 m2 s0 s1 s2]\n");
+    std::fprintf(stderr,
+                 "usage: naive-app MODEL.pt SRC_WxH IN_WxH FRAMES LIVE [m0 m1 m2 s0 s1 s2]\n");
     return 64;
   }
   const int frames = std::atoi(argv[4]);
@@ -103,7 +106,8 @@ int run(int argc, char** argv) {
 
   std::sort(lat.begin(), lat.end());
   auto pct = [&](double p) {
-    return lat.empty() ? 0.0 : lat[std::min(lat.size() - 1, std::size_t(p * (lat.size() - 1) + 0.5))];
+    return lat.empty() ? 0.0
+                       : lat[std::min(lat.size() - 1, std::size_t(p * (lat.size() - 1) + 0.5))];
   };
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
