@@ -16,6 +16,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libmosquitto-dev mosquitto
   python3-torch python3-torchvision python3-numpy python3-pil
+  python3-opencv python3-matplotlib  # tests/bench/compare.sh: naive Python baseline, plots
 )
 
 missing=()

@@ -7,8 +7,13 @@
 //       fp32 vs int8 median latency through the engine.
 //   table --model M.pt [--batches 1,2,4,8] [--threads-list 1,2] [--iters 20]
 //       images/s, p50 and p99 latency per batch x threads.
+//   bare --model M.pt [--batch 1] [--threads 2] [--iters 30] [--width W --height H]
+//       [--precision int8]: only the bare libtorch loop (the upper bound of
+//       tests/bench/compare.sh): one key=value line with images/s, p50, p99,
+//       CPU ms per image and peak RSS.
 // Add --cores LIST to pin the engine. --iters 1 is the smoke test meson runs.
 #include <ATen/Parallel.h>
+#include <sys/resource.h>
 #include <torch/script.h>
 
 #include <algorithm>
@@ -57,7 +62,8 @@ double ms(Clock::time_point a, Clock::time_point b) {
 EngineOptions engine_opts(const std::string& model, int batch, int threads) {
   EngineOptions o;
   o.model_path = model;
-  o.input_width = o.input_height = iarg("size", 224);
+  o.input_width = iarg("width", iarg("size", 224));
+  o.input_height = iarg("height", iarg("size", 224));
   o.warmup_batch_sizes = {batch};
   o.threads = threads;
   o.precision = Precision::kFp32;
@@ -68,7 +74,7 @@ EngineOptions engine_opts(const std::string& model, int batch, int threads) {
 
 AlignedBuffer input(int batch) {
   const int s = iarg("size", 224);
-  AlignedBuffer b(static_cast<std::size_t>(batch) * s * s * 3);
+  AlignedBuffer b(static_cast<std::size_t>(batch) * iarg("width", s) * iarg("height", s) * 3);
   for (std::size_t i = 0; i < b.size(); ++i) b.data()[i] = static_cast<float>(i % 255) / 128.f - 1;
   return b;
 }
@@ -113,6 +119,50 @@ int overhead() {
       "overhead model=%s batch=%d threads=%d iters=%d: engine p50 %.3f ms, bare libtorch "
       "p50 %.3f ms, engine/bare %.3f (%+.1f%%)\n",
       model.c_str(), batch, threads, iters, e, b, e / b, (e / b - 1) * 100);
+  return 0;
+}
+
+int bare() {
+  const std::string model = arg("model", "");
+  const int batch = iarg("batch", 1), threads = iarg("threads", 2), iters = iarg("iters", 30);
+  const int w = iarg("width", iarg("size", 224)), h = iarg("height", iarg("size", 224));
+  const bool int8 = arg("precision", "fp32") == "int8";
+  if (int8) {
+    const auto& q = at::globalContext().supportedQEngines();
+    if (std::find(q.begin(), q.end(), at::QEngine::ONEDNN) != q.end())
+      at::globalContext().setQEngine(at::QEngine::ONEDNN);
+  }
+  at::set_num_threads(threads);
+  torch::jit::Module m = torch::jit::load(model);
+  m.eval();
+  m = torch::jit::freeze(m);
+  // optimize_for_inference slows the quantized kernels down (docs/tuning.md).
+  if (!int8) m = torch::jit::optimize_for_inference(m);
+  AlignedBuffer in = input(batch);
+  auto once = [&] {
+    c10::InferenceMode guard;
+    at::Tensor x = torch::from_blob(in.data(), {batch, 3, h, w}, {h * w * 3, 1, w * 3, 3});
+    at::IValue out = m.forward({x});
+    at::Tensor y = out.isTuple() ? out.toTuple()->elements()[0].toTensor() : out.toTensor();
+    return y.contiguous().data_ptr<float>()[0];
+  };
+  for (int i = 0; i < 3; ++i) once();
+  rusage u0{}, u1{};
+  getrusage(RUSAGE_SELF, &u0);
+  std::vector<double> t;
+  const auto start = Clock::now();
+  for (int i = 0; i < iters; ++i) {
+    auto t0 = Clock::now();
+    once();
+    t.push_back(ms(t0, Clock::now()));
+  }
+  const double wall = ms(start, Clock::now());
+  getrusage(RUSAGE_SELF, &u1);
+  auto sec = [](const timeval& a) { return a.tv_sec + a.tv_usec / 1e6; };
+  const double cpu = sec(u1.ru_utime) - sec(u0.ru_utime) + sec(u1.ru_stime) - sec(u0.ru_stime);
+  std::printf("frames=%d fps=%.3f p50=%.3f p99=%.3f cpu_ms=%.3f rss_kb=%ld\n", iters * batch,
+              1000.0 * iters * batch / wall, pct(t, 0.5), pct(t, 0.99),
+              1000.0 * cpu / (iters * batch), u1.ru_maxrss);
   return 0;
 }
 
@@ -162,7 +212,7 @@ int table() {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: torchinfer-bench overhead|compare|table --key value ...\n");
+    std::fprintf(stderr, "usage: torchinfer-bench overhead|compare|table|bare --key value ...\n");
     return 64;
   }
   for (int i = 2; i + 1 < argc; i += 2) args[std::string(argv[i]).substr(2)] = argv[i + 1];
@@ -171,6 +221,7 @@ int main(int argc, char** argv) {
     if (mode == "overhead") return overhead();
     if (mode == "compare") return compare();
     if (mode == "table") return table();
+    if (mode == "bare") return bare();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

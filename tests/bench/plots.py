@@ -1,0 +1,143 @@
+#!/usr/bin/python3
+"""Plots of docs/performance.md from compare.py's CSVs (medians over reps).
+
+  plots.py RUNS.csv SCALING.csv OUT_DIR
+
+Writes compare-throughput.png, compare-latency.png, compare-stages.png and
+compare-scaling.png (the last only when SCALING.csv has rows).
+"""
+import csv
+import os
+import statistics
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+LABELS = {"a1": "torchinfer b1", "aB": "torchinfer bB", "b": "naive Python", "c": "naive C++",
+          "d1": "bare libtorch b1", "dB": "bare libtorch bB"}
+COLORS = {"a1": "#1f77b4", "aB": "#17becf", "b": "#d62728", "c": "#ff7f0e", "d1": "#2ca02c",
+          "dB": "#98df8a"}
+
+
+def load(path):
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def med(rows, key):
+    return statistics.median(float(r[key]) for r in rows)
+
+
+def groups(rows, mode):
+    keys = []
+    for r in rows:
+        k = (r["model"], r["precision"], r["size"])
+        if r["mode"] == mode and k not in keys:
+            keys.append(k)
+    return keys
+
+
+def sel(rows, key, mode, ap):
+    return [r for r in rows if (r["model"], r["precision"], r["size"]) == key
+            and r["mode"] == mode and r["approach"] == ap]
+
+
+def bars(ax, rows, mode, approaches, value, err=None):
+    keys = groups(rows, mode)
+    width = 0.8 / len(approaches)
+    for i, ap in enumerate(approaches):
+        xs, ys, es = [], [], []
+        for j, k in enumerate(keys):
+            rs = sel(rows, k, mode, ap)
+            if rs:
+                xs.append(j + i * width)
+                ys.append(med(rs, value))
+                es.append(med(rs, err) - ys[-1] if err else 0)
+        if xs:
+            batch = next((r["batch"] for r in rows if r["approach"] == ap), "")
+            ax.bar(xs, ys, width, label=LABELS[ap].replace("bB", f"b{batch}"), color=COLORS[ap],
+                   yerr=[[0] * len(es), es] if err else None, capsize=3)
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(keys))])
+    ax.set_xticklabels([f"{m} {p}\n{s}" for m, p, s in keys], fontsize=8)
+
+
+def main():
+    runs, scaling, out = load(sys.argv[1]), load(sys.argv[2]), sys.argv[3]
+    os.makedirs(out, exist_ok=True)
+    reps = len({r["rep"] for r in runs})
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    bars(axes[0], runs, "fast", ["a1", "aB", "b", "c", "d1", "dB"], "fps")
+    axes[0].set_title("as fast as possible")
+    bars(axes[1], runs, "live", ["a1", "aB", "b", "c"], "fps")
+    axes[1].set_title("live source, 30 fps")
+    for ax in axes:
+        ax.set_ylabel("frames/s (median)")
+        ax.set_yscale("log")
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.suptitle(f"Throughput per configuration, median of {reps} interleaved reps")
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "compare-throughput.png"), dpi=90)
+
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    bars(ax, runs, "live", ["a1", "aB", "b", "c"], "p50_ms", "p99_ms")
+    ax.set_yscale("log")
+    ax.set_ylabel("end-to-end latency, ms (bar p50, whisker p99)")
+    ax.set_title("Latency, live 30 fps source")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "compare-latency.png"), dpi=90)
+
+    # Per-stage p50 from the element's stats: queue wait, preprocess, inference.
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    for ax, mode in zip(axes, ("fast", "live")):
+        labels, stacks = [], []
+        for k in groups(runs, mode):
+            for ap in ("a1", "aB"):
+                rs = sel(runs, k, mode, ap)
+                if rs:
+                    labels.append(f"{k[0]} {k[1]}\nb{rs[0]['batch']}")
+                    stacks.append([med(rs, f"{s}_p50") for s in ("queue", "preprocess", "inference")]
+                                  + [med(rs, "total_p50")])
+        bottom = [0.0] * len(stacks)
+        for i, (name, color) in enumerate(zip(("queue wait", "preprocess", "inference"),
+                                              ("#bbbbbb", "#ff7f0e", "#1f77b4"))):
+            vals = [s[i] for s in stacks]
+            ax.bar(range(len(stacks)), vals, 0.6, bottom=bottom, label=name, color=color)
+            bottom = [b + v for b, v in zip(bottom, vals)]
+        ax.plot(range(len(stacks)), [s[3] for s in stacks], "k_", markersize=20,
+                label="total in element")
+        ax.set_xticks(range(len(stacks)))
+        ax.set_xticklabels(labels, fontsize=7)
+        ax.set_ylabel("ms per frame (p50 of each stage)")
+        ax.set_title(f"torchinfer stages, {mode}")
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "compare-stages.png"), dpi=90)
+
+    if scaling:
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for key in dict.fromkeys((r["model"], r["precision"], r["threads"]) for r in scaling):
+            rs = [r for r in scaling if (r["model"], r["precision"], r["threads"]) == key]
+            ax.plot([int(r["batch"]) for r in rs], [float(r["fps"]) for r in rs], "o-",
+                    label=f"{key[0]} {key[1]}, {key[2]} thread(s)")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("batch size")
+        ax.set_ylabel("images/s (engine, p50)")
+        ax.set_title("Scaling with batch size and threads")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, "compare-scaling.png"), dpi=90)
+
+
+if __name__ == "__main__":
+    main()
