@@ -9,6 +9,8 @@
  */
 #include "gsttorchoverlay.h"
 
+#include "video-frame.h"
+
 #include <gst/video/video.h>
 
 #include <chrono>
@@ -47,26 +49,6 @@ struct State {
   std::optional<std::chrono::steady_clock::time_point> last_frame;
   double fps = 0;  // smoothed
 };
-
-bool to_pixel_format(GstVideoFormat f, PixelFormat* out) {
-  static const std::pair<GstVideoFormat, PixelFormat> table[] = {
-      {GST_VIDEO_FORMAT_YUY2, PixelFormat::kYUY2},   {GST_VIDEO_FORMAT_UYVY, PixelFormat::kUYVY},
-      {GST_VIDEO_FORMAT_NV12, PixelFormat::kNV12},   {GST_VIDEO_FORMAT_NV21, PixelFormat::kNV21},
-      {GST_VIDEO_FORMAT_I420, PixelFormat::kI420},   {GST_VIDEO_FORMAT_YV12, PixelFormat::kYV12},
-      {GST_VIDEO_FORMAT_RGB, PixelFormat::kRGB},     {GST_VIDEO_FORMAT_BGR, PixelFormat::kBGR},
-      {GST_VIDEO_FORMAT_RGBx, PixelFormat::kRGBx},   {GST_VIDEO_FORMAT_BGRx, PixelFormat::kBGRx},
-      {GST_VIDEO_FORMAT_xRGB, PixelFormat::kxRGB},   {GST_VIDEO_FORMAT_xBGR, PixelFormat::kxBGR},
-      {GST_VIDEO_FORMAT_RGBA, PixelFormat::kRGBA},   {GST_VIDEO_FORMAT_BGRA, PixelFormat::kBGRA},
-      {GST_VIDEO_FORMAT_ARGB, PixelFormat::kARGB},   {GST_VIDEO_FORMAT_ABGR, PixelFormat::kABGR},
-      {GST_VIDEO_FORMAT_GRAY8, PixelFormat::kGRAY8},
-  };
-  for (const auto& [g, p] : table)
-    if (g == f) {
-      *out = p;
-      return true;
-    }
-  return false;
-}
 
 std::string tag_text(const std::string& label, double confidence, const Settings& s) {
   std::string t = s.show_labels ? label : "";
@@ -218,7 +200,7 @@ static GstFlowReturn gst_torchoverlay_transform_frame_ip(GstVideoFilter* filter,
   }
   try {
     OverlayImage img;
-    if (!to_pixel_format(GST_VIDEO_FRAME_FORMAT(frame), &img.format)) {
+    if (!gst::to_pixel_format(GST_VIDEO_FRAME_FORMAT(frame), &img.format)) {
       GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("torchoverlay cannot draw on this format."),
                         (nullptr));
       return GST_FLOW_NOT_NEGOTIATED;

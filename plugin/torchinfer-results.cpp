@@ -1,5 +1,7 @@
 #include "torchinfer-results.h"
 
+#include "classification-meta.h"
+
 #include <algorithm>
 #include <memory>
 #include <vector>
@@ -32,74 +34,7 @@ GstTorchDType to_gst_dtype(DType d) {
   return GST_TORCH_DTYPE_FLOAT32;
 }
 
-void attach_classification(GstBuffer* buf, const std::vector<ClassResult>& top) {
-  GstCustomMeta* cm = gst_buffer_add_custom_meta(buf, GST_TORCH_CLASSIFICATION_META_NAME);
-  if (!cm || top.empty()) return;
-  GstStructure* s = gst_custom_meta_get_structure(cm);
-  gst_structure_set_name(s, "classification");
-  gst_structure_set(s, "label", G_TYPE_STRING, top[0].label.c_str(), "label_id", G_TYPE_INT,
-                    top[0].label_id, "confidence", G_TYPE_DOUBLE, top[0].confidence, nullptr);
-  GValue labels = G_VALUE_INIT, ids = G_VALUE_INIT, confs = G_VALUE_INIT, v = G_VALUE_INIT;
-  gst_value_array_init(&labels, top.size());
-  gst_value_array_init(&ids, top.size());
-  gst_value_array_init(&confs, top.size());
-  for (const auto& r : top) {
-    g_value_init(&v, G_TYPE_STRING);
-    g_value_set_string(&v, r.label.c_str());
-    gst_value_array_append_and_take_value(&labels, &v);
-    g_value_init(&v, G_TYPE_INT);
-    g_value_set_int(&v, r.label_id);
-    gst_value_array_append_and_take_value(&ids, &v);
-    g_value_init(&v, G_TYPE_DOUBLE);
-    g_value_set_double(&v, r.confidence);
-    gst_value_array_append_and_take_value(&confs, &v);
-  }
-  gst_structure_take_value(s, "labels", &labels);
-  gst_structure_take_value(s, "label_ids", &ids);
-  gst_structure_take_value(s, "confidences", &confs);
-}
-
 }  // namespace
-
-bool to_pixel_format(GstVideoFormat f, PixelFormat* out) {
-  static const struct {
-    GstVideoFormat gst;
-    PixelFormat ours;
-  } table[] = {
-      {GST_VIDEO_FORMAT_YUY2, PixelFormat::kYUY2},   {GST_VIDEO_FORMAT_UYVY, PixelFormat::kUYVY},
-      {GST_VIDEO_FORMAT_NV12, PixelFormat::kNV12},   {GST_VIDEO_FORMAT_NV21, PixelFormat::kNV21},
-      {GST_VIDEO_FORMAT_I420, PixelFormat::kI420},   {GST_VIDEO_FORMAT_YV12, PixelFormat::kYV12},
-      {GST_VIDEO_FORMAT_RGB, PixelFormat::kRGB},     {GST_VIDEO_FORMAT_BGR, PixelFormat::kBGR},
-      {GST_VIDEO_FORMAT_RGBx, PixelFormat::kRGBx},   {GST_VIDEO_FORMAT_BGRx, PixelFormat::kBGRx},
-      {GST_VIDEO_FORMAT_xRGB, PixelFormat::kxRGB},   {GST_VIDEO_FORMAT_xBGR, PixelFormat::kxBGR},
-      {GST_VIDEO_FORMAT_RGBA, PixelFormat::kRGBA},   {GST_VIDEO_FORMAT_BGRA, PixelFormat::kBGRA},
-      {GST_VIDEO_FORMAT_ARGB, PixelFormat::kARGB},   {GST_VIDEO_FORMAT_ABGR, PixelFormat::kABGR},
-      {GST_VIDEO_FORMAT_GRAY8, PixelFormat::kGRAY8},
-  };
-  for (const auto& e : table)
-    if (e.gst == f) {
-      *out = e.ours;
-      return true;
-    }
-  return false;
-}
-
-FrameView frame_view(const GstVideoFrame& f) {
-  FrameView v;
-  to_pixel_format(GST_VIDEO_FRAME_FORMAT(&f), &v.format);
-  v.width = GST_VIDEO_FRAME_WIDTH(&f);
-  v.height = GST_VIDEO_FRAME_HEIGHT(&f);
-  for (guint p = 0; p < GST_VIDEO_FRAME_N_PLANES(&f) && p < 3; ++p) {
-    v.planes[p] = static_cast<const std::uint8_t*>(GST_VIDEO_FRAME_PLANE_DATA(&f, p));
-    v.strides[p] = GST_VIDEO_FRAME_PLANE_STRIDE(&f, p);
-  }
-  const GstVideoColorimetry& c = f.info.colorimetry;
-  v.matrix = c.matrix == GST_VIDEO_COLOR_MATRIX_BT709    ? YuvMatrix::kBT709
-             : c.matrix == GST_VIDEO_COLOR_MATRIX_BT2020 ? YuvMatrix::kBT2020
-                                                         : YuvMatrix::kBT601;
-  v.full_range = c.range == GST_VIDEO_COLOR_RANGE_0_255;
-  return v;
-}
 
 bool attach_results(GstBuffer* buf, const FrameRecord& rec, bool inferred,
                     const std::string& model_instance_id) {

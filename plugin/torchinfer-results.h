@@ -1,5 +1,5 @@
-// Turning a frame and its batch result into GStreamer terms: the frame view
-// the preprocessor reads, and the metas attached to the outgoing buffer.
+// Turning a frame's batch result into the metas attached to the outgoing
+// buffer.
 #pragma once
 
 #include <gst/gst.h>
@@ -10,11 +10,9 @@
 #include "batching/batcher.h"
 #include "preprocess/frame.h"
 #include "preprocess/preprocess.h"
+#include "video-frame.h"
 
 namespace torchinfer::gst {
-
-bool to_pixel_format(GstVideoFormat f, PixelFormat* out);
-FrameView frame_view(const GstVideoFrame& f);
 
 // What the tensor meta records about one frame besides its tensors.
 struct FrameRecord {
