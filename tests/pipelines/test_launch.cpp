@@ -155,10 +155,9 @@ TEST(Launch, FourCamerasSharingOneModelEachGetTheirOwnResults) {
   const int patterns[4] = {0, 1, 18, 13};  // smpte, snow, ball, checkers-8
   auto branch = [&](int cam, const std::string& props) {
     return "videotestsrc num-buffers=20 pattern=" + std::to_string(patterns[cam]) +
-           " ! video/x-raw,format=YUY2,width=320,height=240 ! torchinfer precision=fp32 model=" + m +
-           " " + props +
-           " ! torchmetaconvert location=" + testing::TempDir() + "cam" + std::to_string(cam) +
-           (props.empty() ? "_alone" : "_shared") + ".jsonl ! fakesink ";
+           " ! video/x-raw,format=YUY2,width=320,height=240 ! torchinfer precision=fp32 model=" +
+           m + " " + props + " ! torchmetaconvert location=" + testing::TempDir() + "cam" +
+           std::to_string(cam) + (props.empty() ? "_alone" : "_shared") + ".jsonl ! fakesink ";
   };
   std::string shared;
   for (int c = 0; c < 4; ++c)
@@ -259,9 +258,8 @@ TEST(Demo, BundledDetectorOnBundledClip) {
       if (o["ignore"].get<bool>()) continue;
       ++objects;
       for (const json& d : lines[i]["detections"])
-        if (d["label"] == o["class"] &&
-            iou(o["bbox"], d["box"]["x_min"], d["box"]["y_min"], d["box"]["x_max"],
-                d["box"]["y_max"]) >= 0.5) {
+        if (d["label"] == o["class"] && iou(o["bbox"], d["box"]["x_min"], d["box"]["y_min"],
+                                            d["box"]["x_max"], d["box"]["y_max"]) >= 0.5) {
           ++found;
           break;
         }
@@ -276,9 +274,9 @@ TEST(Demo, BundledDetectorOnBundledClip) {
   png.read(magic, 4);
   EXPECT_EQ(std::string(magic + 1, 3), "PNG");
   // The annotated video decodes back to all its frames.
-  const Result dec = run({"gst-launch-1.0", "-q", "filesrc", "location=" + out + "/annotated.mkv",
-                          "!", "matroskademux", "!", "jpegdec", "!", "torchmetaconvert", "!",
-                          "fakesink"});
+  const Result dec =
+      run({"gst-launch-1.0", "-q", "filesrc", "location=" + out + "/annotated.mkv", "!",
+           "matroskademux", "!", "jpegdec", "!", "torchmetaconvert", "!", "fakesink"});
   EXPECT_EQ(dec.exit_code, 0) << dec.err;
   EXPECT_EQ(count_lines_starting(dec.out, "{\"frame\":"), 300);
 }
