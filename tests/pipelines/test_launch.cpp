@@ -3,6 +3,7 @@
 #include <glib.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
@@ -15,6 +16,17 @@ using nlohmann::json;
 using namespace torchinfer::test;
 
 namespace {
+
+// Per process: two runs of the suite (say a sanitizer build next to the
+// normal one) must not write each other's files.
+std::string temp_dir() {
+  static const std::string dir = [] {
+    std::string d = testing::TempDir() + "torchinfer-launch-" + std::to_string(getpid()) + "/";
+    g_mkdir_with_parents(d.c_str(), 0755);
+    return d;
+  }();
+  return dir;
+}
 
 struct Result {
   int exit_code = -1;
@@ -62,7 +74,7 @@ std::vector<json> read_json_lines(const std::string& path) {
 }
 
 std::string copy_to_temp(const std::string& from, const std::string& name) {
-  const std::string dir = testing::TempDir() + "launch_models";
+  const std::string dir = temp_dir() + "launch_models";
   g_mkdir_with_parents(dir.c_str(), 0755);
   const std::string to = dir + "/" + name;
   std::ifstream in(from, std::ios::binary);
@@ -90,7 +102,7 @@ std::string source_root() {
 TEST(Launch, ThirtyYuy2FramesGiveThirtyJsonLines) {
   const std::string model = copy_to_temp(std::string(std::getenv("TORCHINFER_EXTERNAL_MODEL")),
                                          "squeezenet_nosidecar.pt");
-  const std::string json_path = testing::TempDir() + "launch30.jsonl";
+  const std::string json_path = temp_dir() + "launch30.jsonl";
   const Result r =
       run(split_launch("videotestsrc num-buffers=30 ! video/x-raw,format=YUY2,width=640,height=480 "
                        "! torchinfer model=" +
@@ -128,7 +140,7 @@ TEST(Launch, StdoutModeAndRgbSource) {
 
 // Batch 8 over 37 frames: four full batches, and EOS runs the last five.
 TEST(Launch, BatchOfEightOverThirtySevenFramesKeepsEveryFrameInOrder) {
-  const std::string json_path = testing::TempDir() + "batch37.jsonl";
+  const std::string json_path = temp_dir() + "batch37.jsonl";
   const Result r = run(
       split_launch("videotestsrc num-buffers=37 ! video/x-raw,format=YUY2,width=320,height=240 ! "
                    "torchinfer batch-size=8 model=" +
@@ -156,7 +168,7 @@ TEST(Launch, FourCamerasSharingOneModelEachGetTheirOwnResults) {
   auto branch = [&](int cam, const std::string& props) {
     return "videotestsrc num-buffers=20 pattern=" + std::to_string(patterns[cam]) +
            " ! video/x-raw,format=YUY2,width=320,height=240 ! torchinfer precision=fp32 model=" +
-           m + " " + props + " ! torchmetaconvert location=" + testing::TempDir() + "cam" +
+           m + " " + props + " ! torchmetaconvert location=" + temp_dir() + "cam" +
            std::to_string(cam) + (props.empty() ? "_alone" : "_shared") + ".jsonl ! fakesink ";
   };
   std::string shared;
@@ -166,16 +178,14 @@ TEST(Launch, FourCamerasSharingOneModelEachGetTheirOwnResults) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   int shared_batches = 0;
   for (int c = 0; c < 4; ++c)
-    for (const auto& l :
-         read_json_lines(testing::TempDir() + "cam" + std::to_string(c) + "_shared.jsonl"))
+    for (const auto& l : read_json_lines(temp_dir() + "cam" + std::to_string(c) + "_shared.jsonl"))
       shared_batches += l["batch"]["size"].get<int>() > 1;
   EXPECT_GT(shared_batches, 0) << "the cameras never shared a batch";
   for (int c = 0; c < 4; ++c) {
     const Result alone = run(split_launch(branch(c, "")));
     ASSERT_EQ(alone.exit_code, 0) << alone.err;
-    const auto a = read_json_lines(testing::TempDir() + "cam" + std::to_string(c) + "_alone.jsonl");
-    const auto s =
-        read_json_lines(testing::TempDir() + "cam" + std::to_string(c) + "_shared.jsonl");
+    const auto a = read_json_lines(temp_dir() + "cam" + std::to_string(c) + "_alone.jsonl");
+    const auto s = read_json_lines(temp_dir() + "cam" + std::to_string(c) + "_shared.jsonl");
     ASSERT_EQ(s.size(), 20u) << "camera " << c;
     ASSERT_EQ(a.size(), 20u);
     for (int i = 0; i < 20; ++i) {
@@ -204,7 +214,7 @@ TEST(LaunchErrors, CorruptModelIsOneReadableLine) {
   std::ifstream in(model_path("tiny_classifier.pt"), std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   bytes[bytes.size() / 5] ^= 0x40;
-  const std::string bad = testing::TempDir() + "launch_corrupt.pt";
+  const std::string bad = temp_dir() + "launch_corrupt.pt";
   std::ofstream(bad, std::ios::binary) << bytes;
   for (const std::string& model : {bad, source_root() + "/meson.build"}) {
     const Result r =
@@ -230,7 +240,7 @@ TEST(LaunchErrors, BadPropertyValueWarnsAndKeepsRunning) {
 // the clip's objects (recomputed here from the JSON, not from the summary).
 TEST(Demo, BundledDetectorOnBundledClip) {
   const std::string root = source_root();
-  const std::string out = testing::TempDir() + "demo_out";
+  const std::string out = temp_dir() + "demo_out";
   const char* demo = std::getenv("TORCHINFER_DEMO");
   ASSERT_NE(demo, nullptr);
   const Result r = run({demo, "--quiet", "--model", root + "/models/demo/parts_detector.pt",
@@ -291,7 +301,7 @@ struct Box {
 
 // Runs the line on one frame and returns the detections written.
 std::vector<json> detect(const std::string& pattern, int width, int height, bool letterbox) {
-  const std::string path = testing::TempDir() + "detect_" + pattern + std::to_string(width) +
+  const std::string path = temp_dir() + "detect_" + pattern + std::to_string(width) +
                            (letterbox ? "_lb" : "") + ".jsonl";
   const Result r = run(split_launch(
       "videotestsrc pattern=" + pattern + " num-buffers=2 ! video/x-raw,format=YUY2,width=" +
