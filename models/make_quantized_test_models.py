@@ -4,6 +4,9 @@ tiny_int8.expected.json (outputs for a fixed input).
 
 Usage: make_quantized_test_models.py OUTDIR
 
+Relu6Net is the float model the quantize.py test quantizes
+(--module models/make_quantized_test_models.py:Relu6Net).
+
 Net: conv(3->8,3x3)+BN+ReLU -> conv(8->16,3x3,s2)+ReLU -> avg pool -> linear(16->5),
 input [N,3,32,48] (h 32, w 48), FX static quantization with the onednn
 qconfig, calibrated on 32 seeded random frames, saved traced (not frozen).
@@ -31,6 +34,28 @@ class Tiny(nn.Module):
 
     def forward(self, x):
         return self.f(x)
+
+
+class Relu6Net(nn.Module):
+    """MobileNetV2-style block for the quantize.py test: three conv+BN+ReLU6
+    (one depthwise) that fold_relu6 removes, a residual add, a classifier.
+    Input [N,3,32,48]; seeded weights so the test's figures repeat."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(3)
+
+        def cbr(cin, cout, k, s=1, groups=1):
+            return [nn.Conv2d(cin, cout, k, s, k // 2, groups=groups, bias=False),
+                    nn.BatchNorm2d(cout), nn.ReLU6()]
+        self.stem = nn.Sequential(*cbr(3, 16, 3, 2))
+        self.block = nn.Sequential(*cbr(16, 32, 1), *cbr(32, 32, 3, groups=32),
+                                   nn.Conv2d(32, 16, 1, bias=False), nn.BatchNorm2d(16))
+        self.head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 5))
+
+    def forward(self, x):
+        x = self.stem(x)
+        return self.head(x + self.block(x))
 
 
 def ramp(n):

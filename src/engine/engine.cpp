@@ -23,6 +23,7 @@
 #include "common/error.h"
 #include "common/sysinfo.h"
 #include "common/zip_check.h"
+#include "engine/input_quant.h"
 namespace torchinfer {
 namespace {
 
@@ -314,6 +315,8 @@ struct Engine::Impl {
   EngineInfo info;
   torch::jit::Module module;
   bool bf16 = false;  // module expects bfloat16 input
+  // Set when the engine quantizes the input itself (see input_quant.h).
+  std::optional<InputQuantization> input_quant;
   std::unique_ptr<InferenceThread> thread;
 
   // Inference thread only.
@@ -328,7 +331,9 @@ struct Engine::Impl {
     {
       c10::InferenceMode guard;
       // .to() preserves the channels_last strides.
-      y = module.forward({bf16 ? x.to(at::kBFloat16) : x});
+      y = module.forward({input_quant ? quantize_input(x, *input_quant)
+                          : bf16      ? x.to(at::kBFloat16)
+                                      : x});
     }
     auto impl = std::make_unique<BatchOutput::Impl>();
     impl->batch = batch;
@@ -423,6 +428,11 @@ struct Engine::Impl {
       // 5.8 ms frozen vs 7.1 ms optimised).
       if (quantized) {
         *note = "int8 model: frozen only (optimize_for_inference slows quantized graphs)";
+        if (!opts.input_uint8 && (input_quant = take_input_quantization(out))) {
+          info.input_quantized_by_engine = true;
+          *note += "; input quantized by the engine (scale " + std::to_string(input_quant->scale) +
+                   ", zero point " + std::to_string(input_quant->zero_point) + ")";
+        }
         return out;
       }
       out = torch::jit::optimize_for_inference(out);

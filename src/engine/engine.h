@@ -50,6 +50,9 @@ struct EngineInfo {
   std::string input_name;
   Precision precision = Precision::kFp32;  // what runs (never kAuto)
   bool model_quantized = false;
+  // forward()'s leading quantize_per_tensor is done by the engine's own loop
+  // (see input_quant.h).
+  bool input_quantized_by_engine = false;
   std::string precision_note;       // figures behind an automatic choice, or a fallback
   double fp32_ms = 0, bf16_ms = 0;  // medians measured at warm-up (0 = not measured)
   std::string qengine;              // quantized engine selected ("onednn")

@@ -62,7 +62,10 @@ std::vector<Finding> self_check(const Engine* engine, const float* input, int th
          std::string("eval, inference mode, ") + (i.frozen ? "frozen" : "not frozen") + ", " +
              (i.optimized ? "optimised"
               : i.model_quantized
-                  ? "int8 kernels (optimize_for_inference skipped: slower for quantized graphs)"
+                  ? "int8 kernels (optimize_for_inference skipped: slower for "
+                    "quantized graphs)" +
+                        std::string(i.input_quantized_by_engine ? ", input quantized by the engine"
+                                                                : "")
                   : "not optimised"),
          ""});
     if (!i.optimized && !i.model_quantized)

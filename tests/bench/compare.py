@@ -1,7 +1,12 @@
 #!/usr/bin/python3
 """torchinfer against the alternatives (issue 8); run through compare.sh.
 
-Approaches, on the same videotestsrc YUY2 source and the same model file:
+Approaches, on the same videotestsrc YUY2 source and the same model file.
+The source's pattern (--pattern, default black) sets what it costs: a
+camera hands over DMA'd frames for next to no CPU, and so does
+videotestsrc pattern=black (0.2 ms a 720p frame here); pattern=ball renders
+every frame (7-14 ms CPU a 720p frame here, more than most models), which
+every pipeline pays and the bare loop (d) does not.
   a1, aB  torchinfer at batch 1 and batch B (gst-launch ... ! torchinfer ! fakesink,
           figures from the element's torchinfer-stats message)
   b       naive Python app (naive_app.py)
@@ -95,7 +100,7 @@ def run_torchinfer(args, model, size, live, batch, frames):
     warm-up are not counted (they are not in the naive apps' loops either)."""
     w, h = size.split("x")
     cmd = ["stdbuf", "-oL", "gst-launch-1.0", "-m", "videotestsrc", f"num-buffers={frames}",
-           f"is-live={'true' if live else 'false'}", "pattern=ball", "!",
+           f"is-live={'true' if live else 'false'}", f"pattern={args.pattern}", "!",
            f"video/x-raw,format=YUY2,width={w},height={h},framerate=30/1", "!",
            "torchinfer", f"model={model}", f"batch-size={batch}", "batch-timeout=100000",
            "stats-interval=1000"]
@@ -145,7 +150,7 @@ def from_keyvals(out, ru):
 
 def run_python(args, model, size, live, frames):
     return from_keyvals(*spawn([PY, "tests/bench/naive_app.py", model, size, str(frames),
-                                "1" if live else "0"]))
+                                "1" if live else "0", args.pattern]))
 
 
 def run_cpp(args, model, size, live, frames):
@@ -154,7 +159,7 @@ def run_cpp(args, model, size, live, frames):
     std = side.get("std", [0.229, 0.224, 0.225])
     return from_keyvals(*spawn([os.path.join(args.build, "tests/bench/naive-app"), model, size,
                                 f"{w}x{h}", str(frames), "1" if live else "0"] +
-                               [str(v) for v in mean + std]))
+                               [str(v) for v in mean + std] + [args.pattern]))
 
 
 def run_bare(args, model, precision, batch, iters):
@@ -172,6 +177,8 @@ def main():
     ap.add_argument("--models", default="mobilenet_v2:fp32,resnet18:int8,detector:fp32",
                     help="NAME:PRECISION,... NAME = mobilenet_v2|resnet18|resnet50|detector|PATH.pt")
     ap.add_argument("--sizes", default="1280x720")
+    ap.add_argument("--pattern", default="black",
+                    help="videotestsrc pattern: black costs what a camera does, ball renders")
     ap.add_argument("--modes", default="fast,live")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--batch", type=int, default=4, help="the batched torchinfer run (aB)")

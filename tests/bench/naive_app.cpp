@@ -36,8 +36,9 @@ bool parse_size(const char* s, int& w, int& h) {
 int run(int argc, char** argv) {
   int sw, sh, iw, ih;
   if (argc < 6 || !parse_size(argv[2], sw, sh) || !parse_size(argv[3], iw, ih)) {
-    std::fprintf(stderr,
-                 "usage: naive-app MODEL.pt SRC_WxH IN_WxH FRAMES LIVE [m0 m1 m2 s0 s1 s2]\n");
+    std::fprintf(
+        stderr,
+        "usage: naive-app MODEL.pt SRC_WxH IN_WxH FRAMES LIVE [m0 m1 m2 s0 s1 s2 [PATTERN]]\n");
     return 64;
   }
   const int frames = std::atoi(argv[4]);
@@ -45,6 +46,7 @@ int run(int argc, char** argv) {
   float mean[3] = {0.485f, 0.456f, 0.406f}, stdv[3] = {0.229f, 0.224f, 0.225f};
   if (argc >= 12)
     for (int c = 0; c < 3; ++c) mean[c] = std::atof(argv[6 + c]), stdv[c] = std::atof(argv[9 + c]);
+  const char* pattern = argc > 12 ? argv[12] : "ball";
 
   const auto& q = at::globalContext().supportedQEngines();  // int8 files need onednn
   if (std::find(q.begin(), q.end(), at::QEngine::ONEDNN) != q.end())
@@ -55,10 +57,10 @@ int run(int argc, char** argv) {
   gst_init(&argc, &argv);
   char desc[512];
   std::snprintf(desc, sizeof desc,
-                "videotestsrc num-buffers=%d is-live=%s pattern=ball ! "
+                "videotestsrc num-buffers=%d is-live=%s pattern=%s ! "
                 "video/x-raw,format=YUY2,width=%d,height=%d,framerate=30/1 ! videoconvert ! "
                 "videoscale ! video/x-raw,format=RGB,width=%d,height=%d ! appsink name=sink",
-                frames, live ? "true" : "false", sw, sh, iw, ih);
+                frames, live ? "true" : "false", pattern, sw, sh, iw, ih);
   GError* err = nullptr;
   GstElement* pipe = gst_parse_launch(desc, &err);
   if (!pipe) {

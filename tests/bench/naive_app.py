@@ -5,7 +5,7 @@ OpenCV capture from a GStreamer pipeline (BGR from appsink), cv2.resize,
 cvtColor, numpy normalisation, the TorchScript file loaded with torch.jit.load
 and run as is (no freeze, no optimize_for_inference), batch 1.
 
-  naive_app.py MODEL.pt WxH FRAMES LIVE(0|1)
+  naive_app.py MODEL.pt WxH FRAMES LIVE(0|1) [PATTERN (videotestsrc, default ball)]
 
 Prints one line: key=value fps, p50/p99 end-to-end latency (ms), CPU ms per
 frame, peak RSS (KiB). Latency of frame i = result time - capture time, the
@@ -25,6 +25,7 @@ import torch
 
 def main():
     model_path, size, frames, live = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
+    pattern = sys.argv[5] if len(sys.argv) > 5 else "ball"
     w, h = (int(v) for v in size.split("x"))
     side = json.load(open(os.path.splitext(model_path)[0] + ".json"))
     in_w, in_h = side.get("input_width", 224), side.get("input_height", 224)
@@ -35,7 +36,7 @@ def main():
 
     model = torch.jit.load(model_path)
     model.eval()
-    src = (f"videotestsrc num-buffers={frames} is-live={'true' if live else 'false'} pattern=ball"
+    src = (f"videotestsrc num-buffers={frames} is-live={'true' if live else 'false'} pattern={pattern}"
            f" ! video/x-raw,format=YUY2,width={w},height={h},framerate=30/1"
            " ! videoconvert ! video/x-raw,format=BGR ! appsink")
     cap = cv2.VideoCapture(src, cv2.CAP_GSTREAMER)

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -122,4 +123,96 @@ TEST(DumpFramesErrors, MissingClipAndArguments) {
                        testing::TempDir() + "none.raw");
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_EQ(run(tool("TORCHINFER_DUMP_FRAMES") + " --clip x.mkv").code, 64);
+}
+
+// ---- models/quantize.py ----------------------------------------------------
+
+namespace {
+
+std::string source_root() {
+  const char* d = std::getenv("TORCHINFER_SOURCE_ROOT");
+  return d ? d : ".";
+}
+
+std::string quantize(const std::string& out, const std::string& extra) {
+  const std::string root = source_root();
+  return "/usr/bin/python3 " + root + "/models/quantize.py --module " + root +
+         "/models/make_quantized_test_models.py:Relu6Net --random-frames 40 --input 48x32 "
+         "--out " +
+         out + " " + extra;
+}
+
+struct ScratchDir {
+  std::string path;
+  ScratchDir() {
+    char tmpl[] = "/tmp/torchinfer-quantize-XXXXXX";
+    const char* d = mkdtemp(tmpl);
+    path = d ? d : "/nonexistent";
+  }
+  ~ScratchDir() { std::filesystem::remove_all(path); }
+};
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+bool exists(const std::string& path) {
+  return std::ifstream(path).good();
+}
+
+}  // namespace
+
+TEST(Quantize, FoldsRelu6PassesTheGuardAndTheEngineTakesTheInputQuantization) {
+  const ScratchDir scratch;
+  const std::string& dir = scratch.path;
+  const Result r = run(quantize(dir + "/r6.pt", "--min-top1 1 --max-mae 0.01"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("folded 3 ReLU6"), std::string::npos) << r.out;
+  const auto side = read_json(dir + "/r6.json");
+  EXPECT_EQ(side.at("precision"), "int8");
+  EXPECT_EQ(side.at("input_width"), 48);
+  EXPECT_EQ(side.at("input_height"), 32);
+  const auto& q = side.at("quantization");
+  EXPECT_EQ(q.at("relu6_folded"), 3);
+  EXPECT_EQ(q.at("backend"), "onednn");
+  EXPECT_EQ(q.at("calibration_frames"), 28);
+  EXPECT_EQ(q.at("heldout_frames"), 12);
+  EXPECT_EQ(q.at("top1_agreement"), 1.0);
+  EXPECT_LE(q.at("mean_abs_error").get<double>(), 0.01);
+  EXPECT_EQ(q.at("forced"), false);
+
+  const Result s = run(selfcheck("--model " + dir + "/r6.pt --threads 1"));
+  ASSERT_EQ(s.code, 0) << s.out;
+  EXPECT_NE(s.out.find("precision: int8"), std::string::npos) << s.out;
+  EXPECT_NE(s.out.find("input quantized by the engine"), std::string::npos) << s.out;
+}
+
+TEST(Quantize, NoFoldKeepsTheRelu6) {
+  const ScratchDir scratch;
+  const std::string& dir = scratch.path;
+  const Result r = run(quantize(dir + "/r6.pt", "--min-top1 1 --max-mae 0.01 --no-fold-relu6"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.find("folded"), std::string::npos) << r.out;
+  EXPECT_EQ(read_json(dir + "/r6.json").at("quantization").at("relu6_folded"), 0);
+}
+
+TEST(QuantizeErrors, RefusesAModelOutsideTheTolerance) {
+  const ScratchDir scratch;
+  const std::string& dir = scratch.path;
+  const Result r = run(quantize(dir + "/r6.pt", "--max-mae 0"));
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("FAIL"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("refusing to write"), std::string::npos) << r.out;
+  EXPECT_FALSE(exists(dir + "/r6.pt"));
+  EXPECT_FALSE(exists(dir + "/r6.json"));
+}
+
+TEST(QuantizeErrors, ForceWritesAFlaggedModel) {
+  const ScratchDir scratch;
+  const std::string& dir = scratch.path;
+  const Result r = run(quantize(dir + "/r6.pt", "--max-mae 0 --force"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("WARNING: writing an int8 model that FAILED"), std::string::npos) << r.out;
+  EXPECT_EQ(read_json(dir + "/r6.json").at("quantization").at("forced"), true);
 }

@@ -265,6 +265,7 @@ TEST(EngineThreads, AutoNeverReportsAuto) {
   EXPECT_NE(e.info().precision, Precision::kAuto);
   EXPECT_FALSE(e.info().model_quantized);
   EXPECT_EQ(e.info().qengine, "onednn");
+  EXPECT_FALSE(e.info().input_quantized_by_engine);
 }
 
 // ---- negative: cores, threads, precision -----------------------------------
@@ -332,6 +333,7 @@ TEST(EngineInt8, LoadsOnOnednnAndMatchesPython) {
   EXPECT_TRUE(e.info().model_quantized);
   EXPECT_EQ(e.info().precision, Precision::kInt8);
   EXPECT_EQ(e.info().qengine, "onednn");
+  EXPECT_TRUE(e.info().input_quantized_by_engine);
   AlignedBuffer in(2 * 32 * 48 * 3);
   fill_ramp(in);
   const auto out = e.run(in.data(), 2);
