@@ -127,6 +127,9 @@ int bare() {
   const int batch = iarg("batch", 1), threads = iarg("threads", 2), iters = iarg("iters", 30);
   const int w = iarg("width", iarg("size", 224)), h = iarg("height", iarg("size", 224));
   const bool int8 = arg("precision", "fp32") == "int8";
+  // bf16 as the engine runs it: weights converted, frozen only, input cast
+  // inside the timed call.
+  const bool bf16 = arg("precision", "fp32") == "bf16";
   if (int8) {
     const auto& q = at::globalContext().supportedQEngines();
     if (std::find(q.begin(), q.end(), at::QEngine::ONEDNN) != q.end())
@@ -135,16 +138,17 @@ int bare() {
   at::set_num_threads(threads);
   torch::jit::Module m = torch::jit::load(model);
   m.eval();
+  if (bf16) m.to(at::kBFloat16);
   m = torch::jit::freeze(m);
   // optimize_for_inference slows the quantized kernels down (docs/tuning.md).
-  if (!int8) m = torch::jit::optimize_for_inference(m);
+  if (!int8 && !bf16) m = torch::jit::optimize_for_inference(m);
   AlignedBuffer in = input(batch);
   auto once = [&] {
     c10::InferenceMode guard;
     at::Tensor x = torch::from_blob(in.data(), {batch, 3, h, w}, {h * w * 3, 1, w * 3, 3});
-    at::IValue out = m.forward({x});
+    at::IValue out = m.forward({bf16 ? x.to(at::kBFloat16) : x});
     at::Tensor y = out.isTuple() ? out.toTuple()->elements()[0].toTensor() : out.toTensor();
-    return y.contiguous().data_ptr<float>()[0];
+    return y.to(at::kFloat).contiguous().data_ptr<float>()[0];
   };
   for (int i = 0; i < 3; ++i) once();
   rusage u0{}, u1{};
