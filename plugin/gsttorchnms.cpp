@@ -7,6 +7,10 @@
  * video passes through untouched.
  *
  *   gst-launch-1.0 ... ! torchinfer model=det.pt ! torchnms decoder=yolov5 ! torchoverlay ! ...
+ *
+ * Decode time per frame is in the read-only `stats` property and, with
+ * `stats-interval`, in periodic "torchnms-stats" element messages (one more
+ * at EOS), like torchinfer's.
  */
 #include "gsttorchnms.h"
 
@@ -14,12 +18,14 @@
 
 #include <gst/video/video.h>
 
+#include <chrono>
 #include <mutex>
 #include <optional>
 #include <string>
 
 #include "common/error.h"
 #include "common/model_config.h"
+#include "common/stream_stats.h"
 #include "decode/classification.h"
 #include "decode/detection.h"
 #include "gst/torchinfer/torchinfer-meta.h"
@@ -40,6 +46,8 @@ enum {
   PROP_LABELS,
   PROP_MODEL_CONFIG,
   PROP_DETECTIONS,
+  PROP_STATS_INTERVAL,
+  PROP_STATS,
 };
 
 // Property values; 0 = take it from the model's sidecar.
@@ -86,6 +94,7 @@ struct Settings {
   std::optional<guint> max_detections;
   bool class_agnostic = false;
   std::string labels_file, model_config;
+  guint stats_interval_ms = 0;
 };
 
 // What applies to the current model, resolved on its first frame.
@@ -97,10 +106,15 @@ struct Resolved {
   Activation activation = Activation::kSoftmax;
 };
 
+using Clock = std::chrono::steady_clock;
+
 struct State {
-  std::mutex lock;  // guards settings and detections
+  std::mutex lock;  // guards settings, counters and the decode window
   Settings settings;
   guint64 detections = 0;
+  guint64 frames = 0;  // frames decoded
+  LatencyWindow decode_ms;
+  Clock::time_point last_stats_post{};
   // streaming thread only
   Settings active;                  // copied at start
   std::vector<std::string> labels;  // from the labels property
@@ -137,6 +151,19 @@ static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
     "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS("video/x-raw(ANY)"));
 
+// Caller holds st.lock.
+static GstStructure* stats_structure(const State& st) {
+  return gst_structure_new("torchnms-stats", "frames", G_TYPE_UINT64, st.frames, "detections",
+                           G_TYPE_UINT64, st.detections, "decode-ms-p50", G_TYPE_DOUBLE,
+                           st.decode_ms.percentile(50), "decode-ms-p95", G_TYPE_DOUBLE,
+                           st.decode_ms.percentile(95), "decode-ms-p99", G_TYPE_DOUBLE,
+                           st.decode_ms.percentile(99), nullptr);
+}
+
+static void post_stats(GstTorchNms* self, GstStructure* s) {
+  gst_element_post_message(GST_ELEMENT(self), gst_message_new_element(GST_OBJECT(self), s));
+}
+
 static void gst_torchnms_set_property(GObject* object, guint prop_id, const GValue* value,
                                       GParamSpec* pspec) {
   auto* self = GST_TORCHNMS(object);
@@ -163,6 +190,9 @@ static void gst_torchnms_set_property(GObject* object, guint prop_id, const GVal
       s.labels_file = v ? v : "";
       break;
     }
+    case PROP_STATS_INTERVAL:
+      s.stats_interval_ms = g_value_get_uint(value);
+      break;
     case PROP_MODEL_CONFIG: {
       const gchar* v = g_value_get_string(value);
       s.model_config = v ? v : "";
@@ -203,6 +233,12 @@ static void gst_torchnms_get_property(GObject* object, guint prop_id, GValue* va
     case PROP_DETECTIONS:
       g_value_set_uint64(value, self->state->detections);
       break;
+    case PROP_STATS_INTERVAL:
+      g_value_set_uint(value, s.stats_interval_ms);
+      break;
+    case PROP_STATS:
+      g_value_take_boxed(value, stats_structure(*self->state));
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
   }
@@ -215,6 +251,9 @@ static gboolean gst_torchnms_start(GstBaseTransform* trans) {
     std::lock_guard<std::mutex> lock(st.lock);
     st.active = st.settings;
     st.detections = 0;
+    st.frames = 0;
+    st.decode_ms = LatencyWindow();
+    st.last_stats_post = Clock::now();
   }
   st.resolved.reset();
   st.labels.clear();
@@ -286,6 +325,38 @@ static GstFlowReturn fail_decode(GstTorchNms* self, const std::string& what,
   return GST_FLOW_ERROR;
 }
 
+// One decoded frame: counters, decode time, and a stats message when due.
+static void record_decode(GstTorchNms* self, Clock::time_point t0, std::size_t detections) {
+  State& st = *self->state;
+  const auto now = Clock::now();
+  GstStructure* due = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(st.lock);
+    st.decode_ms.add(std::chrono::duration<double, std::milli>(now - t0).count());
+    ++st.frames;
+    st.detections += detections;
+    const guint interval = st.settings.stats_interval_ms;
+    if (interval > 0 && now - st.last_stats_post >= std::chrono::milliseconds(interval)) {
+      st.last_stats_post = now;
+      due = stats_structure(st);
+    }
+  }
+  if (due) post_stats(self, due);
+}
+
+static gboolean gst_torchnms_sink_event(GstBaseTransform* trans, GstEvent* event) {
+  auto* self = GST_TORCHNMS(trans);
+  if (GST_EVENT_TYPE(event) == GST_EVENT_EOS) {
+    GstStructure* last = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(self->state->lock);
+      if (self->state->settings.stats_interval_ms > 0) last = stats_structure(*self->state);
+    }
+    if (last) post_stats(self, last);
+  }
+  return GST_BASE_TRANSFORM_CLASS(gst_torchnms_parent_class)->sink_event(trans, event);
+}
+
 static GstFlowReturn gst_torchnms_transform_ip(GstBaseTransform* trans, GstBuffer* buf) {
   auto* self = GST_TORCHNMS(trans);
   State& st = *self->state;
@@ -306,6 +377,7 @@ static GstFlowReturn gst_torchnms_transform_ip(GstBaseTransform* trans, GstBuffe
     return GST_FLOW_OK;
   }
   const std::string model = meta->model ? meta->model : "";
+  const auto t0 = Clock::now();
   try {
     if (!st.resolved || st.resolved->model != model) {
       st.resolved = resolve(self, model);
@@ -338,6 +410,7 @@ static GstFlowReturn gst_torchnms_transform_ip(GstBaseTransform* trans, GstBuffe
       }
       gst::attach_classification(buf,
                                  decode_top_k(*scores, r.top_k, r.activation, r.options.labels));
+      record_decode(self, t0, 0);
       return GST_FLOW_OK;
     }
     FrameMapping m;
@@ -355,8 +428,7 @@ static GstFlowReturn gst_torchnms_transform_ip(GstBaseTransform* trans, GstBuffe
                                      d.y_min, d.x_max, d.y_max, meta->frame_width,
                                      meta->frame_height);
     GST_LOG_OBJECT(self, "%zu detections", dets.size());
-    std::lock_guard<std::mutex> lock(st.lock);
-    st.detections += dets.size();
+    record_decode(self, t0, dets.size());
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::kInvalidArgument) return fail_decode(self, e.what(), model);
     st.failed = true;
@@ -443,6 +515,22 @@ static void gst_torchnms_class_init(GstTorchNmsClass* klass) {
                           G_MAXUINT64, 0,
                           static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
 
+  g_object_class_install_property(
+      gobject_class, PROP_STATS_INTERVAL,
+      g_param_spec_uint("stats-interval", "Stats interval",
+                        "Post a \"torchnms-stats\" element message every this many ms (and one "
+                        "at EOS); 0 = never",
+                        0, G_MAXUINT, 0,
+                        static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+                                                 GST_PARAM_MUTABLE_PLAYING)));
+  g_object_class_install_property(
+      gobject_class, PROP_STATS,
+      g_param_spec_boxed("stats", "Statistics",
+                         "torchnms-stats: frames decoded, detections, decode-ms-p50/p95/p99 "
+                         "(decode + NMS per frame, over the latest 1024 frames)",
+                         GST_TYPE_STRUCTURE,
+                         static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
+
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
   gst_element_class_set_static_metadata(
@@ -453,6 +541,7 @@ static void gst_torchnms_class_init(GstTorchNmsClass* klass) {
 
   trans_class->start = GST_DEBUG_FUNCPTR(gst_torchnms_start);
   trans_class->transform_ip = GST_DEBUG_FUNCPTR(gst_torchnms_transform_ip);
+  trans_class->sink_event = GST_DEBUG_FUNCPTR(gst_torchnms_sink_event);
   // Not passthrough: the buffer must be writable to take metas (its memory
   // is shared, not copied).
   trans_class->passthrough_on_same_caps = FALSE;

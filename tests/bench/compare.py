@@ -8,7 +8,8 @@ videotestsrc pattern=black (0.2 ms a 720p frame here); pattern=ball renders
 every frame (7-14 ms CPU a 720p frame here, more than most models), which
 every pipeline pays and the bare loop (d) does not.
   a1, aB  torchinfer at batch 1 and batch B (gst-launch ... ! torchinfer ! fakesink,
-          figures from the element's torchinfer-stats message)
+          figures from the element's torchinfer-stats message; detection models
+          add torchnms, whose torchnms-stats give the decode time)
   b       naive Python app (naive_app.py)
   c       naive C++ app (naive-app)
   d       bare libtorch loop on the optimised model (torchinfer-bench bare),
@@ -32,7 +33,8 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 PY = "/usr/bin/python3"
 FIELDS = ["rep", "model", "precision", "size", "mode", "approach", "batch", "frames", "fps",
           "p50_ms", "p99_ms", "cpu_ms", "rss_mb", "run_precision"] + [
-    f"{s}_{p}" for s in ("queue", "preprocess", "inference", "total") for p in ("p50", "p95", "p99")]
+    f"{s}_{p}" for s in ("queue", "preprocess", "inference", "total", "decode")
+    for p in ("p50", "p95", "p99")]
 TORCHVISION = {"mobilenet_v2", "resnet18", "resnet50"}
 
 
@@ -96,7 +98,7 @@ STAT_RE = re.compile(r"([a-z0-9-]+)=\((?:double|int|uint|guint64|gint64|int64|ui
 
 
 def run_torchinfer(args, model, size, live, batch, frames):
-    """gst-launch with the element's stats every second. fps and CPU per frame
+    """gst-launch with the element's stats every 250 ms. fps and CPU per frame
     are taken between the first stats message and EOS, so model loading and
     warm-up are not counted (they are not in the naive apps' loops either)."""
     w, h = size.split("x")
@@ -104,48 +106,63 @@ def run_torchinfer(args, model, size, live, batch, frames):
            f"is-live={'true' if live else 'false'}", f"pattern={args.pattern}", "!",
            f"video/x-raw,format=YUY2,width={w},height={h},framerate=30/1", "!",
            "torchinfer", f"model={model}", f"batch-size={batch}", "batch-timeout=100000",
-           "stats-interval=1000"]
+           "stats-interval=250"]
     if args.cores:
         cmd += [f"cores={args.cores}", f"threads={args.threads}"]
+    # A detector's job includes decoding its boxes: torchnms, with its own stats.
+    detector = input_size(model)[2].get("decoder") in ("yolov5", "yolov8", "ssd")
+    if detector:
+        cmd += ["!", "torchnms", "stats-interval=250"]
     cmd += ["!", "fakesink", f"sync={'true' if live else 'false'}"]
     # The load report (GST_INFO) says which precision precision=auto chose.
     env = dict(os.environ, GST_PLUGIN_PATH=os.path.join(args.build, "plugin"),
                GST_DEBUG="torchinfer:4", GST_DEBUG_NO_COLOR="1")
     err = tempfile.TemporaryFile(mode="w+")
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, cwd=ROOT, env=env)
-    first = last = None
+    msgs, nms = [], None  # (arrival time, stats, process CPU seconds) per message
     for line in p.stdout:
+        if "torchnms-stats" in line:
+            nms = {k: float(v) for k, v in STAT_RE.findall(line)}
+            continue
         if "torchinfer-stats" not in line:
             continue
         st = {k: float(v) for k, v in STAT_RE.findall(line)}
-        now = time.monotonic()
-        if first is None:
-            try:
-                first = (now, st, proc_cpu_s(p.pid))
-            except OSError:
-                first = (now, st, 0.0)
-        last = (now, st)
+        try:
+            cpu_s = proc_cpu_s(p.pid)
+        except OSError:
+            cpu_s = float("nan")
+        msgs.append((time.monotonic(), st, cpu_s))
     _, status, ru = os.wait4(p.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0 or last is None:
+    if os.waitstatus_to_exitcode(status) != 0 or not msgs:
         raise RuntimeError("torchinfer pipeline failed: " + " ".join(cmd))
     err.seek(0)
     chosen = re.search(r"; precision ([a-z0-9]+) \(", err.read())
     err.close()
+    first, last = msgs[0], msgs[-1]
     st = last[1]
     # Frames inferred, not frames out: a live stream passes frames it skips.
+    # Rate and CPU are taken between the first and the last message (the last
+    # is posted at EOS), so loading, warm-up and teardown are not counted.
     n = st["frames-inferred"] - first[1]["frames-inferred"]
     dt = last[0] - first[0]
-    if n <= 0 or dt <= 0:  # shorter than one stats interval (smoke runs)
-        n, dt = st["frames-inferred"], st["frames-out"] / max(st["fps"], 1e-9)
-        cpu = (ru.ru_utime + ru.ru_stime) * 1000.0 / max(n, 1)
+    if n > 0 and dt >= 0.5:
+        cpu = (last[2] - first[2]) * 1000.0 / n
     else:
-        cpu = (ru.ru_utime + ru.ru_stime - first[2]) * 1000.0 / n
+        # Runs shorter than a few stats intervals (smoke runs): the element's
+        # own rate since its first frame, in the first message, and the whole
+        # process's CPU, loading included.
+        n, dt = first[1]["frames-inferred"], first[1]["frames-out"] / max(first[1]["fps"], 1e-9)
+        cpu = (ru.ru_utime + ru.ru_stime) * 1000.0 / max(n, 1)
     r = {"frames": int(st["frames-inferred"]), "fps": n / dt, "p50_ms": st["total-ms-p50"],
          "p99_ms": st["total-ms-p99"], "cpu_ms": cpu, "rss_mb": ru.ru_maxrss / 1024.0,
          "run_precision": chosen.group(1) if chosen else ""}
     for s in ("queue", "preprocess", "inference", "total"):
         for q in ("p50", "p95", "p99"):
             r[f"{s}_{q}"] = st[f"{s}-ms-{q}"]
+    if detector and nms is None:
+        raise RuntimeError("torchnms posted no stats: " + " ".join(cmd))
+    for q in ("p50", "p95", "p99"):
+        r[f"decode_{q}"] = nms[f"decode-ms-{q}"] if nms else ""
     return r
 
 

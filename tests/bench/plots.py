@@ -30,7 +30,9 @@ def load(path):
 
 
 def med(rows, key):
-    return statistics.median(float(r[key]) for r in rows)
+    """Median of a column; NaN where no row has it (e.g. decode without torchnms)."""
+    vals = [float(r[key]) for r in rows if r.get(key) not in (None, "", "nan")]
+    return statistics.median(vals) if vals else float("nan")
 
 
 def groups(rows, mode):
@@ -71,7 +73,8 @@ def main():
     os.makedirs(out, exist_ok=True)
     reps = len({r["rep"] for r in runs})
 
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    n_groups = len(groups(runs, "fast"))
+    fig, axes = plt.subplots(2, 1, figsize=(max(12, 1.3 * n_groups), 9))
     bars(axes[0], runs, "fast", ["a1", "aB", "b", "c", "d1", "dB"], "fps")
     axes[0].set_title("as fast as possible")
     bars(axes[1], runs, "live", ["a1", "aB", "b", "c"], "fps")
@@ -85,7 +88,7 @@ def main():
     fig.tight_layout()
     fig.savefig(os.path.join(out, "compare-throughput.png"), dpi=90)
 
-    fig, ax = plt.subplots(figsize=(9, 4.5))
+    fig, ax = plt.subplots(figsize=(max(9, 1.0 * n_groups), 4.5))
     bars(ax, runs, "live", ["a1", "aB", "b", "c"], "p50_ms", "p99_ms")
     ax.set_yscale("log")
     ax.set_ylabel("end-to-end latency, ms (bar p50, whisker p99)")
@@ -95,8 +98,10 @@ def main():
     fig.tight_layout()
     fig.savefig(os.path.join(out, "compare-latency.png"), dpi=90)
 
-    # Per-stage p50 from the element's stats: queue wait, preprocess, inference.
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    # Per-stage p50 from the elements' stats: queue wait, preprocess and
+    # inference from torchinfer, decode from torchnms (detection models only).
+    stages = ("queue", "preprocess", "inference", "decode")
+    fig, axes = plt.subplots(2, 1, figsize=(max(12, 0.75 * n_groups * 2), 9))
     for ax, mode in zip(axes, ("fast", "live")):
         labels, stacks = [], []
         for k in groups(runs, mode):
@@ -104,16 +109,18 @@ def main():
                 rs = sel(runs, k, mode, ap)
                 if rs:
                     labels.append(f"{k[0]} {k[1]}\nb{rs[0]['batch']}")
-                    stacks.append([med(rs, f"{s}_p50") for s in ("queue", "preprocess", "inference")]
-                                  + [med(rs, "total_p50")])
+                    stacks.append([med(rs, f"{s}_p50") for s in stages] + [med(rs, "total_p50")])
         bottom = [0.0] * len(stacks)
-        for i, (name, color) in enumerate(zip(("queue wait", "preprocess", "inference"),
-                                              ("#bbbbbb", "#ff7f0e", "#1f77b4"))):
-            vals = [s[i] for s in stacks]
+        for i, (name, color) in enumerate(zip(("queue wait", "preprocess", "inference",
+                                               "decode + NMS (torchnms)"),
+                                              ("#bbbbbb", "#ff7f0e", "#1f77b4", "#2ca02c"))):
+            vals = [0.0 if s[i] != s[i] else s[i] for s in stacks]  # NaN: stage absent
+            if i == 3 and not any(vals):
+                continue
             ax.bar(range(len(stacks)), vals, 0.6, bottom=bottom, label=name, color=color)
             bottom = [b + v for b, v in zip(bottom, vals)]
-        ax.plot(range(len(stacks)), [s[3] for s in stacks], "k_", markersize=20,
-                label="total in element")
+        ax.plot(range(len(stacks)), [s[4] for s in stacks], "k_", markersize=20,
+                label="total in torchinfer")
         ax.set_xticks(range(len(stacks)))
         ax.set_xticklabels(labels, fontsize=7)
         ax.set_ylabel("ms per frame (p50 of each stage)")

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "test_paths.h"
 
 namespace torchinfer::test {
@@ -85,6 +87,21 @@ GstBuffer* make_video_buffer(const GstVideoInfo& info, unsigned seed) {
 
 std::string model(const std::string& name) {
   return model_path(name);
+}
+
+GstMessage* wait_element_message(GstBus* bus, const char* name) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < deadline) {
+    GstMessage* m = gst_bus_timed_pop_filtered(
+        bus, GST_SECOND, static_cast<GstMessageType>(GST_MESSAGE_ELEMENT | GST_MESSAGE_WARNING));
+    if (!m) continue;
+    if ((GST_MESSAGE_TYPE(m) == GST_MESSAGE_ELEMENT &&
+         gst_structure_has_name(gst_message_get_structure(m), name)) ||
+        (GST_MESSAGE_TYPE(m) == GST_MESSAGE_WARNING && std::string(name) == "warning"))
+      return m;
+    gst_message_unref(m);
+  }
+  return nullptr;
 }
 
 }  // namespace torchinfer::test

@@ -53,4 +53,8 @@ GstBuffer* make_video_buffer(const GstVideoInfo& info, unsigned seed);
 
 std::string model(const std::string& name);
 
+// The next element message with this structure name (or, for "warning",
+// the next warning), waiting up to 2 minutes; nullptr if none came.
+GstMessage* wait_element_message(GstBus* bus, const char* name);
+
 }  // namespace torchinfer::test

@@ -111,22 +111,6 @@ GstBus* watch_bus(GstHarness* h) {
   return bus;
 }
 
-// The next element message called `name` (others are skipped), or null.
-GstMessage* wait_element_message(GstBus* bus, const char* name) {
-  const auto deadline = std::chrono::steady_clock::now() + 120s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    GstMessage* m = gst_bus_timed_pop_filtered(
-        bus, GST_SECOND, static_cast<GstMessageType>(GST_MESSAGE_ELEMENT | GST_MESSAGE_WARNING));
-    if (!m) continue;
-    if ((GST_MESSAGE_TYPE(m) == GST_MESSAGE_ELEMENT &&
-         gst_structure_has_name(gst_message_get_structure(m), name)) ||
-        (GST_MESSAGE_TYPE(m) == GST_MESSAGE_WARNING && std::string(name) == "warning"))
-      return m;
-    gst_message_unref(m);
-  }
-  return nullptr;
-}
-
 }  // namespace
 
 TEST(TorchInferBatching, EosDrainsEveryPartialBatch) {

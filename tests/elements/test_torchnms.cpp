@@ -140,6 +140,71 @@ TEST(TorchNms, OneRoiPerDetectionAndVideoUntouched) {
   gst_harness_teardown(h);
 }
 
+TEST(TorchNms, StatsCountFramesDetectionsAndDecodeTime) {
+  GstHarness* h = chain("name=nms stats-interval=100000");
+  GstBus* bus = watch(h);
+  for (int i = 0; i < 3; ++i) gst_buffer_unref(gst_harness_push_and_pull(h, white()));
+  GstElement* nms = gst_bin_get_by_name(GST_BIN(h->element), "nms");
+  ASSERT_NE(nms, nullptr);
+  GstStructure* s = nullptr;
+  g_object_get(nms, "stats", &s, nullptr);
+  ASSERT_NE(s, nullptr);
+  EXPECT_TRUE(gst_structure_has_name(s, "torchnms-stats"));
+  guint64 frames = 0, dets = 0;
+  double p50 = -1, p95 = -1, p99 = -1;
+  ASSERT_TRUE(gst_structure_get(s, "frames", G_TYPE_UINT64, &frames, "detections", G_TYPE_UINT64,
+                                &dets, "decode-ms-p50", G_TYPE_DOUBLE, &p50, "decode-ms-p95",
+                                G_TYPE_DOUBLE, &p95, "decode-ms-p99", G_TYPE_DOUBLE, &p99,
+                                nullptr));
+  gst_structure_free(s);
+  EXPECT_EQ(frames, 3u);
+  EXPECT_EQ(dets, 18u);  // 6 a frame
+  EXPECT_GT(p50, 0.0);
+  EXPECT_LE(p50, p95);
+  EXPECT_LE(p95, p99);
+  EXPECT_LT(p99, 1000.0);
+  // The interval is far off: the only message is the one at EOS.
+  EXPECT_EQ(gst_bus_pop_filtered(bus, GST_MESSAGE_ELEMENT), nullptr);
+  gst_harness_push_event(h, gst_event_new_eos());
+  GstMessage* msg = wait_element_message(bus, "torchnms-stats");
+  ASSERT_NE(msg, nullptr);
+  EXPECT_EQ(GST_MESSAGE_SRC(msg), GST_OBJECT(nms));
+  guint64 eos_frames = 0;
+  EXPECT_TRUE(gst_structure_get_uint64(gst_message_get_structure(msg), "frames", &eos_frames));
+  EXPECT_EQ(eos_frames, 3u);
+  gst_message_unref(msg);
+  gst_object_unref(nms);
+  gst_element_set_bus(h->element, nullptr);
+  gst_object_unref(bus);
+  gst_harness_teardown(h);
+}
+
+TEST(TorchNms, StatsMessagesFollowTheInterval) {
+  GstHarness* h = chain("name=nms stats-interval=1");
+  GstBus* bus = watch(h);
+  for (int i = 0; i < 4; ++i) {
+    g_usleep(2000);  // longer than the interval, so every frame is due
+    gst_buffer_unref(gst_harness_push_and_pull(h, white()));
+  }
+  guint64 last = 0;
+  int n = 0;
+  while (GstMessage* m = gst_bus_pop_filtered(bus, GST_MESSAGE_ELEMENT)) {
+    const GstStructure* st = gst_message_get_structure(m);
+    if (gst_structure_has_name(st, "torchnms-stats")) {
+      guint64 f = 0;
+      EXPECT_TRUE(gst_structure_get_uint64(st, "frames", &f));
+      EXPECT_EQ(f, last + 1);  // one per frame, counting up
+      last = f;
+      ++n;
+    }
+    gst_message_unref(m);
+  }
+  EXPECT_EQ(n, 4);
+  gst_element_set_bus(h->element, nullptr);
+  gst_object_unref(bus);
+  gst_harness_teardown(h);
+}
+
 TEST(TorchNms, PropertiesOverrideTheSidecar) {
   EXPECT_EQ(count_after("confidence-threshold=0.92"), 2u);  // 1.0 and 0.95
   EXPECT_EQ(count_after("max-detections=3"), 3u);
