@@ -101,14 +101,14 @@ def main():
     # Per-stage p50 from the elements' stats: queue wait, preprocess and
     # inference from torchinfer, decode from torchnms (detection models only).
     stages = ("queue", "preprocess", "inference", "decode")
-    fig, axes = plt.subplots(2, 1, figsize=(max(12, 0.75 * n_groups * 2), 9))
+    fig, axes = plt.subplots(2, 1, figsize=(max(12, 0.5 * n_groups * 2), 11))
     for ax, mode in zip(axes, ("fast", "live")):
         labels, stacks = [], []
         for k in groups(runs, mode):
             for ap in ("a1", "aB"):
                 rs = sel(runs, k, mode, ap)
                 if rs:
-                    labels.append(f"{k[0]} {k[1]}\nb{rs[0]['batch']}")
+                    labels.append(f"{k[0]} {k[1]} {k[2].split('x')[1]}p b{rs[0]['batch']}")
                     stacks.append([med(rs, f"{s}_p50") for s in stages] + [med(rs, "total_p50")])
         bottom = [0.0] * len(stacks)
         for i, (name, color) in enumerate(zip(("queue wait", "preprocess", "inference",
@@ -122,7 +122,7 @@ def main():
         ax.plot(range(len(stacks)), [s[4] for s in stacks], "k_", markersize=20,
                 label="total in torchinfer")
         ax.set_xticks(range(len(stacks)))
-        ax.set_xticklabels(labels, fontsize=7)
+        ax.set_xticklabels(labels, fontsize=7, rotation=90)
         ax.set_ylabel("ms per frame (p50 of each stage)")
         ax.set_title(f"torchinfer stages, {mode}")
         ax.grid(axis="y", alpha=0.3)
@@ -131,20 +131,25 @@ def main():
     fig.savefig(os.path.join(out, "compare-stages.png"), dpi=90)
 
     if scaling:
-        fig, ax = plt.subplots(figsize=(7, 4.5))
+        # One colour per model, solid = 2 threads, dashed = 1 (or more/less).
+        fig, ax = plt.subplots(figsize=(10, 5))
+        models = list(dict.fromkeys((r["model"], r["precision"]) for r in scaling))
+        colors = plt.get_cmap("tab10")
         for key in dict.fromkeys((r["model"], r["precision"], r["threads"]) for r in scaling):
             rs = [r for r in scaling if (r["model"], r["precision"], r["threads"]) == key]
-            ax.plot([int(r["batch"]) for r in rs], [float(r["fps"]) for r in rs], "o-",
+            ax.plot([int(r["batch"]) for r in rs], [float(r["fps"]) for r in rs], marker="o",
+                    color=colors(models.index(key[:2]) % 10),
+                    linestyle="-" if key[2] == max(r["threads"] for r in scaling) else "--",
                     label=f"{key[0]} {key[1]}, {key[2]} thread(s)")
         ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
         ax.set_xlabel("batch size")
         ax.set_ylabel("images/s (engine, p50)")
         ax.set_title("Scaling with batch size and threads")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
         fig.tight_layout()
         fig.savefig(os.path.join(out, "compare-scaling.png"), dpi=90)
-
 
 if __name__ == "__main__":
     main()
