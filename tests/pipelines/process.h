@@ -2,9 +2,12 @@
 // background with their output lines collected as they come.
 #pragma once
 
+#include <arpa/inet.h>
 #include <glib.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +23,19 @@
 #include <vector>
 
 namespace torchinfer::test {
+
+// A port nobody listens on now: the kernel's pick for port 0.
+inline int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
 
 inline std::string env_or(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);
@@ -72,7 +88,8 @@ inline Result run(const std::vector<std::string>& argv,
 // A background process; its stdout and stderr lines are collected as they come.
 class Child {
  public:
-  Child(const std::vector<std::string>& argv, const std::map<std::string, std::string>& extra_env) {
+  explicit Child(const std::vector<std::string>& argv,
+                 const std::map<std::string, std::string>& extra_env = {}) {
     std::vector<gchar*> args;
     for (const auto& a : argv) args.push_back(const_cast<gchar*>(a.c_str()));
     args.push_back(nullptr);
@@ -92,6 +109,7 @@ class Child {
   }
   ~Child() {
     if (pid_ > 0 && !exited_) {
+      kill(pid_, SIGCONT);  // a test may have stopped it
       kill(pid_, SIGKILL);
       wait_exit(30);
     }
@@ -119,16 +137,40 @@ class Child {
     return exited_ ? code_ : -2;
   }
 
-  // The first line containing `text`, or "" at the timeout.
-  std::string wait_line(bool on_stderr, const std::string& text, double timeout_s) {
+  // Index of the first line from `from` on containing `text`, or -1 at the timeout.
+  int wait_line_index(bool on_stderr, const std::string& text, double timeout_s,
+                      std::size_t from = 0) {
     std::unique_lock<std::mutex> lock(mu_);
-    std::string found;
+    int found = -1;
     cv_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] {
-      for (const auto& l : on_stderr ? err_ : out_)
-        if (l.find(text) != std::string::npos) return !(found = l).empty();
+      const auto& lines = on_stderr ? err_ : out_;
+      for (std::size_t i = from; i < lines.size(); ++i)
+        if (lines[i].find(text) != std::string::npos) return (found = static_cast<int>(i)) >= 0;
       return false;
     });
     return found;
+  }
+
+  // The first line containing `text`, or "" at the timeout.
+  std::string wait_line(bool on_stderr, const std::string& text, double timeout_s) {
+    const int i = wait_line_index(on_stderr, text, timeout_s);
+    std::lock_guard<std::mutex> lock(mu_);
+    return i < 0 ? "" : (on_stderr ? err_ : out_)[i];
+  }
+
+  // Waits until stdout holds at least n lines.
+  bool wait_lines(std::size_t n, double timeout_s) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, std::chrono::duration<double>(timeout_s),
+                        [&] { return out_.size() >= n; });
+  }
+
+  // How many stderr lines contain `text`.
+  int count_err(const std::string& text) {
+    std::lock_guard<std::mutex> lock(mu_);
+    int n = 0;
+    for (const auto& l : err_) n += l.find(text) != std::string::npos;
+    return n;
   }
 
   std::vector<std::string> out_lines() {

@@ -1,30 +1,27 @@
 // RTSP server and reconnecting client, as processes on 127.0.0.1: a stream
 // analysed end to end, a server killed and restarted, a frozen server, and
 // what each wrong input does.
-#include <arpa/inet.h>
 #include <glib.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <iostream>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "process.h"
 #include "test_paths.h"
 
 using nlohmann::json;
+using torchinfer::test::Child;
+using torchinfer::test::free_port;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -44,128 +41,9 @@ std::string demo_model() {
   return env("TORCHINFER_SOURCE_ROOT") + "/models/demo/parts_classifier.pt";
 }
 
-// A port nobody listens on now: the kernel's pick for port 0.
-int free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 double since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
-
-// A child process whose stdout and stderr lines are collected as they come.
-class Child {
- public:
-  explicit Child(const std::vector<std::string>& argv) {
-    std::vector<gchar*> args;
-    for (const auto& a : argv) args.push_back(const_cast<gchar*>(a.c_str()));
-    args.push_back(nullptr);
-    int out = -1, err = -1;
-    GError* error = nullptr;
-    if (!g_spawn_async_with_pipes(nullptr, args.data(), nullptr, G_SPAWN_DO_NOT_REAP_CHILD, nullptr,
-                                  nullptr, &pid_, nullptr, &out, &err, &error)) {
-      ADD_FAILURE() << "cannot run " << argv[0] << ": " << error->message;
-      g_error_free(error);
-      return;
-    }
-    readers_.emplace_back([this, out] { read_lines(out, out_); });
-    readers_.emplace_back([this, err] { read_lines(err, err_); });
-  }
-  ~Child() {
-    if (pid_ > 0 && !exited_) {
-      kill(pid_, SIGCONT);
-      kill(pid_, SIGKILL);
-      wait_exit(10);
-    }
-    for (auto& t : readers_) t.join();
-  }
-
-  void signal(int sig) { kill(pid_, sig); }
-
-  // Exit code, -1 when killed by a signal, -2 when still running at the timeout.
-  int wait_exit(double timeout_s) {
-    const auto t0 = Clock::now();
-    while (!exited_ && since(t0) < timeout_s) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        exited_ = true;
-        code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return exited_ ? code_ : -2;
-  }
-
-  // Waits for a line containing `text` among the lines from index `from`;
-  // returns its index, or -1 at the timeout.
-  int wait_line(bool stderr_, const std::string& text, double timeout_s, std::size_t from = 0) {
-    std::unique_lock<std::mutex> lock(mu_);
-    int found = -1;
-    cv_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] {
-      const auto& lines = stderr_ ? err_ : out_;
-      for (std::size_t i = from; i < lines.size(); ++i)
-        if (lines[i].find(text) != std::string::npos) return (found = static_cast<int>(i)) >= 0;
-      return false;
-    });
-    return found;
-  }
-  // Waits until stdout holds at least n lines.
-  bool wait_lines(std::size_t n, double timeout_s) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, std::chrono::duration<double>(timeout_s),
-                        [&] { return out_.size() >= n; });
-  }
-  std::vector<std::string> out() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return out_;
-  }
-  std::string err() {
-    std::lock_guard<std::mutex> lock(mu_);
-    std::string s;
-    for (const auto& l : err_) s += l + "\n";
-    return s;
-  }
-  int count_err(const std::string& text) {
-    std::lock_guard<std::mutex> lock(mu_);
-    int n = 0;
-    for (const auto& l : err_) n += l.find(text) != std::string::npos;
-    return n;
-  }
-
- private:
-  void read_lines(int fd, std::vector<std::string>& into) {
-    std::string partial;
-    char buf[4096];
-    for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) {
-      partial.append(buf, n);
-      std::size_t nl;
-      std::lock_guard<std::mutex> lock(mu_);
-      while ((nl = partial.find('\n')) != std::string::npos) {
-        into.push_back(partial.substr(0, nl));
-        partial.erase(0, nl + 1);
-      }
-      cv_.notify_all();
-    }
-    close(fd);
-  }
-
-  GPid pid_ = 0;
-  bool exited_ = false;
-  int code_ = -1;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::string> out_, err_;
-  std::vector<std::thread> readers_;
-};
 
 std::string url(int port, const std::string& mount = "/stream") {
   return "rtsp://127.0.0.1:" + std::to_string(port) + mount;
@@ -177,7 +55,7 @@ std::unique_ptr<Child> start_server(int port, std::vector<std::string> extra = {
                                 demo_model()};
   argv.insert(argv.end(), extra.begin(), extra.end());
   auto s = std::make_unique<Child>(argv);
-  EXPECT_GE(s->wait_line(false, "serving " + url(port), 30), 0) << s->err();
+  EXPECT_GE(s->wait_line_index(false, "serving " + url(port), 30), 0) << s->err();
   return s;
 }
 
@@ -218,7 +96,7 @@ TEST(Rtsp, StreamAnalysedEndToEnd) {
   auto server = start_server(port);
   auto client = start_client(port, {"--max-frames", "30"});
   EXPECT_EQ(client->wait_exit(60), 0) << client->err();
-  const auto lines = client->out();
+  const auto lines = client->out_lines();
   EXPECT_EQ(lines.size(), 30u);
   expect_results(lines);
   EXPECT_EQ(client->count_err("rtsp: streaming from " + url(port) + ", first frame after"), 1)
@@ -238,10 +116,11 @@ TEST(Rtsp, ServerKilledAndRestartedAnalysisResumes) {
   server->signal(SIGKILL);
   const auto killed = Clock::now();
   EXPECT_EQ(server->wait_exit(10), -1);
-  const std::size_t before = client->out().size();
-  EXPECT_GE(client->wait_line(true, "rtsp: lost " + url(port), 10), 0) << client->err();
+  const std::size_t before = client->out_lines().size();
+  EXPECT_GE(client->wait_line_index(true, "rtsp: lost " + url(port), 10), 0) << client->err();
   server = start_server(port);
-  EXPECT_GE(client->wait_line(true, "watchdog: frames from " + url(port) + " resumed after", 15), 0)
+  EXPECT_GE(
+      client->wait_line_index(true, "watchdog: frames from " + url(port) + " resumed after", 15), 0)
       << client->err();
   ASSERT_TRUE(client->wait_lines(before + 10, 15)) << client->err();
   const double resumed_s = since(killed);
@@ -250,7 +129,7 @@ TEST(Rtsp, ServerKilledAndRestartedAnalysisResumes) {
   EXPECT_LT(resumed_s, 15.0);
   client->signal(SIGTERM);
   EXPECT_EQ(client->wait_exit(20), 0) << client->err();  // streaming when stopped
-  expect_results(client->out());
+  expect_results(client->out_lines());
   EXPECT_GE(client->count_err("rtsp: reconnecting in 0.5 s"), 1) << client->err();
   server->signal(SIGTERM);
   EXPECT_EQ(server->wait_exit(20), 0);
@@ -264,7 +143,7 @@ TEST(Rtsp, FrozenServerTriggersTheWatchdogThenResumes) {
   server->signal(SIGSTOP);
   const auto stopped = Clock::now();
   const std::string stall = "watchdog: no frames from " + url(port) + " for ";
-  ASSERT_GE(client->wait_line(true, stall, 2 + 6), 0) << client->err();
+  ASSERT_GE(client->wait_line_index(true, stall, 2 + 6), 0) << client->err();
   const double stall_s = since(stopped);
   std::cout << "[ measured ] SIGSTOP to watchdog message: " << stall_s << " s\n";
   RecordProperty("stall_seconds", std::to_string(stall_s));
@@ -273,13 +152,13 @@ TEST(Rtsp, FrozenServerTriggersTheWatchdogThenResumes) {
   EXPECT_GE(reported, 2.0);
   EXPECT_LT(reported, 2.0 + 1.0);  // the watchdog looks every 0.1 s
   server->signal(SIGCONT);
-  EXPECT_GE(client->wait_line(true, "resumed after", 20), 0) << client->err();
-  const std::size_t n = client->out().size();
+  EXPECT_GE(client->wait_line_index(true, "resumed after", 20), 0) << client->err();
+  const std::size_t n = client->out_lines().size();
   EXPECT_TRUE(client->wait_lines(n + 5, 15)) << client->err();
   client->signal(SIGINT);
   EXPECT_EQ(client->wait_exit(20), 0) << client->err();
   EXPECT_EQ(client->count_err("watchdog: no frames"), 1) << client->err();
-  expect_results(client->out());
+  expect_results(client->out_lines());
 }
 
 // A served clip that ends: the client sees end of stream, reconnects, and
@@ -290,10 +169,10 @@ TEST(Rtsp, EndOfStreamReconnectsAndAnyServedPipelineWorks) {
                 "videotestsrc is-live=true num-buffers=20 ! "
                 "video/x-raw,format=I420,width=320,height=240,framerate=15/1 ! "
                 "openh264enc gop-size=15 ! rtph264pay name=pay0 pt=96 config-interval=-1"});
-  ASSERT_GE(server.wait_line(false, "serving " + url(port), 30), 0) << server.err();
+  ASSERT_GE(server.wait_line_index(false, "serving " + url(port), 30), 0) << server.err();
   auto client = start_client(port, {"--max-frames", "45"});
   EXPECT_EQ(client->wait_exit(60), 0) << client->err();
-  const auto lines = client->out();
+  const auto lines = client->out_lines();
   EXPECT_EQ(lines.size(), 45u);
   expect_results(lines);
   EXPECT_GE(client->count_err("rtsp: lost " + url(port) + ": end of stream"), 2) << client->err();
@@ -306,7 +185,7 @@ TEST(RtspErrors, NobodyListeningKeepsRetryingAndExitsThree) {
   const int port = free_port();
   auto client = start_client(port, {"--stall-timeout", "1", "--duration", "3"});
   EXPECT_EQ(client->wait_exit(30), 3) << client->err();
-  EXPECT_TRUE(client->out().empty());
+  EXPECT_TRUE(client->out_lines().empty());
   EXPECT_GE(client->count_err("rtsp: lost " + url(port) + ": error: "), 2) << client->err();
   EXPECT_GE(client->count_err("rtsp: connecting to " + url(port) + " (attempt 2)"), 1);
   EXPECT_EQ(client->count_err("watchdog: no frames from " + url(port) + " for 1."), 1)
@@ -322,7 +201,7 @@ TEST(RtspErrors, UnknownMountKeepsRetryingAndExitsThree) {
   EXPECT_EQ(client.wait_exit(30), 3) << client.err();
   EXPECT_GE(client.count_err("rtsp: lost " + url(port, "/nosuch") + ": error: Not found"), 1)
       << client.err();
-  EXPECT_TRUE(client.out().empty());
+  EXPECT_TRUE(client.out_lines().empty());
 }
 
 // A served model that does not load: the server says why, each client gets
@@ -331,14 +210,14 @@ TEST(RtspErrors, ServedModelThatFailsIsReportedAndClientRetries) {
   const int port = free_port();
   const std::string bad = env("TORCHINFER_SOURCE_ROOT") + "/meson.build";
   Child server({server_bin(), "--port", std::to_string(port), "--model", bad});
-  ASSERT_GE(server.wait_line(false, "serving " + url(port), 30), 0) << server.err();
+  ASSERT_GE(server.wait_line_index(false, "serving " + url(port), 30), 0) << server.err();
   auto client = start_client(port, {"--duration", "2"});
   EXPECT_EQ(client->wait_exit(30), 3) << client->err();
   EXPECT_GE(client->count_err("rtsp: lost " + url(port) +
                               ": error: Unhandled error (Service Unavailable (503))"),
             2)
       << client->err();
-  EXPECT_TRUE(client->out().empty());
+  EXPECT_TRUE(client->out_lines().empty());
   server.signal(SIGTERM);
   EXPECT_EQ(server.wait_exit(20), 0);
   EXPECT_GE(server.count_err("server: stream error from torchinfer"), 2) << server.err();
@@ -401,7 +280,7 @@ TEST(RtspErrors, ServerRejectsBadInput) {
     Child server(argv);
     EXPECT_EQ(server.wait_exit(30), 2) << server.err();
     EXPECT_EQ(server.count_err(c.message), 1) << server.err();
-    EXPECT_TRUE(server.out().empty());
+    EXPECT_TRUE(server.out_lines().empty());
   }
 }
 
