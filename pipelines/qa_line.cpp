@@ -19,9 +19,12 @@
 #include <string>
 #include <vector>
 
+#include "app_options.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "qa/decision_json.h"
 #include "qa/part_tracker.h"
+
+namespace app = torchinfer::app;
 
 namespace {
 
@@ -195,27 +198,15 @@ bool parse_args(int argc, char** argv, Options& o) {
        "default: every other label of the model", "A,B"},
       {"quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "no line per part on stderr", nullptr},
       {nullptr, 0, 0, G_OPTION_ARG_NONE, nullptr, nullptr, nullptr}};
-  GOptionContext* ctx = g_option_context_new("- torchinfer QA line: pass/reject per part");
-  g_option_context_add_main_entries(ctx, entries, nullptr);
-  g_option_context_add_group(ctx, gst_init_get_option_group());
-  GError* err = nullptr;
-  bool ok = g_option_context_parse(ctx, &argc, &argv, &err);
-  g_option_context_free(ctx);
-  if (!ok) {
-    g_printerr("qa-line: %s\n", err->message);
-    g_error_free(err);
-  }
-  auto take = [](gchar* s, std::string& to) {
-    if (s) to = s;
-    g_free(s);
-  };
-  take(clip, o.clip);
-  take(device, o.device);
-  take(source, o.source);
-  take(model, o.model);
-  take(output, o.output);
-  take(parts, o.part_classes);
-  take(defects, o.defect_classes);
+  const bool ok = app::parse_options(&argc, &argv, entries,
+                                     "- torchinfer QA line: pass/reject per part", "qa-line: ");
+  app::take(clip, o.clip);
+  app::take(device, o.device);
+  app::take(source, o.source);
+  app::take(model, o.model);
+  app::take(output, o.output);
+  app::take(parts, o.part_classes);
+  app::take(defects, o.defect_classes);
   o.quiet = quiet;
   if (!ok) return false;
   if (argc > 1) {

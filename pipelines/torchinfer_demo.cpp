@@ -18,7 +18,10 @@
 #include <string>
 #include <vector>
 
+#include "app_options.h"
 #include "gst/torchinfer/torchinfer-meta.h"
+
+namespace app = torchinfer::app;
 
 namespace {
 
@@ -184,26 +187,12 @@ bool parse_args(int argc, char** argv, Options& o) {
       {"out", 'o', 0, G_OPTION_ARG_FILENAME, &out, "Output folder (default out/demo)", "DIR"},
       {"quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "Only print the summary", nullptr},
       {nullptr, 0, 0, G_OPTION_ARG_NONE, nullptr, nullptr, nullptr}};
-  GOptionContext* ctx = g_option_context_new("- torchinfer QA-line demo");
-  g_option_context_add_main_entries(ctx, entries, nullptr);
-  g_option_context_add_group(ctx, gst_init_get_option_group());
-  GError* err = nullptr;
-  const bool ok = g_option_context_parse(ctx, &argc, &argv, &err);
-  g_option_context_free(ctx);
-  if (!ok) {
-    g_printerr("%s\n", err->message);
-    g_error_free(err);
-    return false;
-  }
-  if (model) o.model = model;
-  if (clip) o.clip = clip;
-  if (truth) o.truth = truth;
-  if (out) o.out = out;
+  if (!app::parse_options(&argc, &argv, entries, "- torchinfer QA-line demo", "")) return false;
+  app::take(model, o.model);
+  app::take(clip, o.clip);
+  app::take(truth, o.truth);
+  app::take(out, o.out);
   o.quiet = quiet;
-  g_free(model);
-  g_free(clip);
-  g_free(truth);
-  g_free(out);
   if (o.model.empty() || o.clip.empty()) {
     g_printerr(
         "usage: torchinfer-demo --model FILE.pt --clip FILE.mkv [--truth FILE.json] [--out DIR]\n");

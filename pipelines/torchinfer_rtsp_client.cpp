@@ -15,7 +15,10 @@
 #include <cstdio>
 #include <string>
 
+#include "app_options.h"
 #include "rtsp_source.h"
+
+namespace app = torchinfer::app;
 
 namespace {
 
@@ -67,26 +70,14 @@ bool parse_args(int argc, char** argv, Options& o) {
       {"max-frames", 'n', 0, G_OPTION_ARG_INT64, &max_frames, "Stop after N frames", "N"},
       {"duration", 'd', 0, G_OPTION_ARG_DOUBLE, &duration, "Stop after S seconds", "S"},
       {nullptr, 0, 0, G_OPTION_ARG_NONE, nullptr, nullptr, nullptr}};
-  GOptionContext* ctx = g_option_context_new("- analyse an RTSP stream, reconnecting");
-  g_option_context_add_main_entries(ctx, entries, nullptr);
-  g_option_context_add_group(ctx, gst_init_get_option_group());
-  GError* err = nullptr;
-  bool ok = g_option_context_parse(ctx, &argc, &argv, &err);
-  g_option_context_free(ctx);
-  if (!ok) {
-    g_printerr("error: %s\n", err->message);
-    g_error_free(err);
-  }
-  auto take = [](gchar* v, std::string& to) {
-    if (v) to = v;
-    g_free(v);
-  };
-  take(url, o.source.url);
-  take(model, o.model);
-  take(analysis, o.analysis);
-  take(output, o.output);
-  take(decode, o.source.decode);
-  take(protocols, o.source.protocols);
+  const bool ok = app::parse_options(&argc, &argv, entries,
+                                     "- analyse an RTSP stream, reconnecting", "error: ");
+  app::take(url, o.source.url);
+  app::take(model, o.model);
+  app::take(analysis, o.analysis);
+  app::take(output, o.output);
+  app::take(decode, o.source.decode);
+  app::take(protocols, o.source.protocols);
   o.nms = nms;
   o.source.latency_ms = latency;
   o.source.stall_timeout_s = stall;

@@ -11,6 +11,10 @@
 #include <cstdio>
 #include <string>
 
+#include "app_options.h"
+
+namespace app = torchinfer::app;
+
 namespace {
 
 struct Options {
@@ -35,24 +39,12 @@ bool parse_args(int argc, char** argv, Options& o) {
       {"height", 0, 0, G_OPTION_ARG_INT, &o.height, "Default pipeline: frame height (240)", "H"},
       {"fps", 0, 0, G_OPTION_ARG_INT, &o.fps, "Default pipeline: frames per second (15)", "N"},
       {nullptr, 0, 0, G_OPTION_ARG_NONE, nullptr, nullptr, nullptr}};
-  GOptionContext* ctx = g_option_context_new("- serve an annotated stream over RTSP");
-  g_option_context_add_main_entries(ctx, entries, nullptr);
-  g_option_context_add_group(ctx, gst_init_get_option_group());
-  GError* err = nullptr;
-  const bool ok = g_option_context_parse(ctx, &argc, &argv, &err);
-  g_option_context_free(ctx);
-  if (!ok) {
-    g_printerr("error: %s\n", err->message);
-    g_error_free(err);
-  }
-  auto take = [](gchar* v, std::string& to) {
-    if (v) to = v;
-    g_free(v);
-  };
-  take(address, o.address);
-  take(mount, o.mount);
-  take(model, o.model);
-  take(pipeline, o.pipeline);
+  const bool ok =
+      app::parse_options(&argc, &argv, entries, "- serve an annotated stream over RTSP", "error: ");
+  app::take(address, o.address);
+  app::take(mount, o.mount);
+  app::take(model, o.model);
+  app::take(pipeline, o.pipeline);
   if (!ok) return false;
   if (o.port < 0 || o.port > 65535 || o.width < 16 || o.height < 16 || o.fps < 1 ||
       o.mount.empty() || o.mount[0] != '/') {

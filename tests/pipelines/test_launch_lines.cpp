@@ -1,8 +1,6 @@
 // Every launch line of pipelines/README.md, run through pipelines/launch_lines.sh
 // as documented, with a simulated live YUY2 camera (SIMULATE=1) and 30
 // frames per camera so that each one ends.
-#include <netinet/in.h>
-#include <sys/socket.h>
 
 #include "process.h"
 
