@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "engine/tensor.h"
+#include "common/tensor.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 
 namespace torchinfer::gst {

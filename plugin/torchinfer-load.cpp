@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "batching/model_loader.h"
+#include "model/model_loader.h"
 #include "common/cpu_set.h"
 #include "common/error.h"
 #include "engine/selfcheck.h"

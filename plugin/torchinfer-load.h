@@ -7,8 +7,8 @@
 
 #include <memory>
 
-#include "batching/loaded_model.h"
-#include "batching/model_registry.h"
+#include "model/loaded_model.h"
+#include "model/model_registry.h"
 #include "engine/engine.h"
 #include "preprocess/preprocess.h"
 #include "torchinfer-settings.h"

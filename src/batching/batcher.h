@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include "batching/loaded_model.h"
+#include "model/loaded_model.h"
 #include "common/aligned_buffer.h"
 
 namespace torchinfer {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "common/model_config.h"
-#include "engine/tensor.h"
+#include "common/tensor.h"
 
 namespace torchinfer {
 

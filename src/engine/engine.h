@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/tensor.h"
+#include "common/tensor.h"
 
 namespace torchinfer {
 

@@ -9,7 +9,7 @@
 
 #include "decode/classification.h"
 #include "decode/detection.h"
-#include "engine/tensor.h"
+#include "common/tensor.h"
 
 namespace torchinfer {
 

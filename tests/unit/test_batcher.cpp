@@ -15,7 +15,7 @@
 
 #include "batching/batcher.h"
 #include "batching/in_order_queue.h"
-#include "batching/model_registry.h"
+#include "model/model_registry.h"
 #include "common/error.h"
 #include "common/stream_stats.h"
 

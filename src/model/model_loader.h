@@ -6,7 +6,7 @@
 
 #include <memory>
 
-#include "batching/loaded_model.h"
+#include "model/loaded_model.h"
 #include "engine/engine.h"
 
 namespace torchinfer {

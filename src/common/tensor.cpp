@@ -1,4 +1,4 @@
-#include "engine/tensor.h"
+#include "common/tensor.h"
 
 namespace torchinfer {
 

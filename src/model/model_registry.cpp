@@ -1,4 +1,4 @@
-#include "batching/model_registry.h"
+#include "model/model_registry.h"
 
 #include "common/error.h"
 

@@ -1,4 +1,4 @@
-#include "batching/model_loader.h"
+#include "model/model_loader.h"
 
 #include <vector>
 
