@@ -26,12 +26,11 @@
 #include <thread>
 #include <utility>
 
-#include "batching/batcher.h"
-#include "batching/in_order_queue.h"
-#include "model/model_registry.h"
 #include "common/error.h"
 #include "gst/torchinfer/torchinfer-meta.h"
+#include "model/model_registry.h"
 #include "preprocess/preprocess.h"
+#include "stream/stream_session.h"
 #include "torchinfer-load.h"
 #include "torchinfer-results.h"
 #include "torchinfer-settings.h"
@@ -49,69 +48,61 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// One reference to a buffer or event, released when dropped (flush, stop).
-class MiniObjectRef {
+void unref_mini_object(void* p) {
+  gst_mini_object_unref(static_cast<GstMiniObject*>(p));
+}
+
+OwnedRef own(GstMiniObject* o) {
+  return OwnedRef(o, unref_mini_object);
+}
+
+// A buffer's pixels, mapped only for frames that go to the model. Holds the
+// chain's reference: a flush may drop the queue's meanwhile.
+class BufferPixels : public FramePixels {
  public:
-  MiniObjectRef() = default;
-  explicit MiniObjectRef(GstMiniObject* o) : p_(o) {}
-  MiniObjectRef(MiniObjectRef&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
-  MiniObjectRef& operator=(MiniObjectRef&& o) noexcept {
-    if (p_) gst_mini_object_unref(p_);
-    p_ = std::exchange(o.p_, nullptr);
-    return *this;
+  BufferPixels(GstVideoInfo* info, GstBuffer* buf) : info_(info), buf_(buf) {}
+  ~BufferPixels() override {
+    unmap();
+    gst_buffer_unref(buf_);
   }
-  ~MiniObjectRef() {
-    if (p_) gst_mini_object_unref(p_);
+  bool map(FrameView* view) override {
+    if (!mapped_) mapped_ = gst_video_frame_map(&frame_, info_, buf_, GST_MAP_READ);
+    if (!mapped_) return false;
+    *view = frame_view(frame_);
+    return true;
   }
-  GstMiniObject* release() { return std::exchange(p_, nullptr); }
+  void unmap() override {
+    if (mapped_) gst_video_frame_unmap(&frame_);
+    mapped_ = false;
+  }
 
  private:
-  GstMiniObject* p_ = nullptr;
-};
-
-struct Item {
-  MiniObjectRef obj;
-  bool is_event = false;
-  bool infer = false;  // went to the model; its result arrives in rec.result
-  FrameRecord rec;
-  Clock::time_point in_time;
-};
-
-// Shared with the batch callbacks, which may outlive the element's run.
-struct Output {
-  InOrderQueue<Item> queue{8};
+  GstVideoInfo* info_;
+  GstBuffer* buf_;
+  GstVideoFrame frame_;
+  bool mapped_ = false;
 };
 
 struct State {
   std::mutex settings_lock;  // guards settings
   Settings settings;
-  std::mutex stats_lock;  // guards stats, stream_stats
+  std::mutex stats_lock;  // guards stats (load figures)
   Stats stats;
-  StreamStats stream_stats;
 
   // From start() to stop(); read by the streaming and output threads.
   Settings run;
-  std::shared_ptr<Batcher> batcher;
+  StreamSession session;
   std::atomic<guint64> latency_ns{0};
-  const std::shared_ptr<Output> out = std::make_shared<Output>();
-  std::atomic<bool> flushing{true};
-  std::atomic<int> flow{GST_FLOW_FLUSHING};  // last downstream GstFlowReturn
 
   // Streaming thread only.
   GstVideoInfo info;
   bool have_info = false;
-  bool skip_when_busy = false;
-  std::shared_ptr<const LoadedModel> pre_model;
-  std::unique_ptr<Preprocessor> pre;
-  guint64 frame_counter = 0;
 
   // Output thread only.
-  std::optional<FrameRecord> last;
   bool warned_not_classifier = false;
-  Clock::time_point last_stats_post{};
 
   // Guards reload_thread and, for threads other than the streaming one,
-  // batcher (set in start, reset in stop).
+  // the session's batcher (set in start, reset in stop).
   std::mutex reload_lock;
   std::thread reload_thread;
   std::atomic<int> generation{1};
@@ -180,29 +171,17 @@ static bool gst_torchinfer_start(GstTorchInfer* self) {
             : ModelRegistry::instance().acquire(s.model_instance_id, sharing_key(s, config), make);
     std::shared_ptr<const LoadedModel> model = batcher->model();
     record_load_stats(st, *model);
-    {
-      std::lock_guard<std::mutex> lock(st->stats_lock);
-      st->stats.frames = 0;
-      st->stats.last_inference_ms = 0;
-      st->stream_stats = StreamStats{};
-    }
     st->run = s;
     st->latency_ns = our_latency_ns(s, *model);
-    // Enough room for every frame the batch buffers can hold, the frames
-    // that pass between inferred ones, and a few events.
-    st->out->queue.set_capacity(static_cast<std::size_t>(batcher->options().buffers) *
-                                    s.batch_size * s.inference_interval +
-                                8);
     st->have_info = false;
-    st->skip_when_busy = s.drop_policy == DROP_SKIP;
-    st->pre.reset();
-    st->pre_model.reset();
-    st->frame_counter = 0;
-    st->last.reset();
     st->warned_not_classifier = false;
-    st->last_stats_post = Clock::now();
+    SessionOptions so;
+    so.inference_interval = s.inference_interval;
+    so.stats_interval = std::chrono::milliseconds(s.stats_interval_ms);
+    so.preprocess_for = [s](const ModelConfig& config) { return preprocess_options(s, config); };
     std::lock_guard<std::mutex> lock(st->reload_lock);
-    st->batcher = std::move(batcher);
+    st->session.start(std::move(batcher), std::move(so));
+    st->session.set_skip_when_busy(s.drop_policy == DROP_SKIP);
     st->generation = 1;
     return true;
   } catch (const std::exception& e) {
@@ -216,19 +195,11 @@ static bool gst_torchinfer_start(GstTorchInfer* self) {
 
 static void gst_torchinfer_stop(GstTorchInfer* self) {
   State* st = self->state;
-  std::shared_ptr<Batcher> batcher;
-  {
-    std::lock_guard<std::mutex> lock(st->reload_lock);
-    if (st->reload_thread.joinable()) st->reload_thread.join();
-    batcher = std::move(st->batcher);
-  }
-  st->out->queue.set_flushing(true);
+  std::lock_guard<std::mutex> lock(st->reload_lock);
+  if (st->reload_thread.joinable()) st->reload_thread.join();
   // The last element holding a batcher destroys it here, which waits for
   // the batch in flight (one forward()).
-  batcher.reset();
-  st->pre.reset();
-  st->pre_model.reset();
-  st->last.reset();
+  st->session.stop();
 }
 
 // Loads `path` off the streaming path and switches the batcher to it.
@@ -272,14 +243,15 @@ static void start_reload(GstTorchInfer* self, const char* path) {
     return;
   }
   std::lock_guard<std::mutex> lock(st->reload_lock);
-  if (!st->batcher) {  // stopped meanwhile: the next start loads `model`
+  std::shared_ptr<Batcher> batcher = st->session.batcher();
+  if (!batcher) {  // stopped meanwhile: the next start loads `model`
     std::lock_guard<std::mutex> settings(st->settings_lock);
     st->settings.model = path;
     return;
   }
   // One reload at a time; a second request waits for the first.
   if (st->reload_thread.joinable()) st->reload_thread.join();
-  st->reload_thread = std::thread(reload_model, self, std::string(path), st->batcher);
+  st->reload_thread = std::thread(reload_model, self, std::string(path), std::move(batcher));
 }
 
 // ---- properties ----------------------------------------------------------
@@ -309,11 +281,7 @@ static void gst_torchinfer_get_property(GObject* object, guint prop_id, GValue* 
     case PROP_LATENCY_P50:
     case PROP_LATENCY_P99:
     case PROP_STATS: {
-      StatsSnapshot snap;
-      {
-        std::lock_guard<std::mutex> lock(st->stats_lock);
-        snap = st->stream_stats.snapshot(Clock::now(), false);
-      }
+      const StatsSnapshot snap = st->session.snapshot(false);
       if (prop_id == PROP_DROPPED) g_value_set_uint64(value, snap.dropped);
       if (prop_id == PROP_FPS) g_value_set_double(value, snap.fps);
       if (prop_id == PROP_LATENCY_P50) g_value_set_double(value, snap.total.p50);
@@ -326,111 +294,50 @@ static void gst_torchinfer_get_property(GObject* object, guint prop_id, GValue* 
       break;
   }
   std::scoped_lock lock(st->settings_lock, st->stats_lock);
-  get_property(st->settings, st->stats, prop_id, value, pspec);
+  Stats stats = st->stats;
+  stats.frames = st->session.snapshot(false).inferred;
+  stats.last_inference_ms = st->session.last_inference_ms();
+  get_property(st->settings, stats, prop_id, value, pspec);
 }
 
 // ---- streaming thread ----------------------------------------------------
 
-static GstFlowReturn current_flow(State* st) {
-  return static_cast<GstFlowReturn>(st->flow.load());
-}
-
-static void mark_not_inferred(State* st, std::uint64_t seq) {
-  st->out->queue.complete(seq, [](Item& it) { it.infer = false; });
+// What the chain returns for a frame the session took (or refused).
+static GstFlowReturn flow_of(GstTorchInfer* self, const SubmitResult& r) {
+  StreamSession& session = self->state->session;
+  switch (r.status) {
+    case SubmitStatus::kFlushing:
+      return GST_FLOW_FLUSHING;
+    case SubmitStatus::kMapFailed:
+      GST_ELEMENT_ERROR(self, STREAM, FAILED,
+                        ("Could not read a video frame (buffer too small for its caps)."),
+                        (nullptr));
+      return GST_FLOW_ERROR;
+    case SubmitStatus::kPrepareFailed:
+      GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Could not prepare a frame: %s", r.error.c_str()),
+                        (nullptr));
+      return GST_FLOW_ERROR;
+    default:
+      // Queued, skipped, dropped or stopped: whatever the output last met.
+      return static_cast<GstFlowReturn>(session.output_code());
+  }
 }
 
 static GstFlowReturn gst_torchinfer_chain(GstPad*, GstObject* parent, GstBuffer* buf) {
   auto* self = GST_TORCHINFER(parent);
   State* st = self->state;
-  GstFlowReturn flow = current_flow(st);
-  if (flow != GST_FLOW_OK) {
-    gst_buffer_unref(buf);
-    return flow;
-  }
-  if (!st->have_info || !st->batcher) {
+  if (!st->have_info || !st->session.batcher()) {
     gst_buffer_unref(buf);
     GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("Received video before the format was negotiated."),
                       (nullptr));
     return GST_FLOW_NOT_NEGOTIATED;
   }
-  {
-    std::lock_guard<std::mutex> lock(st->stats_lock);
-    st->stream_stats.frame_in();
-  }
-  const bool infer = st->frame_counter++ % st->run.inference_interval == 0;
-  const bool skip_when_busy = st->skip_when_busy;
-
-  Item item;
-  item.obj = MiniObjectRef(GST_MINI_OBJECT(gst_buffer_ref(buf)));  // the queue's reference
-  MiniObjectRef ours(GST_MINI_OBJECT(buf));                        // kept while preprocessing
-  item.infer = infer;
-  item.in_time = Clock::now();
-  item.rec.frame_width = GST_VIDEO_INFO_WIDTH(&st->info);
-  item.rec.frame_height = GST_VIDEO_INFO_HEIGHT(&st->info);
-  item.rec.pts = GST_BUFFER_PTS(buf);
-  const std::optional<std::uint64_t> seq =
-      st->out->queue.push(std::move(item), !infer, !skip_when_busy);
-  if (!seq) {
-    if (st->flushing) return GST_FLOW_FLUSHING;
-    flow = current_flow(st);
-    if (flow != GST_FLOW_OK) return flow;
-    // Live and the queue is full: this frame leaves the stream.
-    std::lock_guard<std::mutex> lock(st->stats_lock);
-    st->stream_stats.frame_dropped();
-    return GST_FLOW_OK;
-  }
-  if (!infer) {
-    std::lock_guard<std::mutex> lock(st->stats_lock);
-    st->stream_stats.frame_skipped();
-    return current_flow(st);
-  }
-
-  Batcher::Slot slot = st->batcher->acquire(!skip_when_busy, st->flushing);
-  if (!slot) {
-    if (st->flushing) return GST_FLOW_FLUSHING;
-    mark_not_inferred(st, *seq);
-    std::lock_guard<std::mutex> lock(st->stats_lock);
-    st->stream_stats.frame_dropped();
-    return current_flow(st);
-  }
-
-  GstVideoFrame frame;
-  if (!gst_video_frame_map(&frame, &st->info, buf, GST_MAP_READ)) {
-    st->batcher->commit(slot, nullptr);
-    mark_not_inferred(st, *seq);
-    GST_ELEMENT_ERROR(self, STREAM, FAILED,
-                      ("Could not read a video frame (buffer too small for its caps)."), (nullptr));
-    return GST_FLOW_ERROR;
-  }
-  try {
-    if (slot.model != st->pre_model) {
-      st->pre = std::make_unique<Preprocessor>(preprocess_options(st->run, slot.model->config));
-      st->pre_model = slot.model;
-    }
-    const auto t0 = Clock::now();
-    const FrameTransform tf =
-        slot.model->config.input_uint8
-            ? st->pre->run(frame_view(frame), static_cast<std::uint8_t*>(slot.data))
-            : st->pre->run(frame_view(frame), static_cast<float*>(slot.data));
-    const double pre_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-    gst_video_frame_unmap(&frame);
-    std::shared_ptr<Output> out = st->out;
-    const std::uint64_t s = *seq;
-    st->batcher->commit(slot, [out, s, tf, pre_ms](FrameResult&& r) {
-      out->queue.complete(s, [&](Item& it) {
-        it.rec.result = std::move(r);
-        it.rec.transform = tf;
-        it.rec.preprocess_ms = pre_ms;
-      });
-    });
-  } catch (const std::exception& e) {
-    gst_video_frame_unmap(&frame);
-    st->batcher->commit(slot, nullptr);
-    mark_not_inferred(st, *seq);
-    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Could not prepare a frame: %s", e.what()), (nullptr));
-    return GST_FLOW_ERROR;
-  }
-  return current_flow(st);
+  BufferPixels pixels(&st->info, buf);
+  const GstClockTime pts = GST_BUFFER_PTS(buf);
+  const SubmitResult r = st->session.submit_frame(own(GST_MINI_OBJECT(gst_buffer_ref(buf))),
+                                                  GST_VIDEO_INFO_WIDTH(&st->info),
+                                                  GST_VIDEO_INFO_HEIGHT(&st->info), pts, pixels);
+  return flow_of(self, r);
 }
 
 static bool query_upstream_live(GstTorchInfer* self) {
@@ -441,78 +348,80 @@ static bool query_upstream_live(GstTorchInfer* self) {
   return live;
 }
 
+static gboolean flush_stop(GstTorchInfer* self, GstEvent* event) {
+  // Sticky events (stream-start, caps, tags) dropped from the queue by the
+  // flush were never sent: store them on the source pad so that the next
+  // push sends them first. Upstream sends a new segment.
+  gst_pad_sticky_events_foreach(
+      self->sinkpad,
+      [](GstPad*, GstEvent** ev, gpointer srcpad) -> gboolean {
+        if (GST_EVENT_TYPE(*ev) != GST_EVENT_EOS && GST_EVENT_TYPE(*ev) != GST_EVENT_SEGMENT)
+          gst_pad_store_sticky_event(GST_PAD(srcpad), *ev);
+        return TRUE;
+      },
+      self->srcpad);
+  self->state->session.resume();
+  const gboolean ret = gst_pad_push_event(self->srcpad, event);
+  gst_pad_start_task(self->srcpad, gst_torchinfer_loop, self, nullptr);
+  return ret;
+}
+
+// False (after posting an error) for a format torchinfer cannot read.
+static bool set_caps(GstTorchInfer* self, GstCaps* caps) {
+  State* st = self->state;
+  GstVideoInfo info;
+  PixelFormat pf;
+  if (!gst_video_info_from_caps(&info, caps) ||
+      !to_pixel_format(GST_VIDEO_INFO_FORMAT(&info), &pf)) {
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("torchinfer cannot handle this video format."),
+                      ("caps %" GST_PTR_FORMAT, caps));
+    return false;
+  }
+  // Frames already queued keep the size they were prepared with; the
+  // partial batch runs now rather than waiting for its timeout.
+  st->session.submit_partial();
+  st->info = info;
+  st->have_info = true;
+  if (st->run.drop_policy == DROP_AUTO) st->session.set_skip_when_busy(query_upstream_live(self));
+  return true;
+}
+
 static gboolean gst_torchinfer_sink_event(GstPad* pad, GstObject* parent, GstEvent* event) {
   auto* self = GST_TORCHINFER(parent);
-  State* st = self->state;
+  StreamSession& session = self->state->session;
   switch (GST_EVENT_TYPE(event)) {
     case GST_EVENT_FLUSH_START: {
-      st->flushing = true;
-      st->flow = GST_FLOW_FLUSHING;
-      if (st->batcher) st->batcher->wake();
-      st->out->queue.set_flushing(true);  // drops what was queued
+      session.set_flushing();  // drops what was queued
       const gboolean ret = gst_pad_push_event(self->srcpad, event);
       gst_pad_pause_task(self->srcpad);
       return ret;
     }
-    case GST_EVENT_FLUSH_STOP: {
-      // Sticky events (stream-start, caps, tags) dropped from the queue by
-      // the flush were never sent: store them on the source pad so that the
-      // next push sends them first. Upstream sends a new segment.
-      gst_pad_sticky_events_foreach(
-          self->sinkpad,
-          [](GstPad*, GstEvent** ev, gpointer srcpad) -> gboolean {
-            if (GST_EVENT_TYPE(*ev) != GST_EVENT_EOS && GST_EVENT_TYPE(*ev) != GST_EVENT_SEGMENT)
-              gst_pad_store_sticky_event(GST_PAD(srcpad), *ev);
-            return TRUE;
-          },
-          self->srcpad);
-      st->out->queue.set_flushing(false);
-      st->last.reset();
-      st->flushing = false;
-      st->flow = GST_FLOW_OK;
-      const gboolean ret = gst_pad_push_event(self->srcpad, event);
-      gst_pad_start_task(self->srcpad, gst_torchinfer_loop, self, nullptr);
-      return ret;
-    }
+    case GST_EVENT_FLUSH_STOP:
+      return flush_stop(self, event);
     case GST_EVENT_CAPS: {
       GstCaps* caps;
       gst_event_parse_caps(event, &caps);
-      GstVideoInfo info;
-      PixelFormat pf;
-      if (!gst_video_info_from_caps(&info, caps) ||
-          !to_pixel_format(GST_VIDEO_INFO_FORMAT(&info), &pf)) {
-        GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("torchinfer cannot handle this video format."),
-                          ("caps %" GST_PTR_FORMAT, caps));
+      if (!set_caps(self, caps)) {
         gst_event_unref(event);
         return FALSE;
       }
-      // Frames already queued keep the size they were prepared with; the
-      // partial batch runs now rather than waiting for its timeout.
-      if (st->batcher) st->batcher->submit_partial();
-      st->info = info;
-      st->have_info = true;
-      if (st->run.drop_policy == DROP_AUTO) st->skip_when_busy = query_upstream_live(self);
       break;
     }
     case GST_EVENT_EOS:
     case GST_EVENT_SEGMENT_DONE:
     case GST_EVENT_GAP:
-      if (st->batcher) st->batcher->submit_partial();
+      session.submit_partial();
       break;
     default:
       break;
   }
   if (!GST_EVENT_IS_SERIALIZED(event)) return gst_pad_event_default(pad, parent, event);
-  const GstFlowReturn flow = current_flow(st);
-  if (flow != GST_FLOW_OK && !st->flushing) {
+  if (session.output_code() != GST_FLOW_OK && !session.flushing()) {
     // The output task stopped on a downstream error or EOS: nothing queued
     // will leave, so events (EOS above all) go straight on.
     return gst_pad_push_event(self->srcpad, event);
   }
-  Item item;
-  item.obj = MiniObjectRef(GST_MINI_OBJECT(event));
-  item.is_event = true;
-  return st->out->queue.push(std::move(item), true, true).has_value();
+  return session.push_event(own(GST_MINI_OBJECT(event)));
 }
 
 static gboolean gst_torchinfer_sink_query(GstPad* pad, GstObject* parent, GstQuery* query) {
@@ -521,13 +430,12 @@ static gboolean gst_torchinfer_sink_query(GstPad* pad, GstObject* parent, GstQue
   if (!GST_QUERY_IS_SERIALIZED(query)) return gst_pad_query_default(pad, parent, query);
   // Serialized queries (allocation, drain) must see the frames before them
   // leave first.
-  if (st->batcher) st->batcher->submit_partial();
-  if (!st->out->queue.wait_empty()) return FALSE;
+  if (!st->session.drain()) return FALSE;
   if (!gst_pad_query_default(pad, parent, query)) return FALSE;
   if (GST_QUERY_TYPE(query) == GST_QUERY_ALLOCATION) {
     // Upstream's pool must cover the frames this element holds on top of
     // what downstream asked for, or a camera with few buffers stalls.
-    const guint hold = static_cast<guint>(st->out->queue.capacity());
+    const guint hold = static_cast<guint>(st->session.capacity());
     const guint n = gst_query_get_n_allocation_pools(query);
     for (guint i = 0; i < n; ++i) {
       GstBufferPool* pool = nullptr;
@@ -553,84 +461,64 @@ static void post_stats(GstTorchInfer* self, const StatsSnapshot& snap) {
 }
 
 static void stop_output(GstTorchInfer* self, GstFlowReturn ret) {
-  State* st = self->state;
-  st->flow = ret;
   // Nothing queued can leave now; unblock the streaming thread.
-  if (ret != GST_FLOW_FLUSHING) st->out->queue.set_flushing(true);
+  self->state->session.stop_output(ret, ret != GST_FLOW_FLUSHING);
   gst_pad_pause_task(self->srcpad);
 }
 
-static void gst_torchinfer_loop(gpointer user_data) {
-  auto* self = GST_TORCHINFER(user_data);
+static void push_event_out(GstTorchInfer* self, GstEvent* ev) {
   State* st = self->state;
-  std::optional<Item> item = st->out->queue.pop();
-  if (!item) {
-    gst_pad_pause_task(self->srcpad);
-    return;
-  }
-  if (item->is_event) {
-    GstEvent* ev = GST_EVENT(item->obj.release());
-    if (GST_EVENT_TYPE(ev) == GST_EVENT_EOS && st->run.stats_interval_ms > 0) {
-      // The last figures of a finite stream, whatever the interval.
-      StatsSnapshot snap;
-      {
-        std::lock_guard<std::mutex> lock(st->stats_lock);
-        snap = st->stream_stats.snapshot(Clock::now(), false);
-      }
-      post_stats(self, snap);
-    }
-    gst_pad_push_event(self->srcpad, ev);
-    return;
-  }
-  FrameRecord& rec = item->rec;
-  if (item->infer && !rec.result.error.empty()) {
-    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Inference failed: %s", rec.result.error.c_str()),
-                      (nullptr));
-    stop_output(self, GST_FLOW_ERROR);
-    return;
-  }
-  GstBuffer* buf = gst_buffer_make_writable(GST_BUFFER(item->obj.release()));
+  // The last figures of a finite stream, whatever the interval.
+  if (GST_EVENT_TYPE(ev) == GST_EVENT_EOS && st->run.stats_interval_ms > 0)
+    post_stats(self, st->session.snapshot(false));
+  gst_pad_push_event(self->srcpad, ev);
+}
+
+// Attaches the frame's results (or the latest reused ones); false after
+// posting an error.
+static bool attach(GstTorchInfer* self, GstBuffer* buf, const StreamOutput& out) {
+  State* st = self->state;
+  if (!out.results) return true;
   try {
-    bool scores_ok = true;
-    if (item->infer && rec.result.output) {
-      scores_ok = attach_results(buf, rec, true, st->run.model_instance_id);
-      st->last = rec;
-    } else if (st->last && st->last->frame_width == rec.frame_width &&
-               st->last->frame_height == rec.frame_height) {
-      scores_ok = attach_results(buf, *st->last, false, st->run.model_instance_id);
-    }
-    if (!scores_ok && !st->warned_not_classifier) {
+    if (!attach_results(buf, *out.results, out.inferred, st->run.model_instance_id) &&
+        !st->warned_not_classifier) {
       st->warned_not_classifier = true;
       GST_ELEMENT_WARNING(self, STREAM, FORMAT,
                           ("Model output is not a vector of class scores; no labels attached."),
                           ("set task=raw or task=detection for this model"));
     }
+    return true;
   } catch (const std::exception& e) {
-    gst_buffer_unref(buf);
     GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Inference failed: %s", e.what()), (nullptr));
+    return false;
+  }
+}
+
+static void gst_torchinfer_loop(gpointer user_data) {
+  auto* self = GST_TORCHINFER(user_data);
+  StreamSession& session = self->state->session;
+  std::optional<StreamOutput> out = session.pop();
+  if (!out) {
+    gst_pad_pause_task(self->srcpad);
+    return;
+  }
+  if (out->is_event) {
+    push_event_out(self, GST_EVENT(out->obj.release()));
+    return;
+  }
+  if (!out->error.empty()) {
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Inference failed: %s", out->error.c_str()),
+                      (nullptr));
     stop_output(self, GST_FLOW_ERROR);
     return;
   }
-  const auto now = Clock::now();
-  std::optional<StatsSnapshot> to_post;
-  {
-    std::lock_guard<std::mutex> lock(st->stats_lock);
-    StreamStats& ss = st->stream_stats;
-    if (item->infer && rec.result.output) {
-      ss.inferred(rec.result.batch_fill, rec.result.queue_ms, rec.preprocess_ms,
-                  rec.result.inference_ms);
-      st->stats.frames++;
-      st->stats.last_inference_ms = rec.result.inference_ms;
-    }
-    ss.frame_out(now);
-    ss.latency(std::chrono::duration<double, std::milli>(now - item->in_time).count());
-    const guint interval = st->run.stats_interval_ms;
-    if (interval > 0 && now - st->last_stats_post >= std::chrono::milliseconds(interval)) {
-      st->last_stats_post = now;
-      to_post = ss.snapshot(now, true);
-    }
+  GstBuffer* buf = gst_buffer_make_writable(GST_BUFFER(out->obj.release()));
+  if (!attach(self, buf, *out)) {
+    gst_buffer_unref(buf);
+    stop_output(self, GST_FLOW_ERROR);
+    return;
   }
-  if (to_post) post_stats(self, *to_post);
+  if (std::optional<StatsSnapshot> snap = session.finish(*out)) post_stats(self, *snap);
   const GstFlowReturn ret = gst_pad_push(self->srcpad, buf);
   if (ret != GST_FLOW_OK) {
     GST_DEBUG_OBJECT(self, "downstream returned %s, pausing", gst_flow_get_name(ret));
@@ -656,25 +544,16 @@ static gboolean gst_torchinfer_src_query(GstPad* pad, GstObject* parent, GstQuer
 
 // ---- pads and states -----------------------------------------------------
 
-static void set_flushing(State* st) {
-  st->flushing = true;
-  st->flow = GST_FLOW_FLUSHING;
-  if (st->batcher) st->batcher->wake();
-  st->out->queue.set_flushing(true);
-}
-
 static gboolean gst_torchinfer_src_activate_mode(GstPad* pad, GstObject* parent, GstPadMode mode,
                                                  gboolean active) {
   auto* self = GST_TORCHINFER(parent);
   State* st = self->state;
   if (mode != GST_PAD_MODE_PUSH) return FALSE;
   if (active) {
-    st->out->queue.set_flushing(false);
-    st->flushing = false;
-    st->flow = GST_FLOW_OK;
+    st->session.resume();
     return gst_pad_start_task(pad, gst_torchinfer_loop, self, nullptr);
   }
-  set_flushing(st);
+  st->session.set_flushing();
   return gst_pad_stop_task(pad);
 }
 
@@ -684,7 +563,7 @@ static gboolean gst_torchinfer_sink_activate_mode(GstPad*, GstObject* parent, Gs
   if (mode != GST_PAD_MODE_PUSH) return FALSE;
   // Unblocks a chain() waiting for a batch buffer or queue space before the
   // pad takes its stream lock.
-  if (!active) set_flushing(self->state);
+  if (!active) self->state->session.set_flushing();
   return TRUE;
 }
 

@@ -36,9 +36,11 @@ GstTorchDType to_gst_dtype(DType d) {
 
 }  // namespace
 
-bool attach_results(GstBuffer* buf, const FrameRecord& rec, bool inferred,
+bool attach_results(GstBuffer* buf, const FrameInference& rec, bool inferred,
                     const std::string& model_instance_id) {
-  const FrameResult& r = rec.result;
+  if (rec.slots.empty() || !rec.slots[0].result.output) return true;
+  const SlotResult& slot = rec.slots[0];
+  const FrameResult& r = slot.result;
   const ModelConfig& config = r.model->config;
   const std::vector<TensorView> views = r.output->frame(r.index);
   for (const auto& v : views)
@@ -57,9 +59,9 @@ bool attach_results(GstBuffer* buf, const FrameRecord& rec, bool inferred,
   meta->input_height = config.input_height;
   meta->frame_width = rec.frame_width;
   meta->frame_height = rec.frame_height;
-  meta->transform = {rec.transform.scale_x, rec.transform.scale_y, rec.transform.offset_x,
-                     rec.transform.offset_y};
-  meta->preprocess_ns = static_cast<guint64>(rec.preprocess_ms * 1e6);
+  meta->transform = {slot.transform.scale_x, slot.transform.scale_y, slot.transform.offset_x,
+                     slot.transform.offset_y};
+  meta->preprocess_ns = static_cast<guint64>(slot.preprocess_ms * 1e6);
   meta->inference_ns = static_cast<guint64>(r.inference_ms * 1e6);
   meta->queue_ns = static_cast<guint64>(r.queue_ms * 1e6);
   meta->batch_size = r.batch_fill;

@@ -10,6 +10,7 @@
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -42,8 +43,9 @@ class InOrderQueue {
     return seq;
   }
 
-  // Marks entry seq ready after fn(item) ran on it under the lock. Returns
-  // false when the entry is gone (flushed), in which case fn is not called.
+  // Runs fn(item) on entry seq under the lock and marks it ready, unless fn
+  // returns false (an item waiting for several results). Returns false when
+  // the entry is gone (flushed), in which case fn is not called.
   template <class F>
   bool complete(std::uint64_t seq, F&& fn) {
     std::lock_guard<std::mutex> lk(mu_);
@@ -51,7 +53,11 @@ class InOrderQueue {
     const std::uint64_t pos = seq - entries_.front().seq;
     if (pos >= entries_.size()) return false;
     Entry& e = entries_[pos];
-    fn(e.item);
+    if constexpr (std::is_same_v<std::invoke_result_t<F, T&>, bool>) {
+      if (!fn(e.item)) return true;
+    } else {
+      fn(e.item);
+    }
     e.ready = true;
     cv_.notify_all();
     return true;

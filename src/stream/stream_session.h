@@ -1,0 +1,199 @@
+// One video stream's path through inference, from the moment its frame is
+// mapped until its result is ready to be attached: which frames go to the
+// model (inference-interval, drop policy), preprocessing into batch slots of
+// the shared Batcher, the in-order queue that holds frames and serialized
+// events until their results are in, reuse of the latest result on frames
+// that were not inferred, flushing, draining and the stream's statistics.
+//
+// Threads: submit_frame()/push_event()/drain() run on the streaming thread,
+// pop()/finish() on the output thread; set_flushing()/resume()/stop_output()
+// and the stats getters from any thread. The owner's buffers and events
+// travel as OwnedRef, so nothing here knows GStreamer.
+//
+// A frame contributes 0..N slots to batches (N = 1 for full-frame inference):
+// it leaves the queue once every slot it asked for has its result or was
+// given up, so a region-of-interest mode adds regions without another queue.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "batching/batcher.h"
+#include "batching/in_order_queue.h"
+#include "common/stream_stats.h"
+#include "preprocess/preprocess.h"
+#include "stream/owned_ref.h"
+
+namespace torchinfer {
+
+constexpr std::uint64_t kNoTimestamp = ~std::uint64_t{0};
+
+// One slot's result: what the batcher returned for the pixels it was given.
+struct SlotResult {
+  FrameResult result;
+  FrameTransform transform;  // frame pixels -> model input
+  double preprocess_ms = 0;
+  bool delivered = false;  // the batch ran (result or error); false: never ran
+};
+
+// A frame's inference results on their way to the output thread.
+struct FrameInference {
+  int frame_width = 0, frame_height = 0;
+  std::uint64_t pts = kNoTimestamp;  // of the frame the results were computed on
+  std::vector<SlotResult> slots;     // full-frame mode: one
+
+  // Every slot that ran gave a result (at least one ran).
+  bool ok() const;
+  // The first error of a slot, "" if none.
+  std::string error() const;
+};
+
+struct SessionOptions {
+  int inference_interval = 1;                   // infer every Nth frame
+  bool skip_when_busy = false;                  // drop instead of waiting (live sources)
+  std::chrono::milliseconds stats_interval{0};  // 0 = no periodic snapshot
+  // The preprocessing for a model (its config plus the owner's overrides);
+  // called again after a model reload.
+  std::function<PreprocessOptions(const ModelConfig&)> preprocess_for;
+};
+
+// What the owner must do with a frame handed to submit_frame().
+enum class SubmitStatus {
+  kQueued,        // preprocessed into a batch slot; leaves with its result
+  kSkipped,       // not inferred (interval); leaves with the latest result
+  kDropped,       // the model was busy; counted; leaves (or left) without inference
+  kFlushing,      // the stream is flushing: the frame was discarded
+  kStopped,       // the output stopped (downstream error/EOS): see output_code()
+  kMapFailed,     // the frame's pixels could not be read
+  kPrepareFailed  // preprocessing threw: see SubmitResult::error
+};
+
+struct SubmitResult {
+  SubmitStatus status = SubmitStatus::kQueued;
+  std::string error;
+};
+
+// A frame or event ready to leave, in stream order.
+struct StreamOutput {
+  OwnedRef obj;
+  bool is_event = false;
+  // Frames: the results to attach (this frame's own or, not inferred, the
+  // latest before it for a frame of the same size); null if none yet.
+  std::shared_ptr<const FrameInference> results;
+  bool inferred = false;  // `results` were computed on this frame
+  std::string error;      // inference failed on this frame: the stream must stop
+  std::chrono::steady_clock::time_point in_time;
+};
+
+// The pixels of a frame handed to the session, read only when the frame
+// goes to the model. unmap() comes before the slot is committed: from then
+// on the output thread may send the frame on.
+class FramePixels {
+ public:
+  virtual ~FramePixels() = default;
+  // False when the pixels cannot be read.
+  virtual bool map(FrameView* view) = 0;
+  virtual void unmap() = 0;
+};
+
+class StreamSession {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  StreamSession();
+  ~StreamSession();
+  StreamSession(const StreamSession&) = delete;
+  StreamSession& operator=(const StreamSession&) = delete;
+
+  // Begins a run on `batcher` (possibly shared with other streams); resets
+  // the counters. The queue holds every frame the batch buffers can hold,
+  // the frames passing between inferred ones, and a few events.
+  void start(std::shared_ptr<Batcher> batcher, SessionOptions options);
+  // Ends the run: drops what is queued and releases the batcher (the last
+  // holder waits for the batch in flight).
+  void stop();
+
+  std::shared_ptr<Batcher> batcher() const;
+  void set_skip_when_busy(bool skip) { skip_when_busy_ = skip; }
+  bool skip_when_busy() const { return skip_when_busy_; }
+
+  // Streaming thread. `frame` is the queue's own reference (the caller
+  // must not touch the frame after this returns unless it kept another).
+  SubmitResult submit_frame(OwnedRef frame, int width, int height, std::uint64_t pts,
+                            FramePixels& pixels);
+  // Queues a serialized event behind the frames before it; false when
+  // flushing.
+  bool push_event(OwnedRef event);
+  // A new frame format or the end of a stream: the partial batch runs now
+  // rather than at its timeout.
+  void submit_partial();
+  // Waits until everything queued has left (serialized queries); false if
+  // the stream started flushing meanwhile.
+  bool drain();
+  std::size_t capacity() const { return queue_->capacity(); }
+
+  // Output thread: the next item in order, or nothing when flushing or
+  // stopped.
+  std::optional<StreamOutput> pop();
+  // Counts a frame that left; returns a statistics snapshot when the
+  // stats interval has passed since the last one.
+  std::optional<StatsSnapshot> finish(const StreamOutput& out);
+
+  // Flush start / pad deactivation: discards what is queued and unblocks
+  // every waiting call.
+  void set_flushing();
+  // Flush stop / activation: accepts frames again, forgets the latest
+  // result (a seek starts afresh).
+  void resume();
+  bool flushing() const { return flushing_; }
+  // The output side stopped with the owner's `code` (non-zero); frames are
+  // refused from now on and the streaming thread is unblocked.
+  void stop_output(int code, bool discard_queue);
+  int output_code() const { return output_code_; }
+
+  StatsSnapshot snapshot(bool reset_rate);
+  double last_inference_ms() const;
+
+ private:
+  struct Item {
+    OwnedRef obj;
+    bool is_event = false;
+    int pending = 0;  // slots whose batch has not run yet
+    std::shared_ptr<FrameInference> rec;
+    Clock::time_point in_time;
+  };
+  using Queue = InOrderQueue<Item>;
+
+  void give_up_slot(std::uint64_t seq, std::size_t slot);
+  SubmitResult fill_slot(std::uint64_t seq, std::size_t index, Batcher::Slot& slot,
+                         FramePixels& pixels);
+
+  std::shared_ptr<Queue> queue_;  // shared with batch callbacks that may outlive a run
+  std::shared_ptr<Batcher> batcher_;
+  SessionOptions opts_;
+  std::atomic<bool> flushing_{true};
+  std::atomic<int> output_code_{0};
+  std::atomic<bool> skip_when_busy_{false};
+
+  // Streaming thread only.
+  std::shared_ptr<const LoadedModel> pre_model_;
+  std::unique_ptr<Preprocessor> pre_;
+  std::uint64_t frame_counter_ = 0;
+
+  // Output thread only.
+  std::shared_ptr<const FrameInference> last_;
+  Clock::time_point last_stats_{};
+
+  mutable std::mutex stats_mu_;  // guards stats_, last_inference_ms_
+  StreamStats stats_;
+  double last_inference_ms_ = 0;
+};
+
+}  // namespace torchinfer

@@ -1,0 +1,381 @@
+// The per-stream session with a fake model: which frames are inferred
+// (interval, skip/block), the order frames and events leave in, reuse of the
+// latest result, flushing mid-batch, draining at the end of a stream, a
+// reload between batches and an inference error. Each frame is a 2x2 RGB
+// image of one grey value; the fake model reads that value back from the
+// preprocessed slot, so a test sees exactly which frames went into which
+// batch.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "stream/stream_session.h"
+
+using namespace torchinfer;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr int kSide = 2;
+constexpr std::size_t kSlotBytes = kSide * kSide * 3 * sizeof(float);
+
+struct FakeModel {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::vector<int>> batches;  // grey value of each slot, per forward()
+  bool hold = false;
+  int inside = 0;
+  bool fail = false;
+
+  std::shared_ptr<const LoadedModel> make(int generation = 1) {
+    auto m = std::make_shared<LoadedModel>();
+    m->slot_bytes = kSlotBytes;
+    m->generation = generation;
+    m->config.input_width = kSide;
+    m->config.input_height = kSide;
+    m->run = [this](const void* data, int n) -> std::shared_ptr<const BatchOutput> {
+      std::unique_lock<std::mutex> lk(mu);
+      std::vector<int> seen;
+      for (int k = 0; k < n; ++k)
+        seen.push_back(static_cast<int>(
+            static_cast<const float*>(data)[k * kSlotBytes / sizeof(float)] + 0.5f));
+      batches.push_back(seen);
+      ++inside;
+      cv.notify_all();
+      cv.wait(lk, [&] { return !hold; });
+      --inside;
+      if (fail) throw std::runtime_error("forward failed");
+      return nullptr;
+    };
+    return m;
+  }
+  void wait_inside(int n) {
+    std::unique_lock<std::mutex> lk(mu);
+    cv.wait(lk, [&] { return inside >= n; });
+  }
+  void release() {
+    std::lock_guard<std::mutex> lk(mu);
+    hold = false;
+    cv.notify_all();
+  }
+};
+
+// A frame as the element would hand it over: its pixels, and a token the
+// session returns in order. Releasing the token counts the reference.
+struct Frame {
+  int value = 0;
+  std::array<std::uint8_t, kSide * kSide * 3> pixels{};
+  explicit Frame(int v) : value(v) { pixels.fill(static_cast<std::uint8_t>(v)); }
+};
+
+std::atomic<int> g_released{0};
+
+OwnedRef token(int value) {
+  return OwnedRef(new int(value), [](void* p) {
+    delete static_cast<int*>(p);
+    ++g_released;
+  });
+}
+
+int value_of(const StreamOutput& out) {
+  return *static_cast<int*>(out.obj.get());
+}
+
+SessionOptions options(int interval = 1) {
+  SessionOptions o;
+  o.inference_interval = interval;
+  o.preprocess_for = [](const ModelConfig&) {
+    PreprocessOptions po;
+    po.out_width = kSide;
+    po.out_height = kSide;
+    return po;  // alpha 1, beta 0: the slot holds the raw grey value
+  };
+  return o;
+}
+
+std::shared_ptr<Batcher> batcher(FakeModel& fake, int batch,
+                                 std::chrono::microseconds timeout = 600s) {
+  BatcherOptions bo;
+  bo.batch_size = batch;
+  bo.timeout = timeout;
+  return std::make_shared<Batcher>(fake.make(), bo);
+}
+
+// Counts map/unmap calls; `readable` false plays a buffer too short for
+// its caps.
+struct Pixels : FramePixels {
+  Frame frame;
+  bool readable = true;
+  int maps = 0, unmaps = 0;
+  explicit Pixels(int v) : frame(v) {}
+  bool map(FrameView* v) override {
+    ++maps;
+    if (!readable) return false;
+    v->format = PixelFormat::kRGB;
+    v->width = kSide;
+    v->height = kSide;
+    v->planes[0] = frame.pixels.data();
+    v->strides[0] = kSide * 3;
+    return true;
+  }
+  void unmap() override { ++unmaps; }
+};
+
+SubmitResult submit(StreamSession& s, int value, int width = kSide, int* maps = nullptr) {
+  Pixels px(value);
+  SubmitResult r =
+      s.submit_frame(token(value), width, kSide, static_cast<std::uint64_t>(value) * 1000, px);
+  EXPECT_EQ(px.maps, px.unmaps) << "every mapped frame is unmapped before its slot is committed";
+  if (maps) *maps += px.maps;
+  return r;
+}
+
+struct Popped {
+  int value;
+  bool is_event;
+  bool inferred;
+  std::uint64_t result_pts;  // kNoTimestamp without results
+  std::string error;
+};
+
+Popped pop(StreamSession& s) {
+  std::optional<StreamOutput> out = s.pop();
+  EXPECT_TRUE(out);
+  if (!out) return {-1, false, false, kNoTimestamp, {}};
+  s.finish(*out);
+  return {value_of(*out), out->is_event, out->inferred,
+          out->results ? out->results->pts : kNoTimestamp, out->error};
+}
+
+class StreamSessionTest : public ::testing::Test {
+ protected:
+  void SetUp() override { g_released = 0; }
+  FakeModel fake;
+  StreamSession session;
+  void begin(int batch, int interval = 1, bool skip = false) {
+    session.start(batcher(fake, batch), options(interval));
+    session.set_skip_when_busy(skip);
+    session.resume();
+  }
+};
+
+}  // namespace
+
+TEST_F(StreamSessionTest, FramesLeaveInOrderWithTheirOwnResults) {
+  begin(2);
+  for (int v = 1; v <= 4; ++v) EXPECT_EQ(submit(session, v).status, SubmitStatus::kQueued);
+  for (int v = 1; v <= 4; ++v) {
+    Popped p = pop(session);
+    EXPECT_EQ(p.value, v);
+    EXPECT_TRUE(p.inferred);
+    EXPECT_EQ(p.result_pts, static_cast<std::uint64_t>(v) * 1000);
+  }
+  EXPECT_EQ(fake.batches, (std::vector<std::vector<int>>{{1, 2}, {3, 4}}));
+  const StatsSnapshot snap = session.snapshot(false);
+  EXPECT_EQ(snap.frames_in, 4u);
+  EXPECT_EQ(snap.frames_out, 4u);
+  EXPECT_EQ(snap.inferred, 4u);
+  EXPECT_DOUBLE_EQ(snap.mean_batch_fill, 2.0);
+}
+
+TEST_F(StreamSessionTest, IntervalInfersEveryNthAndReusesTheLatestResult) {
+  begin(1, 3);
+  int maps = 0;
+  std::vector<SubmitStatus> st;
+  for (int v = 1; v <= 7; ++v) st.push_back(submit(session, v, kSide, &maps).status);
+  EXPECT_EQ(st, (std::vector<SubmitStatus>{SubmitStatus::kQueued, SubmitStatus::kSkipped,
+                                           SubmitStatus::kSkipped, SubmitStatus::kQueued,
+                                           SubmitStatus::kSkipped, SubmitStatus::kSkipped,
+                                           SubmitStatus::kQueued}));
+  EXPECT_EQ(maps, 3) << "only inferred frames are mapped";
+  const std::uint64_t expect_pts[] = {1000, 1000, 1000, 4000, 4000, 4000, 7000};
+  for (int v = 1; v <= 7; ++v) {
+    Popped p = pop(session);
+    EXPECT_EQ(p.value, v);
+    EXPECT_EQ(p.inferred, v % 3 == 1);
+    EXPECT_EQ(p.result_pts, expect_pts[v - 1]);
+  }
+  EXPECT_EQ(fake.batches, (std::vector<std::vector<int>>{{1}, {4}, {7}}));
+  const StatsSnapshot snap = session.snapshot(false);
+  EXPECT_EQ(snap.skipped, 4u);
+  EXPECT_EQ(snap.inferred, 3u);
+}
+
+TEST_F(StreamSessionTest, ResultOfAnotherFrameSizeIsNotReused) {
+  begin(1, 2);
+  submit(session, 1);
+  submit(session, 2, kSide + 2);  // a caps change between frames
+  EXPECT_TRUE(pop(session).inferred);
+  Popped p = pop(session);
+  EXPECT_FALSE(p.inferred);
+  EXPECT_EQ(p.result_pts, kNoTimestamp);
+}
+
+TEST_F(StreamSessionTest, SkipWhenBusyDropsAndCountsInsteadOfWaiting) {
+  fake.hold = true;
+  begin(1, 1, true);
+  EXPECT_EQ(submit(session, 1).status, SubmitStatus::kQueued);  // running, held
+  fake.wait_inside(1);
+  EXPECT_EQ(submit(session, 2).status, SubmitStatus::kQueued);  // second buffer
+  EXPECT_EQ(submit(session, 3).status, SubmitStatus::kDropped);
+  fake.release();
+  EXPECT_TRUE(pop(session).inferred);
+  EXPECT_TRUE(pop(session).inferred);
+  Popped p = pop(session);
+  EXPECT_EQ(p.value, 3);
+  EXPECT_FALSE(p.inferred);
+  EXPECT_EQ(p.result_pts, 2000u) << "a dropped frame carries the latest result";
+  EXPECT_EQ(session.snapshot(false).dropped, 1u);
+  EXPECT_EQ(fake.batches, (std::vector<std::vector<int>>{{1}, {2}}));
+}
+
+TEST_F(StreamSessionTest, BlockWaitsForTheModelAndInfersEveryFrame) {
+  fake.hold = true;
+  begin(1, 1, false);
+  submit(session, 1);
+  fake.wait_inside(1);
+  submit(session, 2);
+  auto third = std::async(std::launch::async, [&] { return submit(session, 3).status; });
+  EXPECT_EQ(third.wait_for(50ms), std::future_status::timeout);
+  fake.release();
+  EXPECT_EQ(third.get(), SubmitStatus::kQueued);
+  for (int v = 1; v <= 3; ++v) EXPECT_TRUE(pop(session).inferred);
+  EXPECT_EQ(session.snapshot(false).dropped, 0u);
+}
+
+TEST_F(StreamSessionTest, EventsKeepTheirPlaceBetweenFrames) {
+  begin(4);
+  submit(session, 1);
+  ASSERT_TRUE(session.push_event(token(100)));
+  submit(session, 2);
+  ASSERT_TRUE(session.push_event(token(101)));  // e.g. EOS
+  session.submit_partial();                     // what EOS does
+  Popped a = pop(session), e1 = pop(session), b = pop(session), e2 = pop(session);
+  EXPECT_EQ(a.value, 1);
+  EXPECT_TRUE(e1.is_event);
+  EXPECT_EQ(e1.value, 100);
+  EXPECT_EQ(b.value, 2);
+  EXPECT_EQ(e2.value, 101);
+  EXPECT_EQ(fake.batches, (std::vector<std::vector<int>>{{1, 2}}));
+}
+
+TEST_F(StreamSessionTest, DrainRunsThePartialBatchAndWaitsUntilEmpty) {
+  begin(8);
+  submit(session, 1);
+  submit(session, 2);
+  std::thread out([&] {
+    pop(session);
+    pop(session);
+  });
+  EXPECT_TRUE(session.drain());
+  out.join();
+  EXPECT_EQ(fake.batches, (std::vector<std::vector<int>>{{1, 2}}));
+}
+
+TEST_F(StreamSessionTest, FlushMidBatchDropsEverythingAndUnblocks) {
+  fake.hold = true;
+  begin(1);
+  submit(session, 1);
+  fake.wait_inside(1);
+  submit(session, 2);
+  auto blocked = std::async(std::launch::async, [&] { return submit(session, 3).status; });
+  EXPECT_EQ(blocked.wait_for(50ms), std::future_status::timeout);
+  session.set_flushing();
+  EXPECT_EQ(blocked.get(), SubmitStatus::kFlushing);
+  EXPECT_FALSE(session.pop());
+  EXPECT_FALSE(session.drain());
+  EXPECT_EQ(submit(session, 4).status, SubmitStatus::kFlushing);
+  EXPECT_EQ(g_released, 4) << "every queued and refused reference released";
+  fake.release();
+
+  // After the flush the stream starts afresh: no result carried over.
+  session.resume();
+  ASSERT_EQ(submit(session, 5).status, SubmitStatus::kQueued);
+  Popped p = pop(session);
+  EXPECT_EQ(p.value, 5);
+  EXPECT_TRUE(p.inferred);
+}
+
+TEST_F(StreamSessionTest, ReloadBetweenBatchesSwitchesModelsCleanly) {
+  begin(2);
+  submit(session, 1);
+  session.batcher()->replace_model(fake.make(2));  // closes the partial batch
+  submit(session, 2);
+  submit(session, 3);
+  std::vector<int> generations;
+  for (int v = 1; v <= 3; ++v) {
+    std::optional<StreamOutput> out = session.pop();
+    ASSERT_TRUE(out && out->inferred);
+    generations.push_back(out->results->slots.at(0).result.model->generation);
+  }
+  EXPECT_EQ(generations, (std::vector<int>{1, 2, 2}));
+  EXPECT_EQ(fake.batches, (std::vector<std::vector<int>>{{1}, {2, 3}}));
+}
+
+TEST_F(StreamSessionTest, ForwardErrorReachesTheFrameAndStopsTheStream) {
+  fake.fail = true;
+  begin(1);
+  submit(session, 1);
+  Popped p = pop(session);
+  EXPECT_EQ(p.error, "forward failed");
+  EXPECT_FALSE(p.inferred);
+  session.stop_output(-5, true);  // the element posts the error and stops
+  EXPECT_EQ(submit(session, 2).status, SubmitStatus::kStopped);
+  EXPECT_EQ(session.output_code(), -5);
+}
+
+TEST_F(StreamSessionTest, UnreadableFrameGivesUpItsSlotAndKeepsOrder) {
+  begin(2);
+  submit(session, 1);
+  Pixels unreadable(2);
+  unreadable.readable = false;
+  EXPECT_EQ(session.submit_frame(token(2), kSide, kSide, 2000, unreadable).status,
+            SubmitStatus::kMapFailed);
+  submit(session, 3);
+  session.submit_partial();
+  Popped a = pop(session), b = pop(session), c = pop(session);
+  EXPECT_EQ(a.value, 1);
+  EXPECT_EQ(b.value, 2);
+  EXPECT_FALSE(b.inferred);
+  EXPECT_EQ(b.result_pts, 1000u);
+  EXPECT_EQ(c.value, 3);
+  EXPECT_TRUE(c.inferred);
+}
+
+TEST_F(StreamSessionTest, StatsSnapshotComesOncePerInterval) {
+  SessionOptions o = options();
+  o.stats_interval = 1s;
+  session.start(batcher(fake, 1), o);
+  session.resume();
+  submit(session, 1);
+  std::optional<StreamOutput> first = session.pop();
+  ASSERT_TRUE(first);
+  EXPECT_FALSE(session.finish(*first)) << "interval not yet elapsed";
+  std::this_thread::sleep_for(1050ms);
+  submit(session, 2);
+  std::optional<StreamOutput> second = session.pop();
+  ASSERT_TRUE(second);
+  std::optional<StatsSnapshot> snap = session.finish(*second);
+  ASSERT_TRUE(snap);
+  EXPECT_EQ(snap->frames_out, 2u);
+  EXPECT_EQ(snap->inferred, 2u);
+}
+
+TEST_F(StreamSessionTest, StopReleasesQueuedReferencesAndTheBatcher) {
+  begin(4);
+  submit(session, 1);
+  submit(session, 2);
+  std::weak_ptr<Batcher> weak = session.batcher();
+  session.stop();
+  EXPECT_EQ(g_released, 2);
+  EXPECT_TRUE(weak.expired());
+  EXPECT_FALSE(session.batcher());
+}
