@@ -15,9 +15,9 @@
 
 #include "batching/batcher.h"
 #include "batching/in_order_queue.h"
-#include "model/model_registry.h"
 #include "common/error.h"
 #include "common/stream_stats.h"
+#include "model/model_registry.h"
 
 using namespace torchinfer;
 using namespace std::chrono_literals;
@@ -264,6 +264,28 @@ TEST(InOrderQueue, ItemsLeaveInOrderOnlyWhenReady) {
   EXPECT_TRUE(q.complete(*a, [](int& v) { v = 10; }));
   EXPECT_EQ(popped.get(), 10);
   EXPECT_EQ(q.pop(), 2);
+}
+
+// An item waiting for several results (one per region of a frame) stays
+// until the last one: the completion function says when it is ready.
+TEST(InOrderQueue, ItemWithSeveralResultsLeavesAfterTheLast) {
+  InOrderQueue<int> q(8);
+  const auto a = q.push(0, false, true);
+  const auto b = q.push(100, true, true);
+  ASSERT_TRUE(a && b);
+  auto add = [](int n) {
+    return [n](int& v) {
+      v += n;
+      return v == 6;  // ready once 1 + 2 + 3 arrived
+    };
+  };
+  EXPECT_TRUE(q.complete(*a, add(3)));
+  EXPECT_TRUE(q.complete(*a, add(1)));
+  auto popped = std::async(std::launch::async, [&] { return q.pop(); });
+  EXPECT_EQ(popped.wait_for(30ms), std::future_status::timeout) << "two of three results in";
+  EXPECT_TRUE(q.complete(*a, add(2)));
+  EXPECT_EQ(popped.get(), 6);
+  EXPECT_EQ(q.pop(), 100);
 }
 
 TEST(InOrderQueue, FullQueueBlocksOrRefuses) {
