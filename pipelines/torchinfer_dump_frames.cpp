@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
   try {
     const ModelConfig cfg = resolve_model_config(model, sidecar, {});
     Preprocessor pre(PreprocessOptions::from_config(cfg));
-    AlignedBuffer slot(pre.options().slot_floats());
+    AlignedBuffer slot(pre.options().slot_bytes());
 
     gchar* uri = gst_filename_to_uri(clip.c_str(), nullptr);
     const std::string line = std::string("uridecodebin uri=") + (uri ? uri : clip.c_str()) +
@@ -109,10 +109,9 @@ int main(int argc, char** argv) {
           v.height = GST_VIDEO_FRAME_HEIGHT(&f);
           v.planes[0] = static_cast<const std::uint8_t*>(GST_VIDEO_FRAME_PLANE_DATA(&f, 0));
           v.strides[0] = GST_VIDEO_FRAME_PLANE_STRIDE(&f, 0);
-          pre.run(v, slot.data());
+          pre.run(v, slot.data<float>());
           gst_video_frame_unmap(&f);
-          raw.write(reinterpret_cast<const char*>(slot.data()),
-                    static_cast<std::streamsize>(slot.size() * sizeof(float)));
+          raw.write(slot.data<char>(), static_cast<std::streamsize>(slot.bytes()));
           ++written;
         }
       }

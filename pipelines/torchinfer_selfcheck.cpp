@@ -72,13 +72,13 @@ int main(int argc, char** argv) {
       o.declared_int8 = cfg.precision == ModelPrecision::kInt8;
       engine = std::make_unique<Engine>(o);
       input = std::make_unique<AlignedBuffer>(
-          static_cast<std::size_t>(o.input_width) * o.input_height * o.channels,
+          static_cast<std::size_t>(o.input_width) * o.input_height * o.channels * sizeof(float),
           AlignedBuffer::Init::kNone);
-      engine->first_touch(input->data(), input->size());
+      engine->first_touch(input->data(), input->bytes());
       engine->run(input->data(), 1);
     }
     const auto findings =
-        self_check(engine.get(), input ? input->data() : nullptr, threads, core_list);
+        self_check(engine.get(), input ? input->data<float>() : nullptr, threads, core_list);
     int warnings = 0;
     for (const auto& f : findings) warnings += f.level == Finding::Level::kWarning;
     std::printf("torchinfer self-check\n%s%d warning(s)\n", format_findings(findings).c_str(),

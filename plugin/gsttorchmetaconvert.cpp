@@ -15,6 +15,7 @@
 #include <mutex>
 #include <string>
 
+#include "element-errors.h"
 #include "export/frame_record.h"
 #include "frame-record-reader.h"
 
@@ -182,8 +183,11 @@ static GstFlowReturn gst_torchmetaconvert_transform_ip(GstBaseTransform* trans, 
     std::lock_guard<std::mutex> lock(st.lock);
     st.lines++;
   } catch (const std::exception& e) {
-    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Could not convert results to JSON: %s", e.what()),
-                      (nullptr));
+    gst::post_exception(GST_ELEMENT(self), e, ErrorKind::kRuntime,
+                        "Could not convert results to JSON: ");
+    return GST_FLOW_ERROR;
+  } catch (...) {
+    gst::post_error(GST_ELEMENT(self), ErrorKind::kRuntime, "Could not convert results to JSON.");
     return GST_FLOW_ERROR;
   }
   return GST_FLOW_OK;

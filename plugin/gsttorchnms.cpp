@@ -28,6 +28,7 @@
 #include "common/stream_stats.h"
 #include "decode/classification.h"
 #include "decode/detection.h"
+#include "element-errors.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "tensor-views.h"
 
@@ -262,14 +263,12 @@ static gboolean gst_torchnms_start(GstBaseTransform* trans) {
   try {
     if (!st.active.labels_file.empty()) st.labels = read_labels_file(st.active.labels_file);
     if (!st.active.model_config.empty()) parse_model_config(st.active.model_config);
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kNotFound)
-      GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND, ("%s", e.what()), (nullptr));
-    else
-      GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("%s", e.what()), (nullptr));
-    return FALSE;
   } catch (const std::exception& e) {
-    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("%s", e.what()), (nullptr));
+    gst::post_exception(GST_ELEMENT(self), e, ErrorKind::kConfigInvalid, "");
+    return FALSE;
+  } catch (...) {
+    gst::post_error(GST_ELEMENT(self), ErrorKind::kConfigInvalid,
+                    "Could not read torchnms' labels or model-config.");
     return FALSE;
   }
   return TRUE;
@@ -318,10 +317,10 @@ static Resolved resolve(GstTorchNms* self, const std::string& model) {
 static GstFlowReturn fail_decode(GstTorchNms* self, const std::string& what,
                                  const std::string& model) {
   self->state->failed = true;
-  GST_ELEMENT_ERROR(self, STREAM, DECODE, ("%s", what.c_str()),
-                    ("model '%s'; choose the decoder with torchnms decoder=... or the sidecar's "
-                     "\"decoder\"",
-                     model.c_str()));
+  gst::post_error(GST_ELEMENT(self), ErrorKind::kStreamData, what,
+                  "model '" + model +
+                      "'; choose the decoder with torchnms decoder=... or the sidecar's "
+                      "\"decoder\"");
   return GST_FLOW_ERROR;
 }
 
@@ -429,22 +428,22 @@ static GstFlowReturn gst_torchnms_transform_ip(GstBaseTransform* trans, GstBuffe
                                      meta->frame_height);
     GST_LOG_OBJECT(self, "%zu detections", dets.size());
     record_decode(self, t0, dets.size());
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kInvalidArgument) return fail_decode(self, e.what(), model);
-    st.failed = true;
-    const bool settings = e.kind() == ErrorKind::kNotFound || e.kind() == ErrorKind::kConfigInvalid;
-    if (settings)
-      GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("%s", e.what()), ("model '%s'", model.c_str()));
-    else
-      GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Decoding failed: %s", e.what()), (nullptr));
-    return GST_FLOW_ERROR;
   } catch (const std::exception& e) {
+    const auto* err = dynamic_cast<const Error*>(&e);
+    const ErrorKind kind = err ? err->kind() : ErrorKind::kRuntime;
+    if (kind == ErrorKind::kStreamData) return fail_decode(self, e.what(), model);
     st.failed = true;
-    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Decoding failed: %s", e.what()), (nullptr));
+    // The sidecar named by model-config changed or vanished since start.
+    const bool settings = kind == ErrorKind::kNotFound || kind == ErrorKind::kConfigInvalid ||
+                          kind == ErrorKind::kInvalidArgument;
+    if (settings)
+      gst::post_error(GST_ELEMENT(self), kind, e.what(), "model '" + model + "'");
+    else
+      gst::post_exception(GST_ELEMENT(self), e, ErrorKind::kRuntime, "Decoding failed: ");
     return GST_FLOW_ERROR;
   } catch (...) {
     st.failed = true;
-    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Decoding failed."), (nullptr));
+    gst::post_error(GST_ELEMENT(self), ErrorKind::kRuntime, "Decoding failed.");
     return GST_FLOW_ERROR;
   }
   return GST_FLOW_OK;

@@ -9,6 +9,7 @@
  */
 #include "gsttorchoverlay.h"
 
+#include "element-errors.h"
 #include "video-frame.h"
 
 #include <gst/video/video.h>
@@ -25,10 +26,6 @@ GST_DEBUG_CATEGORY_STATIC(gst_torchoverlay_debug);
 #define GST_CAT_DEFAULT gst_torchoverlay_debug
 
 using namespace torchinfer;
-
-#define TORCHOVERLAY_FORMATS                                                                   \
-  "{ YUY2, UYVY, NV12, NV21, I420, YV12, RGB, BGR, RGBx, BGRx, xRGB, xBGR, RGBA, BGRA, ARGB, " \
-  "ABGR, GRAY8 }"
 
 enum { PROP_0, PROP_SHOW_LABELS, PROP_SHOW_CONFIDENCE, PROP_SHOW_CLASSIFICATION, PROP_SHOW_HUD };
 
@@ -114,12 +111,6 @@ struct _GstTorchOverlay {
 
 G_DEFINE_TYPE(GstTorchOverlay, gst_torchoverlay, GST_TYPE_VIDEO_FILTER);
 GST_ELEMENT_REGISTER_DEFINE(torchoverlay, "torchoverlay", GST_RANK_NONE, GST_TYPE_TORCHOVERLAY);
-
-static GstStaticPadTemplate sink_template =
-    GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS,
-                            GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(TORCHOVERLAY_FORMATS)));
-static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
-    "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(TORCHOVERLAY_FORMATS)));
 
 static void gst_torchoverlay_set_property(GObject* object, guint prop_id, const GValue* value,
                                           GParamSpec* pspec) {
@@ -223,11 +214,10 @@ static GstFlowReturn gst_torchoverlay_transform_frame_ip(GstVideoFilter* filter,
     if (s.show_hud) scene.lines.push_back(hud_line(st, frame->buffer));
     st.overlay.draw(scene, img);
   } catch (const std::exception& e) {
-    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Drawing the overlay failed: %s", e.what()),
-                      (nullptr));
+    gst::post_exception(GST_ELEMENT(self), e, ErrorKind::kRuntime, "Drawing the overlay failed: ");
     return GST_FLOW_ERROR;
   } catch (...) {
-    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Drawing the overlay failed."), (nullptr));
+    gst::post_error(GST_ELEMENT(self), ErrorKind::kRuntime, "Drawing the overlay failed.");
     return GST_FLOW_ERROR;
   }
   return GST_FLOW_OK;
@@ -271,8 +261,12 @@ static void gst_torchoverlay_class_init(GstTorchOverlayClass* klass) {
                            "frame's preprocessing and inference time",
                            FALSE, rw));
 
-  gst_element_class_add_static_pad_template(element_class, &sink_template);
-  gst_element_class_add_static_pad_template(element_class, &src_template);
+  GstCaps* caps = gst::supported_video_caps();
+  gst_element_class_add_pad_template(
+      element_class, gst_pad_template_new("sink", GST_PAD_SINK, GST_PAD_ALWAYS, caps));
+  gst_element_class_add_pad_template(
+      element_class, gst_pad_template_new("src", GST_PAD_SRC, GST_PAD_ALWAYS, caps));
+  gst_caps_unref(caps);
   gst_element_class_set_static_metadata(
       element_class, "Torch results overlay", "Filter/Effect/Video",
       "Draws torchinfer detections, classification and timing onto raw video in place",

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "element-errors.h"
 #include "export/event_filter.h"
 #include "export/frame_record.h"
 #include "export/mqtt_publisher.h"
@@ -353,19 +354,17 @@ static gboolean gst_torchpublish_start(GstBaseTransform* trans) {
     std::lock_guard<std::mutex> lock(st.lock);
     st.out = p.get();
     st.publisher = std::move(p);
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kNotFound)
-      GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND, ("%s", e.what()), (nullptr));
-    else
-      GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("Invalid MQTT settings: %s", e.what()),
-                        (nullptr));
-    return FALSE;
   } catch (const std::exception& e) {
-    GST_ELEMENT_ERROR(self, LIBRARY, INIT, ("Cannot start the MQTT client: %s", e.what()),
-                      (nullptr));
+    const auto* err = dynamic_cast<const Error*>(&e);
+    const ErrorKind kind = err ? err->kind() : ErrorKind::kSetupFailed;
+    const char* prefix = kind == ErrorKind::kNotFound ? ""
+                         : kind == ErrorKind::kConfigInvalid || kind == ErrorKind::kInvalidArgument
+                             ? "Invalid MQTT settings: "
+                             : "Cannot start the MQTT client: ";
+    gst::post_exception(GST_ELEMENT(self), e, ErrorKind::kSetupFailed, prefix);
     return FALSE;
   } catch (...) {
-    GST_ELEMENT_ERROR(self, LIBRARY, INIT, ("Cannot start the MQTT client."), (nullptr));
+    gst::post_error(GST_ELEMENT(self), ErrorKind::kSetupFailed, "Cannot start the MQTT client.");
     return FALSE;
   }
   return TRUE;
@@ -414,10 +413,10 @@ static GstFlowReturn gst_torchpublish_transform_ip(GstBaseTransform* trans, GstB
     if (st.mode == PUBLISH_MODE_DETECTIONS && !st.filter.is_event(r)) return GST_FLOW_OK;
     st.out->publish(st.topic, to_json_line(r, false, 0));
   } catch (const std::exception& e) {
-    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Could not publish results: %s", e.what()), (nullptr));
+    gst::post_exception(GST_ELEMENT(self), e, ErrorKind::kRuntime, "Could not publish results: ");
     return GST_FLOW_ERROR;
   } catch (...) {
-    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Could not publish results."), (nullptr));
+    gst::post_error(GST_ELEMENT(self), ErrorKind::kRuntime, "Could not publish results.");
     return GST_FLOW_ERROR;
   }
   return GST_FLOW_OK;

@@ -4,10 +4,11 @@
 
 #include <string>
 
-#include "model/model_loader.h"
 #include "common/cpu_set.h"
 #include "common/error.h"
+#include "element-errors.h"
 #include "engine/selfcheck.h"
+#include "model/model_loader.h"
 
 GST_DEBUG_CATEGORY_EXTERN(gst_torchinfer_debug);
 #define GST_CAT_DEFAULT gst_torchinfer_debug
@@ -109,29 +110,19 @@ std::shared_ptr<const LoadedModel> load_for_element(GstElement* self, const Sett
 
 void post_load_error(GstElement* self, const std::exception& ex, const std::string& model) {
   if (const auto* e = dynamic_cast<const Error*>(&ex)) {
-    switch (e->kind()) {
-      case ErrorKind::kNotFound:
-        GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND, ("%s", e->what()),
-                          ("model '%s'", model.c_str()));
-        return;
-      case ErrorKind::kConfigInvalid:
-      case ErrorKind::kInvalidArgument:
-        GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("Invalid model configuration: %s", e->what()),
-                          ("model '%s'", model.c_str()));
-        return;
-      default:
-        GST_ELEMENT_ERROR(self, LIBRARY, INIT, ("%s", e->what()), ("model '%s'", model.c_str()));
-        return;
-    }
-  }
-  if (dynamic_cast<const std::bad_alloc*>(&ex)) {
-    GST_ELEMENT_ERROR(self, LIBRARY, INIT,
-                      ("Out of memory while loading model '%s' (corrupt file?).", model.c_str()),
-                      (nullptr));
+    const bool config =
+        e->kind() == ErrorKind::kConfigInvalid || e->kind() == ErrorKind::kInvalidArgument;
+    post_exception(self, ex, ErrorKind::kModelInvalid,
+                   config ? "Invalid model configuration: " : "", "model '" + model + "'");
     return;
   }
-  GST_ELEMENT_ERROR(self, LIBRARY, INIT,
-                    ("Model '%s' could not be loaded: %s", model.c_str(), ex.what()), (nullptr));
+  // Not from the core: libtorch or the allocator, given a file it cannot use.
+  if (dynamic_cast<const std::bad_alloc*>(&ex)) {
+    post_error(self, ErrorKind::kModelInvalid,
+               "Out of memory while loading model '" + model + "' (corrupt file?).");
+    return;
+  }
+  post_exception(self, ex, ErrorKind::kModelInvalid, "Model '" + model + "' could not be loaded: ");
 }
 
 }  // namespace torchinfer::gst

@@ -7,9 +7,9 @@
 
 #include <memory>
 
+#include "engine/engine.h"
 #include "model/loaded_model.h"
 #include "model/model_registry.h"
-#include "engine/engine.h"
 #include "preprocess/preprocess.h"
 #include "torchinfer-settings.h"
 
@@ -24,7 +24,8 @@ SharingKey sharing_key(const Settings& s, const ModelConfig& config);
 std::shared_ptr<const LoadedModel> load_for_element(GstElement* self, const Settings& s,
                                                     const ModelConfig& config, int generation);
 
-// Maps a start-up Error to GST_ELEMENT_ERROR with the domain for its kind.
+// Posts a start-up failure: an Error with the domain of its kind
+// (element-errors.h), anything else as LIBRARY/INIT.
 void post_load_error(GstElement* self, const std::exception& e, const std::string& model);
 
 }  // namespace torchinfer::gst

@@ -1,25 +1,28 @@
 #include "video-frame.h"
 
+#include <array>
+#include <cstring>
+
 namespace torchinfer::gst {
 
+GstCaps* supported_video_caps() {
+  std::array<GstVideoFormat, kPixelFormats.size()> formats{};
+  for (std::size_t i = 0; i < kPixelFormats.size(); ++i)
+    formats[i] = to_gst_format(kPixelFormats[i].format);
+  return gst_video_make_raw_caps(formats.data(), formats.size());
+}
+
+GstVideoFormat to_gst_format(PixelFormat f) {
+  return gst_video_format_from_string(to_string(f));
+}
+
 bool to_pixel_format(GstVideoFormat f, PixelFormat* out) {
-  static const struct {
-    GstVideoFormat gst;
-    PixelFormat ours;
-  } table[] = {
-      {GST_VIDEO_FORMAT_YUY2, PixelFormat::kYUY2},   {GST_VIDEO_FORMAT_UYVY, PixelFormat::kUYVY},
-      {GST_VIDEO_FORMAT_NV12, PixelFormat::kNV12},   {GST_VIDEO_FORMAT_NV21, PixelFormat::kNV21},
-      {GST_VIDEO_FORMAT_I420, PixelFormat::kI420},   {GST_VIDEO_FORMAT_YV12, PixelFormat::kYV12},
-      {GST_VIDEO_FORMAT_RGB, PixelFormat::kRGB},     {GST_VIDEO_FORMAT_BGR, PixelFormat::kBGR},
-      {GST_VIDEO_FORMAT_RGBx, PixelFormat::kRGBx},   {GST_VIDEO_FORMAT_BGRx, PixelFormat::kBGRx},
-      {GST_VIDEO_FORMAT_xRGB, PixelFormat::kxRGB},   {GST_VIDEO_FORMAT_xBGR, PixelFormat::kxBGR},
-      {GST_VIDEO_FORMAT_RGBA, PixelFormat::kRGBA},   {GST_VIDEO_FORMAT_BGRA, PixelFormat::kBGRA},
-      {GST_VIDEO_FORMAT_ARGB, PixelFormat::kARGB},   {GST_VIDEO_FORMAT_ABGR, PixelFormat::kABGR},
-      {GST_VIDEO_FORMAT_GRAY8, PixelFormat::kGRAY8},
-  };
-  for (const auto& e : table)
-    if (e.gst == f) {
-      *out = e.ours;
+  // Per frame: gst_video_format_to_string indexes an array; 17 compares.
+  const char* name = gst_video_format_to_string(f);
+  if (!name) return false;
+  for (const PixelFormatInfo& e : kPixelFormats)
+    if (std::strcmp(e.name, name) == 0) {
+      *out = e.format;
       return true;
     }
   return false;

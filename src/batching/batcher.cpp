@@ -1,5 +1,6 @@
 #include "batching/batcher.h"
 
+#include <cstring>
 #include <exception>
 
 #include "common/error.h"
@@ -12,8 +13,8 @@ double ms_between(std::chrono::steady_clock::time_point a,
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-std::size_t floats_for(const LoadedModel& m, int batch) {
-  return (m.slot_bytes * static_cast<std::size_t>(batch) + sizeof(float) - 1) / sizeof(float);
+std::size_t bytes_for(const LoadedModel& m, int batch) {
+  return m.slot_bytes * static_cast<std::size_t>(batch);
 }
 
 }  // namespace
@@ -47,15 +48,15 @@ int Batcher::open_batch_locked() {
   for (int i = 0; i < static_cast<int>(batches_.size()); ++i) {
     Batch& b = batches_[i];
     if (b.state != State::kFree) continue;
-    const std::size_t need = floats_for(*model_, opts_.batch_size);
-    if (b.memory.size() < need) {
+    const std::size_t need = bytes_for(*model_, opts_.batch_size);
+    if (b.memory.bytes() < need) {
       // Untouched, then zeroed by the inference threads: the pages land on
       // their NUMA node. Only happens for the first batches and on reload.
       b.memory = AlignedBuffer(need, AlignedBuffer::Init::kNone);
       if (model_->first_touch)
-        model_->first_touch(b.memory.data(), b.memory.size());
+        model_->first_touch(b.memory.data(), b.memory.bytes());
       else
-        std::fill(b.memory.data(), b.memory.data() + b.memory.size(), 0.f);
+        std::memset(b.memory.data(), 0, b.memory.bytes());
     }
     b.state = State::kFilling;
     b.model = model_;
@@ -98,7 +99,7 @@ Batcher::Slot Batcher::acquire(bool block, const std::atomic<bool>& cancelled) {
       s.buffer = f;
       s.index = b.reserved++;
       s.model = b.model;
-      s.data = reinterpret_cast<std::uint8_t*>(b.memory.data()) + s.index * b.model->slot_bytes;
+      s.data = b.memory.data<std::uint8_t>() + s.index * b.model->slot_bytes;
       if (s.index == 0) {
         b.opened = std::chrono::steady_clock::now();
         work_cv_.notify_all();  // the worker starts timing this batch

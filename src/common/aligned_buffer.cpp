@@ -6,19 +6,18 @@
 
 namespace torchinfer {
 
-AlignedBuffer::AlignedBuffer(std::size_t n_floats, Init init) : size_(n_floats) {
-  if (n_floats == 0) return;
+AlignedBuffer::AlignedBuffer(std::size_t bytes, Init init) : bytes_(bytes) {
+  if (bytes == 0) return;
   // aligned_alloc needs a size that is a multiple of the alignment.
-  std::size_t bytes = n_floats * sizeof(float);
-  bytes = (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
-  void* p = std::aligned_alloc(kBufferAlignment, bytes);
+  const std::size_t padded = (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+  void* p = std::aligned_alloc(kBufferAlignment, padded);
   if (!p) throw std::bad_alloc();
   // Zeroing also commits the pages here, not on the first frame.
-  if (init == Init::kZero) std::memset(p, 0, bytes);
-  data_.reset(static_cast<float*>(p));
+  if (init == Init::kZero) std::memset(p, 0, padded);
+  data_.reset(p);
 }
 
-void AlignedBuffer::Free::operator()(float* p) const noexcept {
+void AlignedBuffer::Free::operator()(void* p) const noexcept {
   std::free(p);
 }
 

@@ -1,5 +1,7 @@
-// Float buffer whose start is 64-byte aligned: one cache line, and the widest
+// Byte buffer whose start is 64-byte aligned: one cache line, and the widest
 // (AVX-512) vector load, so oneDNN reorders and our writers never split lines.
+// Holds whatever the model takes (float or uint8 batches): sized in bytes,
+// read through data<T>().
 #pragma once
 
 #include <cstddef>
@@ -17,19 +19,27 @@ class AlignedBuffer {
   enum class Init { kZero, kNone };
 
   AlignedBuffer() = default;
-  explicit AlignedBuffer(std::size_t n_floats, Init init = Init::kZero);
+  explicit AlignedBuffer(std::size_t bytes, Init init = Init::kZero);
 
-  float* data() noexcept { return data_.get(); }
-  const float* data() const noexcept { return data_.get(); }
-  std::size_t size() const noexcept { return size_; }
-  bool empty() const noexcept { return size_ == 0; }
+  void* data() noexcept { return data_.get(); }
+  const void* data() const noexcept { return data_.get(); }
+  template <typename T>
+  T* data() noexcept {
+    return static_cast<T*>(data());
+  }
+  template <typename T>
+  const T* data() const noexcept {
+    return static_cast<const T*>(data());
+  }
+  std::size_t bytes() const noexcept { return bytes_; }
+  bool empty() const noexcept { return bytes_ == 0; }
 
  private:
   struct Free {
-    void operator()(float* p) const noexcept;
+    void operator()(void* p) const noexcept;
   };
-  std::unique_ptr<float, Free> data_;
-  std::size_t size_ = 0;
+  std::unique_ptr<void, Free> data_;
+  std::size_t bytes_ = 0;
 };
 
 }  // namespace torchinfer

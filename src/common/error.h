@@ -1,6 +1,7 @@
-// Errors raised by the torchinfer core. The GStreamer glue maps each kind to a
-// GST_ELEMENT_ERROR domain, so the kind must say what went wrong for the user,
-// not where in the code it happened.
+// Errors raised by the torchinfer core. The GStreamer glue maps each kind to
+// one GStreamer error domain and code (plugin/element-errors.cpp, the only
+// such table), so the kind must say what went wrong for the user, not where
+// in the code it happened.
 #pragma once
 
 #include <stdexcept>
@@ -9,11 +10,31 @@
 namespace torchinfer {
 
 enum class ErrorKind {
-  kNotFound,         // a file the user named does not exist or cannot be read
-  kModelInvalid,     // the model file is corrupt, or its interface is unsupported
-  kConfigInvalid,    // sidecar / property values are malformed or inconsistent
-  kInvalidArgument,  // a caller passed something out of range (frame size, format...)
-  kRuntime,          // inference failed on a frame
+  // A file the user named does not exist or cannot be read (model, sidecar,
+  // labels, TLS files). -> RESOURCE/NOT_FOUND
+  kNotFound,
+  // The model file is corrupt, or its interface is one torchinfer cannot run
+  // (inputs, outputs, forward() failing on a dummy input at load).
+  // -> LIBRARY/INIT
+  kModelInvalid,
+  // Sidecar or property values are malformed or inconsistent (bad JSON,
+  // unknown field, cores not available, elements sharing a model that
+  // disagree). -> RESOURCE/SETTINGS
+  kConfigInvalid,
+  // A value handed to the core is out of range (pad value, negative crop,
+  // a crop outside the frame, batch size < 1): the caller's settings, not
+  // the data. -> RESOURCE/SETTINGS
+  kInvalidArgument,
+  // The data on the stream does not fit what it must be processed with: a
+  // decoder given tensors of another layout, a frame whose planes or strides
+  // do not match its size. -> STREAM/DECODE
+  kStreamData,
+  // A library or system facility could not be set up (the MQTT client,
+  // a thread). -> LIBRARY/INIT
+  kSetupFailed,
+  // Work on frames failed while running (forward() raised on a batch, a
+  // result could not be delivered). -> STREAM/FAILED
+  kRuntime,
 };
 
 class Error : public std::runtime_error {

@@ -20,8 +20,7 @@ bool looks_like_class_scores(const TensorView& t) {
 std::vector<ClassResult> decode_top_k(const TensorView& t, int k, Activation activation,
                                       const std::vector<std::string>& labels) {
   if (!looks_like_class_scores(t))
-    throw Error(ErrorKind::kInvalidArgument,
-                "tensor '" + t.name + "' is not a vector of class scores");
+    throw Error(ErrorKind::kStreamData, "tensor '" + t.name + "' is not a vector of class scores");
   const std::size_t n = static_cast<std::size_t>(t.dims.back());
   std::vector<double> s(n);
   for (std::size_t i = 0; i < n; ++i) {

@@ -53,9 +53,8 @@ std::string describe_all(const std::vector<TensorView>& outputs) {
 
 [[noreturn]] void layout_error(Decoder d, const char* expected,
                                const std::vector<TensorView>& outputs) {
-  throw Error(ErrorKind::kInvalidArgument, std::string("decoder ") + to_string(d) + " expects " +
-                                               expected + "; the model gives " +
-                                               describe_all(outputs));
+  throw Error(ErrorKind::kStreamData, std::string("decoder ") + to_string(d) + " expects " +
+                                          expected + "; the model gives " + describe_all(outputs));
 }
 
 // SSD: tensors named boxes/scores, else the first two outputs.
@@ -223,8 +222,7 @@ void check_detection_layout(Decoder decoder, const std::vector<TensorView>& outp
       return;
     }
     case Decoder::kClassification:
-      throw Error(ErrorKind::kInvalidArgument,
-                  "decoder classification gives class scores, not boxes");
+      throw Error(ErrorKind::kStreamData, "decoder classification gives class scores, not boxes");
   }
 }
 
@@ -232,7 +230,7 @@ std::vector<Detection> decode_detections(Decoder decoder, const std::vector<Tens
                                          const DetectionOptions& o, const FrameMapping& m) {
   check_detection_layout(decoder, outputs);
   if (!(m.scale_x > 0) || !(m.scale_y > 0) || m.frame_width < 1 || m.frame_height < 1)
-    throw Error(ErrorKind::kInvalidArgument, "invalid frame-to-model transform");
+    throw Error(ErrorKind::kStreamData, "invalid frame-to-model transform");
   Candidates c;
   switch (decoder) {
     case Decoder::kYolov5:

@@ -48,7 +48,7 @@ struct FrameMapping {
   int input_width = 0, input_height = 0;  // model input, for SSD's normalised boxes
 };
 
-// Throws Error(kInvalidArgument) naming the decoder, the expected layout and
+// Throws Error(kStreamData) naming the decoder, the expected layout and
 // the tensors found when the outputs do not fit; call once per stream and
 // report it once.
 void check_detection_layout(Decoder decoder, const std::vector<TensorView>& outputs);

@@ -286,9 +286,6 @@ struct BatchOutput::Impl {
 
 BatchOutput::BatchOutput(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 BatchOutput::~BatchOutput() = default;
-int BatchOutput::batch_size() const {
-  return impl_->batch;
-}
 const std::vector<TensorView>& BatchOutput::tensors() const {
   return impl_->views;
 }
@@ -633,12 +630,19 @@ std::shared_ptr<const BatchOutput> Engine::run(const void* input, int batch) {
   return out;
 }
 
-void Engine::first_touch(float* data, std::size_t n) {
-  if (!data || n == 0) return;
+void Engine::first_touch(void* data, std::size_t bytes) {
+  if (!data || bytes == 0) return;
   impl_->thread->call([&] {
-    const std::int64_t count = static_cast<std::int64_t>(n);
+    // Page-sized pieces split statically over the team: each thread first
+    // writes one contiguous run of pages.
+    constexpr std::size_t kPage = 4096;
+    auto* p = static_cast<unsigned char*>(data);
+    const std::int64_t pages = static_cast<std::int64_t>((bytes + kPage - 1) / kPage);
 #pragma omp parallel for schedule(static) num_threads(impl_->info.threads)
-    for (std::int64_t i = 0; i < count; ++i) data[i] = 0.f;
+    for (std::int64_t i = 0; i < pages; ++i) {
+      const std::size_t off = static_cast<std::size_t>(i) * kPage;
+      std::memset(p + off, 0, std::min(kPage, bytes - off));
+    }
   });
 }
 

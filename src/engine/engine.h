@@ -68,7 +68,6 @@ class BatchOutput {
   explicit BatchOutput(std::unique_ptr<Impl> impl);
   ~BatchOutput();
 
-  int batch_size() const;
   const std::vector<TensorView>& tensors() const;
   std::vector<TensorView> frame(int k) const;
   double inference_ms() const;
@@ -93,7 +92,7 @@ class Engine {
 
   // Zero-fills a buffer from the pinned threads, so that on a NUMA machine
   // its pages are placed on the node of the engine's cores (first touch).
-  void first_touch(float* data, std::size_t n_floats);
+  void first_touch(void* data, std::size_t bytes);
 
   const EngineInfo& info() const;
   const EngineOptions& options() const;

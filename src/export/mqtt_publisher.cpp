@@ -92,7 +92,7 @@ MqttPublisher::MqttPublisher(MqttOptions options, MqttEventHandler on_event)
   init_library();
   mosq_ = mosquitto_new(options_.client_id.c_str(), true, this);
   if (!mosq_)
-    throw Error(ErrorKind::kRuntime,
+    throw Error(ErrorKind::kSetupFailed,
                 std::string("cannot create an MQTT client: ") + std::strerror(errno));
   try {
     // Published from the caller's thread while run() drives the socket.
@@ -181,10 +181,7 @@ void MqttPublisher::run() {
     if (mosquitto_loop(mosq_, kLoopTimeoutMs, 1) != MOSQ_ERR_SUCCESS) {
       have_socket = false;
       std::lock_guard<std::mutex> lk(lock_);
-      if (connected_) {  // lost without on_disconnect (not expected, but keep state true)
-        connected_ = false;
-        lost_since_connect_ = true;
-      }
+      connected_ = false;  // lost without on_disconnect (not expected, but keep state true)
     }
   }
   if (have_socket) {
@@ -209,7 +206,6 @@ void MqttPublisher::on_connect(int rc) {
     connected_ = true;
     if (ever_connected_) counts_.reconnects++;
     ever_connected_ = true;
-    lost_since_connect_ = false;
     cv_.notify_all();
   }
   emit(MqttEvent::kConnected, options_.host + ":" + std::to_string(options_.port));
@@ -227,7 +223,6 @@ void MqttPublisher::on_disconnect(int rc) {
     stopping = stopping_;
     connected_ = false;
     refused_ = false;
-    if (was_connected) lost_since_connect_ = true;
     cv_.notify_all();
   }
   if (stopping) return;

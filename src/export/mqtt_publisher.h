@@ -105,7 +105,6 @@ class MqttPublisher {
   mutable std::mutex lock_;  // state below; never held while calling libmosquitto
   std::condition_variable cv_;
   bool connected_ = false, ever_connected_ = false, stopping_ = false, stopped_ = false;
-  bool lost_since_connect_ = false;
   bool refused_ = false;  // the broker refused the connection (reported by on_connect)
   std::unordered_map<int, int> in_flight_;  // mid -> qos
   std::unordered_set<int> early_acks_;      // acks that beat publish() returning the mid

@@ -27,7 +27,7 @@ struct LoadedModel {
   int generation = 1;              // 1 for the first model, +1 per reload
   // Zero-fills a new batch buffer from the inference threads (NUMA first
   // touch); optional.
-  std::function<void(float*, std::size_t)> first_touch;
+  std::function<void(void* data, std::size_t bytes)> first_touch;
 };
 
 }  // namespace torchinfer

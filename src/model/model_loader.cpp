@@ -1,6 +1,6 @@
 #include "model/model_loader.h"
 
-#include <vector>
+#include "common/aligned_buffer.h"
 
 namespace torchinfer {
 
@@ -20,9 +20,9 @@ std::shared_ptr<const LoadedModel> load_model(EngineOptions options, const Model
   m->generation = generation;
   Engine* e = engine.get();
   m->run = [e](const void* input, int batch) { return e->run(input, batch); };
-  m->first_touch = [e](float* data, std::size_t n) { e->first_touch(data, n); };
+  m->first_touch = [e](void* data, std::size_t bytes) { e->first_touch(data, bytes); };
 
-  std::vector<float> zeros((m->slot_bytes * batch_size + sizeof(float) - 1) / sizeof(float), 0.f);
+  const AlignedBuffer zeros(m->slot_bytes * static_cast<std::size_t>(batch_size));
   m->batch_ms = engine->run(zeros.data(), batch_size)->inference_ms();
   return m;
 }

@@ -39,21 +39,6 @@ int palette_index(int class_id) {
   return ((class_id % n) + n) % n;
 }
 
-bool is_yuv_or_gray(PixelFormat f) {
-  switch (f) {
-    case PixelFormat::kYUY2:
-    case PixelFormat::kUYVY:
-    case PixelFormat::kNV12:
-    case PixelFormat::kNV21:
-    case PixelFormat::kI420:
-    case PixelFormat::kYV12:
-    case PixelFormat::kGRAY8:
-      return true;
-    default:
-      return false;
-  }
-}
-
 // Draws the scene with colour indices turned into Scalars by `colour`.
 void draw_scene(cv::Mat& m, const OverlayScene& s, const std::function<cv::Scalar(int)>& colour,
                 int line_type) {
@@ -95,104 +80,45 @@ void draw_scene(cv::Mat& m, const OverlayScene& s, const std::function<cv::Scala
 
 // Channel positions of R, G, B and the padding/alpha byte (-1: none).
 std::array<int, 4> rgb_layout(PixelFormat f) {
-  switch (f) {
-    case PixelFormat::kRGB:
-      return {0, 1, 2, -1};
-    case PixelFormat::kBGR:
-      return {2, 1, 0, -1};
-    case PixelFormat::kRGBx:
-    case PixelFormat::kRGBA:
-      return {0, 1, 2, 3};
-    case PixelFormat::kBGRx:
-    case PixelFormat::kBGRA:
-      return {2, 1, 0, 3};
-    case PixelFormat::kxRGB:
-    case PixelFormat::kARGB:
-      return {1, 2, 3, 0};
-    default:  // xBGR, ABGR
-      return {3, 2, 1, 0};
-  }
+  const PixelLayout& L = layout_of(f);
+  const int r = L.c[0].offset, g = L.c[1].offset, b = L.c[2].offset;
+  return {r, g, b, L.plane_bpp[0] == 4 ? 0 + 1 + 2 + 3 - r - g - b : -1};
 }
 
 struct Yuv {
   std::uint8_t y, u, v;
 };
 
-// Luma and chroma byte positions of the 4:2:2 packed formats within a pair.
-struct Packed422 {
-  int y0, u, v;
-};
-
+// Luma per pixel, then chroma per chroma sample, each at the byte the
+// format's layout gives for that component.
 void paint(const std::vector<std::uint8_t>& canvas, const cv::Rect& r, OverlayImage& img,
            const std::array<Yuv, kColours>& yuv) {
   const int w = img.width, h = img.height;
-  const PixelFormat f = img.format;
+  const PixelLayout& L = layout_of(img.format);
   auto mark = [&](int x, int y) -> int {
     return x < w && y < h ? canvas[static_cast<std::size_t>(y) * w + x] : 0;
+  };
+  auto at = [&](const Component& c, int x, int y) -> std::uint8_t& {
+    return img.planes[c.plane][static_cast<std::size_t>(y) * img.strides[c.plane] +
+                               static_cast<std::size_t>(x) * c.step + c.offset];
   };
   for (int y = r.y; y < r.y + r.height; ++y) {
     for (int x = r.x; x < r.x + r.width; ++x) {
       const int c = mark(x, y);
-      if (!c) continue;
-      const Yuv& p = yuv[c - 1];
-      switch (f) {
-        case PixelFormat::kYUY2:
-          img.planes[0][static_cast<std::size_t>(y) * img.strides[0] + 2 * x] = p.y;
-          break;
-        case PixelFormat::kUYVY:
-          img.planes[0][static_cast<std::size_t>(y) * img.strides[0] + 2 * x + 1] = p.y;
-          break;
-        default:
-          img.planes[0][static_cast<std::size_t>(y) * img.strides[0] + x] = p.y;
-      }
+      if (c) at(L.c[0], x, y) = yuv[c - 1].y;
     }
   }
-  if (f == PixelFormat::kGRAY8) return;
-  const bool packed = f == PixelFormat::kYUY2 || f == PixelFormat::kUYVY;
-  const int sub_y = packed ? 1 : 2;
+  if (L.kind == PixelLayout::kGray) return;
+  const int sub_y = L.plane_half_h[L.c[1].plane] ? 2 : 1;
   for (int cy = r.y / sub_y; cy <= (r.y + r.height - 1) / sub_y; ++cy) {
     for (int cx = r.x / 2; cx <= (r.x + r.width - 1) / 2; ++cx) {
       int c = 0;
       for (int dy = 0; dy < sub_y && !c; ++dy)
         for (int dx = 0; dx < 2 && !c; ++dx) c = mark(2 * cx + dx, cy * sub_y + dy);
       if (!c) continue;
-      const Yuv& p = yuv[c - 1];
-      switch (f) {
-        case PixelFormat::kYUY2:
-        case PixelFormat::kUYVY: {
-          const Packed422 k = f == PixelFormat::kYUY2 ? Packed422{0, 1, 3} : Packed422{1, 0, 2};
-          std::uint8_t* px = img.planes[0] + static_cast<std::size_t>(cy) * img.strides[0] + 4 * cx;
-          px[k.u] = p.u;
-          px[k.v] = p.v;
-          break;
-        }
-        case PixelFormat::kNV12:
-        case PixelFormat::kNV21: {
-          std::uint8_t* px = img.planes[1] + static_cast<std::size_t>(cy) * img.strides[1] + 2 * cx;
-          px[f == PixelFormat::kNV12 ? 0 : 1] = p.u;
-          px[f == PixelFormat::kNV12 ? 1 : 0] = p.v;
-          break;
-        }
-        default: {  // I420: Y, U, V planes; YV12: Y, V, U
-          const int up = f == PixelFormat::kI420 ? 1 : 2, vp = 3 - up;
-          img.planes[up][static_cast<std::size_t>(cy) * img.strides[up] + cx] = p.u;
-          img.planes[vp][static_cast<std::size_t>(cy) * img.strides[vp] + cx] = p.v;
-        }
-      }
+      at(L.c[1], cx, cy) = yuv[c - 1].u;
+      at(L.c[2], cx, cy) = yuv[c - 1].v;
     }
-  }
-}
-
-int planes_needed(PixelFormat f) {
-  switch (f) {
-    case PixelFormat::kNV12:
-    case PixelFormat::kNV21:
-      return 2;
-    case PixelFormat::kI420:
-    case PixelFormat::kYV12:
-      return 3;
-    default:
-      return 1;
   }
 }
 
@@ -221,10 +147,9 @@ void rgb_to_yuv(Rgb c, YuvMatrix m, bool full_range, std::uint8_t* y, std::uint8
 }
 
 void Overlay::draw(const OverlayScene& scene, OverlayImage& img) {
-  if (img.width < 1 || img.height < 1)
-    throw Error(ErrorKind::kInvalidArgument, "overlay: empty frame");
-  for (int p = 0; p < planes_needed(img.format); ++p)
-    if (!img.planes[p]) throw Error(ErrorKind::kInvalidArgument, "overlay: missing plane");
+  if (img.width < 1 || img.height < 1) throw Error(ErrorKind::kStreamData, "overlay: empty frame");
+  for (int p = 0; p < layout_of(img.format).n_planes; ++p)
+    if (!img.planes[p]) throw Error(ErrorKind::kStreamData, "overlay: missing plane");
   if (scene.boxes.empty() && scene.lines.empty()) return;
 
   if (!is_yuv_or_gray(img.format)) {

@@ -54,7 +54,7 @@ void rgb_to_yuv(Rgb c, YuvMatrix m, bool full_range, std::uint8_t* y, std::uint8
 
 class Overlay {
  public:
-  // Throws Error(kInvalidArgument) for empty frames or null planes.
+  // Throws Error(kStreamData) for empty frames or null planes.
   void draw(const OverlayScene& scene, OverlayImage& image);
 
  private:

@@ -5,19 +5,9 @@
 
 #include <cstdint>
 
-namespace torchinfer {
+#include "preprocess/pixel_format.h"
 
-// clang-format off
-enum class PixelFormat {
-  kYUY2, kUYVY,                 // packed 4:2:2
-  kNV12, kNV21,                 // 4:2:0: Y plane + interleaved UV (NV21: VU) plane
-  kI420, kYV12,                 // 4:2:0: three planes
-  kRGB, kBGR,                   // packed 24-bit
-  kRGBx, kBGRx, kxRGB, kxBGR,   // packed 32-bit, padding byte ignored
-  kRGBA, kBGRA, kARGB, kABGR,   // packed 32-bit, alpha ignored
-  kGRAY8,
-};
-// clang-format on
+namespace torchinfer {
 
 enum class YuvMatrix { kBT601, kBT709, kBT2020 };
 
@@ -38,7 +28,5 @@ struct FrameTransform {
   double scale_x = 1.0, scale_y = 1.0;
   double offset_x = 0.0, offset_y = 0.0;
 };
-
-const char* to_string(PixelFormat f);
 
 }  // namespace torchinfer

@@ -9,112 +9,6 @@
 namespace torchinfer {
 namespace {
 
-// How a format's samples sit in memory. Each component is read from one
-// plane at a byte step and offset, at luma or chroma horizontal resolution.
-struct Component {
-  int plane, step, offset;
-  bool chroma;  // sampled at half horizontal resolution
-};
-
-struct Layout {
-  enum Kind { kRGB, kGray, kYUV } kind;
-  int n_planes;
-  int plane_bpp[3];      // bytes per (plane) pixel
-  bool plane_half_w[3];  // plane is horizontally subsampled
-  bool plane_half_h[3];  // plane is vertically subsampled
-  Component c[3];        // RGB: r,g,b   YUV: y,u,v   gray: y
-  int x_align, y_align;  // crop alignment
-};
-
-Layout layout_of(PixelFormat f) {
-  auto rgb = [](int bpp, int r, int g, int b) {
-    return Layout{Layout::kRGB,
-                  1,
-                  {bpp},
-                  {false},
-                  {false},
-                  {{0, bpp, r, false}, {0, bpp, g, false}, {0, bpp, b, false}},
-                  1,
-                  1};
-  };
-  switch (f) {
-    case PixelFormat::kRGB:
-      return rgb(3, 0, 1, 2);
-    case PixelFormat::kBGR:
-      return rgb(3, 2, 1, 0);
-    case PixelFormat::kRGBx:
-    case PixelFormat::kRGBA:
-      return rgb(4, 0, 1, 2);
-    case PixelFormat::kBGRx:
-    case PixelFormat::kBGRA:
-      return rgb(4, 2, 1, 0);
-    case PixelFormat::kxRGB:
-    case PixelFormat::kARGB:
-      return rgb(4, 1, 2, 3);
-    case PixelFormat::kxBGR:
-    case PixelFormat::kABGR:
-      return rgb(4, 3, 2, 1);
-    case PixelFormat::kGRAY8:
-      return Layout{Layout::kGray, 1, {1}, {false}, {false}, {{0, 1, 0, false}}, 1, 1};
-    // Packed 4:2:2 rows are read as bytes: luma every 2 bytes, chroma every 4.
-    case PixelFormat::kYUY2:
-      return Layout{Layout::kYUV,
-                    1,
-                    {4},
-                    {true},
-                    {false},
-                    {{0, 2, 0, false}, {0, 4, 1, true}, {0, 4, 3, true}},
-                    2,
-                    1};
-    case PixelFormat::kUYVY:
-      return Layout{Layout::kYUV,
-                    1,
-                    {4},
-                    {true},
-                    {false},
-                    {{0, 2, 1, false}, {0, 4, 0, true}, {0, 4, 2, true}},
-                    2,
-                    1};
-    case PixelFormat::kNV12:
-      return Layout{Layout::kYUV,
-                    2,
-                    {1, 2},
-                    {false, true},
-                    {false, true},
-                    {{0, 1, 0, false}, {1, 2, 0, true}, {1, 2, 1, true}},
-                    2,
-                    2};
-    case PixelFormat::kNV21:
-      return Layout{Layout::kYUV,
-                    2,
-                    {1, 2},
-                    {false, true},
-                    {false, true},
-                    {{0, 1, 0, false}, {1, 2, 1, true}, {1, 2, 0, true}},
-                    2,
-                    2};
-    case PixelFormat::kI420:
-      return Layout{Layout::kYUV,
-                    3,
-                    {1, 1, 1},
-                    {false, true, true},
-                    {false, true, true},
-                    {{0, 1, 0, false}, {1, 1, 0, true}, {2, 1, 0, true}},
-                    2,
-                    2};
-    case PixelFormat::kYV12:
-      return Layout{Layout::kYUV,
-                    3,
-                    {1, 1, 1},
-                    {false, true, true},
-                    {false, true, true},
-                    {{0, 1, 0, false}, {2, 1, 0, true}, {1, 1, 0, true}},
-                    2,
-                    2};
-  }
-  throw Error(ErrorKind::kInvalidArgument, "unsupported pixel format");
-}
-
 // Y'CbCr -> R'G'B' in 0..255 pixel units.
 struct YuvCoefficients {
   float y_off, k_y, r_v, g_u, g_v, b_u;
@@ -199,7 +93,7 @@ struct Region {
   int x, y, width, height;
 };
 
-Region region_of(const PreprocessOptions& o, const Layout& L, int width, int height) {
+Region region_of(const PreprocessOptions& o, const PixelLayout& L, int width, int height) {
   Region r{0, 0, width, height};
   if (o.crop.width > 0 && o.crop.height > 0) {
     int x0 = std::max(0, o.crop.x) / L.x_align * L.x_align;
@@ -222,7 +116,7 @@ struct Geometry {
   int new_w, new_h, off_x, off_y;
 };
 
-Geometry geometry(const PreprocessOptions& o, const Layout& L, int width, int height) {
+Geometry geometry(const PreprocessOptions& o, const PixelLayout& L, int width, int height) {
   Geometry g;
   g.r = region_of(o, L, width, height);
   double sx = static_cast<double>(o.out_width) / g.r.width,
@@ -243,46 +137,6 @@ Geometry geometry(const PreprocessOptions& o, const Layout& L, int width, int he
 }
 
 }  // namespace
-
-const char* to_string(PixelFormat f) {
-  switch (f) {
-    case PixelFormat::kYUY2:
-      return "YUY2";
-    case PixelFormat::kUYVY:
-      return "UYVY";
-    case PixelFormat::kNV12:
-      return "NV12";
-    case PixelFormat::kNV21:
-      return "NV21";
-    case PixelFormat::kI420:
-      return "I420";
-    case PixelFormat::kYV12:
-      return "YV12";
-    case PixelFormat::kRGB:
-      return "RGB";
-    case PixelFormat::kBGR:
-      return "BGR";
-    case PixelFormat::kRGBx:
-      return "RGBx";
-    case PixelFormat::kBGRx:
-      return "BGRx";
-    case PixelFormat::kxRGB:
-      return "xRGB";
-    case PixelFormat::kxBGR:
-      return "xBGR";
-    case PixelFormat::kRGBA:
-      return "RGBA";
-    case PixelFormat::kBGRA:
-      return "BGRA";
-    case PixelFormat::kARGB:
-      return "ARGB";
-    case PixelFormat::kABGR:
-      return "ABGR";
-    case PixelFormat::kGRAY8:
-      return "GRAY8";
-  }
-  return "?";
-}
 
 const char* to_string(ResizeMethod m) {
   switch (m) {
@@ -329,11 +183,6 @@ Preprocessor::Preprocessor(const PreprocessOptions& options)
 
 Preprocessor::~Preprocessor() = default;
 
-FrameTransform Preprocessor::transform_for(PixelFormat format, int width, int height) const {
-  if (width < 1 || height < 1) return {};
-  return geometry(opts_, layout_of(format), width, height).t;
-}
-
 FrameTransform Preprocessor::run(const FrameView& frame, float* dst) {
   if (opts_.output != OutputType::kFloat32)
     throw Error(ErrorKind::kInvalidArgument, "preprocessor writes bytes");
@@ -348,15 +197,14 @@ FrameTransform Preprocessor::run(const FrameView& frame, std::uint8_t* dst) {
 
 template <typename Out>
 FrameTransform Preprocessor::run_impl(const FrameView& f, Out* dst) {
-  if (f.width < 1 || f.height < 1 || !dst)
-    throw Error(ErrorKind::kInvalidArgument, "empty frame or no output");
-  const Layout L = layout_of(f.format);
+  if (!dst) throw Error(ErrorKind::kInvalidArgument, "no output buffer");
+  if (f.width < 1 || f.height < 1) throw Error(ErrorKind::kStreamData, "empty frame");
+  const PixelLayout& L = layout_of(f.format);
   for (int p = 0; p < L.n_planes; ++p) {
     const int pw = L.plane_half_w[p] ? (f.width + 1) / 2 : f.width;
-    if (!f.planes[p])
-      throw Error(ErrorKind::kInvalidArgument, "missing plane " + std::to_string(p));
+    if (!f.planes[p]) throw Error(ErrorKind::kStreamData, "missing plane " + std::to_string(p));
     if (f.strides[p] < pw * L.plane_bpp[p])
-      throw Error(ErrorKind::kInvalidArgument,
+      throw Error(ErrorKind::kStreamData,
                   "plane " + std::to_string(p) + " stride smaller than a row");
   }
   const Geometry g = geometry(opts_, L, f.width, f.height);
@@ -376,7 +224,7 @@ FrameTransform Preprocessor::run_impl(const FrameView& f, Out* dst) {
     // converted image, so only rounding and clamping can differ.
     s.chroma_x = s.luma_x.subsampled();
     s.half_y = s.full_y.subsampled();
-    const Taps& t12 = L.kind == Layout::kYUV ? s.chroma_x : s.luma_x;
+    const Taps& t12 = L.kind == PixelLayout::kYUV ? s.chroma_x : s.luma_x;
     s.dense0 = DenseTaps(s.luma_x, L.c[0].step);
     s.dense12 = DenseTaps(t12, L.c[1].step);
     // Zero-padded taps may read past the row: keep that memory in bounds.
@@ -421,20 +269,20 @@ FrameTransform Preprocessor::run_impl(const FrameView& f, Out* dst) {
     }
     const Component &c0 = L.c[0], &c1 = L.c[1], &c2 = L.c[2];
     resample_row(s.acc[c0.plane].data() + c0.offset, c0.step, s.dense0, s.row[0].data());
-    if (L.kind != Layout::kGray) {
+    if (L.kind != PixelLayout::kGray) {
       resample_row(s.acc[c1.plane].data() + c1.offset, c1.step, s.dense12, s.row[1].data());
       resample_row(s.acc[c2.plane].data() + c2.offset, c2.step, s.dense12, s.row[2].data());
     }
     Out* d = dst + (static_cast<std::size_t>(oy + off_y) * opts_.out_width + off_x) * C;
     const float *q0 = s.row[0].data(), *q1 = s.row[1].data(), *q2 = s.row[2].data();
     switch (L.kind) {
-      case Layout::kRGB:
+      case PixelLayout::kRGB:
         for (int x = 0; x < new_w; ++x, d += C) w.put(q0[x], q1[x], q2[x], d);
         break;
-      case Layout::kGray:
+      case PixelLayout::kGray:
         for (int x = 0; x < new_w; ++x, d += C) w.put_gray(q0[x], d);
         break;
-      case Layout::kYUV:
+      case PixelLayout::kYUV:
         for (int x = 0; x < new_w; ++x, d += C) {
           const float luma = k.k_y * (q0[x] - k.y_off);
           if (opts_.order == ChannelOrder::kGray) {
@@ -450,8 +298,5 @@ FrameTransform Preprocessor::run_impl(const FrameView& f, Out* dst) {
   }
   return g.t;
 }
-
-template FrameTransform Preprocessor::run_impl<float>(const FrameView&, float*);
-template FrameTransform Preprocessor::run_impl<std::uint8_t>(const FrameView&, std::uint8_t*);
 
 }  // namespace torchinfer

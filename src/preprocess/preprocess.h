@@ -40,8 +40,12 @@ struct PreprocessOptions {
 
   static PreprocessOptions from_config(const ModelConfig& cfg);
   int channels() const { return order == ChannelOrder::kGray ? 1 : 3; }
-  std::size_t slot_floats() const {
+  // Values in one slot (floats or bytes, see `output`), and their size.
+  std::size_t slot_values() const {
     return static_cast<std::size_t>(out_width) * out_height * channels();
+  }
+  std::size_t slot_bytes() const {
+    return slot_values() * (output == OutputType::kUInt8 ? 1 : sizeof(float));
   }
 };
 
@@ -54,12 +58,10 @@ class Preprocessor {
 
   const PreprocessOptions& options() const { return opts_; }
 
-  // The transform a frame of this size will get; no pixels touched.
-  FrameTransform transform_for(PixelFormat format, int width, int height) const;
-
   // Writes out_height x out_width x channels values to dst (NHWC, one slot):
   // floats, or bytes when options().output is kUInt8. Throws
-  // Error(kInvalidArgument) for empty frames, null planes or short strides.
+  // Error(kStreamData) for empty frames, null planes or short strides,
+  // Error(kInvalidArgument) for a crop outside the frame or the wrong dst type.
   FrameTransform run(const FrameView& frame, float* dst);
   FrameTransform run(const FrameView& frame, std::uint8_t* dst);
 

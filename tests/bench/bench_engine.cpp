@@ -74,8 +74,10 @@ EngineOptions engine_opts(const std::string& model, int batch, int threads) {
 
 AlignedBuffer input(int batch) {
   const int s = iarg("size", 224);
-  AlignedBuffer b(static_cast<std::size_t>(batch) * iarg("width", s) * iarg("height", s) * 3);
-  for (std::size_t i = 0; i < b.size(); ++i) b.data()[i] = static_cast<float>(i % 255) / 128.f - 1;
+  const std::size_t n = static_cast<std::size_t>(batch) * iarg("width", s) * iarg("height", s) * 3;
+  AlignedBuffer b(n * sizeof(float));
+  float* v = b.data<float>();
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>(i % 255) / 128.f - 1;
   return b;
 }
 

@@ -114,10 +114,10 @@ void BM_Reference(benchmark::State& state, PixelFormat fmt, int w, int h, int ow
   cv::setNumThreads(1);
   const OwnedFrame& f = frame(fmt, w, h);
   const PreprocessOptions o = model_input(ow, oh, lb);
-  AlignedBuffer dst(o.slot_floats());
+  AlignedBuffer dst(o.slot_bytes());
   cv::Mat rgb, small;
   for (auto _ : state) {
-    reference_chain(f, o, rgb, small, dst.data());
+    reference_chain(f, o, rgb, small, dst.data<float>());
     benchmark::DoNotOptimize(dst.data());
   }
 }
@@ -126,9 +126,9 @@ void BM_Fused(benchmark::State& state, PixelFormat fmt, int w, int h, int ow, in
   const OwnedFrame& f = frame(fmt, w, h);
   const PreprocessOptions o = model_input(ow, oh, lb);
   Preprocessor pre(o);
-  AlignedBuffer dst(o.slot_floats());
+  AlignedBuffer dst(o.slot_bytes());
   for (auto _ : state) {
-    pre.run(f.view, dst.data());
+    pre.run(f.view, dst.data<float>());
     benchmark::DoNotOptimize(dst.data());
   }
 }

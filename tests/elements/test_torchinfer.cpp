@@ -127,16 +127,16 @@ TEST(TorchInfer, MetaMatchesPlainLibtorch) {
   gst_buffer_map(in, &map, GST_MAP_READ);
   const ModelConfig cfg = resolve_model_config(path, "", {});
   Preprocessor pre(PreprocessOptions::from_config(cfg));
-  AlignedBuffer input(pre.options().slot_floats());
+  AlignedBuffer input(pre.options().slot_bytes());
   FrameView fv;
   fv.format = PixelFormat::kRGB;
   fv.width = 640;
   fv.height = 480;
   fv.planes[0] = map.data;
   fv.strides[0] = GST_VIDEO_INFO_PLANE_STRIDE(&info, 0);
-  pre.run(fv, input.data());
+  pre.run(fv, input.data<float>());
   gst_buffer_unmap(in, &map);
-  const std::vector<float> expected = run_reference_model(path, input.data(), 32, 48, 3);
+  const std::vector<float> expected = run_reference_model(path, input.data<float>(), 32, 48, 3);
 
   GstBuffer* out = gst_harness_push_and_pull(h, in);
   GstTorchTensorMeta* m = gst_buffer_get_torch_tensor_meta(out);

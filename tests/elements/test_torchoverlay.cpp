@@ -46,36 +46,22 @@ struct Pixel {
   int y, u, v;  // or R, G, B for RGB formats
 };
 
+// Pixel (x, y) located through GStreamer's own description of the format
+// (plane, pixel stride, offset and subsampling of each component), so the
+// test does not share the element's format table. Gray: {y, 0, 0}.
 Pixel read(const GstVideoInfo& info, GstBuffer* buf, int x, int y) {
   GstVideoFrame f;
   gst_video_frame_map(&f, &info, buf, GST_MAP_READ);
-  auto at = [&](int plane, int off) {
-    return static_cast<const guint8*>(GST_VIDEO_FRAME_PLANE_DATA(&f, plane))[off];
+  const GstVideoFormatInfo* fi = info.finfo;
+  auto comp = [&](guint c) -> int {
+    const guint p = GST_VIDEO_FORMAT_INFO_PLANE(fi, c);
+    const auto* d = static_cast<const guint8*>(GST_VIDEO_FRAME_PLANE_DATA(&f, p));
+    return d[(y >> GST_VIDEO_FORMAT_INFO_H_SUB(fi, c)) * GST_VIDEO_FRAME_PLANE_STRIDE(&f, p) +
+             (x >> GST_VIDEO_FORMAT_INFO_W_SUB(fi, c)) * GST_VIDEO_FORMAT_INFO_PSTRIDE(fi, c) +
+             GST_VIDEO_FORMAT_INFO_POFFSET(fi, c)];
   };
-  auto stride = [&](int p) { return GST_VIDEO_FRAME_PLANE_STRIDE(&f, p); };
-  Pixel px{};
-  switch (GST_VIDEO_INFO_FORMAT(&info)) {
-    case GST_VIDEO_FORMAT_YUY2:
-      px = {at(0, y * stride(0) + 2 * x), at(0, y * stride(0) + 4 * (x / 2) + 1),
-            at(0, y * stride(0) + 4 * (x / 2) + 3)};
-      break;
-    case GST_VIDEO_FORMAT_NV12:
-      px = {at(0, y * stride(0) + x), at(1, y / 2 * stride(1) + 2 * (x / 2)),
-            at(1, y / 2 * stride(1) + 2 * (x / 2) + 1)};
-      break;
-    case GST_VIDEO_FORMAT_I420:
-      px = {at(0, y * stride(0) + x), at(1, y / 2 * stride(1) + x / 2),
-            at(2, y / 2 * stride(2) + x / 2)};
-      break;
-    default: {  // packed RGB family: report R, G, B
-      const GstVideoFormatInfo* fi = info.finfo;
-      const int ps = GST_VIDEO_FORMAT_INFO_PSTRIDE(fi, 0);
-      auto comp = [&](int c) {
-        return at(0, y * stride(0) + x * ps + GST_VIDEO_FORMAT_INFO_POFFSET(fi, c));
-      };
-      px = {comp(0), comp(1), comp(2)};
-    }
-  }
+  const Pixel px = GST_VIDEO_FORMAT_INFO_N_COMPONENTS(fi) == 1 ? Pixel{comp(0), 0, 0}
+                                                               : Pixel{comp(0), comp(1), comp(2)};
   gst_video_frame_unmap(&f);
   return px;
 }
@@ -117,6 +103,10 @@ TEST_P(TorchOverlayFormats, DrawsTheClassColourOnTheBoxEdgeOnly) {
     rgb_to_yuv(c, YuvMatrix::kBT601, false, &y, &u, &v);
     want = {y, u, v};
     bg = {16, 128, 128};
+  } else if (GST_VIDEO_INFO_IS_GRAY(&info)) {  // GStreamer's gray is full range
+    std::uint8_t y, u, v;
+    rgb_to_yuv(c, YuvMatrix::kBT601, true, &y, &u, &v);
+    want = {y, 0, 0};
   }
   for (auto [x, y] : {std::pair{40, 60}, std::pair{119, 60}, std::pair{80, 89}}) {
     const Pixel p = read(info, out, x, y);
@@ -145,8 +135,9 @@ TEST_P(TorchOverlayFormats, FramesWithoutResultsAreUntouched) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, TorchOverlayFormats,
-                         testing::Values("RGB", "BGR", "RGBx", "BGRx", "xRGB", "ABGR", "YUY2",
-                                         "NV12", "I420"));
+                         testing::Values("RGB", "BGR", "RGBx", "BGRx", "xRGB", "xBGR", "RGBA",
+                                         "BGRA", "ARGB", "ABGR", "YUY2", "UYVY", "NV12", "NV21",
+                                         "I420", "YV12", "GRAY8"));
 
 TEST(TorchOverlay, ColoursAreStablePerClass) {
   for (int id = 0; id < 30; ++id) {

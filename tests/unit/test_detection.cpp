@@ -254,7 +254,7 @@ TEST(DetectionErrors, LayoutsThatDoNotFitNameDecoderAndShape) {
       check_detection_layout(dec, outs);
       FAIL() << "accepted " << needle;
     } catch (const Error& e) {
-      EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+      EXPECT_EQ(e.kind(), ErrorKind::kStreamData);
       const std::string what = e.what();
       EXPECT_NE(what.find(std::string("decoder ") + to_string(dec)), std::string::npos) << what;
       EXPECT_NE(what.find(needle), std::string::npos) << what;

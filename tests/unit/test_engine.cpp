@@ -31,9 +31,15 @@ EngineOptions opts(const std::string& model, int w, int h, int c = 3) {
   return o;
 }
 
+// A zeroed batch buffer of n floats.
+AlignedBuffer floats(std::size_t n) {
+  return AlignedBuffer(n * sizeof(float));
+}
+
 void fill_ramp(AlignedBuffer& b) {
-  for (std::size_t i = 0; i < b.size(); ++i)
-    b.data()[i] = static_cast<float>((i * 37) % 101) / 50.f - 1.f;
+  float* v = b.data<float>();
+  for (std::size_t i = 0; i < b.bytes() / sizeof(float); ++i)
+    v[i] = static_cast<float>((i * 37) % 101) / 50.f - 1.f;
 }
 
 // Runs the engine expecting failure; returns the message.
@@ -60,7 +66,7 @@ TEST(Engine, OptimisedMatchesUnoptimised) {
   EXPECT_FALSE(plain.info().optimized);
   EXPECT_EQ(fast.info().input_name, "x");
 
-  AlignedBuffer in(2 * 32 * 48 * 3);
+  AlignedBuffer in = floats(2 * 32 * 48 * 3);
   fill_ramp(in);
   const auto a = fast.run(in.data(), 2);
   const auto b = plain.run(in.data(), 2);
@@ -81,7 +87,7 @@ TEST(Engine, OptimisedMatchesUnoptimised) {
 
 TEST(Engine, InputIsReadAsNhwc) {
   Engine e(opts("identity.pt", 8, 6));
-  AlignedBuffer in(6 * 8 * 3);
+  AlignedBuffer in = floats(6 * 8 * 3);
   fill_ramp(in);
   const auto out = e.run(in.data(), 1);
   const TensorView& t = out->tensors()[0];
@@ -90,17 +96,17 @@ TEST(Engine, InputIsReadAsNhwc) {
   for (int c = 0; c < 3; ++c)
     for (int y = 0; y < 6; ++y)
       for (int x = 0; x < 8; ++x)
-        ASSERT_FLOAT_EQ(t.f32()[(c * 6 + y) * 8 + x], in.data()[(y * 8 + x) * 3 + c]);
+        ASSERT_FLOAT_EQ(t.f32()[(c * 6 + y) * 8 + x], in.data<float>()[(y * 8 + x) * 3 + c]);
   // Refilling the input must not change results already handed out.
   const float before = t.f32()[0];
-  in.data()[0] += 5.f;
+  in.data<float>()[0] += 5.f;
   EXPECT_FLOAT_EQ(t.f32()[0], before);
 }
 
 TEST(Engine, TupleAndDictOutputsAreNamed) {
   Engine tuple(opts("tuple_output.pt", 16, 16));
   Engine dict(opts("dict_output.pt", 16, 16));
-  AlignedBuffer in(16 * 16 * 3);
+  AlignedBuffer in = floats(16 * 16 * 3);
   fill_ramp(in);
   const auto t = tuple.run(in.data(), 1);
   ASSERT_EQ(t->tensors().size(), 2u);
@@ -120,7 +126,7 @@ TEST(Engine, ReportsTimings) {
   Engine e(opts("tiny_classifier.pt", 48, 32));
   EXPECT_GT(e.info().load_ms, 0);
   EXPECT_GT(e.info().warmup_ms, 0);
-  AlignedBuffer in(32 * 48 * 3);
+  AlignedBuffer in = floats(32 * 48 * 3);
   EXPECT_GT(e.run(in.data(), 1)->inference_ms(), 0);
 }
 
@@ -176,7 +182,7 @@ TEST(EngineErrors, BadGeometryAndBatch) {
   EXPECT_THROW(Engine(opts("identity.pt", 8, 6, 2)), Error);
   Engine e(opts("identity.pt", 8, 6));
   EXPECT_THROW(e.run(nullptr, 1), Error);
-  AlignedBuffer in(6 * 8 * 3);
+  AlignedBuffer in = floats(6 * 8 * 3);
   EXPECT_THROW(e.run(in.data(), 0), Error);
 }
 
@@ -212,8 +218,8 @@ TEST(EngineThreads, WorkersArePinnedToListedCores) {
     const auto cores = parse_cpu_list(list);
     EXPECT_EQ(e.info().cores, cores);
     EXPECT_EQ(e.info().threads, static_cast<int>(cores.size()));
-    AlignedBuffer in(2 * 32 * 48 * 3);
-    e.first_touch(in.data(), in.size());
+    AlignedBuffer in = floats(2 * 32 * 48 * 3);
+    e.first_touch(in.data(), in.bytes());
     fill_ramp(in);
     e.run(in.data(), 2);
     ASSERT_EQ(e.info().thread_ids.size(), cores.size());
@@ -250,7 +256,7 @@ TEST(EngineThreads, Bf16OrFallbackIsExplained) {
   EXPECT_TRUE(e.info().precision == Precision::kBf16 || e.info().precision == Precision::kFp32);
   EXPECT_GT(e.info().fp32_ms, 0);
   EXPECT_NE(e.info().precision_note.find("fp32"), std::string::npos) << e.info().precision_note;
-  AlignedBuffer in(32 * 48 * 3);
+  AlignedBuffer in = floats(32 * 48 * 3);
   fill_ramp(in);
   Engine ref(opts("tiny_classifier.pt", 48, 32));
   const auto a = e.run(in.data(), 1);
@@ -334,7 +340,7 @@ TEST(EngineInt8, LoadsOnOnednnAndMatchesPython) {
   EXPECT_EQ(e.info().precision, Precision::kInt8);
   EXPECT_EQ(e.info().qengine, "onednn");
   EXPECT_TRUE(e.info().input_quantized_by_engine);
-  AlignedBuffer in(2 * 32 * 48 * 3);
+  AlignedBuffer in = floats(2 * 32 * 48 * 3);
   fill_ramp(in);
   const auto out = e.run(in.data(), 2);
   const TensorView& t = out->tensors()[0];
@@ -357,7 +363,7 @@ TEST(EngineInt8, ExplicitInt8AndPinned) {
   o.cores = std::to_string(allowed_cpus()[0]);
   Engine e(o);
   EXPECT_EQ(e.info().precision, Precision::kInt8);
-  AlignedBuffer in(32 * 48 * 3);
+  AlignedBuffer in = floats(32 * 48 * 3);
   fill_ramp(in);
   EXPECT_NEAR(e.run(in.data(), 1)->tensors()[0].f32()[0], expected_int8("output")[0], 1e-4);
 }
@@ -375,11 +381,14 @@ TEST(EngineThreads, FirstTouchZeroesFromTheEngineThreads) {
   EngineOptions o = opts("identity.pt", 8, 6);
   o.threads = 2;
   Engine e(o);
-  const std::size_t n = 3 * 1024 * 1024;  // several pages per thread
-  AlignedBuffer b(n, AlignedBuffer::Init::kNone);
+  const std::size_t n = 3 * 1024 * 1024 + 3;  // several pages per thread, and a partial one
+  AlignedBuffer b(n * sizeof(float), AlignedBuffer::Init::kNone);
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b.data()) % kBufferAlignment, 0u);
-  std::fill(b.data(), b.data() + 1000, 7.f);  // whatever was there must go
-  e.first_touch(b.data(), b.size());
-  for (std::size_t i = 0; i < n; i += 4093) ASSERT_EQ(b.data()[i], 0.f) << i;
+  float* v = b.data<float>();
+  std::fill(v, v + 1000, 7.f);  // whatever was there must go
+  v[n - 1] = 7.f;
+  e.first_touch(b.data(), b.bytes());
+  for (std::size_t i = 0; i < n; i += 4093) ASSERT_EQ(v[i], 0.f) << i;
+  EXPECT_EQ(v[n - 1], 0.f);
   e.first_touch(nullptr, 5);  // no-op, no crash
 }

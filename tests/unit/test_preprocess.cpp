@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <iterator>
 #include <opencv2/imgproc.hpp>
 
 #include "common/aligned_buffer.h"
@@ -77,10 +79,10 @@ TEST_P(PreprocessMatrix, MatchesReferenceChain) {
         o.method = method;
         o.keep_aspect_ratio = letterbox;
         Preprocessor pre(o);
-        AlignedBuffer dst(o.slot_floats());
-        pre.run(f.view, dst.data());
+        AlignedBuffer dst(o.slot_bytes());
+        pre.run(f.view, dst.data<float>());
         const auto ref = reference_preprocess(rgb, format, o);
-        EXPECT_LE(max_pixel_diff(ref, dst.data(), o), bound)
+        EXPECT_LE(max_pixel_diff(ref, dst.data<float>(), o), bound)
             << to_string(format) << " " << size.width << "x" << size.height << " "
             << to_string(method) << (letterbox ? " letterbox" : "") << " " << to_string(order);
       }
@@ -109,11 +111,11 @@ TEST(Preprocess, ExactValuesWithoutResize) {
   o.alpha = {1.f, 2.f, 3.f};
   o.beta = {0.f, -1.f, 0.5f};
   Preprocessor pre(o);
-  AlignedBuffer dst(o.slot_floats());
-  pre.run(f.view, dst.data());
+  AlignedBuffer dst(o.slot_bytes());
+  pre.run(f.view, dst.data<float>());
   for (int i = 0; i < 6; ++i)
     for (int c = 0; c < 3; ++c)
-      EXPECT_FLOAT_EQ(dst.data()[i * 3 + c], rgb.data[i * 3 + c] * o.alpha[c] + o.beta[c])
+      EXPECT_FLOAT_EQ(dst.data<float>()[i * 3 + c], rgb.data[i * 3 + c] * o.alpha[c] + o.beta[c])
           << i << "," << c;
 }
 
@@ -177,16 +179,16 @@ TEST(Preprocess, LetterboxPadsAndRecordsTransform) {
   o.keep_aspect_ratio = true;
   o.pad_value = 114;
   Preprocessor pre(o);
-  AlignedBuffer dst(o.slot_floats());
-  const auto t = pre.run(f.view, dst.data());
+  AlignedBuffer dst(o.slot_bytes());
+  const auto t = pre.run(f.view, dst.data<float>());
   EXPECT_DOUBLE_EQ(t.scale_x, 64.0 / 200);
   EXPECT_DOUBLE_EQ(t.scale_y, 32.0 / 100);
   EXPECT_DOUBLE_EQ(t.offset_x, 0);
   EXPECT_DOUBLE_EQ(t.offset_y, 16);
   for (int y : {0, 15, 48, 63})
     for (int x : {0, 31, 63})
-      EXPECT_FLOAT_EQ(dst.data()[(y * 64 + x) * 3 + 1], 114.f) << y << "," << x;
-  EXPECT_NE(dst.data()[(16 * 64 + 5) * 3 + 0], 114.f);
+      EXPECT_FLOAT_EQ(dst.data<float>()[(y * 64 + x) * 3 + 1], 114.f) << y << "," << x;
+  EXPECT_NE(dst.data<float>()[(16 * 64 + 5) * 3 + 0], 114.f);
 }
 
 TEST(Preprocess, CropTouchingTheBorderAndItsTransform) {
@@ -196,8 +198,8 @@ TEST(Preprocess, CropTouchingTheBorderAndItsTransform) {
     PreprocessOptions o = imagenet(32, 24);
     o.crop = {61, 41, 100, 100};  // runs past the right and bottom edges
     Preprocessor pre(o);
-    AlignedBuffer dst(o.slot_floats());
-    const auto t = pre.run(f.view, dst.data());
+    AlignedBuffer dst(o.slot_bytes());
+    const auto t = pre.run(f.view, dst.data<float>());
     const int x0 = fmt == PixelFormat::kRGB ? 61 : 60, y0 = fmt == PixelFormat::kNV12 ? 40 : 41;
     EXPECT_DOUBLE_EQ(t.scale_x, 32.0 / (101 - x0)) << to_string(fmt);
     EXPECT_DOUBLE_EQ(t.scale_y, 24.0 / (77 - y0)) << to_string(fmt);
@@ -205,7 +207,7 @@ TEST(Preprocess, CropTouchingTheBorderAndItsTransform) {
     EXPECT_NEAR(x0 * t.scale_x + t.offset_x, 0.0, 1e-9);
     EXPECT_NEAR(y0 * t.scale_y + t.offset_y, 0.0, 1e-9);
     const auto ref = reference_preprocess(f.view, o);
-    EXPECT_LE(max_pixel_diff(ref, dst.data(), o), fmt == PixelFormat::kRGB ? 1.f : 2.f)
+    EXPECT_LE(max_pixel_diff(ref, dst.data<float>(), o), fmt == PixelFormat::kRGB ? 1.f : 2.f)
         << to_string(fmt);
   }
 }
@@ -218,7 +220,7 @@ TEST(Preprocess, Uint8OutputForRawByteModels) {
   o.out_height = 15;
   o.output = OutputType::kUInt8;
   Preprocessor pre(o);
-  std::vector<std::uint8_t> dst(o.slot_floats());
+  std::vector<std::uint8_t> dst(o.slot_values());
   pre.run(f.view, dst.data());
   cv::Mat small;
   cv::resize(rgb, small, cv::Size(20, 15), 0, 0,
@@ -231,11 +233,11 @@ TEST(Preprocess, Uint8OutputForRawByteModels) {
 TEST(Preprocess, ReusesPlansAcrossSizeChanges) {
   PreprocessOptions o = imagenet(32, 32);
   Preprocessor pre(o);
-  AlignedBuffer dst(o.slot_floats());
+  AlignedBuffer dst(o.slot_bytes());
   for (auto [w, h] : {std::pair{320, 240}, std::pair{1280, 720}, std::pair{320, 240}}) {
     const OwnedFrame f = make_frame(make_rgb_image(w, h, 2), PixelFormat::kNV12);
-    pre.run(f.view, dst.data());
-    EXPECT_LE(max_pixel_diff(reference_preprocess(f.view, o), dst.data(), o), 1.f) << w;
+    pre.run(f.view, dst.data<float>());
+    EXPECT_LE(max_pixel_diff(reference_preprocess(f.view, o), dst.data<float>(), o), 1.f) << w;
   }
 }
 
@@ -271,9 +273,46 @@ TEST(AlignedBuffer, IsAlignedAndZeroed) {
   for (std::size_t n : {1u, 3u, 150528u}) {
     AlignedBuffer b(n);
     EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b.data()) % 64, 0u);
-    EXPECT_EQ(b.size(), n);
-    for (std::size_t i = 0; i < n; i += 97) EXPECT_EQ(b.data()[i], 0.f);
+    EXPECT_EQ(b.bytes(), n);
+    for (std::size_t i = 0; i < n; i += 97) EXPECT_EQ(b.data<std::uint8_t>()[i], 0u);
+    EXPECT_EQ(b.data<std::uint8_t>()[n - 1], 0u);
   }
+  EXPECT_TRUE(AlignedBuffer().empty());
+  EXPECT_EQ(AlignedBuffer(0).data(), nullptr);
+}
+
+TEST(PreprocessOptions, SlotSizeFollowsTheOutputType) {
+  PreprocessOptions o = imagenet(8, 6);
+  EXPECT_EQ(o.slot_values(), 8u * 6 * 3);
+  EXPECT_EQ(o.slot_bytes(), 8u * 6 * 3 * sizeof(float));
+  o.output = OutputType::kUInt8;
+  EXPECT_EQ(o.slot_bytes(), 8u * 6 * 3);
+  o.order = ChannelOrder::kGray;
+  EXPECT_EQ(o.slot_values(), 8u * 6);
+  EXPECT_EQ(o.slot_bytes(), 8u * 6);
+}
+
+// Every format: GStreamer's name, and a layout whose components lie within
+// the plane bytes of one (pair of) pixel(s).
+TEST(PixelFormatTable, NamesAndLayoutsAreConsistent) {
+  const char* names[] = {"YUY2", "UYVY", "NV12", "NV21", "I420", "YV12", "RGB",  "BGR",  "RGBx",
+                         "BGRx", "xRGB", "xBGR", "RGBA", "BGRA", "ARGB", "ABGR", "GRAY8"};
+  ASSERT_EQ(kPixelFormats.size(), std::size(names));
+  for (std::size_t i = 0; i < kPixelFormats.size(); ++i) {
+    const PixelFormat f = kPixelFormats[i].format;
+    EXPECT_STREQ(to_string(f), names[i]);
+    const PixelLayout& L = layout_of(f);
+    EXPECT_EQ(is_yuv_or_gray(f), L.kind != PixelLayout::kRGB) << names[i];
+    for (const Component& c : L.c) {
+      ASSERT_LT(c.plane, L.n_planes) << names[i];
+      EXPECT_LT(c.offset, L.plane_bpp[c.plane]) << names[i];
+    }
+  }
+  EXPECT_EQ(layout_of(PixelFormat::kGRAY8).kind, PixelLayout::kGray);
+  EXPECT_EQ(layout_of(PixelFormat::kYV12).c[1].plane, 2);  // Y, V, U
+  EXPECT_EQ(layout_of(PixelFormat::kUYVY).c[0].offset, 1);
+  EXPECT_EQ(layout_of(PixelFormat::kNV21).c[2].offset, 0);  // V first
+  EXPECT_FALSE(is_yuv_or_gray(PixelFormat::kxBGR));
 }
 
 // ---- negative cases -------------------------------------------------------
@@ -281,18 +320,18 @@ TEST(AlignedBuffer, IsAlignedAndZeroed) {
 TEST(PreprocessErrors, RejectsBadFramesAndOptions) {
   PreprocessOptions o = imagenet(8, 8);
   Preprocessor pre(o);
-  AlignedBuffer dst(o.slot_floats());
+  AlignedBuffer dst(o.slot_bytes());
   FrameView empty;
-  EXPECT_THROW(pre.run(empty, dst.data()), Error);
+  EXPECT_THROW(pre.run(empty, dst.data<float>()), Error);
   const OwnedFrame f = make_frame(make_rgb_image(10, 10, 1), PixelFormat::kRGB);
   FrameView short_stride = f.view;
   short_stride.strides[0] = 10;  // < 30 bytes per row
-  EXPECT_THROW(pre.run(short_stride, dst.data()), Error);
+  EXPECT_THROW(pre.run(short_stride, dst.data<float>()), Error);
   EXPECT_THROW(pre.run(f.view, static_cast<float*>(nullptr)), Error);
   const OwnedFrame nv = make_frame(make_rgb_image(10, 10, 1), PixelFormat::kNV12);
   FrameView no_uv = nv.view;
   no_uv.planes[1] = nullptr;
-  EXPECT_THROW(pre.run(no_uv, dst.data()), Error);
+  EXPECT_THROW(pre.run(no_uv, dst.data<float>()), Error);
   PreprocessOptions bad = o;
   bad.out_width = 0;
   EXPECT_THROW(Preprocessor{bad}, Error);
@@ -305,5 +344,43 @@ TEST(PreprocessErrors, RejectsBadFramesAndOptions) {
   bad = o;
   bad.crop = {20, 20, 5, 5};  // outside a 10x10 frame
   Preprocessor outside(bad);
-  EXPECT_THROW(outside.run(f.view, dst.data()), Error);
+  EXPECT_THROW(outside.run(f.view, dst.data<float>()), Error);
+}
+
+// The kind of the Error `run` throws (the glue maps kinds to error domains).
+template <typename F>
+ErrorKind kind_thrown(F run) {
+  try {
+    run();
+  } catch (const Error& e) {
+    return e.kind();
+  }
+  ADD_FAILURE() << "no Error thrown";
+  return ErrorKind::kRuntime;
+}
+
+TEST(PreprocessErrors, BadFramesAreStreamDataBadSettingsAreArguments) {
+  PreprocessOptions o = imagenet(8, 8);
+  Preprocessor pre(o);
+  AlignedBuffer dst(o.slot_bytes());
+  float* out = dst.data<float>();
+  const OwnedFrame f = make_frame(make_rgb_image(10, 10, 1), PixelFormat::kRGB);
+  EXPECT_EQ(kind_thrown([&] { pre.run(FrameView{}, out); }), ErrorKind::kStreamData);
+  FrameView short_stride = f.view;
+  short_stride.strides[0] = 10;
+  EXPECT_EQ(kind_thrown([&] { pre.run(short_stride, out); }), ErrorKind::kStreamData);
+  const OwnedFrame nv = make_frame(make_rgb_image(10, 10, 1), PixelFormat::kNV12);
+  FrameView no_uv = nv.view;
+  no_uv.planes[1] = nullptr;
+  EXPECT_EQ(kind_thrown([&] { pre.run(no_uv, out); }), ErrorKind::kStreamData);
+  EXPECT_EQ(kind_thrown([&] { pre.run(f.view, static_cast<float*>(nullptr)); }),
+            ErrorKind::kInvalidArgument);
+  EXPECT_EQ(kind_thrown([&] { pre.run(f.view, dst.data<std::uint8_t>()); }),
+            ErrorKind::kInvalidArgument);
+  PreprocessOptions bad = o;
+  bad.crop = {20, 20, 5, 5};
+  Preprocessor outside(bad);
+  EXPECT_EQ(kind_thrown([&] { outside.run(f.view, out); }), ErrorKind::kInvalidArgument);
+  bad.pad_value = -1;
+  EXPECT_EQ(kind_thrown([&] { Preprocessor{bad}; }), ErrorKind::kInvalidArgument);
 }
