@@ -38,36 +38,55 @@ template <class C, class T>
 T type_of(T C::*);
 
 template <class T>
+constexpr bool kUnsupported = false;
+
+template <class T>
 T from_value(const GValue* v) {
-  if constexpr (std::is_same_v<T, int>) return g_value_get_int(v);
-  if constexpr (std::is_same_v<T, guint>) return g_value_get_uint(v);
-  if constexpr (std::is_same_v<T, guint64>) return g_value_get_uint64(v);
-  if constexpr (std::is_same_v<T, double>) return g_value_get_double(v);
-  if constexpr (std::is_same_v<T, bool>) return g_value_get_boolean(v) != FALSE;
-  if constexpr (std::is_enum_v<T>) return static_cast<T>(g_value_get_enum(v));
-  if constexpr (std::is_same_v<T, std::string>) {
+  if constexpr (std::is_same_v<T, int>) {
+    return g_value_get_int(v);
+  } else if constexpr (std::is_same_v<T, guint>) {
+    return g_value_get_uint(v);
+  } else if constexpr (std::is_same_v<T, guint64>) {
+    return g_value_get_uint64(v);
+  } else if constexpr (std::is_same_v<T, double>) {
+    return g_value_get_double(v);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return g_value_get_boolean(v) != FALSE;
+  } else if constexpr (std::is_enum_v<T>) {
+    return static_cast<T>(g_value_get_enum(v));
+  } else if constexpr (std::is_same_v<T, std::string>) {
     const char* s = g_value_get_string(v);
     return s ? s : "";
-  }
-  if constexpr (std::is_same_v<T, std::optional<std::string>>) {
+  } else if constexpr (std::is_same_v<T, std::optional<std::string>>) {
     const char* s = g_value_get_string(v);
     return s ? T(s) : std::nullopt;
+  } else {
+    static_assert(kUnsupported<T>, "add this member type to from_value");
   }
 }
 
 template <class T>
 void to_value(GValue* v, const T& x) {
-  if constexpr (std::is_same_v<T, int>) g_value_set_int(v, x);
-  if constexpr (std::is_same_v<T, guint>) g_value_set_uint(v, x);
-  if constexpr (std::is_same_v<T, guint64>) g_value_set_uint64(v, x);
-  if constexpr (std::is_same_v<T, double>) g_value_set_double(v, x);
-  if constexpr (std::is_same_v<T, bool>) g_value_set_boolean(v, x);
-  if constexpr (std::is_enum_v<T>) g_value_set_enum(v, static_cast<int>(x));
-  // An empty string reads back as NULL, like a property never set.
-  if constexpr (std::is_same_v<T, std::string>)
+  if constexpr (std::is_same_v<T, int>) {
+    g_value_set_int(v, x);
+  } else if constexpr (std::is_same_v<T, guint>) {
+    g_value_set_uint(v, x);
+  } else if constexpr (std::is_same_v<T, guint64>) {
+    g_value_set_uint64(v, x);
+  } else if constexpr (std::is_same_v<T, double>) {
+    g_value_set_double(v, x);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    g_value_set_boolean(v, x);
+  } else if constexpr (std::is_enum_v<T>) {
+    g_value_set_enum(v, static_cast<int>(x));
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    // An empty string reads back as NULL, like a property never set.
     g_value_set_string(v, x.empty() ? nullptr : x.c_str());
-  if constexpr (std::is_same_v<T, std::optional<std::string>>)
+  } else if constexpr (std::is_same_v<T, std::optional<std::string>>) {
     g_value_set_string(v, x ? x->c_str() : nullptr);
+  } else {
+    static_assert(kUnsupported<T>, "add this member type to to_value");
+  }
 }
 
 // Accessors of a Settings member (set/get) or a Stats member (get).
