@@ -1,5 +1,6 @@
-// Properties of the torchinfer element: GObject registration, validation and
-// conversion to core config overrides. Kept apart from the streaming code.
+// Settings of the torchinfer element: property ids, the values users set and
+// their conversion to core config overrides. The properties themselves are
+// described once, in torchinfer-properties.cpp.
 #pragma once
 
 #include <gst/gst.h>
@@ -12,6 +13,7 @@
 #include "common/stream_stats.h"
 #include "engine/engine.h"
 #include "preprocess/preprocess.h"
+#include "torchinfer-stats.h"
 
 namespace torchinfer::gst {
 
@@ -96,24 +98,22 @@ struct Settings {
   ConfigOverrides overrides() const;
 };
 
-// Read-only figures published as properties.
-struct Stats {
-  guint64 frames = 0;
-  double load_ms = 0;  // read + optimise + warm-up
-  double read_ms = 0, optimize_ms = 0, warmup_ms = 0;
-  double last_inference_ms = 0;
-  std::string active_precision;
-};
-
 void install_properties(GObjectClass* klass);
 
-// The "stats" property / "torchinfer-stats" message structure.
-GstStructure* stats_structure(const char* name, const StatsSnapshot& s);
+// Whether prop_id may be written while PAUSED or PLAYING (only "model": the
+// element reloads it itself; set_property just stores it).
+bool changeable_while_playing(guint prop_id);
 
-// Returns false (after a g_warning naming the property) for a rejected value;
-// the previous value is kept.
+// Returns false, after a g_warning naming the property, for a rejected value,
+// for a property that cannot change while `running` (PAUSED or PLAYING) and
+// for an unknown or read-only id; the previous value is kept.
 bool set_property(Settings& s, guint prop_id, const GValue* value, GParamSpec* pspec, bool running);
 void get_property(const Settings& s, const Stats& stats, guint prop_id, GValue* value,
                   GParamSpec* pspec);
+
+// The properties read from the element's StreamStats snapshot (dropped, fps,
+// latency-p50/p99, stats); get_property leaves them alone.
+bool reads_stream_stats(guint prop_id);
+void get_stream_property(guint prop_id, const StatsSnapshot& snap, GValue* value);
 
 }  // namespace torchinfer::gst

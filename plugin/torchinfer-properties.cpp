@@ -1,0 +1,265 @@
+// The torchinfer element's properties, each described once: its GParamSpec,
+// where its value lives and whether it may change while PLAYING. Installing,
+// setting and reading are generated from the table. A new property needs an
+// id in Prop, a member in Settings (or Stats) and one entry here.
+#include <iterator>
+
+#include "torchinfer-property-access.h"
+#include "torchinfer-property-types.h"
+#include "torchinfer-settings.h"
+
+namespace torchinfer::gst {
+namespace {
+
+// Writable before start (NULL or READY), stored in Settings member M; `set`
+// replaces the plain store where the value needs checking.
+template <auto M>
+constexpr Property ready(Prop id, MakeSpec spec, Setter set = set_field<M>) {
+  return {id, Access::kReady, spec, set, get_field<M>};
+}
+
+// Read-only, from Stats member M.
+template <auto M>
+constexpr Property stat(Prop id, MakeSpec spec) {
+  return {id, Access::kReadOnly, spec, nullptr, get_field<M>};
+}
+
+// Read-only, from the element's stream statistics.
+constexpr Property stream(Prop id, MakeSpec spec, StreamGetter get) {
+  return {id, Access::kReadOnly, spec, nullptr, nullptr, get};
+}
+
+// The read-only figures: milliseconds, rates.
+GParamSpec* nonnegative_double(const char* name, const char* nick, const char* blurb,
+                               GParamFlags f) {
+  return g_param_spec_double(name, nick, blurb, 0, G_MAXDOUBLE, 0, f);
+}
+
+// clang-format off
+constexpr Property kProperties[] = {
+  {PROP_MODEL, Access::kPlaying, [](GParamFlags f) {
+     return g_param_spec_string("model", "Model",
+       "TorchScript model file (.pt) saved with torch.jit.trace/script. Setting it while "
+       "PAUSED or PLAYING loads the new model in the background and switches to it between "
+       "batches (posts \"torchinfer-model-reloaded\"; a model that fails to load leaves the "
+       "old one running and posts a warning)", nullptr, f); },
+   set_field<&Settings::model>, get_field<&Settings::model>},
+  ready<&Settings::model_config>(PROP_MODEL_CONFIG, [](GParamFlags f) {
+    return g_param_spec_string("model-config", "Model config",
+      "JSON sidecar describing the model input and output (default: <model>.json beside the "
+      "model; without one, torchvision conventions: 224x224 RGB, ImageNet mean/std, "
+      "classification)", nullptr, f); }),
+  ready<&Settings::labels>(PROP_LABELS, [](GParamFlags f) {
+    return g_param_spec_string("labels", "Labels file",
+      "Text file with one class label per line (overrides the sidecar)", nullptr, f); }),
+  ready<&Settings::input_width>(PROP_INPUT_WIDTH, [](GParamFlags f) {
+    return g_param_spec_int("input-width", "Input width",
+      "Model input width in pixels (0 = from the model config)", 0, 8192, 0, f); }),
+  ready<&Settings::input_height>(PROP_INPUT_HEIGHT, [](GParamFlags f) {
+    return g_param_spec_int("input-height", "Input height",
+      "Model input height in pixels (0 = from the model config)", 0, 8192, 0, f); }),
+  ready<&Settings::channel_order>(PROP_CHANNEL_ORDER, [](GParamFlags f) {
+    return g_param_spec_enum("channel-order", "Channel order", "Channel order the model expects",
+      channel_order_type(), ORDER_AUTO, f); }),
+  ready<&Settings::mean>(PROP_MEAN, [](GParamFlags f) {
+    return g_param_spec_string("mean", "Mean",
+      "Per-channel mean in 0..1 units, e.g. \"0.485,0.456,0.406\": value = (pixel/255 - mean) / "
+      "std", nullptr, f); },
+    set_floats<&Settings::mean>),
+  ready<&Settings::std>(PROP_STD, [](GParamFlags f) {
+    return g_param_spec_string("std", "Std",
+      "Per-channel standard deviation in 0..1 units, e.g. \"0.229,0.224,0.225\"", nullptr, f); },
+    set_floats<&Settings::std, true>),
+  ready<&Settings::scale>(PROP_SCALE, [](GParamFlags f) {
+    return g_param_spec_double("scale", "Scale",
+      "Alternative to mean/std: value = pixel(0..255) * scale + offset (0 = unset)", -1e6, 1e6,
+      0.0, f); }),
+  ready<&Settings::offset>(PROP_OFFSET, [](GParamFlags f) {
+    return g_param_spec_string("offset", "Offset",
+      "Per-channel offset used with scale, e.g. \"-1,-1,-1\"", nullptr, f); },
+    set_floats<&Settings::offset>),
+  ready<&Settings::task>(PROP_TASK, [](GParamFlags f) {
+    return g_param_spec_enum("task", "Task", "What the model output means", task_type(),
+      TASK_AUTO, f); }),
+  ready<&Settings::activation>(PROP_OUTPUT_ACTIVATION, [](GParamFlags f) {
+    return g_param_spec_enum("output-activation", "Output activation",
+      "How class scores become confidences", activation_type(), ACT_AUTO, f); }),
+  ready<&Settings::top_k>(PROP_TOP_K, [](GParamFlags f) {
+    return g_param_spec_int("top-k", "Top k",
+      "Number of classification results per frame (0 = from the model config, default 5)",
+      0, 1000, 0, f); }),
+  ready<&Settings::keep_aspect_ratio>(PROP_KEEP_ASPECT_RATIO, [](GParamFlags f) {
+    return g_param_spec_boolean("keep-aspect-ratio", "Keep aspect ratio",
+      "Letterbox: scale the frame to fit the model input and pad the rest with pad-value",
+      FALSE, f); }),
+  ready<&Settings::pad_value>(PROP_PAD_VALUE, [](GParamFlags f) {
+    return g_param_spec_int("pad-value", "Pad value",
+      "Letterbox padding, in pixel units 0..255 before normalising", 0, 255, 114, f); }),
+  ready<&Settings::resize_method>(PROP_RESIZE_METHOD, [](GParamFlags f) {
+    return g_param_spec_enum("resize-method", "Resize method",
+      "Interpolation used to resize frames to the model input", resize_method_type(),
+      static_cast<int>(ResizeMethod::kArea), f); }),
+  ready<&Settings::warmup>(PROP_WARMUP, [](GParamFlags f) {
+    return g_param_spec_int("warmup", "Warm-up runs",
+      "Inference runs on a blank input before the first frame (the JIT specialises on the "
+      "second)", 1, 100, 3, f); }),
+  ready<&Settings::optimize>(PROP_OPTIMIZE, [](GParamFlags f) {
+    return g_param_spec_boolean("optimize", "Optimize",
+      "Freeze the model and run optimize_for_inference (oneDNN fusion) at load time", TRUE,
+      f); }),
+  {PROP_CROP, Access::kReady, [](GParamFlags f) {
+     return g_param_spec_string("crop", "Crop",
+       "Region of interest \"x,y,width,height\" in frame pixels fed to the model (clipped to "
+       "the frame; x/y rounded down to even for chroma-subsampled formats); unset = whole frame",
+       nullptr, f); },
+   set_crop, get_crop},
+  ready<&Settings::model_instance_id>(PROP_MODEL_INSTANCE_ID, [](GParamFlags f) {
+    return g_param_spec_string("model-instance-id", "Model instance id",
+      "Identifier of the loaded model, copied into every result", nullptr, f); }),
+  stat<&Stats::frames>(PROP_FRAMES, [](GParamFlags f) {
+    return g_param_spec_uint64("frames", "Frames", "Frames inferred since start", 0,
+      G_MAXUINT64, 0, f); }),
+  stat<&Stats::load_ms>(PROP_LOAD_TIME, [](GParamFlags f) {
+    return nonnegative_double("load-time", "Load time",
+      "Milliseconds spent loading, optimising and warming up the model", f); }),
+  stat<&Stats::last_inference_ms>(PROP_LAST_INFERENCE_TIME, [](GParamFlags f) {
+    return nonnegative_double("last-inference-time", "Last inference time",
+      "Milliseconds taken by the most recent forward() call", f); }),
+  ready<&Settings::threads>(PROP_THREADS, [](GParamFlags f) {
+    return g_param_spec_int("threads", "Threads",
+      "Intra-op (OpenMP) threads for inference; 0 = one per core in 'cores' if set, else one "
+      "per physical core this process may use. OMP_NUM_THREADS does not change it",
+      0, 1024, 0, f); }),
+  ready<&Settings::cores>(PROP_CORES, [](GParamFlags f) {
+    return g_param_spec_string("cores", "Cores",
+      "CPU list like \"2-5,8\": each inference thread is pinned to one of these cores "
+      "(unset = not pinned). Must be within the process affinity (taskset, cgroups)",
+      nullptr, f); }),
+  ready<&Settings::precision>(PROP_PRECISION, [](GParamFlags f) {
+    return g_param_spec_enum("precision", "Precision", "Numeric precision of inference",
+      precision_type(), static_cast<int>(Precision::kAuto), f); }),
+  ready<&Settings::input_dtype>(PROP_INPUT_DTYPE, [](GParamFlags f) {
+    return g_param_spec_enum("input-dtype", "Input dtype",
+      "What the model takes: normalised float32, or raw uint8 pixels (mean/std not applied)",
+      input_dtype_type(), DTYPE_AUTO, f); }),
+  stat<&Stats::read_ms>(PROP_READ_TIME, [](GParamFlags f) {
+    return nonnegative_double("read-time", "Read time",
+      "Milliseconds spent checking and loading the model file (part of load-time)", f); }),
+  stat<&Stats::optimize_ms>(PROP_OPTIMIZE_TIME, [](GParamFlags f) {
+    return nonnegative_double("optimize-time", "Optimise time",
+      "Milliseconds spent freezing and optimising the model (part of load-time)", f); }),
+  stat<&Stats::warmup_ms>(PROP_WARMUP_TIME, [](GParamFlags f) {
+    return nonnegative_double("warmup-time", "Warm-up time",
+      "Milliseconds spent in warm-up runs, including the fp32/bf16 timing of precision=auto "
+      "(part of load-time)", f); }),
+  stat<&Stats::active_precision>(PROP_ACTIVE_PRECISION, [](GParamFlags f) {
+    return g_param_spec_string("active-precision", "Active precision",
+      "Precision the model runs at after start (fp32, int8 or bf16)", nullptr, f); }),
+  ready<&Settings::batch_size>(PROP_BATCH_SIZE, [](GParamFlags f) {
+    return g_param_spec_int("batch-size", "Batch size",
+      "Frames per forward() call; frames of every element sharing the model-instance-id fill "
+      "the same batch", 1, 64, 1, f); }),
+  ready<&Settings::batch_timeout_us>(PROP_BATCH_TIMEOUT, [](GParamFlags f) {
+    return g_param_spec_uint64("batch-timeout", "Batch timeout",
+      "Microseconds a partial batch waits for more frames after its first one arrived "
+      "(default: a bit more than one frame at 30 fps)", 0, G_GUINT64_CONSTANT(60000000), 40000,
+      f); }),
+  ready<&Settings::inference_interval>(PROP_INFERENCE_INTERVAL, [](GParamFlags f) {
+    return g_param_spec_int("inference-interval", "Inference interval",
+      "Infer every Nth frame; the frames in between carry the latest result, marked not "
+      "inferred", 1, 1000000, 1, f); }),
+  ready<&Settings::drop_policy>(PROP_DROP_POLICY, [](GParamFlags f) {
+    return g_param_spec_enum("drop-policy", "Drop policy",
+      "What to do with a frame that arrives while the model is busy", drop_policy_type(),
+      DROP_AUTO, f); }),
+  ready<&Settings::stats_interval_ms>(PROP_STATS_INTERVAL, [](GParamFlags f) {
+    return g_param_spec_uint("stats-interval", "Stats interval",
+      "Milliseconds between \"torchinfer-stats\" element messages (0 = none)", 0, G_MAXUINT, 0,
+      f); }),
+  stream(PROP_DROPPED, [](GParamFlags f) {
+      return g_param_spec_uint64("dropped", "Dropped",
+        "Frames not inferred because the model was busy (drop-policy)", 0, G_MAXUINT64, 0, f); },
+    [](const StatsSnapshot& s, GValue* v) { g_value_set_uint64(v, s.dropped); }),
+  stream(PROP_FPS, [](GParamFlags f) {
+      return nonnegative_double("fps", "Frames per second", "Output frame rate since start", f); },
+    [](const StatsSnapshot& s, GValue* v) { g_value_set_double(v, s.fps); }),
+  stream(PROP_LATENCY_P50, [](GParamFlags f) {
+      return nonnegative_double("latency-p50", "Latency p50",
+        "Median milliseconds from a frame entering to it leaving, over the last 1024 frames",
+        f); },
+    [](const StatsSnapshot& s, GValue* v) { g_value_set_double(v, s.total.p50); }),
+  stream(PROP_LATENCY_P99, [](GParamFlags f) {
+      return nonnegative_double("latency-p99", "Latency p99", "99th percentile of the same latency", f); },
+    [](const StatsSnapshot& s, GValue* v) { g_value_set_double(v, s.total.p99); }),
+  stream(PROP_STATS, [](GParamFlags f) {
+      return g_param_spec_boxed("stats", "Statistics",
+        "Counters and per-stage latency percentiles (same fields as the torchinfer-stats "
+        "message)", GST_TYPE_STRUCTURE, f); },
+    [](const StatsSnapshot& s, GValue* v) {
+      g_value_take_boxed(v, stats_structure("torchinfer-stats", s)); }),
+};
+// clang-format on
+
+constexpr bool table_matches_ids() {
+  for (std::size_t i = 0; i < std::size(kProperties); ++i)
+    if (kProperties[i].id != static_cast<Prop>(i + 1)) return false;
+  return std::size(kProperties) == PROP_STATS;
+}
+static_assert(table_matches_ids(), "kProperties lists every Prop once, in enum order");
+
+const Property* find(guint prop_id) {
+  if (prop_id < 1 || prop_id > std::size(kProperties)) return nullptr;
+  return &kProperties[prop_id - 1];
+}
+
+const char* name_of(GParamSpec* pspec) {
+  return pspec ? g_param_spec_get_name(pspec) : "?";
+}
+
+}  // namespace
+
+void install_properties(GObjectClass* klass) {
+  for (const Property& p : kProperties)
+    g_object_class_install_property(klass, p.id, p.spec(flags_for(p.access)));
+}
+
+bool changeable_while_playing(guint prop_id) {
+  const Property* p = find(prop_id);
+  return p && p->access == Access::kPlaying;
+}
+
+bool set_property(Settings& s, guint prop_id, const GValue* value, GParamSpec* pspec,
+                  bool running) {
+  const Property* p = find(prop_id);
+  if (!p || !p->set) {
+    g_warning("torchinfer: no writable property with id %u ('%s')", prop_id, name_of(pspec));
+    return false;
+  }
+  if (running && p->access != Access::kPlaying) {
+    g_warning("torchinfer: property '%s' can only be changed in the NULL or READY state",
+              name_of(pspec));
+    return false;
+  }
+  return p->set(s, value, pspec);
+}
+
+void get_property(const Settings& s, const Stats& stats, guint prop_id, GValue* value,
+                  GParamSpec* pspec) {
+  const Property* p = find(prop_id);
+  if (!p)
+    g_warning("torchinfer: no property with id %u ('%s')", prop_id, name_of(pspec));
+  else if (p->get)
+    p->get(s, stats, value);
+}
+
+bool reads_stream_stats(guint prop_id) {
+  const Property* p = find(prop_id);
+  return p && p->stream;
+}
+
+void get_stream_property(guint prop_id, const StatsSnapshot& snap, GValue* value) {
+  const Property* p = find(prop_id);
+  if (p && p->stream) p->stream(snap, value);
+}
+
+}  // namespace torchinfer::gst

@@ -1,0 +1,27 @@
+#include "torchinfer-stats.h"
+
+namespace torchinfer::gst {
+
+GstStructure* stats_structure(const char* name, const StatsSnapshot& s) {
+  GstStructure* st = gst_structure_new(
+      name, "frames-in", G_TYPE_UINT64, s.frames_in, "frames-out", G_TYPE_UINT64, s.frames_out,
+      "frames-inferred", G_TYPE_UINT64, s.inferred, "frames-skipped", G_TYPE_UINT64, s.skipped,
+      "frames-dropped", G_TYPE_UINT64, s.dropped, "mean-batch-fill", G_TYPE_DOUBLE,
+      s.mean_batch_fill, "fps", G_TYPE_DOUBLE, s.fps, nullptr);
+  const struct {
+    const char* stage;
+    const StagePercentiles& p;
+  } stages[] = {{"queue", s.queue},
+                {"preprocess", s.preprocess},
+                {"inference", s.inference},
+                {"total", s.total}};
+  for (const auto& x : stages) {
+    const std::string base = std::string(x.stage) + "-ms-";
+    gst_structure_set(st, (base + "p50").c_str(), G_TYPE_DOUBLE, x.p.p50, (base + "p95").c_str(),
+                      G_TYPE_DOUBLE, x.p.p95, (base + "p99").c_str(), G_TYPE_DOUBLE, x.p.p99,
+                      nullptr);
+  }
+  return st;
+}
+
+}  // namespace torchinfer::gst

@@ -1,0 +1,25 @@
+// Figures the torchinfer element publishes: the read-only load/inference
+// properties and the "stats" structure (property and periodic message).
+#pragma once
+
+#include <gst/gst.h>
+
+#include <string>
+
+#include "common/stream_stats.h"
+
+namespace torchinfer::gst {
+
+// Read-only figures published as properties.
+struct Stats {
+  guint64 frames = 0;
+  double load_ms = 0;  // read + optimise + warm-up
+  double read_ms = 0, optimize_ms = 0, warmup_ms = 0;
+  double last_inference_ms = 0;
+  std::string active_precision;
+};
+
+// The "stats" property / "torchinfer-stats" message structure.
+GstStructure* stats_structure(const char* name, const StatsSnapshot& s);
+
+}  // namespace torchinfer::gst

@@ -1,0 +1,311 @@
+// torchinfer's properties as a user sees them: the fixed list of names,
+// types and access, defaults, round trips, and every refusal keeping the
+// previous value.
+#include <gst/gst.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "element_helpers.h"
+
+using namespace torchinfer::test;
+
+namespace {
+
+// 'r': writable in NULL/READY only; 'p': writable while PLAYING; 'o': read-only.
+struct Expected {
+  const char* name;
+  const char* type;
+  char access;
+};
+
+const Expected kExpected[] = {
+    {"model", "gchararray", 'p'},
+    {"model-config", "gchararray", 'r'},
+    {"labels", "gchararray", 'r'},
+    {"input-width", "gint", 'r'},
+    {"input-height", "gint", 'r'},
+    {"channel-order", "GstTorchInferChannelOrder", 'r'},
+    {"mean", "gchararray", 'r'},
+    {"std", "gchararray", 'r'},
+    {"scale", "gdouble", 'r'},
+    {"offset", "gchararray", 'r'},
+    {"task", "GstTorchInferTask", 'r'},
+    {"output-activation", "GstTorchInferActivation", 'r'},
+    {"top-k", "gint", 'r'},
+    {"keep-aspect-ratio", "gboolean", 'r'},
+    {"pad-value", "gint", 'r'},
+    {"resize-method", "GstTorchInferResizeMethod", 'r'},
+    {"warmup", "gint", 'r'},
+    {"optimize", "gboolean", 'r'},
+    {"crop", "gchararray", 'r'},
+    {"model-instance-id", "gchararray", 'r'},
+    {"frames", "guint64", 'o'},
+    {"load-time", "gdouble", 'o'},
+    {"last-inference-time", "gdouble", 'o'},
+    {"threads", "gint", 'r'},
+    {"cores", "gchararray", 'r'},
+    {"precision", "GstTorchInferPrecision", 'r'},
+    {"input-dtype", "GstTorchInferInputDtype", 'r'},
+    {"read-time", "gdouble", 'o'},
+    {"optimize-time", "gdouble", 'o'},
+    {"warmup-time", "gdouble", 'o'},
+    {"active-precision", "gchararray", 'o'},
+    {"batch-size", "gint", 'r'},
+    {"batch-timeout", "guint64", 'r'},
+    {"inference-interval", "gint", 'r'},
+    {"drop-policy", "GstTorchInferDropPolicy", 'r'},
+    {"stats-interval", "guint", 'r'},
+    {"dropped", "guint64", 'o'},
+    {"fps", "gdouble", 'o'},
+    {"latency-p50", "gdouble", 'o'},
+    {"latency-p99", "gdouble", 'o'},
+    {"stats", "GstStructure", 'o'},
+};
+
+// A valid value, different from the default, for each string property.
+const std::map<std::string, std::string> kStringValues = {
+    {"model", "/models/net.pt"},
+    {"model-config", "/models/net.json"},
+    {"labels", "/models/labels.txt"},
+    {"mean", "0.5,0.4,0.3"},
+    {"std", "0.2,0.3,0.4"},
+    {"offset", "-1,-1,-1"},
+    {"crop", "2,4,64,48"},
+    {"model-instance-id", "cam-7"},
+    {"cores", "0-1"},
+};
+
+GstElement* make() {
+  return gst_element_factory_make("torchinfer", nullptr);
+}
+
+// torchinfer's own properties (not GstObject's name/parent), in id order.
+std::vector<GParamSpec*> own_specs(GstElement* e) {
+  guint n = 0;
+  GParamSpec** all = g_object_class_list_properties(G_OBJECT_GET_CLASS(e), &n);
+  std::vector<GParamSpec*> out;
+  for (guint i = 0; i < n; ++i)
+    if (all[i]->owner_type == G_OBJECT_TYPE(e)) out.push_back(all[i]);
+  g_free(all);
+  return out;
+}
+
+bool writable(GParamSpec* p) {
+  return (p->flags & G_PARAM_WRITABLE) != 0;
+}
+
+// An in-range value other than the default, of the property's type.
+void non_default(GParamSpec* p, GValue* v) {
+  g_value_init(v, G_PARAM_SPEC_VALUE_TYPE(p));
+  if (G_IS_PARAM_SPEC_STRING(p)) {
+    ASSERT_TRUE(kStringValues.count(p->name)) << "no test value for " << p->name;
+    g_value_set_string(v, kStringValues.at(p->name).c_str());
+  } else if (G_IS_PARAM_SPEC_INT(p)) {
+    auto* s = G_PARAM_SPEC_INT(p);
+    g_value_set_int(v, s->default_value != s->minimum ? s->minimum : s->maximum);
+  } else if (G_IS_PARAM_SPEC_UINT(p)) {
+    auto* s = G_PARAM_SPEC_UINT(p);
+    g_value_set_uint(v, s->default_value != s->minimum ? s->minimum : s->maximum);
+  } else if (G_IS_PARAM_SPEC_UINT64(p)) {
+    auto* s = G_PARAM_SPEC_UINT64(p);
+    g_value_set_uint64(v, s->default_value != s->minimum ? s->minimum : s->maximum);
+  } else if (G_IS_PARAM_SPEC_DOUBLE(p)) {
+    auto* s = G_PARAM_SPEC_DOUBLE(p);
+    g_value_set_double(v, s->default_value != s->minimum ? s->minimum : s->maximum);
+  } else if (G_IS_PARAM_SPEC_BOOLEAN(p)) {
+    g_value_set_boolean(v, !G_PARAM_SPEC_BOOLEAN(p)->default_value);
+  } else if (G_IS_PARAM_SPEC_ENUM(p)) {
+    auto* s = G_PARAM_SPEC_ENUM(p);
+    const GEnumValue& last = s->enum_class->values[s->enum_class->n_values - 1];
+    g_value_set_enum(v,
+                     last.value != s->default_value ? last.value : s->enum_class->values[0].value);
+  } else {
+    FAIL() << "untested property type for " << p->name;
+  }
+}
+
+std::string contents(const GValue* v) {
+  gchar* s = g_strdup_value_contents(v);
+  std::string out = s;
+  g_free(s);
+  return out;
+}
+
+std::string read(GstElement* e, GParamSpec* p) {
+  GValue v = G_VALUE_INIT;
+  g_value_init(&v, G_PARAM_SPEC_VALUE_TYPE(p));
+  g_object_get_property(G_OBJECT(e), p->name, &v);
+  std::string out = contents(&v);
+  g_value_unset(&v);
+  return out;
+}
+
+}  // namespace
+
+TEST(TorchInferProperties, NamesTypesAndAccessAreTheFixedList) {
+  GstElement* e = make();
+  ASSERT_NE(e, nullptr);
+  const std::vector<GParamSpec*> specs = own_specs(e);
+  ASSERT_EQ(specs.size(), std::size(kExpected));
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    GParamSpec* p = specs[i];
+    const Expected& x = kExpected[i];
+    EXPECT_STREQ(p->name, x.name);
+    EXPECT_STREQ(g_type_name(G_PARAM_SPEC_VALUE_TYPE(p)), x.type) << x.name;
+    EXPECT_TRUE(p->flags & G_PARAM_READABLE) << x.name;
+    EXPECT_EQ(writable(p), x.access != 'o') << x.name;
+    EXPECT_EQ((p->flags & GST_PARAM_MUTABLE_READY) != 0, x.access == 'r') << x.name;
+    EXPECT_EQ((p->flags & GST_PARAM_MUTABLE_PLAYING) != 0, x.access == 'p') << x.name;
+  }
+  gst_object_unref(e);
+}
+
+TEST(TorchInferProperties, FreshElementReadsTheParamSpecDefaults) {
+  GstElement* e = make();
+  int compared = 0;
+  for (GParamSpec* p : own_specs(e)) {
+    GValue got = G_VALUE_INIT, def = G_VALUE_INIT;
+    g_value_init(&got, G_PARAM_SPEC_VALUE_TYPE(p));
+    g_value_init(&def, G_PARAM_SPEC_VALUE_TYPE(p));
+    g_object_get_property(G_OBJECT(e), p->name, &got);
+    g_param_value_set_default(p, &def);
+    if (G_IS_PARAM_SPEC_BOXED(p)) {  // "stats": a structure of zero counters
+      const GstStructure* s = gst_value_get_structure(&got);
+      ASSERT_NE(s, nullptr);
+      guint64 frames_in = 1;
+      EXPECT_TRUE(gst_structure_get_uint64(s, "frames-in", &frames_in));
+      EXPECT_EQ(frames_in, 0u);
+    } else {
+      EXPECT_EQ(g_param_values_cmp(p, &got, &def), 0)
+          << p->name << ": " << contents(&got) << " vs default " << contents(&def);
+      ++compared;
+    }
+    g_value_unset(&got);
+    g_value_unset(&def);
+  }
+  EXPECT_EQ(compared, static_cast<int>(std::size(kExpected)) - 1);
+  gst_object_unref(e);
+}
+
+TEST(TorchInferProperties, EveryWritablePropertyRoundTrips) {
+  GstElement* e = make();
+  int written = 0;
+  WarningCatcher w;
+  for (GParamSpec* p : own_specs(e)) {
+    if (!writable(p)) continue;
+    GValue v = G_VALUE_INIT;
+    non_default(p, &v);
+    GValue def = G_VALUE_INIT;
+    g_value_init(&def, G_PARAM_SPEC_VALUE_TYPE(p));
+    g_param_value_set_default(p, &def);
+    EXPECT_NE(g_param_values_cmp(p, &v, &def), 0) << p->name;
+    g_object_set_property(G_OBJECT(e), p->name, &v);
+    EXPECT_EQ(read(e, p), contents(&v)) << p->name;
+    g_value_unset(&v);
+    g_value_unset(&def);
+    ++written;
+  }
+  EXPECT_EQ(written, 29);
+  EXPECT_TRUE(w.messages().empty()) << w.messages().front();
+  gst_object_unref(e);
+}
+
+// ---- negative -------------------------------------------------------------
+
+TEST(TorchInferPropertiesErrors, ReadyOnlyPropertiesRefusedWhilePlaying) {
+  GstHarness* h = torchinfer_harness("model=" + model("tiny_classifier.pt"),
+                                     "video/x-raw,format=RGB,width=640,height=480,framerate=30/1");
+  ASSERT_NE(h, nullptr);
+  int refused = 0;
+  for (GParamSpec* p : own_specs(h->element)) {
+    if (!(p->flags & GST_PARAM_MUTABLE_READY)) continue;
+    const std::string before = read(h->element, p);
+    GValue v = G_VALUE_INIT;
+    non_default(p, &v);
+    WarningCatcher w;
+    g_object_set_property(G_OBJECT(h->element), p->name, &v);
+    g_value_unset(&v);
+    ASSERT_EQ(w.messages().size(), 1u) << p->name;
+    EXPECT_NE(w.messages()[0].find(std::string("'") + p->name + "'"), std::string::npos)
+        << w.messages()[0];
+    EXPECT_NE(w.messages()[0].find("NULL or READY"), std::string::npos) << w.messages()[0];
+    EXPECT_EQ(read(h->element, p), before) << p->name;
+    ++refused;
+  }
+  EXPECT_EQ(refused, 28);
+  gst_harness_teardown(h);
+}
+
+TEST(TorchInferPropertiesErrors, InvalidStringsKeepThePreviousValue) {
+  const std::vector<std::pair<const char*, const char*>> bad = {
+      {"mean", "a,b"},       {"mean", "0.1,0.2"}, {"std", "0.2,0,0.2"}, {"std", "x"},
+      {"offset", "1;2;3"},   {"crop", "1,2"},     {"crop", "0,0,0,10"}, {"crop", "-1,0,5,5"},
+      {"crop", "1,2,3,4,5"}, {"crop", "a,b,c,d"},
+  };
+  GstElement* e = make();
+  for (const auto& [name, value] : bad) {
+    GParamSpec* p = g_object_class_find_property(G_OBJECT_GET_CLASS(e), name);
+    g_object_set(e, name, kStringValues.at(name).c_str(), nullptr);
+    WarningCatcher w;
+    g_object_set(e, name, value, nullptr);
+    ASSERT_EQ(w.messages().size(), 1u) << name << "=" << value;
+    const std::string& m = w.messages()[0];
+    EXPECT_NE(m.find(std::string("rejected value '") + value + "' for property '" + name + "'"),
+              std::string::npos)
+        << m;
+    EXPECT_EQ(read(e, p), "\"" + kStringValues.at(name) + "\"") << name << "=" << value;
+  }
+  gst_object_unref(e);
+}
+
+TEST(TorchInferPropertiesErrors, OutOfRangeNumbersKeepThePreviousValue) {
+  GstElement* e = make();
+  int tried = 0;
+  for (GParamSpec* p : own_specs(e)) {
+    if (!writable(p)) continue;
+    GValue v = G_VALUE_INIT;
+    g_value_init(&v, G_PARAM_SPEC_VALUE_TYPE(p));
+    if (G_IS_PARAM_SPEC_INT(p) && G_PARAM_SPEC_INT(p)->maximum < G_MAXINT)
+      g_value_set_int(&v, G_PARAM_SPEC_INT(p)->maximum + 1);
+    else if (G_IS_PARAM_SPEC_UINT64(p) && G_PARAM_SPEC_UINT64(p)->maximum < G_MAXUINT64)
+      g_value_set_uint64(&v, G_PARAM_SPEC_UINT64(p)->maximum + 1);
+    else if (G_IS_PARAM_SPEC_DOUBLE(p) && G_PARAM_SPEC_DOUBLE(p)->maximum < G_MAXDOUBLE)
+      g_value_set_double(&v, G_PARAM_SPEC_DOUBLE(p)->maximum * 2);
+    else {
+      g_value_unset(&v);
+      continue;
+    }
+    const std::string before = read(e, p);
+    WarningCatcher w("GLib-GObject");
+    g_object_set_property(G_OBJECT(e), p->name, &v);
+    EXPECT_EQ(w.messages().size(), 1u) << p->name;
+    EXPECT_EQ(read(e, p), before) << p->name;
+    g_value_unset(&v);
+    ++tried;
+  }
+  // input-width/height, scale, top-k, pad-value, warmup, threads, batch-size,
+  // batch-timeout, inference-interval
+  EXPECT_EQ(tried, 10);
+  gst_object_unref(e);
+}
+
+TEST(TorchInferPropertiesErrors, UnknownPropertyIdWarns) {
+  GstElement* e = make();
+  GParamSpec* p = g_param_spec_int("no-such-property", "x", "x", 0, 10, 0, G_PARAM_READWRITE);
+  g_param_spec_ref_sink(p);
+  GValue v = G_VALUE_INIT;
+  g_value_init(&v, G_TYPE_INT);
+  {
+    WarningCatcher w;
+    G_OBJECT_GET_CLASS(e)->set_property(G_OBJECT(e), 999, &v, p);
+    ASSERT_EQ(w.messages().size(), 1u);
+    EXPECT_NE(w.messages()[0].find("999"), std::string::npos) << w.messages()[0];
+    EXPECT_NE(w.messages()[0].find("no-such-property"), std::string::npos) << w.messages()[0];
+  }
+  g_value_unset(&v);
+  g_param_spec_unref(p);
+  gst_object_unref(e);
+}
