@@ -27,6 +27,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "element-errors.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "model/model_registry.h"
 #include "preprocess/preprocess.h"
@@ -41,10 +42,6 @@ GST_DEBUG_CATEGORY(gst_torchinfer_debug);
 using namespace torchinfer;
 using namespace torchinfer::gst;
 using Clock = std::chrono::steady_clock;
-
-#define TORCHINFER_FORMATS                                                                     \
-  "{ YUY2, UYVY, NV12, NV21, I420, YV12, RGB, BGR, RGBx, BGRx, xRGB, xBGR, RGBA, BGRA, ARGB, " \
-  "ABGR, GRAY8 }"
 
 namespace {
 
@@ -120,11 +117,6 @@ struct _GstTorchInfer {
 G_DEFINE_TYPE(GstTorchInfer, gst_torchinfer, GST_TYPE_ELEMENT);
 GST_ELEMENT_REGISTER_DEFINE(torchinfer, "torchinfer", GST_RANK_NONE, GST_TYPE_TORCHINFER);
 
-static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
-    "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(TORCHINFER_FORMATS)));
-static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
-    "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(TORCHINFER_FORMATS)));
-
 static void gst_torchinfer_loop(gpointer user_data);
 
 // ---- model loading and hot reload -------------------------------------
@@ -152,8 +144,8 @@ static bool gst_torchinfer_start(GstTorchInfer* self) {
     s = st->settings;
   }
   if (s.model.empty()) {
-    GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND,
-                      ("No model file set: give torchinfer a model=<file.pt>."), (nullptr));
+    post_error(GST_ELEMENT(self), ErrorKind::kNotFound,
+               "No model file set: give torchinfer a model=<file.pt>.");
     return false;
   }
   try {
@@ -187,8 +179,8 @@ static bool gst_torchinfer_start(GstTorchInfer* self) {
   } catch (const std::exception& e) {
     post_load_error(GST_ELEMENT(self), e, s.model);
   } catch (...) {
-    GST_ELEMENT_ERROR(self, LIBRARY, INIT, ("Model '%s' could not be loaded.", s.model.c_str()),
-                      (nullptr));
+    post_error(GST_ELEMENT(self), ErrorKind::kModelInvalid,
+               "Model '" + s.model + "' could not be loaded.");
   }
   return false;
 }
@@ -309,13 +301,11 @@ static GstFlowReturn flow_of(GstTorchInfer* self, const SubmitResult& r) {
     case SubmitStatus::kFlushing:
       return GST_FLOW_FLUSHING;
     case SubmitStatus::kMapFailed:
-      GST_ELEMENT_ERROR(self, STREAM, FAILED,
-                        ("Could not read a video frame (buffer too small for its caps)."),
-                        (nullptr));
+      post_error(GST_ELEMENT(self), ErrorKind::kRuntime,
+                 "Could not read a video frame (buffer too small for its caps).");
       return GST_FLOW_ERROR;
     case SubmitStatus::kPrepareFailed:
-      GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Could not prepare a frame: %s", r.error.c_str()),
-                        (nullptr));
+      post_error(GST_ELEMENT(self), ErrorKind::kRuntime, "Could not prepare a frame: " + r.error);
       return GST_FLOW_ERROR;
     default:
       // Queued, skipped, dropped or stopped: whatever the output last met.
@@ -489,7 +479,8 @@ static bool attach(GstTorchInfer* self, GstBuffer* buf, const StreamOutput& out)
     }
     return true;
   } catch (const std::exception& e) {
-    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Inference failed: %s", e.what()), (nullptr));
+    post_error(GST_ELEMENT(self), ErrorKind::kRuntime,
+               std::string("Inference failed: ") + e.what());
     return false;
   }
 }
@@ -507,8 +498,7 @@ static void gst_torchinfer_loop(gpointer user_data) {
     return;
   }
   if (!out->error.empty()) {
-    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Inference failed: %s", out->error.c_str()),
-                      (nullptr));
+    post_error(GST_ELEMENT(self), ErrorKind::kRuntime, "Inference failed: " + out->error);
     stop_output(self, GST_FLOW_ERROR);
     return;
   }
@@ -600,8 +590,13 @@ static void gst_torchinfer_class_init(GstTorchInferClass* klass) {
   gobject_class->finalize = gst_torchinfer_finalize;
   install_properties(gobject_class);
 
-  gst_element_class_add_static_pad_template(element_class, &sink_template);
-  gst_element_class_add_static_pad_template(element_class, &src_template);
+  // Every format of the core's pixel-format table, any size and rate.
+  GstCaps* caps = supported_video_caps();
+  gst_element_class_add_pad_template(
+      element_class, gst_pad_template_new("sink", GST_PAD_SINK, GST_PAD_ALWAYS, caps));
+  gst_element_class_add_pad_template(
+      element_class, gst_pad_template_new("src", GST_PAD_SRC, GST_PAD_ALWAYS, caps));
+  gst_caps_unref(caps);
   gst_element_class_set_static_metadata(element_class, "PyTorch inference", "Filter/Analyzer/Video",
                                         "Runs a TorchScript model on raw video frames (YUY2, RGB, "
                                         "...) in batches and attaches the results as metadata",
@@ -613,7 +608,8 @@ static void gst_torchinfer_class_init(GstTorchInferClass* klass) {
 
 static void gst_torchinfer_init(GstTorchInfer* self) {
   self->state = new State();
-  self->sinkpad = gst_pad_new_from_static_template(&sink_template, "sink");
+  self->sinkpad = gst_pad_new_from_template(
+      gst_element_class_get_pad_template(GST_ELEMENT_GET_CLASS(self), "sink"), "sink");
   gst_pad_set_chain_function(self->sinkpad, GST_DEBUG_FUNCPTR(gst_torchinfer_chain));
   gst_pad_set_event_function(self->sinkpad, GST_DEBUG_FUNCPTR(gst_torchinfer_sink_event));
   gst_pad_set_query_function(self->sinkpad, GST_DEBUG_FUNCPTR(gst_torchinfer_sink_query));
@@ -626,7 +622,8 @@ static void gst_torchinfer_init(GstTorchInfer* self) {
   GST_PAD_SET_ACCEPT_INTERSECT(self->sinkpad);
   gst_element_add_pad(GST_ELEMENT(self), self->sinkpad);
 
-  self->srcpad = gst_pad_new_from_static_template(&src_template, "src");
+  self->srcpad = gst_pad_new_from_template(
+      gst_element_class_get_pad_template(GST_ELEMENT_GET_CLASS(self), "src"), "src");
   gst_pad_set_query_function(self->srcpad, GST_DEBUG_FUNCPTR(gst_torchinfer_src_query));
   gst_pad_set_activatemode_function(self->srcpad,
                                     GST_DEBUG_FUNCPTR(gst_torchinfer_src_activate_mode));
