@@ -9,6 +9,7 @@
 #include "gsttorchnms.h"
 #include "gsttorchoverlay.h"
 #include "gsttorchpublish.h"
+#include "gsttorchtrack.h"
 
 extern "C" __attribute__((visibility("default"))) gboolean torchinfer_runtime_register(
     GstPlugin* plugin) {
@@ -18,5 +19,6 @@ extern "C" __attribute__((visibility("default"))) gboolean torchinfer_runtime_re
   ok &= GST_ELEMENT_REGISTER(torchnms, plugin);
   ok &= GST_ELEMENT_REGISTER(torchoverlay, plugin);
   ok &= GST_ELEMENT_REGISTER(torchpublish, plugin);
+  ok &= GST_ELEMENT_REGISTER(torchtrack, plugin);
   return ok;
 }
