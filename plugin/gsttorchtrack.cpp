@@ -88,6 +88,9 @@ struct Stream {
   explicit Stream(const TrackerOptions& o) : tracker(o) {}
   SortTracker tracker;
   GstClockTime last_pts = GST_CLOCK_TIME_NONE;
+  // PTS of each confirmed track's latest detection: a track ends max-age
+  // frames after it was last seen, and dwell time wants the sighting.
+  std::map<int, GstClockTime> last_seen;
 };
 
 struct State {
@@ -211,26 +214,34 @@ static Stream& current_stream(State& st) {
   return it->second;
 }
 
-static void post_event(GstTorchTrack* self, const char* name, const TrackEvent& e, GstClockTime pts,
-                       const std::string& stream_id, const char* reason) {
-  GstStructure* s =
-      gst_structure_new(name, "id", G_TYPE_INT, e.id, "label", G_TYPE_STRING, e.label.c_str(),
-                        "label-id", G_TYPE_INT, e.label_id, "pts", G_TYPE_UINT64, pts, "stream-id",
-                        G_TYPE_STRING, stream_id.c_str(), "age", G_TYPE_INT, e.age, nullptr);
-  if (reason) gst_structure_set(s, "reason", G_TYPE_STRING, reason, nullptr);
+static GstStructure* event_structure(const char* name, const TrackEvent& e, GstClockTime pts,
+                                     const std::string& stream_id) {
+  return gst_structure_new(name, "id", G_TYPE_INT, e.id, "label", G_TYPE_STRING, e.label.c_str(),
+                           "label-id", G_TYPE_INT, e.label_id, "pts", G_TYPE_UINT64, pts,
+                           "stream-id", G_TYPE_STRING, stream_id.c_str(), "age", G_TYPE_INT, e.age,
+                           nullptr);
+}
+
+static void post(GstTorchTrack* self, GstStructure* s) {
   gst_element_post_message(GST_ELEMENT(self), gst_message_new_element(GST_OBJECT(self), s));
 }
 
-static void post_ended(GstTorchTrack* self, const std::vector<TrackEvent>& ended, GstClockTime pts,
-                       const std::string& stream_id, const char* reason) {
-  for (const TrackEvent& e : ended)
-    post_event(self, "torchtrack-track-ended", e, pts, stream_id, reason);
+static void post_ended(GstTorchTrack* self, Stream& stream, const std::vector<TrackEvent>& ended,
+                       GstClockTime pts, const std::string& stream_id, const char* reason) {
+  for (const TrackEvent& e : ended) {
+    GstStructure* s = event_structure("torchtrack-track-ended", e, pts, stream_id);
+    const auto seen = stream.last_seen.find(e.id);
+    gst_structure_set(s, "reason", G_TYPE_STRING, reason, "last-seen-pts", G_TYPE_UINT64,
+                      seen != stream.last_seen.end() ? seen->second : GST_CLOCK_TIME_NONE, nullptr);
+    if (seen != stream.last_seen.end()) stream.last_seen.erase(seen);
+    post(self, s);
+  }
 }
 
 // Ends every track of every stream (end of stream, flush); ids keep counting.
 static void finish_all(GstTorchTrack* self, const char* reason) {
   for (auto& [id, stream] : self->state->streams)
-    post_ended(self, stream.tracker.finish(), stream.last_pts, id, reason);
+    post_ended(self, stream, stream.tracker.finish(), stream.last_pts, id, reason);
 }
 
 static gboolean gst_torchtrack_sink_event(GstBaseTransform* trans, GstEvent* event) {
@@ -317,10 +328,13 @@ static void track_detections(GstTorchTrack* self, GstBuffer* buf, Stream& stream
     dets.push_back(std::move(t));
   }
   const TrackStep step = stream.tracker.update(dets);
-  for (const TrackedObject& o : step.objects) add_object_id(rois[o.detection], o);
+  for (const TrackedObject& o : step.objects) {
+    add_object_id(rois[o.detection], o);
+    stream.last_seen[o.id] = GST_BUFFER_PTS(buf);
+  }
   for (const TrackEvent& e : step.started)
-    post_event(self, "torchtrack-track-started", e, GST_BUFFER_PTS(buf), st.current, nullptr);
-  post_ended(self, step.ended, GST_BUFFER_PTS(buf), st.current, "lost");
+    post(self, event_structure("torchtrack-track-started", e, GST_BUFFER_PTS(buf), st.current));
+  post_ended(self, stream, step.ended, GST_BUFFER_PTS(buf), st.current, "lost");
 }
 
 static GstFlowReturn gst_torchtrack_transform_ip(GstBaseTransform* trans, GstBuffer* buf) {

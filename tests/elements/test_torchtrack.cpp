@@ -6,7 +6,9 @@
 #include <gst/video/video.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -85,7 +87,7 @@ std::vector<int> ids(const std::vector<Roi>& rs) {
 struct TrackMsg {
   std::string name, label, stream, reason;
   int id = 0, label_id = 0, age = 0;
-  guint64 pts = 0;
+  guint64 pts = 0, last_seen_pts = 0;
 };
 
 struct Tracked {
@@ -102,6 +104,8 @@ struct Tracked {
     gst_harness_set_src_caps_str(h, kCaps);
   }
   ~Tracked() {
+    // Messages left on the bus hold the element, which holds the bus.
+    gst_bus_set_flushing(bus, TRUE);
     gst_harness_teardown(h);
     gst_object_unref(bus);
   }
@@ -130,6 +134,8 @@ struct Tracked {
         t.label = gst_structure_get_string(s, "label");
         t.stream = gst_structure_get_string(s, "stream-id");
         if (const gchar* r = gst_structure_get_string(s, "reason")) t.reason = r;
+        EXPECT_EQ(gst_structure_get_uint64(s, "last-seen-pts", &t.last_seen_pts),
+                  t.name == "torchtrack-track-ended");
         out.push_back(t);
       }
       gst_message_unref(m);
@@ -199,6 +205,7 @@ TEST(TorchTrack, IdAfterMinHitsEndAfterMaxAge) {
   EXPECT_EQ(msgs[0].id, 1);
   EXPECT_EQ(msgs[0].reason, "lost");
   EXPECT_EQ(msgs[0].pts, 7 * kFrame);
+  EXPECT_EQ(msgs[0].last_seen_pts, 4 * kFrame);
   EXPECT_EQ(msgs[0].age, 8);
 }
 
@@ -241,6 +248,9 @@ TEST(TorchTrack, StreamsKeepTheirOwnIds) {
     EXPECT_EQ(m.reason, "eos");
     EXPECT_EQ(m.pts, kFrame);
   }
+  EXPECT_EQ(msgs[0].last_seen_pts, kFrame);  // cam-a's first object, seen on both frames
+  EXPECT_EQ(msgs[1].last_seen_pts, kFrame);
+  EXPECT_EQ(msgs[3].last_seen_pts, kFrame);
   EXPECT_EQ(msgs[0].stream, "cam-a");
   EXPECT_EQ(msgs[2].stream, "cam-b");
   EXPECT_EQ(msgs[3].id, 2);
@@ -376,4 +386,50 @@ TEST(TorchTrackErrors, ZeroIouThresholdFailsAtStart) {
   EXPECT_NE(r.error.message.find("iou-threshold must be in (0, 1]"), std::string::npos)
       << r.error.message;
   gst_object_unref(e);
+}
+
+// The real chain: torchinfer marks frames it skipped (inference-interval),
+// torchnms repeats their detections, torchtrack replaces them by predictions.
+TEST(TorchTrack, BehindTorchinferWithInferenceInterval) {
+  const std::string line = "torchinfer inference-interval=3 model=" + model("yolo_candidates.pt") +
+                           " ! torchnms ! torchtrack min-hits=1";
+  GstHarness* h = gst_harness_new_parse(line.c_str());
+  const char* caps = "video/x-raw,format=RGB,width=640,height=512,framerate=30/1";
+  gst_harness_set_src_caps_str(h, caps);
+  const GstVideoInfo info = info_of(caps);
+  for (int i = 0; i < 6; ++i) {
+    GstBuffer* buf = gst_buffer_new_allocate(nullptr, GST_VIDEO_INFO_SIZE(&info), nullptr);
+    gst_buffer_memset(buf, 0, 255, GST_VIDEO_INFO_SIZE(&info));
+    GST_BUFFER_PTS(buf) = i * kFrame;
+    ASSERT_EQ(gst_harness_push(h, buf), GST_FLOW_OK);
+  }
+  std::map<int, Roi> first;  // by id, from frame 0
+  for (int i = 0; i < 6; ++i) {
+    GstBuffer* out = gst_harness_pull(h);
+    ASSERT_NE(out, nullptr);
+    const GstTorchTensorMeta* m = gst_buffer_get_torch_tensor_meta(out);
+    ASSERT_NE(m, nullptr);
+    EXPECT_EQ(bool(m->inferred), i % 3 == 0) << i;
+    const std::vector<Roi> r = rois(out);
+    gst_buffer_unref(out);
+    ASSERT_EQ(r.size(), 6u) << i;
+    std::vector<int> seen;
+    for (const Roi& roi : r) {
+      seen.push_back(roi.id);
+      EXPECT_EQ(bool(roi.predicted), i % 3 != 0) << i;
+      if (i == 0) {
+        first[roi.id] = roi;
+        continue;
+      }
+      // A still scene: every box stays where it was detected.
+      ASSERT_EQ(first.count(roi.id), 1u);
+      const Roi& was = first[roi.id];
+      EXPECT_EQ(roi.label, was.label);
+      EXPECT_NEAR(roi.det.x_min, was.det.x_min, 1e-6) << i;
+      EXPECT_NEAR(roi.det.y_max, was.det.y_max, 1e-6) << i;
+    }
+    std::sort(seen.begin(), seen.end());
+    EXPECT_EQ(seen, (std::vector<int>{1, 2, 3, 4, 5, 6})) << i;
+  }
+  gst_harness_teardown(h);
 }
