@@ -27,7 +27,6 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -352,6 +351,9 @@ static GstFlowReturn gst_torchtrack_transform_ip(GstBaseTransform* trans, GstBuf
       track_detections(self, buf, stream);
   } catch (const std::exception& e) {
     GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Tracking failed: %s", e.what()), (nullptr));
+    return GST_FLOW_ERROR;
+  } catch (...) {
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Tracking failed."), (nullptr));
     return GST_FLOW_ERROR;
   }
   return GST_FLOW_OK;
