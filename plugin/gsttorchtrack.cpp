@@ -392,8 +392,9 @@ static void gst_torchtrack_class_init(GstTorchTrackClass* klass) {
   g_object_class_install_property(
       gobject_class, PROP_MIN_HITS,
       g_param_spec_uint("min-hits", "Min hits",
-                        "Frames in a row an object must be detected before it gets an id", 1,
-                        100000, kDefaultMinHits, rw));
+                        "Detection frames in a row an object must be matched before it gets an id "
+                        "(predicted frames do not count)",
+                        1, 100000, kDefaultMinHits, rw));
   g_object_class_install_property(
       gobject_class, PROP_IOU_THRESHOLD,
       g_param_spec_double("iou-threshold", "IoU threshold",

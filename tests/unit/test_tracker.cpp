@@ -2,7 +2,10 @@
 // per-label matching, constant-velocity prediction and the assignment.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
+#include <random>
 #include <vector>
 
 #include "common/error.h"
@@ -56,6 +59,40 @@ TEST(Assignment, RectangularLeavesExtraRowsUnassigned) {
             (std::vector<int>{1, -1, 0}));
   EXPECT_EQ(min_cost_assignment({{0.5, 0.1, 0.3}}), (std::vector<int>{1}));
   EXPECT_TRUE(min_cost_assignment({}).empty());
+}
+
+TEST(Assignment, MatchesBruteForceOnRandomMatrices) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> cost_of(0.0, 1.0);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int rows = 1 + trial % 5, cols = 1 + (trial / 5) % 5;
+    std::vector<std::vector<double>> cost(rows, std::vector<double>(cols));
+    for (auto& row : cost)
+      for (double& c : row) c = cost_of(rng);
+    const std::vector<int> got = min_cost_assignment(cost);
+    double got_total = 0;
+    std::vector<bool> used(cols, false);
+    int assigned = 0;
+    for (int r = 0; r < rows; ++r)
+      if (got[r] >= 0) {
+        ASSERT_FALSE(used[got[r]]) << "column used twice, trial " << trial;
+        used[got[r]] = true;
+        got_total += cost[r][got[r]];
+        ++assigned;
+      }
+    EXPECT_EQ(assigned, std::min(rows, cols));
+    // Brute force over every way to give min(rows, cols) rows distinct columns.
+    std::vector<int> perm(std::max(rows, cols));
+    std::iota(perm.begin(), perm.end(), 0);
+    double best = 1e9;
+    do {
+      double total = 0;
+      for (int r = 0; r < rows; ++r)
+        if (perm[r] < cols) total += cost[r][perm[r]];
+      best = std::min(best, total);
+    } while (std::next_permutation(perm.begin(), perm.end()));
+    EXPECT_NEAR(got_total, best, 1e-9) << "trial " << trial;
+  }
 }
 
 TEST(Assignment, RaggedMatrixIsRejected) {
