@@ -111,6 +111,29 @@ struct _GstTorchTrack {
   State* state;
 };
 
+void gst_torchtrack_events_meta_register(void) {
+  static gsize done = 0;
+  if (g_once_init_enter(&done)) {
+    static const gchar* tags[] = {nullptr};
+    gst_meta_register_custom(
+        GST_TORCHTRACK_EVENTS_META_NAME, tags,
+        [](GstBuffer* dest, GstCustomMeta* meta, GstBuffer*, GQuark type, gpointer,
+           gpointer) -> gboolean {
+          if (!GST_META_TRANSFORM_IS_COPY(type)) return FALSE;
+          GstCustomMeta* d = gst_buffer_add_custom_meta(dest, GST_TORCHTRACK_EVENTS_META_NAME);
+          if (!d) return FALSE;
+          const GstStructure* src = gst_custom_meta_get_structure(meta);
+          GstStructure* dst = gst_custom_meta_get_structure(d);
+          gst_structure_set_name(dst, gst_structure_get_name(src));
+          if (const GValue* events = gst_structure_get_value(src, "events"))
+            gst_structure_set_value(dst, "events", events);
+          return TRUE;
+        },
+        nullptr, nullptr);
+    g_once_init_leave(&done, 1);
+  }
+}
+
 G_DEFINE_TYPE(GstTorchTrack, gst_torchtrack, GST_TYPE_BASE_TRANSFORM);
 GST_ELEMENT_REGISTER_DEFINE(torchtrack, "torchtrack", GST_RANK_NONE, GST_TYPE_TORCHTRACK);
 
@@ -225,22 +248,45 @@ static void post(GstTorchTrack* self, GstStructure* s) {
   gst_element_post_message(GST_ELEMENT(self), gst_message_new_element(GST_OBJECT(self), s));
 }
 
-static void post_ended(GstTorchTrack* self, Stream& stream, const std::vector<TrackEvent>& ended,
-                       GstClockTime pts, const std::string& stream_id, const char* reason) {
+static std::vector<GstStructure*> ended_structures(Stream& stream,
+                                                   const std::vector<TrackEvent>& ended,
+                                                   GstClockTime pts, const std::string& stream_id,
+                                                   const char* reason) {
+  std::vector<GstStructure*> out;
   for (const TrackEvent& e : ended) {
     GstStructure* s = event_structure("torchtrack-track-ended", e, pts, stream_id);
     const auto seen = stream.last_seen.find(e.id);
     gst_structure_set(s, "reason", G_TYPE_STRING, reason, "last-seen-pts", G_TYPE_UINT64,
                       seen != stream.last_seen.end() ? seen->second : GST_CLOCK_TIME_NONE, nullptr);
     if (seen != stream.last_seen.end()) stream.last_seen.erase(seen);
-    post(self, s);
+    out.push_back(s);
   }
+  return out;
+}
+
+// The frame's track events ride on it too, so that elements downstream
+// (which cannot read the bus) can publish them.
+static void attach_events(GstBuffer* buf, const std::vector<GstStructure*>& events) {
+  GstCustomMeta* cm = gst_buffer_add_custom_meta(buf, GST_TORCHTRACK_EVENTS_META_NAME);
+  if (!cm) return;
+  GstStructure* s = gst_custom_meta_get_structure(cm);
+  gst_structure_set_name(s, "torchtrack-events");
+  GValue list = G_VALUE_INIT, v = G_VALUE_INIT;
+  gst_value_array_init(&list, events.size());
+  for (const GstStructure* e : events) {
+    g_value_init(&v, GST_TYPE_STRUCTURE);
+    gst_value_set_structure(&v, e);
+    gst_value_array_append_and_take_value(&list, &v);
+  }
+  gst_structure_take_value(s, "events", &list);
 }
 
 // Ends every track of every stream (end of stream, flush); ids keep counting.
 static void finish_all(GstTorchTrack* self, const char* reason) {
   for (auto& [id, stream] : self->state->streams)
-    post_ended(self, stream, stream.tracker.finish(), stream.last_pts, id, reason);
+    for (GstStructure* s :
+         ended_structures(stream, stream.tracker.finish(), stream.last_pts, id, reason))
+      post(self, s);
 }
 
 static gboolean gst_torchtrack_sink_event(GstBaseTransform* trans, GstEvent* event) {
@@ -331,9 +377,14 @@ static void track_detections(GstTorchTrack* self, GstBuffer* buf, Stream& stream
     add_object_id(rois[o.detection], o);
     stream.last_seen[o.id] = GST_BUFFER_PTS(buf);
   }
+  std::vector<GstStructure*> events =
+      ended_structures(stream, step.ended, GST_BUFFER_PTS(buf), st.current, "lost");
   for (const TrackEvent& e : step.started)
-    post(self, event_structure("torchtrack-track-started", e, GST_BUFFER_PTS(buf), st.current));
-  post_ended(self, stream, step.ended, GST_BUFFER_PTS(buf), st.current, "lost");
+    events.push_back(
+        event_structure("torchtrack-track-started", e, GST_BUFFER_PTS(buf), st.current));
+  if (events.empty()) return;
+  attach_events(buf, events);
+  for (GstStructure* s : events) post(self, s);
 }
 
 static GstFlowReturn gst_torchtrack_transform_ip(GstBaseTransform* trans, GstBuffer* buf) {

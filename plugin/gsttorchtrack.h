@@ -10,6 +10,15 @@ G_DECLARE_FINAL_TYPE(GstTorchTrack, gst_torchtrack, GST, TORCHTRACK, GstBaseTran
 
 GST_ELEMENT_REGISTER_DECLARE(torchtrack);
 
+/* Frames on which tracks started or ended carry a GstCustomMeta of this
+ * name: structure "torchtrack-events" whose "events" array holds the same
+ * structures as the element messages (torchtrack-track-started / -ended).
+ * Tracks ended by EOS or a flush have no frame: messages only. */
+#define GST_TORCHTRACK_EVENTS_META_NAME "GstTorchTrackEventsMeta"
+
+/* Registers that custom meta; idempotent (done when the plugin loads). */
+void gst_torchtrack_events_meta_register(void);
+
 G_END_DECLS
 
 #endif

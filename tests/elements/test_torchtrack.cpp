@@ -14,6 +14,7 @@
 
 #include "element_helpers.h"
 #include "gst/torchinfer/torchinfer-meta.h"
+#include "gsttorchtrack.h"
 
 using namespace torchinfer::test;
 
@@ -109,11 +110,32 @@ struct Tracked {
     gst_harness_teardown(h);
     gst_object_unref(bus);
   }
+  // The track events the latest frame carried, as "started 1", "ended 2".
+  std::vector<std::string> frame_events;
+
   std::vector<Roi> push(GstBuffer* in) {
     GstBuffer* out = gst_harness_push_and_pull(h, in);
     EXPECT_NE(out, nullptr);
     if (!out) return {};
     std::vector<Roi> r = rois(out);
+    frame_events.clear();
+    if (GstCustomMeta* m = gst_buffer_get_custom_meta(out, GST_TORCHTRACK_EVENTS_META_NAME)) {
+      const GstStructure* s = gst_custom_meta_get_structure(m);
+      EXPECT_STREQ(gst_structure_get_name(s), "torchtrack-events");
+      const GValue* events = gst_structure_get_value(s, "events");
+      EXPECT_NE(events, nullptr);
+      for (guint i = 0; events && i < gst_value_array_get_size(events); ++i) {
+        const GstStructure* e = gst_value_get_structure(gst_value_array_get_value(events, i));
+        int id = 0;
+        gst_structure_get_int(e, "id", &id);
+        const std::string name = gst_structure_get_name(e);
+        frame_events.push_back(name.substr(name.rfind('-') + 1) + " " + std::to_string(id));
+      }
+      // Copies of the frame keep them (the meta's transform).
+      GstBuffer* copy = gst_buffer_copy(out);
+      EXPECT_NE(gst_buffer_get_custom_meta(copy, GST_TORCHTRACK_EVENTS_META_NAME), nullptr);
+      gst_buffer_unref(copy);
+    }
     gst_buffer_unref(out);
     return r;
   }
@@ -189,6 +211,9 @@ TEST(TorchTrack, IdAfterMinHitsEndAfterMaxAge) {
     const std::vector<Roi> r = t.push(frame(f, {{100.0 + 5 * f, 100}}));
     ASSERT_EQ(r.size(), 1u);  // unconfirmed detections stay, without an id
     EXPECT_EQ(r[0].id, f < 2 ? -1 : 1) << f;
+    EXPECT_EQ(t.frame_events,
+              f == 2 ? std::vector<std::string>{"started 1"} : std::vector<std::string>{})
+        << f;
   }
   auto msgs = t.messages();
   ASSERT_EQ(msgs.size(), 1u);
@@ -199,6 +224,7 @@ TEST(TorchTrack, IdAfterMinHitsEndAfterMaxAge) {
   for (int f = 5; f < 7; ++f) EXPECT_TRUE(t.push(frame(f, {})).empty());
   EXPECT_TRUE(t.messages().empty());
   t.push(frame(7, {}));
+  EXPECT_EQ(t.frame_events, std::vector<std::string>{"ended 1"});
   msgs = t.messages();
   ASSERT_EQ(msgs.size(), 1u);
   EXPECT_EQ(msgs[0].name, "torchtrack-track-ended");
