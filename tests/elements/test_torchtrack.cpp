@@ -459,3 +459,56 @@ TEST(TorchTrack, BehindTorchinferWithInferenceInterval) {
   }
   gst_harness_teardown(h);
 }
+
+// Two streams interleaved into one torchtrack by a funnel, which sends each
+// stream's stream-start again whenever it switches: each keeps its own ids.
+TEST(TorchTrack, StreamsThroughAFunnelKeepTheirOwnIds) {
+  const std::string caps = std::string("caps=\"") + kCaps + "\"";
+  const std::string line = "appsrc name=a format=time " + caps +
+                           " ! f. appsrc name=b format=time " + caps +
+                           " ! f. funnel name=f ! torchtrack name=t min-hits=1 ! appsink name=s "
+                           "sync=false";
+  GError* err = nullptr;
+  GstElement* pipeline = gst_parse_launch(line.c_str(), &err);
+  ASSERT_EQ(err, nullptr) << err->message;
+  GstElement* a = gst_bin_get_by_name(GST_BIN(pipeline), "a");
+  GstElement* b = gst_bin_get_by_name(GST_BIN(pipeline), "b");
+  GstElement* sink = gst_bin_get_by_name(GST_BIN(pipeline), "s");
+  ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+  // One frame at a time, waiting for it at the sink, so the order is known.
+  auto through = [&](GstElement* src, GstBuffer* buf) {
+    GstFlowReturn ret = GST_FLOW_ERROR;
+    g_signal_emit_by_name(src, "push-buffer", buf, &ret);
+    gst_buffer_unref(buf);
+    EXPECT_EQ(ret, GST_FLOW_OK);
+    GstSample* sample = nullptr;
+    g_signal_emit_by_name(sink, "pull-sample", &sample);
+    EXPECT_NE(sample, nullptr);
+    if (!sample) return std::vector<int>{};
+    std::vector<int> got = ids(rois(gst_sample_get_buffer(sample)));
+    gst_sample_unref(sample);
+    return got;
+  };
+  EXPECT_EQ(through(a, frame(0, {{100, 100}})), std::vector<int>{1});
+  // Sharing a's tracker, this object would be id 2.
+  EXPECT_EQ(through(b, frame(0, {{400, 300}})), std::vector<int>{1});
+  EXPECT_EQ(through(a, frame(1, {{104, 100}, {500, 400}})), (std::vector<int>{1, 2}));
+  EXPECT_EQ(through(b, frame(1, {{404, 300}})), std::vector<int>{1});
+  GstBus* bus = gst_element_get_bus(pipeline);
+  std::vector<std::string> started;  // stream-id of each started message
+  while (GstMessage* m = gst_bus_pop_filtered(bus, GST_MESSAGE_ELEMENT)) {
+    const GstStructure* s = gst_message_get_structure(m);
+    if (gst_structure_has_name(s, "torchtrack-track-started"))
+      started.push_back(gst_structure_get_string(s, "stream-id"));
+    gst_message_unref(m);
+  }
+  ASSERT_EQ(started.size(), 3u);
+  EXPECT_NE(started[0], started[1]);
+  EXPECT_EQ(started[0], started[2]);
+  gst_object_unref(bus);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(a);
+  gst_object_unref(b);
+  gst_object_unref(sink);
+  gst_object_unref(pipeline);
+}
