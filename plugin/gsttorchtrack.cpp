@@ -39,8 +39,6 @@ GST_DEBUG_CATEGORY_STATIC(gst_torchtrack_debug);
 
 using namespace torchinfer;
 
-#define OBJECT_ID_STRUCTURE_NAME "object_id"
-
 enum {
   PROP_0,
   PROP_TRACKING_TYPE,
@@ -314,8 +312,9 @@ static gboolean gst_torchtrack_sink_event(GstBaseTransform* trans, GstEvent* eve
 
 static void add_object_id(GstVideoRegionOfInterestMeta* roi, const TrackedObject& o) {
   gst_video_region_of_interest_meta_add_param(
-      roi, gst_structure_new(OBJECT_ID_STRUCTURE_NAME, "id", G_TYPE_INT, o.id, "predicted",
-                             G_TYPE_BOOLEAN, o.predicted, "age", G_TYPE_INT, o.age, nullptr));
+      roi, gst_structure_new(GST_TORCHTRACK_OBJECT_ID_STRUCTURE_NAME, "id", G_TYPE_INT, o.id,
+                             "predicted", G_TYPE_BOOLEAN, o.predicted, "age", G_TYPE_INT, o.age,
+                             nullptr));
 }
 
 // The ROIs torchnms attached, i.e. those with a "detection" param; others

@@ -10,6 +10,11 @@ G_DECLARE_FINAL_TYPE(GstTorchTrack, gst_torchtrack, GST, TORCHTRACK, GstBaseTran
 
 GST_ELEMENT_REGISTER_DECLARE(torchtrack);
 
+/* Param structure torchtrack adds to each tracked detection ROI: "id" (int,
+ * from 1 per stream), "predicted" (boolean), "age" (int, frames). The name
+ * and "id" are what DL Streamer's RegionOfInterest.object_id() reads. */
+#define GST_TORCHTRACK_OBJECT_ID_STRUCTURE_NAME "object_id"
+
 /* Frames on which tracks started or ended carry a GstCustomMeta of this
  * name: structure "torchtrack-events" whose "events" array holds the same
  * structures as the element messages (torchtrack-track-started / -ended).

@@ -69,7 +69,8 @@ std::vector<Roi> rois(GstBuffer* buf) {
     r.has_detection = gst_torch_detection_from_roi(roi, &r.det);
     if (r.has_detection) r.label = r.det.label;
     r.det.label = nullptr;
-    if (GstStructure* s = gst_video_region_of_interest_meta_get_param(roi, "object_id")) {
+    if (GstStructure* s = gst_video_region_of_interest_meta_get_param(
+            roi, GST_TORCHTRACK_OBJECT_ID_STRUCTURE_NAME)) {
       EXPECT_TRUE(gst_structure_get_int(s, "id", &r.id));
       EXPECT_TRUE(gst_structure_get_boolean(s, "predicted", &r.predicted));
       EXPECT_TRUE(gst_structure_get_int(s, "age", &r.age));
