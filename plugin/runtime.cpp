@@ -9,14 +9,17 @@
 #include "gsttorchnms.h"
 #include "gsttorchoverlay.h"
 #include "gsttorchpublish.h"
+#include "gsttorchtrack.h"
 
 extern "C" __attribute__((visibility("default"))) gboolean torchinfer_runtime_register(
     GstPlugin* plugin) {
   gst_torch_classification_meta_register();
+  gst_torchtrack_events_meta_register();
   gboolean ok = GST_ELEMENT_REGISTER(torchinfer, plugin);
   ok &= GST_ELEMENT_REGISTER(torchmetaconvert, plugin);
   ok &= GST_ELEMENT_REGISTER(torchnms, plugin);
   ok &= GST_ELEMENT_REGISTER(torchoverlay, plugin);
   ok &= GST_ELEMENT_REGISTER(torchpublish, plugin);
+  ok &= GST_ELEMENT_REGISTER(torchtrack, plugin);
   return ok;
 }

@@ -1,0 +1,40 @@
+// Constant-velocity Kalman filter of one box, as in SORT (Bewley et al.
+// 2016): state (cx, cy, s, r, vcx, vcy, vs) with s = area and r = aspect
+// ratio w/h; the aspect ratio is taken as constant. Noise values are SORT's,
+// which assume boxes in pixels.
+#pragma once
+
+#include <opencv2/video/tracking.hpp>
+
+namespace torchinfer {
+
+struct TrackBox {
+  double x_min = 0, y_min = 0, x_max = 0, y_max = 0;
+  double width() const { return x_max - x_min; }
+  double height() const { return y_max - y_min; }
+};
+
+double iou(const TrackBox& a, const TrackBox& b);
+
+class BoxFilter {
+ public:
+  explicit BoxFilter(const TrackBox& first);
+  // cv::Mat copies share their data: a copy would silently share the state.
+  BoxFilter(const BoxFilter&) = delete;
+  BoxFilter& operator=(const BoxFilter&) = delete;
+  BoxFilter(BoxFilter&&) = default;
+  BoxFilter& operator=(BoxFilter&&) = default;
+  // Advances one frame; returns the predicted box.
+  TrackBox predict();
+  // Corrects the state with a measured box.
+  void correct(const TrackBox& measured);
+  TrackBox box() const;
+  // Estimated centre velocity, pixels per frame.
+  double velocity_x() const;
+  double velocity_y() const;
+
+ private:
+  cv::KalmanFilter kf_;
+};
+
+}  // namespace torchinfer
