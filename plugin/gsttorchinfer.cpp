@@ -265,25 +265,10 @@ static void gst_torchinfer_set_property(GObject* object, guint prop_id, const GV
 
 static void gst_torchinfer_get_property(GObject* object, guint prop_id, GValue* value,
                                         GParamSpec* pspec) {
-  auto* self = GST_TORCHINFER(object);
-  State* st = self->state;
-  switch (prop_id) {
-    case PROP_DROPPED:
-    case PROP_FPS:
-    case PROP_LATENCY_P50:
-    case PROP_LATENCY_P99:
-    case PROP_STATS: {
-      const StatsSnapshot snap = st->session.snapshot(false);
-      if (prop_id == PROP_DROPPED) g_value_set_uint64(value, snap.dropped);
-      if (prop_id == PROP_FPS) g_value_set_double(value, snap.fps);
-      if (prop_id == PROP_LATENCY_P50) g_value_set_double(value, snap.total.p50);
-      if (prop_id == PROP_LATENCY_P99) g_value_set_double(value, snap.total.p99);
-      if (prop_id == PROP_STATS)
-        g_value_take_boxed(value, stats_structure("torchinfer-stats", snap));
-      return;
-    }
-    default:
-      break;
+  State* st = GST_TORCHINFER(object)->state;
+  if (reads_stream_stats(prop_id)) {
+    get_stream_property(prop_id, st->session.snapshot(false), value);
+    return;
   }
   std::scoped_lock lock(st->settings_lock, st->stats_lock);
   Stats stats = st->stats;

@@ -166,7 +166,9 @@ bool exists(const std::string& path) {
 TEST(Quantize, FoldsRelu6PassesTheGuardAndTheEngineTakesTheInputQuantization) {
   const ScratchDir scratch;
   const std::string& dir = scratch.path;
-  const Result r = run(quantize(dir + "/r6.pt", "--min-top1 1 --max-mae 0.01"));
+  // The bound holds on every x86 kind CI runs on: oneDNN's int8 kernels give
+  // MAE 0.0014 with VNNI (Intel, AVX-512) and 0.0105 on plain AVX2 (AMD EPYC).
+  const Result r = run(quantize(dir + "/r6.pt", "--min-top1 1 --max-mae 0.02"));
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("folded 3 ReLU6"), std::string::npos) << r.out;
   const auto side = read_json(dir + "/r6.json");
@@ -179,7 +181,7 @@ TEST(Quantize, FoldsRelu6PassesTheGuardAndTheEngineTakesTheInputQuantization) {
   EXPECT_EQ(q.at("calibration_frames"), 28);
   EXPECT_EQ(q.at("heldout_frames"), 12);
   EXPECT_EQ(q.at("top1_agreement"), 1.0);
-  EXPECT_LE(q.at("mean_abs_error").get<double>(), 0.01);
+  EXPECT_LE(q.at("mean_abs_error").get<double>(), 0.02);
   EXPECT_EQ(q.at("forced"), false);
 
   const Result s = run(selfcheck("--model " + dir + "/r6.pt --threads 1"));
@@ -191,7 +193,7 @@ TEST(Quantize, FoldsRelu6PassesTheGuardAndTheEngineTakesTheInputQuantization) {
 TEST(Quantize, NoFoldKeepsTheRelu6) {
   const ScratchDir scratch;
   const std::string& dir = scratch.path;
-  const Result r = run(quantize(dir + "/r6.pt", "--min-top1 1 --max-mae 0.01 --no-fold-relu6"));
+  const Result r = run(quantize(dir + "/r6.pt", "--min-top1 1 --max-mae 0.02 --no-fold-relu6"));
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(r.out.find("folded"), std::string::npos) << r.out;
   EXPECT_EQ(read_json(dir + "/r6.json").at("quantization").at("relu6_folded"), 0);
