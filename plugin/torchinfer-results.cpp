@@ -65,6 +65,7 @@ bool attach_results(GstBuffer* buf, const FrameRecord& rec, bool inferred,
   meta->batch_size = r.batch_fill;
   meta->batch_index = r.index;
   meta->inferred = inferred;
+  meta->valid = result_valid(rec);
   meta->result_pts = rec.pts;
   for (std::size_t i = 0; i < views.size(); ++i) {
     GstTorchTensor& t = meta->tensors[i];
@@ -76,7 +77,7 @@ bool attach_results(GstBuffer* buf, const FrameRecord& rec, bool inferred,
     t.size = views[i].bytes;
   }
 
-  if (config.task != Task::kClassification) return true;
+  if (config.task != Task::kClassification || !meta->valid) return true;
   for (const auto& v : views)
     if (looks_like_class_scores(v)) {
       attach_classification(buf,
@@ -84,6 +85,23 @@ bool attach_results(GstBuffer* buf, const FrameRecord& rec, bool inferred,
       return true;
     }
   return false;
+}
+
+bool result_valid(const FrameRecord& rec) {
+  const FrameResult& r = rec.result;
+  return !r.output || r.output->frame_finite(r.index);
+}
+
+std::string invalid_output_warning(const BurstReport& report) {
+  std::string s =
+      "Model output holds NaN or infinite values: this frame's result is marked invalid "
+      "(no classification, no detections)";
+  if (report.previous_burst() > 0)
+    s += "; the previous burst had " + std::to_string(report.previous_burst()) + " such frames";
+  s += "; " + std::to_string(report.total_bad()) +
+       " invalid so far. Check the model's input normalisation (mean/std/scale) and "
+       "precision.";
+  return s;
 }
 
 }  // namespace torchinfer::gst
