@@ -108,6 +108,7 @@ struct State {
   // Output thread only.
   std::optional<FrameRecord> last;
   bool warned_not_classifier = false;
+  BurstReport invalid_report;  // NaN/infinite results, warned once per burst
   Clock::time_point last_stats_post{};
 
   // Guards reload_thread and, for threads other than the streaming one,
@@ -200,6 +201,7 @@ static bool gst_torchinfer_start(GstTorchInfer* self) {
     st->frame_counter = 0;
     st->last.reset();
     st->warned_not_classifier = false;
+    st->invalid_report = BurstReport{};
     st->last_stats_post = Clock::now();
     std::lock_guard<std::mutex> lock(st->reload_lock);
     st->batcher = std::move(batcher);
@@ -590,11 +592,18 @@ static void gst_torchinfer_loop(gpointer user_data) {
     return;
   }
   GstBuffer* buf = gst_buffer_make_writable(GST_BUFFER(item->obj.release()));
+  const bool inferred = item->infer && rec.result.output;
+  bool valid = true;
   try {
     bool scores_ok = true;
-    if (item->infer && rec.result.output) {
+    if (inferred) {
       scores_ok = attach_results(buf, rec, true, st->run.model_instance_id);
       st->last = rec;
+      valid = result_valid(rec);
+      if (st->invalid_report.record(!valid))
+        GST_ELEMENT_WARNING(self, STREAM, FAILED,
+                            ("%s", invalid_output_warning(st->invalid_report).c_str()),
+                            ("model '%s'", st->run.model.c_str()));
     } else if (st->last && st->last->frame_width == rec.frame_width &&
                st->last->frame_height == rec.frame_height) {
       scores_ok = attach_results(buf, *st->last, false, st->run.model_instance_id);
@@ -621,6 +630,7 @@ static void gst_torchinfer_loop(gpointer user_data) {
                   rec.result.inference_ms);
       st->stats.frames++;
       st->stats.last_inference_ms = rec.result.inference_ms;
+      if (!valid) ss.frame_invalid();
     }
     ss.frame_out(now);
     ss.latency(std::chrono::duration<double, std::milli>(now - item->in_time).count());
