@@ -168,7 +168,21 @@ ConfigOverrides Settings::overrides() const {
   if (activation == ACT_NONE) o.output_activation = Activation::kNone;
   if (!labels.empty()) o.labels_file = labels;
   if (input_dtype != DTYPE_AUTO) o.input_uint8 = input_dtype == DTYPE_UINT8;
+  if (input_layout != LAYOUT_AUTO)
+    o.input_layout = input_layout == LAYOUT_NHWC ? InputLayout::kNHWC : InputLayout::kNCHW;
   return o;
+}
+
+GType input_layout_type() {
+  static GType t = 0;
+  static const GEnumValue values[] = {
+      {LAYOUT_AUTO, "From the model config (default nchw)", "auto"},
+      {LAYOUT_NCHW, "[N,C,H,W] (PyTorch)", "nchw"},
+      {LAYOUT_NHWC, "[N,H,W,C] (converted TensorFlow/Keras models)", "nhwc"},
+      {0, nullptr, nullptr}};
+  if (g_once_init_enter(&t))
+    g_once_init_leave(&t, g_enum_register_static("GstTorchInferInputLayout", values));
+  return t;
 }
 
 void install_properties(GObjectClass* k) {
@@ -294,6 +308,12 @@ void install_properties(GObjectClass* k) {
           "input-dtype", "Input dtype",
           "What the model takes: normalised float32, or raw uint8 pixels (mean/std not applied)",
           input_dtype_type(), DTYPE_AUTO, kRWReady));
+  g_object_class_install_property(
+      k, PROP_INPUT_LAYOUT,
+      g_param_spec_enum("input-layout", "Input layout",
+                        "Layout of the tensor forward() takes: nchw, or nhwc for models converted "
+                        "from TensorFlow/Keras (both zero-copy)",
+                        input_layout_type(), LAYOUT_AUTO, kRWReady));
   g_object_class_install_property(
       k, PROP_READ_TIME,
       g_param_spec_double("read-time", "Read time",
@@ -459,6 +479,9 @@ bool set_property(Settings& s, guint prop_id, const GValue* value, GParamSpec* p
     case PROP_INPUT_DTYPE:
       s.input_dtype = static_cast<InputDtypeProp>(g_value_get_enum(value));
       return true;
+    case PROP_INPUT_LAYOUT:
+      s.input_layout = static_cast<InputLayoutProp>(g_value_get_enum(value));
+      return true;
     case PROP_BATCH_SIZE:
       s.batch_size = g_value_get_int(value);
       return true;
@@ -569,6 +592,9 @@ void get_property(const Settings& s, const Stats& st, guint prop_id, GValue* val
       break;
     case PROP_INPUT_DTYPE:
       g_value_set_enum(value, s.input_dtype);
+      break;
+    case PROP_INPUT_LAYOUT:
+      g_value_set_enum(value, s.input_layout);
       break;
     case PROP_READ_TIME:
       g_value_set_double(value, st.read_ms);
