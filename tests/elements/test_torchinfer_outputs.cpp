@@ -37,7 +37,9 @@ int top_label(GstBuffer* buf, double* confidence = nullptr, std::string* label =
   const GstStructure* s = gst_custom_meta_get_structure(cm);
   int id = -1;
   EXPECT_TRUE(gst_structure_get_int(s, "label_id", &id));
-  if (confidence) EXPECT_TRUE(gst_structure_get_double(s, "confidence", confidence));
+  if (confidence) {
+    EXPECT_TRUE(gst_structure_get_double(s, "confidence", confidence));
+  }
   if (label) *label = gst_structure_get_string(s, "label");
   return id;
 }
@@ -74,7 +76,9 @@ TEST(TorchInferOutputsErrors, NanFramesAreInvalidAndUnclassified) {
     EXPECT_EQ(m->n_tensors, 1u);  // the tensors are still there to inspect
     std::string label;
     EXPECT_EQ(top_label(out, nullptr, &label), valid[i] ? 3 : -1) << "frame " << i;
-    if (valid[i]) EXPECT_EQ(label, "d");
+    if (valid[i]) {
+      EXPECT_EQ(label, "d");
+    }
     // A copy keeps the flag.
     GstBuffer* copy = gst_buffer_copy(out);
     EXPECT_EQ(gst_buffer_get_torch_tensor_meta(copy)->valid, m->valid);
