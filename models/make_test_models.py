@@ -41,6 +41,30 @@ yolo_candidates.pt  traced YOLOv5-layout detector: input [N,3,256,320] (w 320,
     decoder yolov5, labels bolt/nut/washer, confidence 0.25, IoU 0.45. The
     expected boxes after NMS for each source size and letterbox mode are
     worked out by hand in tests/pipelines/test_launch.cpp (Detection tests).
+nan_classifier.pt   traced; input [N,1,8,8] gray, mean 0 std 1, classification,
+    labels a/b/c/d. Scores [N,4] = log(m - 0.5) * (-1, -2, -3, -4), m = the
+    frame's mean (0..1): a white frame gives finite scores (label d, ids 3),
+    any frame darker than mid-grey gives NaN, exactly mid-grey -inf.
+nan_detector.pt     traced YOLOv5 layout: input [N,3,64,64] rgb, mean 0 std 1,
+    detection, labels bolt/nut/washer. Output [N,2,8]: two candidates (bolt
+    0.9 at (16,16) 16x16, washer 0.8 at (44,40) 20x16), whose box values get
+    0 * log(red at (32,32) - 0.5) added: white frames give exactly the
+    candidates, black frames NaN boxes with finite scores.
+stateful_output.pt  scripted; input [1,1,4,4] gray, mean 0 std 1, raw. Keeps a
+    [1,1] buffer, copies the frame's mean into it in place and returns the
+    buffer itself (the output shares the module's storage).
+lenet_nhwc_uint8.pt traced LeNet-5 shape (conv 6@5x5, avg pool, conv 16@5x5,
+    avg pool, fc 120, 84, 10) taking NHWC [N,28,28,1] (permuted inside, as a
+    model converted from Keras would) and returning uint8 [N,10] =
+    round(255 * softmax). Weights are constructed, not trained: the convs
+    copy shifted pixels so the 256 features are 2x2 means of the 12x12 pooled
+    image at 16 offsets, fc1 scores the negative squared distance to the
+    features of each seven-segment digit 0..9 (plus a constant keeping it
+    positive through ReLU), fc2 and fc3 pass the ten scores on. No sidecar
+    with the model's file name: lenet_nhwc_uint8.json says gray 28x28, mean 0
+    std 1, input_layout nhwc, classification, labels "0".."9". The committed
+    tests/data/digit_9.pgm (a thicker, shifted "9" than the template, white
+    on black) must come out as 9; the generator checks it.
 """
 import json
 import os
@@ -148,6 +172,128 @@ class ByteInput(nn.Module):
 
     def forward(self, x):
         return x.float() * 2.0 - 1.0
+
+
+class NanClassifier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("weights", torch.tensor([-1.0, -2.0, -3.0, -4.0]))
+
+    def forward(self, x):
+        m = x.mean(dim=(1, 2, 3))
+        return torch.log(m - 0.5).unsqueeze(1) * self.weights
+
+
+NAN_DETECTOR_CANDIDATES = [
+    [16, 16, 16, 16, 0.9, 1, 0, 0],
+    [44, 40, 20, 16, 0.8, 0, 0, 1],
+]
+
+
+class NanDetector(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("candidates", torch.tensor(NAN_DETECTOR_CANDIDATES))
+
+    def forward(self, x):
+        n = x.shape[0]
+        poison = torch.log(x[:, 0, 32, 32] - 0.5).reshape(n, 1, 1) * 0.0
+        c = self.candidates.unsqueeze(0).expand(n, 2, 8)
+        return torch.cat([c[:, :, :4] + poison, c[:, :, 4:]], dim=2)
+
+
+class StatefulOutput(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("last", torch.zeros(1, 1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.last.copy_(x.mean().reshape(1, 1))
+        return self.last
+
+
+# Seven-segment digits: segments a (top), b (upper right), c (lower right),
+# d (bottom), e (lower left), f (upper left), g (middle).
+SEGMENTS = {0: "abcdef", 1: "bc", 2: "abdeg", 3: "abcdg", 4: "bcfg", 5: "acdfg",
+            6: "acdefg", 7: "abc", 8: "abcdefg", 9: "abcdfg"}
+
+
+def seven_segment(digit, stroke=2, dx=0, dy=0):
+    """28x28 float image (0..1) of a white seven-segment digit on black."""
+    img = torch.zeros(28, 28)
+    x0, x1, y0, ym, y1 = 8 + dx, 20 + dx, 4 + dy, 14 + dy, 24 + dy
+    boxes = {"a": (x0, y0, x1, y0 + stroke), "g": (x0, ym - stroke // 2, x1, ym - stroke // 2 + stroke),
+             "d": (x0, y1 - stroke, x1, y1), "f": (x0, y0, x0 + stroke, ym),
+             "b": (x1 - stroke, y0, x1, ym), "e": (x0, ym, x0 + stroke, y1),
+             "c": (x1 - stroke, ym, x1, y1)}
+    for seg in SEGMENTS[digit]:
+        xa, ya, xb, yb = boxes[seg]
+        img[ya:yb, xa:xb] = 1.0
+    return img
+
+
+class LeNetNHWC(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 6, 5)
+        self.pool = nn.AvgPool2d(2)
+        self.conv2 = nn.Conv2d(6, 16, 5)
+        self.fc1 = nn.Linear(256, 120)
+        self.fc2 = nn.Linear(120, 84)
+        self.fc3 = nn.Linear(84, 10)
+        self.temperature = 1.0
+
+    def features(self, x):  # NCHW
+        x = self.pool(F.relu(self.conv1(x)))
+        return torch.flatten(self.pool(F.relu(self.conv2(x))), 1)
+
+    def forward(self, x):
+        x = x.permute(0, 3, 1, 2)
+        s = self.fc3(F.relu(self.fc2(F.relu(self.fc1(self.features(x))))))
+        p = torch.softmax((s - s.amax(dim=1, keepdim=True)) * self.temperature, dim=1)
+        return torch.round(p * 255.0).to(torch.uint8)
+
+
+def build_lenet():
+    m = LeNetNHWC()
+    with torch.no_grad():
+        for p in m.parameters():
+            p.zero_()
+        m.conv1.weight[0, 0, 2, 2] = 1.0  # centre tap: conv1 ch 0 = the image, cropped
+        for c in range(16):  # conv2 ch (dy,dx) = pooled image shifted by (dy,dx)
+            m.conv2.weight[c, 0, c // 4, c % 4] = 1.0
+        templates = torch.stack([m.features(seven_segment(d).reshape(1, 1, 28, 28))[0]
+                                 for d in range(10)])
+        norms = (templates ** 2).sum(dim=1)
+        # s_k = 2<f, t_k> - |t_k|^2 = |f|^2 - |f - t_k|^2: the nearest template wins.
+        m.fc1.weight[:10] = 2.0 * templates
+        m.fc1.bias[:10] = norms.max() + 1.0 - norms
+        for i in range(10):
+            m.fc2.weight[i, i] = 1.0
+            m.fc3.weight[i, i] = 1.0
+        m.temperature = 2.0
+    return m
+
+
+def read_pgm(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    parts = data.split(maxsplit=4)
+    if parts[0] != b"P5":
+        raise RuntimeError(f"{path}: not a binary PGM")
+    w, h = int(parts[1]), int(parts[2])
+    pixels = parts[4][:w * h]
+    return torch.tensor(list(pixels), dtype=torch.float32).reshape(h, w)
+
+
+def write_pgm(path, img):
+    pixels = bytes(int(v) for v in (img.clamp(0, 1) * 255).round().flatten().tolist())
+    with open(path, "wb") as f:
+        f.write(b"P5\n28 28\n255\n" + pixels)
+
+
+DIGIT_9_PGM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data",
+                           "digit_9.pgm")
 
 
 def perturb_batchnorm(model):
@@ -287,6 +433,44 @@ def main(outdir):
                           "input_dtype": "uint8", "task": "raw"})
     x = torch.randint(0, 256, (2, 3, 6, 8), dtype=torch.uint8)
     check_close(ts(x), x.float() * 2.0 - 1.0, "uint8_input")
+
+    gray8 = {"input_width": 8, "input_height": 8, "channel_order": "gray", "mean": [0.0],
+             "std": [1.0]}
+    ts, _ = save(NanClassifier(), outdir, "nan_classifier", torch.rand(1, 1, 8, 8), sidecar={
+        **gray8, "task": "classification", "labels": ["a", "b", "c", "d"], "top_k": 1})
+    out = ts(torch.cat([torch.ones(1, 1, 8, 8), torch.zeros(1, 1, 8, 8)]))
+    if not torch.isfinite(out[0]).all() or int(out[0].argmax()) != 3 or not out[1].isnan().all():
+        raise RuntimeError("nan_classifier: white must be finite (label 3), black NaN")
+
+    ts, _ = save(NanDetector(), outdir, "nan_detector", torch.rand(1, 3, 64, 64), sidecar={
+        "input_width": 64, "input_height": 64, **RAW_RGB, "task": "detection",
+        "decoder": "yolov5", "labels": ["bolt", "nut", "washer"]})
+    out = ts(torch.cat([torch.ones(1, 3, 64, 64), torch.zeros(1, 3, 64, 64)]))
+    check_close(out[0], torch.tensor(NAN_DETECTOR_CANDIDATES), "nan_detector white")
+    if not out[1, :, :4].isnan().all() or not torch.isfinite(out[1, :, 4:]).all():
+        raise RuntimeError("nan_detector: black must give NaN boxes and finite scores")
+
+    ts, _ = save(StatefulOutput(), outdir, "stateful_output", script=True, sidecar={
+        "input_width": 4, "input_height": 4, "channel_order": "gray", "mean": [0.0],
+        "std": [1.0], "task": "raw"})
+    a = ts(torch.full((1, 1, 4, 4), 0.25))
+    b = ts(torch.full((1, 1, 4, 4), 0.75))
+    if a.data_ptr() != b.data_ptr() or float(a) != 0.75:
+        raise RuntimeError("stateful_output: the output must be the module's own buffer")
+
+    torch.manual_seed(0)
+    lenet = build_lenet()
+    ts, _ = save(lenet, outdir, "lenet_nhwc_uint8", torch.rand(1, 28, 28, 1), sidecar={
+        "input_width": 28, "input_height": 28, "channel_order": "gray", "mean": [0.0],
+        "std": [1.0], "input_layout": "nhwc", "task": "classification",
+        "labels": [str(d) for d in range(10)], "top_k": 3})
+    for d in range(10):
+        out = ts(seven_segment(d).reshape(1, 28, 28, 1))
+        if out.dtype != torch.uint8 or int(out.argmax()) != d:
+            raise RuntimeError(f"lenet_nhwc_uint8: template {d} classified as {int(out.argmax())}")
+    out = ts((read_pgm(DIGIT_9_PGM) / 255.0).reshape(1, 28, 28, 1))
+    if int(out.argmax()) != 9 or int(out[0, 9]) < 200:
+        raise RuntimeError(f"lenet_nhwc_uint8: digit_9.pgm gives {out.tolist()}")
 
 
 if __name__ == "__main__":

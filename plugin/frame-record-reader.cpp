@@ -95,6 +95,7 @@ FrameRecord read_frame_record(GstBuffer* buf, StreamContext& ctx, bool include_t
     r.batch_index = static_cast<int>(m->batch_index);
     r.inferred = m->inferred;
     r.result_pts_ns = clock_time(m->result_pts);
+    r.valid = m->valid;
     if (include_tensors) r.tensors = tensor_views(m);
     read_classification(buf, r);
   }

@@ -97,6 +97,7 @@ struct State {
 
   // Output thread only.
   bool warned_not_classifier = false;
+  BurstReport invalid_report;  // NaN/infinite results, warned once per burst
 
   // Guards reload_thread and, for threads other than the streaming one,
   // the session's batcher (set in start, reset in stop).
@@ -167,6 +168,7 @@ static bool gst_torchinfer_start(GstTorchInfer* self) {
     st->latency_ns = our_latency_ns(s, *model);
     st->have_info = false;
     st->warned_not_classifier = false;
+    st->invalid_report = BurstReport{};
     SessionOptions so;
     so.inference_interval = s.inference_interval;
     so.stats_interval = std::chrono::milliseconds(s.stats_interval_ms);
@@ -470,6 +472,18 @@ static bool attach(GstTorchInfer* self, GstBuffer* buf, const StreamOutput& out)
   }
 }
 
+// False for a freshly inferred result with NaN/infinite outputs; warns on
+// the first of each burst.
+static bool check_valid(GstTorchInfer* self, const FrameInference& rec) {
+  State* st = self->state;
+  const bool valid = result_valid(rec);
+  if (st->invalid_report.record(!valid))
+    GST_ELEMENT_WARNING(self, STREAM, FAILED,
+                        ("%s", invalid_output_warning(st->invalid_report).c_str()),
+                        ("model '%s'", st->run.model.c_str()));
+  return valid;
+}
+
 static void gst_torchinfer_loop(gpointer user_data) {
   auto* self = GST_TORCHINFER(user_data);
   StreamSession& session = self->state->session;
@@ -493,7 +507,8 @@ static void gst_torchinfer_loop(gpointer user_data) {
     stop_output(self, GST_FLOW_ERROR);
     return;
   }
-  if (std::optional<StatsSnapshot> snap = session.finish(*out)) post_stats(self, *snap);
+  const bool valid = !out->inferred || check_valid(self, *out->results);
+  if (std::optional<StatsSnapshot> snap = session.finish(*out, valid)) post_stats(self, *snap);
   const GstFlowReturn ret = gst_pad_push(self->srcpad, buf);
   if (ret != GST_FLOW_OK) {
     GST_DEBUG_OBJECT(self, "downstream returned %s, pausing", gst_flow_get_name(ret));

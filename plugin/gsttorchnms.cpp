@@ -375,6 +375,11 @@ static GstFlowReturn gst_torchnms_transform_ip(GstBaseTransform* trans, GstBuffe
     GST_DEBUG_OBJECT(self, "no tensor meta on buffer %" GST_PTR_FORMAT, buf);
     return GST_FLOW_OK;
   }
+  if (!meta->valid) {
+    // NaN/infinite outputs: torchinfer has warned; boxes from them are noise.
+    GST_LOG_OBJECT(self, "invalid result on buffer %" GST_PTR_FORMAT ", no detections", buf);
+    return GST_FLOW_OK;
+  }
   const std::string model = meta->model ? meta->model : "";
   const auto t0 = Clock::now();
   try {

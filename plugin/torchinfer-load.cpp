@@ -28,6 +28,7 @@ EngineOptions engine_options(const Settings& s, const ModelConfig& config) {
   eo.precision = s.precision;
   eo.declared_int8 = config.precision == ModelPrecision::kInt8;
   eo.input_uint8 = config.input_uint8;
+  eo.input_nhwc = config.input_layout == InputLayout::kNHWC;
   return eo;
 }
 
@@ -47,6 +48,7 @@ SharingKey sharing_key(const Settings& s, const ModelConfig& config) {
           {"input size",
            num(config.input_width) + "x" + num(config.input_height) + "x" + num(config.channels())},
           {"input-dtype", config.input_uint8 ? "uint8" : "float32"},
+          {"input-layout", to_string(config.input_layout)},
           {"precision", to_string(s.precision)},
           {"threads", num(s.threads)},
           {"cores", s.cores ? *s.cores : "(not pinned)"},
@@ -55,10 +57,30 @@ SharingKey sharing_key(const Settings& s, const ModelConfig& config) {
           {"optimize", s.optimize ? "true" : "false"}};
 }
 
+namespace {
+
+// A large batch-size spends tens of seconds in PREROLLING; say where it is.
+void post_load_progress(GstElement* self, const std::string& model, const LoadProgress& p) {
+  GST_INFO_OBJECT(self, "loading %s: %s, %d/%d warm-up batch sizes done, %.0f ms", model.c_str(),
+                  to_string(p.stage), p.done, p.total, p.elapsed_ms);
+  gst_element_post_message(
+      self, gst_message_new_element(
+                GST_OBJECT(self),
+                gst_structure_new("torchinfer-load", "model", G_TYPE_STRING, model.c_str(), "stage",
+                                  G_TYPE_STRING, to_string(p.stage), "done", G_TYPE_INT, p.done,
+                                  "total", G_TYPE_INT, p.total, "elapsed-ms", G_TYPE_DOUBLE,
+                                  p.elapsed_ms, nullptr)));
+}
+
+}  // namespace
+
 std::shared_ptr<const LoadedModel> load_for_element(GstElement* self, const Settings& s,
                                                     const ModelConfig& config, int generation) {
-  std::shared_ptr<const LoadedModel> m =
-      load_model(engine_options(s, config), config, s.batch_size, generation);
+  EngineOptions eo = engine_options(s, config);
+  eo.on_progress = [self, model = s.model](const LoadProgress& p) {
+    post_load_progress(self, model, p);
+  };
+  std::shared_ptr<const LoadedModel> m = load_model(eo, config, s.batch_size, generation);
   const EngineInfo& info = m->engine->info();
   if (config.accuracy_guard_forced)
     GST_ELEMENT_WARNING(

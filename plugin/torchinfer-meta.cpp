@@ -10,6 +10,7 @@ gboolean tensor_meta_init(GstMeta* meta, gpointer, GstBuffer*) {
   std::memset(reinterpret_cast<char*>(m) + sizeof(GstMeta), 0, sizeof(*m) - sizeof(GstMeta));
   m->transform.scale_x = m->transform.scale_y = 1.0;
   m->inferred = TRUE;
+  m->valid = TRUE;
   m->result_pts = GST_CLOCK_TIME_NONE;
   return TRUE;
 }
@@ -45,6 +46,7 @@ gboolean tensor_meta_transform(GstBuffer* dest, GstMeta* meta, GstBuffer*, GQuar
   d->batch_index = s->batch_index;
   d->queue_ns = s->queue_ns;
   d->inferred = s->inferred;
+  d->valid = s->valid;
   d->result_pts = s->result_pts;
   for (guint i = 0; i < s->n_tensors; ++i) {
     d->tensors[i] = s->tensors[i];

@@ -197,13 +197,18 @@ constexpr Property kProperties[] = {
         "message)", GST_TYPE_STRUCTURE, f); },
     [](const StatsSnapshot& s, GValue* v) {
       g_value_take_boxed(v, stats_structure("torchinfer-stats", s)); }),
+  ready<&Settings::input_layout>(PROP_INPUT_LAYOUT, [](GParamFlags f) {
+    return g_param_spec_enum("input-layout", "Input layout",
+      "Layout of the tensor forward() takes: nchw, or nhwc for models converted from "
+      "TensorFlow/Keras (both zero-copy)",
+      input_layout_type(), LAYOUT_AUTO, f); }),
 };
 // clang-format on
 
 constexpr bool table_matches_ids() {
   for (std::size_t i = 0; i < std::size(kProperties); ++i)
     if (kProperties[i].id != static_cast<Prop>(i + 1)) return false;
-  return std::size(kProperties) == PROP_STATS;
+  return std::size(kProperties) == PROP_INPUT_LAYOUT;
 }
 static_assert(table_matches_ids(), "kProperties lists every Prop once, in enum order");
 

@@ -66,6 +66,16 @@ GType input_dtype_type() {
   return register_once(&t, "GstTorchInferInputDtype", values);
 }
 
+GType input_layout_type() {
+  static GType t = 0;
+  static const GEnumValue values[] = {
+      {LAYOUT_AUTO, "From the model config (default nchw)", "auto"},
+      {LAYOUT_NCHW, "[N,C,H,W] (PyTorch)", "nchw"},
+      {LAYOUT_NHWC, "[N,H,W,C] (converted TensorFlow/Keras models)", "nhwc"},
+      {0, nullptr, nullptr}};
+  return register_once(&t, "GstTorchInferInputLayout", values);
+}
+
 GType drop_policy_type() {
   static GType t = 0;
   static const GEnumValue values[] = {

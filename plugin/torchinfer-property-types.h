@@ -11,6 +11,7 @@ GType task_type();
 GType activation_type();
 GType resize_method_type();
 GType input_dtype_type();
+GType input_layout_type();
 GType drop_policy_type();
 GType precision_type();
 

@@ -67,6 +67,7 @@ bool attach_results(GstBuffer* buf, const FrameInference& rec, bool inferred,
   meta->batch_size = r.batch_fill;
   meta->batch_index = r.index;
   meta->inferred = inferred;
+  meta->valid = result_valid(rec);
   meta->result_pts = rec.pts;
   for (std::size_t i = 0; i < views.size(); ++i) {
     GstTorchTensor& t = meta->tensors[i];
@@ -78,7 +79,7 @@ bool attach_results(GstBuffer* buf, const FrameInference& rec, bool inferred,
     t.size = views[i].bytes;
   }
 
-  if (config.task != Task::kClassification) return true;
+  if (config.task != Task::kClassification || !meta->valid) return true;
   for (const auto& v : views)
     if (looks_like_class_scores(v)) {
       attach_classification(buf,
@@ -86,6 +87,24 @@ bool attach_results(GstBuffer* buf, const FrameInference& rec, bool inferred,
       return true;
     }
   return false;
+}
+
+bool result_valid(const FrameInference& rec) {
+  for (const SlotResult& s : rec.slots)
+    if (s.result.output && !s.result.output->frame_finite(s.result.index)) return false;
+  return true;
+}
+
+std::string invalid_output_warning(const BurstReport& report) {
+  std::string s =
+      "Model output holds NaN or infinite values: this frame's result is marked invalid "
+      "(no classification, no detections)";
+  if (report.previous_burst() > 0)
+    s += "; the previous burst had " + std::to_string(report.previous_burst()) + " such frames";
+  s += "; " + std::to_string(report.total_bad()) +
+       " invalid so far. Check the model's input normalisation (mean/std/scale) and "
+       "precision.";
+  return s;
 }
 
 }  // namespace torchinfer::gst

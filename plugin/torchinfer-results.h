@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "common/burst_report.h"
 #include "preprocess/frame.h"
 #include "preprocess/preprocess.h"
 #include "stream/stream_session.h"
@@ -18,7 +19,17 @@ namespace torchinfer::gst {
 // classification meta). inferred=false marks a result reused from an earlier frame. Throws
 // Error(kModelInvalid) for outputs the meta cannot describe. Returns false
 // when the model is a classifier but its output is not a score vector.
+// A result with NaN/infinite outputs gets valid = FALSE on its meta and no
+// classification (returns true: the warning is result_valid's business).
 bool attach_results(GstBuffer* buf, const FrameInference& rec, bool inferred,
                     const std::string& model_instance_id);
+
+// False when the frame's outputs hold NaN or infinity. The element counts
+// these (StreamStats::frame_invalid) and warns once per burst:
+//   if (report.record(!result_valid(rec))) GST_ELEMENT_WARNING(... invalid_output_warning ...)
+bool result_valid(const FrameInference& rec);
+
+// Text of that warning, after report.record() returned true.
+std::string invalid_output_warning(const BurstReport& report);
 
 }  // namespace torchinfer::gst

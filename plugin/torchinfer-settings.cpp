@@ -22,6 +22,8 @@ ConfigOverrides Settings::overrides() const {
   if (activation == ACT_NONE) o.output_activation = Activation::kNone;
   if (!labels.empty()) o.labels_file = labels;
   if (input_dtype != DTYPE_AUTO) o.input_uint8 = input_dtype == DTYPE_UINT8;
+  if (input_layout != LAYOUT_AUTO)
+    o.input_layout = input_layout == LAYOUT_NHWC ? InputLayout::kNHWC : InputLayout::kNCHW;
   return o;
 }
 

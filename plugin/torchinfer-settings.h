@@ -60,6 +60,7 @@ enum Prop {
   PROP_LATENCY_P50,
   PROP_LATENCY_P99,
   PROP_STATS,
+  PROP_INPUT_LAYOUT,
 };
 
 // Enum values 0 mean "take it from the sidecar".
@@ -67,6 +68,7 @@ enum ChannelOrderProp { ORDER_AUTO, ORDER_RGB, ORDER_BGR, ORDER_GRAY };
 enum TaskProp { TASK_AUTO, TASK_CLASSIFICATION, TASK_DETECTION, TASK_RAW };
 enum ActivationProp { ACT_AUTO, ACT_SOFTMAX, ACT_SIGMOID, ACT_NONE };
 enum InputDtypeProp { DTYPE_AUTO, DTYPE_FLOAT32, DTYPE_UINT8 };
+enum InputLayoutProp { LAYOUT_AUTO, LAYOUT_NCHW, LAYOUT_NHWC };
 // What happens to a frame when the model cannot keep up (both batch buffers
 // busy, or the output queue full).
 enum DropPolicy { DROP_AUTO, DROP_BLOCK, DROP_SKIP };
@@ -89,6 +91,7 @@ struct Settings {
   std::optional<std::string> cores;  // unset = not pinned; validated at start
   Precision precision = Precision::kAuto;
   InputDtypeProp input_dtype = DTYPE_AUTO;
+  InputLayoutProp input_layout = LAYOUT_AUTO;
   int batch_size = 1;
   guint64 batch_timeout_us = 40000;
   int inference_interval = 1;

@@ -6,8 +6,8 @@ GstStructure* stats_structure(const char* name, const StatsSnapshot& s) {
   GstStructure* st = gst_structure_new(
       name, "frames-in", G_TYPE_UINT64, s.frames_in, "frames-out", G_TYPE_UINT64, s.frames_out,
       "frames-inferred", G_TYPE_UINT64, s.inferred, "frames-skipped", G_TYPE_UINT64, s.skipped,
-      "frames-dropped", G_TYPE_UINT64, s.dropped, "mean-batch-fill", G_TYPE_DOUBLE,
-      s.mean_batch_fill, "fps", G_TYPE_DOUBLE, s.fps, nullptr);
+      "frames-dropped", G_TYPE_UINT64, s.dropped, "frames-invalid", G_TYPE_UINT64, s.invalid,
+      "mean-batch-fill", G_TYPE_DOUBLE, s.mean_batch_fill, "fps", G_TYPE_DOUBLE, s.fps, nullptr);
   const struct {
     const char* stage;
     const StagePercentiles& p;

@@ -131,6 +131,10 @@ const char* to_string(Decoder v) {
   return "?";
 }
 
+const char* to_string(InputLayout v) {
+  return v == InputLayout::kNHWC ? "nhwc" : "nchw";
+}
+
 ModelConfig::ModelConfig() {
   set_mean_std({0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f});
 }
@@ -204,6 +208,7 @@ ModelConfig parse_model_config_text(const std::string& text, const std::string& 
   }
   if (!j.is_object()) throw Error(ErrorKind::kConfigInvalid, origin + ": expected a JSON object");
 
+  // clang-format off
   static const std::set<std::string> known = {
       "input_width",   "input_height",  "channel_order",
       "mean",          "std",           "scale",
@@ -211,7 +216,8 @@ ModelConfig parse_model_config_text(const std::string& text, const std::string& 
       "top_k",         "input_dtype",   "output_activation",
       "name",          "precision",     "quantization",
       "description",   "decoder",       "confidence_threshold",
-      "iou_threshold", "max_detections"};
+      "iou_threshold", "max_detections", "input_layout"};
+  // clang-format on
   for (const auto& item : j.items()) {
     // Keys starting with '_' are comments; anything else unknown is most
     // likely a typo that would otherwise be silently ignored on the line.
@@ -253,6 +259,9 @@ ModelConfig parse_model_config_text(const std::string& text, const std::string& 
   if (j.contains("input_dtype"))
     cfg.input_uint8 =
         get_enum<bool>(j, "input_dtype", origin, {{"float32", false}, {"uint8", true}});
+  if (j.contains("input_layout"))
+    cfg.input_layout = get_enum<InputLayout>(
+        j, "input_layout", origin, {{"nchw", InputLayout::kNCHW}, {"nhwc", InputLayout::kNHWC}});
   if (j.contains("top_k")) {
     const json& v = j.at("top_k");
     if (!v.is_number_integer() || v.get<long long>() < 1 || v.get<long long>() > 1000)
@@ -383,6 +392,7 @@ ModelConfig resolve_model_config(const std::string& model_path, const std::strin
   }
   if (o.labels_file) cfg.labels = read_labels_file(*o.labels_file);
   if (o.input_uint8) cfg.input_uint8 = *o.input_uint8;
+  if (o.input_layout) cfg.input_layout = *o.input_layout;
   return cfg;
 }
 

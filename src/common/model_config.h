@@ -16,12 +16,16 @@ enum class Activation { kSoftmax, kSigmoid, kNone };
 enum class ModelPrecision { kFp32, kInt8 };
 // How torchnms turns output tensors into results (src/decode/detection.h).
 enum class Decoder { kYolov5, kYolov8, kSsd, kClassification };
+// The input tensor's layout forward() expects: [N,C,H,W] (PyTorch's
+// convention) or [N,H,W,C] (models converted from TensorFlow/Keras).
+enum class InputLayout { kNCHW, kNHWC };
 
 const char* to_string(ChannelOrder v);
 const char* to_string(Task v);
 const char* to_string(Activation v);
 const char* to_string(ModelPrecision v);
 const char* to_string(Decoder v);
+const char* to_string(InputLayout v);
 
 struct ModelConfig {
   int input_width = 224;
@@ -38,6 +42,7 @@ struct ModelConfig {
   ModelPrecision precision = ModelPrecision::kFp32;
   // "uint8": the model takes raw 0..255 pixels; mean/std/scale do not apply.
   bool input_uint8 = false;
+  InputLayout input_layout = InputLayout::kNCHW;
   // quantize.py --force wrote it although the accuracy guard failed.
   bool accuracy_guard_forced = false;
   // Detection post-processing (torchnms); unset = the element's defaults.
@@ -62,6 +67,7 @@ struct ConfigOverrides {
   std::optional<Activation> output_activation;
   std::optional<std::string> labels_file;
   std::optional<bool> input_uint8;
+  std::optional<InputLayout> input_layout;
 };
 
 // Parses a sidecar file. Errors name the file and the offending field.

@@ -30,6 +30,8 @@ struct StagePercentiles {
 
 struct StatsSnapshot {
   std::uint64_t frames_in = 0, frames_out = 0, inferred = 0, skipped = 0, dropped = 0;
+  // Inferred frames whose outputs held NaN or infinity (results marked invalid).
+  std::uint64_t invalid = 0;
   // Mean size of the batches this stream's frames ran in (shared batches
   // count the other streams' frames too).
   double mean_batch_fill = 0;
@@ -44,6 +46,7 @@ class StreamStats {
   void frame_in() { ++s_.frames_in; }
   void frame_skipped() { ++s_.skipped; }
   void frame_dropped() { ++s_.dropped; }
+  void frame_invalid() { ++s_.invalid; }
   void frame_out(Clock::time_point now);
   // One inferred frame that ran in a batch of `fill` frames.
   void inferred(int fill, double queue_ms, double preprocess_ms, double inference_ms);

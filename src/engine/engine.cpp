@@ -83,6 +83,54 @@ at::Tensor normalise_output(at::Tensor t) {
   return t.contiguous();
 }
 
+// Per frame of a [batch, ...] float output: false if any element is NaN or
+// infinite, i.e. has an all-ones exponent. The largest exponent field is a
+// branch-free max over integers, which vectorises and leaves the check
+// memory-bound (2.1 M floats, a YOLOv5 640 output: ~1 ms here).
+template <typename Bits>
+void mark_non_finite(const at::Tensor& t, int batch, std::vector<bool>& finite) {
+  constexpr Bits exp_mask = sizeof(Bits) == 4 ? Bits(0x7f800000u) : Bits(0x7ff0000000000000ull);
+  const auto* p = static_cast<const Bits*>(t.data_ptr());
+  const std::size_t per_frame =
+      static_cast<std::size_t>(t.numel()) / static_cast<std::size_t>(batch);
+  for (int k = 0; k < batch; ++k) {
+    if (!finite[k]) continue;
+    const Bits* f = p + per_frame * static_cast<std::size_t>(k);
+    Bits top = 0;
+    for (std::size_t i = 0; i < per_frame; ++i) {
+      const Bits e = f[i] & exp_mask;
+      top = e > top ? e : top;
+    }
+    if (top == exp_mask) finite[k] = false;
+  }
+}
+
+// Tensors a module holds (parameters, buffers, other tensor attributes, in
+// lists, tuples and dicts too), recursively through submodules.
+void collect_state(const c10::IValue& v, std::vector<at::Tensor>& out) {
+  if (v.isTensor()) {
+    out.push_back(v.toTensor());
+  } else if (v.isTuple()) {
+    for (const auto& e : v.toTupleRef().elements()) collect_state(e, out);
+  } else if (v.isList()) {
+    for (const auto& e : v.toListRef()) collect_state(e, out);
+  } else if (v.isGenericDict()) {
+    for (const auto& kv : v.toGenericDict()) collect_state(kv.value(), out);
+  }
+}
+
+// A forward() may return (a view of) a tensor the module keeps and updates
+// in place on the next call; attached to a buffer, such a result would
+// change under its reader. Storage identity is what matters, not the view.
+bool aliases_module_state(const at::Tensor& t, const torch::jit::Module& m) {
+  if (!t.has_storage()) return false;
+  std::vector<at::Tensor> state;
+  for (const auto& a : m.named_attributes(/*recurse=*/true)) collect_state(a.value, state);
+  for (const at::Tensor& s : state)
+    if (s.defined() && s.has_storage() && t.is_alias_of(s)) return true;
+  return false;
+}
+
 const char* kUnsupportedOutput =
     "forward() must return a Tensor, a tuple or list of Tensors, or a Dict[str, Tensor]";
 
@@ -212,6 +260,18 @@ class InferenceThread {
 
 }  // namespace
 
+const char* to_string(LoadProgress::Stage s) {
+  switch (s) {
+    case LoadProgress::Stage::kRead:
+      return "read";
+    case LoadProgress::Stage::kOptimize:
+      return "optimize";
+    case LoadProgress::Stage::kWarmup:
+      return "warmup";
+  }
+  return "?";
+}
+
 const char* to_string(Precision p) {
   switch (p) {
     case Precision::kAuto:
@@ -282,6 +342,7 @@ struct BatchOutput::Impl {
   double inference_ms = 0;
   std::vector<at::Tensor> owned;
   std::vector<TensorView> views;
+  std::vector<bool> finite;  // per frame
 };
 
 BatchOutput::BatchOutput(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -291,6 +352,11 @@ const std::vector<TensorView>& BatchOutput::tensors() const {
 }
 double BatchOutput::inference_ms() const {
   return impl_->inference_ms;
+}
+bool BatchOutput::frame_finite(int k) const {
+  if (k < 0 || k >= impl_->batch)
+    throw Error(ErrorKind::kInvalidArgument, "frame index out of range");
+  return impl_->finite[static_cast<std::size_t>(k)];
 }
 
 std::vector<TensorView> BatchOutput::frame(int k) const {
@@ -320,10 +386,13 @@ struct Engine::Impl {
   std::shared_ptr<const BatchOutput> forward(const void* input, int batch) {
     const auto t0 = Clock::now();
     const int64_t H = opts.input_height, W = opts.input_width, C = opts.channels;
-    // NHWC memory seen as an NCHW tensor with channels_last strides: no copy.
-    at::Tensor x =
-        torch::from_blob(const_cast<void*>(input), {batch, C, H, W}, {H * W * C, 1, W * C, C},
-                         opts.input_uint8 ? at::kByte : at::kFloat);
+    const auto dtype = opts.input_uint8 ? at::kByte : at::kFloat;
+    // NHWC memory seen as an NCHW tensor with channels_last strides, or as
+    // itself for an NHWC model: no copy either way.
+    at::Tensor x = opts.input_nhwc
+                       ? torch::from_blob(const_cast<void*>(input), {batch, H, W, C}, dtype)
+                       : torch::from_blob(const_cast<void*>(input), {batch, C, H, W},
+                                          {H * W * C, 1, W * C, C}, dtype);
     c10::IValue y;
     {
       c10::InferenceMode guard;
@@ -334,17 +403,22 @@ struct Engine::Impl {
     }
     auto impl = std::make_unique<BatchOutput::Impl>();
     impl->batch = batch;
+    impl->finite.assign(static_cast<std::size_t>(batch), true);
     std::vector<std::pair<std::string, at::Tensor>> outs;
     collect_outputs(y, outs);
     if (outs.empty()) throw Error(ErrorKind::kModelInvalid, "forward() returned no tensors");
     for (auto& [name, t] : outs) {
       // A model may hand back (a view of) its input, whose buffer the caller
       // refills for the next batch: results must not change under the reader.
-      if (t.is_alias_of(x)) t = t.clone();
+      // The same goes for a tensor the module keeps as state; only then is
+      // the output copied, so the usual fresh output stays zero-copy.
+      if (t.is_alias_of(x) || aliases_module_state(t, module)) t = t.clone();
       if (batch > 1 && (t.dim() == 0 || t.size(0) != batch))
         throw Error(
             ErrorKind::kModelInvalid,
             "output '" + name + "' has no batch dimension of size " + std::to_string(batch));
+      if (t.scalar_type() == at::kFloat) mark_non_finite<std::uint32_t>(t, batch, impl->finite);
+      if (t.scalar_type() == at::kDouble) mark_non_finite<std::uint64_t>(t, batch, impl->finite);
       TensorView v;
       v.name = name;
       v.dtype = dtype_of(t);
@@ -389,24 +463,50 @@ struct Engine::Impl {
     return median(t);
   }
 
-  void warm_up(const std::string& path) {
+  Clock::time_point load_start;
+  void progress(LoadProgress::Stage stage, int done) {
+    if (!opts.on_progress) return;
+    LoadProgress p;
+    p.stage = stage;
+    p.done = done;
+    p.total = static_cast<int>(opts.warmup_batch_sizes.size());
+    p.elapsed_ms = ms_since(load_start);
+    try {
+      opts.on_progress(p);
+    } catch (...) {  // a report must never fail the load
+    }
+  }
+
+  // report: progress per batch size (the first pass only; a bf16 re-warm
+  // would count the same sizes again).
+  void warm_up(const std::string& path, bool report) {
+    int done = 0;
+    if (report) progress(LoadProgress::Stage::kWarmup, done);
     for (int b : opts.warmup_batch_sizes) {
-      if (b < 1) continue;
-      std::vector<float> zeros(
-          static_cast<std::size_t>(b) * opts.input_height * opts.input_width * opts.channels, 0.f);
-      for (int i = 0; i < std::max(1, opts.warmup_runs); ++i) {
-        try {
-          forward(zeros.data(), b);
-        } catch (const Error& e) {
-          throw Error(ErrorKind::kModelInvalid, "model '" + path + "': " + e.what());
-        } catch (const std::exception& e) {
-          throw Error(
-              ErrorKind::kModelInvalid,
-              "model '" + path + "' fails on a " + std::to_string(b) + "x" +
-                  std::to_string(opts.channels) + "x" + std::to_string(opts.input_height) + "x" +
-                  std::to_string(opts.input_width) +
-                  " input (check input_width/input_height/channel_order): " + message_of(e));
-        }
+      if (b >= 1) warm_up_at(path, b);
+      if (report) progress(LoadProgress::Stage::kWarmup, ++done);
+    }
+  }
+
+  void warm_up_at(const std::string& path, int b) {
+    std::vector<float> zeros(
+        static_cast<std::size_t>(b) * opts.input_height * opts.input_width * opts.channels, 0.f);
+    const std::string shape =
+        opts.input_nhwc
+            ? std::to_string(b) + "x" + std::to_string(opts.input_height) + "x" +
+                  std::to_string(opts.input_width) + "x" + std::to_string(opts.channels) + " (NHWC)"
+            : std::to_string(b) + "x" + std::to_string(opts.channels) + "x" +
+                  std::to_string(opts.input_height) + "x" + std::to_string(opts.input_width);
+    for (int i = 0; i < std::max(1, opts.warmup_runs); ++i) {
+      try {
+        forward(zeros.data(), b);
+      } catch (const Error& e) {
+        throw Error(ErrorKind::kModelInvalid, "model '" + path + "': " + e.what());
+      } catch (const std::exception& e) {
+        throw Error(ErrorKind::kModelInvalid,
+                    "model '" + path + "' fails on a " + shape +
+                        " input (check input_width/input_height/channel_order/input_layout): " +
+                        message_of(e));
       }
     }
   }
@@ -512,6 +612,8 @@ struct Engine::Impl {
   void load() {
     const std::string& path = opts.model_path;
     auto t0 = Clock::now();
+    load_start = t0;
+    progress(LoadProgress::Stage::kRead, 0);
     setup_threads();
     // Packed int8 weights are made for the engine current at load time;
     // onednn is the fast one on x86 in this libtorch (no fbgemm).
@@ -543,7 +645,8 @@ struct Engine::Impl {
       throw Error(ErrorKind::kModelInvalid,
                   "model '" + path + "': forward(" + names.str() + ") takes " +
                       std::to_string(args.size() - 1) +
-                      " inputs; torchinfer feeds exactly one image tensor");
+                      " inputs; torchinfer feeds exactly one image tensor: wrap the model in a "
+                      "module whose forward() takes the image alone (models/README.md)");
     info.input_name = args[1].name();
 
     info.model_quantized = graph_is_quantized(module);
@@ -567,6 +670,7 @@ struct Engine::Impl {
     info.load_ms = ms_since(t0);
 
     t0 = Clock::now();
+    progress(LoadProgress::Stage::kOptimize, 0);
     const torch::jit::Module eval = module;
     if (opts.optimize)
       module =
@@ -574,14 +678,14 @@ struct Engine::Impl {
     info.optimize_ms = ms_since(t0);
 
     t0 = Clock::now();
-    warm_up(path);
+    warm_up(path, true);
     // A byte-input model converts its input itself: no bf16 cast to apply.
     if (!info.model_quantized && !opts.input_uint8 &&
         (opts.precision == Precision::kBf16 ||
          (opts.precision == Precision::kAuto && at::globalContext().userEnabledMkldnn() &&
           isa_from_flags(read_cpuinfo().flags).avx512_bf16))) {
       choose_bf16(eval, opts.precision == Precision::kBf16);
-      if (bf16) warm_up(path);
+      if (bf16) warm_up(path, false);
     }
     info.warmup_ms = ms_since(t0);
   }
@@ -603,6 +707,8 @@ Engine::Engine(const EngineOptions& options) : impl_(std::make_unique<Impl>()) {
   impl_->info.threads = o.threads > 0 ? o.threads : default_threads(impl_->info.cores);
   impl_->thread = std::make_unique<InferenceThread>();
   impl_->thread->call([this] { impl_->load(); });
+  // It may point into the caller (an element); nothing reports after load.
+  impl_->opts.on_progress = nullptr;
 }
 
 Engine::~Engine() {

@@ -8,6 +8,7 @@
 // and keep it pinned, whichever GStreamer thread submits the batch.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,6 +20,16 @@ namespace torchinfer {
 
 enum class Precision { kAuto, kFp32, kInt8, kBf16 };
 const char* to_string(Precision p);
+
+// Where a load stands, for progress reports: a large batch-size or a big
+// model can spend tens of seconds in optimisation and warm-up.
+struct LoadProgress {
+  enum class Stage { kRead, kOptimize, kWarmup };
+  Stage stage = Stage::kRead;
+  int done = 0, total = 0;  // warm-up batch sizes finished / to run
+  double elapsed_ms = 0;    // since the load began
+};
+const char* to_string(LoadProgress::Stage s);
 
 struct EngineOptions {
   std::string model_path;
@@ -40,6 +51,12 @@ struct EngineOptions {
   // The model takes raw 0..255 bytes (sidecar "input_dtype": "uint8") and
   // converts them itself; the batch buffer then holds uint8, not float.
   bool input_uint8 = false;
+  // The model takes [N,H,W,C] (sidecar "input_layout": "nhwc"); the batch
+  // buffer is NHWC either way, so both layouts are zero-copy views.
+  bool input_nhwc = false;
+  // Called on the inference thread when read, optimisation and each warm-up
+  // batch size start/finish; must not throw or block. Dropped after the load.
+  std::function<void(const LoadProgress&)> on_progress;
 };
 
 struct EngineInfo {
@@ -70,6 +87,9 @@ class BatchOutput {
 
   const std::vector<TensorView>& tensors() const;
   std::vector<TensorView> frame(int k) const;
+  // False when any float output of frame k holds a NaN or an infinity
+  // (integer outputs are always finite); such a result means nothing.
+  bool frame_finite(int k) const;
   double inference_ms() const;
 
  private:

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "common/tensor.h"
 #include "decode/classification.h"
 #include "decode/detection.h"
-#include "common/tensor.h"
 
 namespace torchinfer {
 
@@ -35,6 +35,7 @@ struct FrameRecord {
   int batch_size = 1, batch_index = 0;
   bool inferred = true;                       // false: the result was reused from an earlier frame
   std::optional<std::int64_t> result_pts_ns;  // of that earlier frame
+  bool valid = true;  // false: the outputs held NaN/infinity (written only then)
   std::vector<ClassResult> classification;
   std::vector<DetectionRecord> detections;  // written when has_inference or not empty
   std::vector<TensorView> tensors;          // written only when asked for

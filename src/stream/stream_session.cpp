@@ -196,7 +196,7 @@ std::optional<StreamOutput> StreamSession::pop() {
   return out;
 }
 
-std::optional<StatsSnapshot> StreamSession::finish(const StreamOutput& out) {
+std::optional<StatsSnapshot> StreamSession::finish(const StreamOutput& out, bool valid) {
   const auto now = Clock::now();
   std::lock_guard<std::mutex> lock(stats_mu_);
   if (out.inferred) {
@@ -206,6 +206,7 @@ std::optional<StatsSnapshot> StreamSession::finish(const StreamOutput& out) {
                       s.result.inference_ms);
       last_inference_ms_ = s.result.inference_ms;
     }
+    if (!valid) stats_.frame_invalid();
   }
   stats_.frame_out(now);
   stats_.latency(std::chrono::duration<double, std::milli>(now - out.in_time).count());

@@ -142,9 +142,10 @@ class StreamSession {
   // Output thread: the next item in order, or nothing when flushing or
   // stopped.
   std::optional<StreamOutput> pop();
-  // Counts a frame that left; returns a statistics snapshot when the
-  // stats interval has passed since the last one.
-  std::optional<StatsSnapshot> finish(const StreamOutput& out);
+  // Counts a frame that left (`valid` false: its inferred outputs held NaN
+  // or infinity); returns a statistics snapshot when the stats interval has
+  // passed since the last one.
+  std::optional<StatsSnapshot> finish(const StreamOutput& out, bool valid = true);
 
   // Flush start / pad deactivation: discards what is queued and unblocks
   // every waiting call.

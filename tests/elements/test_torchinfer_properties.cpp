@@ -63,6 +63,7 @@ const Expected kExpected[] = {
     {"latency-p50", "gdouble", 'o'},
     {"latency-p99", "gdouble", 'o'},
     {"stats", "GstStructure", 'o'},
+    {"input-layout", "GstTorchInferInputLayout", 'r'},
 };
 
 // A valid value, different from the default, for each string property.

@@ -66,7 +66,46 @@ TEST(Classification, ShapeCheck) {
   EXPECT_FALSE(looks_like_class_scores(scores(v, {1, 3, 2, 2})));
   EXPECT_FALSE(looks_like_class_scores(scores(v, {2, 6})));
   EXPECT_THROW(decode_top_k(scores(v, {1, 3, 4}), 1, Activation::kNone, {}), Error);
-  TensorView ints = scores(v, {1, 12});
-  ints.dtype = DType::kInt32;
-  EXPECT_FALSE(looks_like_class_scores(ints));
+  TensorView bools = scores(v, {1, 12});
+  bools.dtype = DType::kBool;
+  EXPECT_FALSE(looks_like_class_scores(bools));
+}
+
+TEST(Classification, IntegerScoresAreFractionsOfTheDtypeMax) {
+  std::vector<std::uint8_t> u8{10, 200, 255, 0};
+  TensorView t;
+  t.name = "output";
+  t.dtype = DType::kUInt8;
+  t.dims = {1, 4};
+  t.data = u8.data();
+  t.bytes = u8.size();
+  ASSERT_TRUE(looks_like_class_scores(t));
+  // The activation does not apply: the integers are confidences already.
+  const auto r = decode_top_k(t, 2, Activation::kSoftmax, {"a", "b", "c", "d"});
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].label_id, 2);
+  EXPECT_EQ(r[0].label, "c");
+  EXPECT_DOUBLE_EQ(r[0].confidence, 1.0);
+  EXPECT_EQ(r[1].label_id, 1);
+  EXPECT_DOUBLE_EQ(r[1].confidence, 200.0 / 255.0);
+
+  std::vector<std::int8_t> i8{-128, 127, 0};
+  t.dtype = DType::kInt8;
+  t.dims = {3};
+  t.data = i8.data();
+  t.bytes = i8.size();
+  const auto r8 = decode_top_k(t, 3, Activation::kNone, {});
+  EXPECT_EQ(r8[0].label_id, 1);
+  EXPECT_DOUBLE_EQ(r8[0].confidence, 1.0);
+  EXPECT_EQ(r8[2].label_id, 0);
+  EXPECT_DOUBLE_EQ(r8[2].confidence, -128.0 / 127.0);
+
+  std::vector<std::int64_t> i64{5, 7};
+  t.dtype = DType::kInt64;
+  t.dims = {1, 1, 2};
+  t.data = i64.data();
+  t.bytes = i64.size() * 8;
+  const auto r64 = decode_top_k(t, 1, Activation::kSigmoid, {});
+  EXPECT_EQ(r64[0].label_id, 1);
+  EXPECT_DOUBLE_EQ(r64[0].confidence, 7.0 / 9223372036854775807.0);
 }

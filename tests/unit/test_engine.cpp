@@ -163,6 +163,8 @@ TEST(EngineErrors, CorruptFiles) {
 TEST(EngineErrors, TwoInputs) {
   const auto msg = load_error(opts("two_inputs.pt", 8, 8), ErrorKind::kModelInvalid);
   EXPECT_NE(msg.find("takes 2 inputs"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("wrap the model"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("models/README.md"), std::string::npos) << msg;
 }
 
 TEST(EngineErrors, UnsupportedReturnTypes) {
@@ -391,4 +393,115 @@ TEST(EngineThreads, FirstTouchZeroesFromTheEngineThreads) {
   for (std::size_t i = 0; i < n; i += 4093) ASSERT_EQ(v[i], 0.f) << i;
   EXPECT_EQ(v[n - 1], 0.f);
   e.first_touch(nullptr, 5);  // no-op, no crash
+}
+
+// ---- hostile outputs ------------------------------------------------------
+
+TEST(EngineOutputs, NonFiniteFramesAreFlaggedPerFrame) {
+  EngineOptions o = opts("nan_classifier.pt", 8, 8, 1);
+  o.warmup_batch_sizes = {3};
+  Engine e(o);
+  // Frame means: 1.0 (finite scores), 0.0 (log of a negative: NaN), 0.5
+  // (log 0: -inf).
+  AlignedBuffer in(3 * 64);
+  for (int i = 0; i < 64; ++i) {
+    in.data()[i] = 1.f;
+    in.data()[64 + i] = 0.f;
+    in.data()[128 + i] = 0.5f;
+  }
+  const auto out = e.run(in.data(), 3);
+  EXPECT_TRUE(out->frame_finite(0));
+  EXPECT_FALSE(out->frame_finite(1));
+  EXPECT_FALSE(out->frame_finite(2));
+  EXPECT_THROW(out->frame_finite(3), Error);
+  const float* s = out->frame(0)[0].f32();
+  EXPECT_FLOAT_EQ(s[3], -4.f * std::log(0.5f));
+  EXPECT_TRUE(std::isinf(out->frame(2)[0].f32()[0]));
+}
+
+TEST(EngineOutputs, IntegerOutputsAreAlwaysFinite) {
+  EngineOptions o = opts("lenet_nhwc_uint8.pt", 28, 28, 1);
+  o.input_nhwc = true;
+  Engine e(o);
+  AlignedBuffer in(28 * 28);
+  std::fill(in.data(), in.data() + 28 * 28, 0.f);
+  const auto out = e.run(in.data(), 1);
+  EXPECT_EQ(out->tensors()[0].dtype, DType::kUInt8);
+  EXPECT_EQ(out->tensors()[0].dims, (std::vector<std::int64_t>{1, 10}));
+  EXPECT_TRUE(out->frame_finite(0));
+}
+
+// The model returns its own buffer and overwrites it on the next call:
+// results handed out earlier must keep their own values.
+TEST(EngineOutputs, OutputSharingModuleStateIsCopied) {
+  for (bool optimize : {true, false}) {
+    EngineOptions o = opts("stateful_output.pt", 4, 4, 1);
+    o.optimize = optimize;
+    Engine e(o);
+    std::vector<std::shared_ptr<const BatchOutput>> outs;
+    AlignedBuffer in(16);
+    for (int k = 1; k <= 8; ++k) {
+      std::fill(in.data(), in.data() + 16, static_cast<float>(k));
+      outs.push_back(e.run(in.data(), 1));
+    }
+    for (int k = 1; k <= 8; ++k) {
+      const TensorView& t = outs[k - 1]->tensors()[0];
+      ASSERT_EQ(t.dims, (std::vector<std::int64_t>{1, 1}));
+      EXPECT_FLOAT_EQ(t.f32()[0], static_cast<float>(k))
+          << "frame " << k << " optimize " << optimize;
+    }
+  }
+}
+
+TEST(EngineInputLayout, NhwcModelGetsThePlainSlot) {
+  EngineOptions o = opts("identity.pt", 8, 6);
+  o.input_nhwc = true;
+  Engine e(o);
+  AlignedBuffer in(6 * 8 * 3);
+  fill_ramp(in);
+  const auto out = e.run(in.data(), 1);
+  const TensorView& t = out->tensors()[0];
+  // x * 1.0 of an [N,H,W,C] view: the same shape and bytes as the slot.
+  ASSERT_EQ(t.dims, (std::vector<std::int64_t>{1, 6, 8, 3}));
+  for (int i = 0; i < 6 * 8 * 3; ++i) ASSERT_FLOAT_EQ(t.f32()[i], in.data()[i]);
+}
+
+TEST(EngineInputLayoutErrors, NhwcShapeNamedWhenTheModelRefusesIt) {
+  EngineOptions o = opts("wrong_channels.pt", 16, 16);
+  o.input_nhwc = true;
+  const auto msg = load_error(o, ErrorKind::kModelInvalid);
+  EXPECT_NE(msg.find("1x16x16x3 (NHWC)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("input_layout"), std::string::npos) << msg;
+}
+
+TEST(EngineProgress, StagesInOrderWithBatchSizeCounts) {
+  EngineOptions o = opts("tiny_classifier.pt", 48, 32);
+  o.warmup_batch_sizes = {3, 2, 1};
+  std::vector<LoadProgress> seen;
+  o.on_progress = [&](const LoadProgress& p) { seen.push_back(p); };
+  Engine e(o);
+  std::vector<std::string> stages;
+  std::vector<int> done;
+  for (const auto& p : seen) {
+    stages.push_back(to_string(p.stage));
+    done.push_back(p.done);
+    EXPECT_EQ(p.total, 3);
+  }
+  EXPECT_EQ(stages,
+            (std::vector<std::string>{"read", "optimize", "warmup", "warmup", "warmup", "warmup"}));
+  EXPECT_EQ(done, (std::vector<int>{0, 0, 0, 1, 2, 3}));
+  for (std::size_t i = 1; i < seen.size(); ++i)
+    EXPECT_GE(seen[i].elapsed_ms, seen[i - 1].elapsed_ms);
+  EXPECT_FALSE(e.options().on_progress) << "the callback must not outlive the load";
+}
+
+TEST(EngineProgressErrors, AThrowingCallbackDoesNotFailTheLoad) {
+  EngineOptions o = opts("identity.pt", 8, 6);
+  int calls = 0;
+  o.on_progress = [&](const LoadProgress&) {
+    ++calls;
+    throw std::runtime_error("listener broke");
+  };
+  Engine e(o);
+  EXPECT_EQ(calls, 4);  // read, optimize, warmup 0/1, 1/1
 }

@@ -102,3 +102,19 @@ TEST(FrameRecord, TensorsOnlyWhenAsked) {
   EXPECT_FALSE(j.contains("tensors"));
   EXPECT_TRUE(j["classification"].is_array());
 }
+
+TEST(FrameRecord, InvalidResultSaysSoAndValidLinesAreUnchanged) {
+  FrameRecord r;
+  r.has_inference = true;
+  r.model = "m.pt";
+  const std::string valid_line = to_json_line(r, false, 0);
+  EXPECT_EQ(valid_line.find("\"valid\""), std::string::npos) << valid_line;
+  r.valid = false;
+  const std::string line = to_json_line(r, false, 0);
+  const json j = json::parse(line);
+  EXPECT_EQ(j["valid"], false);
+  // The only difference: the flag, after "inferred".
+  EXPECT_EQ(line, valid_line.substr(0, valid_line.find(",\"classification\"")) +
+                      ",\"valid\":false" +
+                      valid_line.substr(valid_line.find(",\"classification\"")));
+}

@@ -67,6 +67,18 @@ TEST(ModelConfig, InputDtype) {
   EXPECT_TRUE(resolve_model_config("x.pt", "", o).input_uint8);
 }
 
+TEST(ModelConfig, InputLayout) {
+  EXPECT_EQ(parse_model_config_text("{}", "m.json").input_layout, InputLayout::kNCHW);
+  EXPECT_EQ(parse_model_config_text(R"({"input_layout": "nhwc"})", "m.json").input_layout,
+            InputLayout::kNHWC);
+  EXPECT_EQ(parse_model_config_text(R"({"input_layout": "nchw"})", "m.json").input_layout,
+            InputLayout::kNCHW);
+  ConfigOverrides o;
+  o.input_layout = InputLayout::kNHWC;
+  EXPECT_EQ(resolve_model_config("x.pt", "", o).input_layout, InputLayout::kNHWC);
+  EXPECT_STREQ(to_string(InputLayout::kNHWC), "nhwc");
+}
+
 TEST(ModelConfig, ScaleOffset) {
   const auto c = parse_model_config_text(R"({"scale": 0.0078125, "offset": -1})", "m.json");
   for (int i = 0; i < 3; ++i) {
@@ -165,6 +177,8 @@ TEST(ModelConfigErrors, EachFieldNamed) {
   expect_field_error(R"({"top_k": 0})", "top_k");
   expect_field_error(R"({"output_activation": "relu"})", "output_activation");
   expect_field_error(R"({"input_dtype": "int16"})", "input_dtype");
+  expect_field_error(R"({"input_layout": "chw"})", "input_layout");
+  expect_field_error(R"({"input_layout": 1})", "input_layout");
   expect_field_error(R"({"input_widht": 3})", "input_widht");
   expect_field_error(R"({"channel_order": "gray", "mean": [0.1, 0.2, 0.3]})", "mean");
 }

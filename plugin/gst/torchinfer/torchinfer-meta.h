@@ -82,6 +82,13 @@ typedef struct {
 
   /*< private >*/
   GBytes* owner; /* keeps the tensors' memory alive */
+
+  /*< public >*/
+  /* FALSE when a float output of this frame holds NaN or infinity: the
+   * tensors are attached as computed, but they mean nothing, so torchinfer
+   * attaches no classification and torchnms no detections for the frame.
+   * Added last to keep the layout of the fields above. */
+  gboolean valid;
 } GstTorchTensorMeta;
 
 #define GST_TORCH_TENSOR_META_API_TYPE (gst_torch_tensor_meta_api_get_type())
