@@ -356,10 +356,10 @@ static gboolean gst_torchnms_sink_event(GstBaseTransform* trans, GstEvent* event
   return GST_BASE_TRANSFORM_CLASS(gst_torchnms_parent_class)->sink_event(trans, event);
 }
 
-static GstFlowReturn gst_torchnms_transform_ip(GstBaseTransform* trans, GstBuffer* buf) {
-  auto* self = GST_TORCHNMS(trans);
+// False (after the once-per-run warning) when the frame has no usable
+// result: no torchinfer upstream, or NaN/infinite outputs.
+static GstTorchTensorMeta* usable_meta(GstTorchNms* self, GstBuffer* buf) {
   State& st = *self->state;
-  if (st.failed) return GST_FLOW_ERROR;
   GstTorchTensorMeta* meta = gst_buffer_get_torch_tensor_meta(buf);
   if (!meta) {
     // Once per run as a bus warning (a pipeline without torchinfer upstream
@@ -373,16 +373,80 @@ static GstFlowReturn gst_torchnms_transform_ip(GstBaseTransform* trans, GstBuffe
                            "are logged at debug level only"));
     }
     GST_DEBUG_OBJECT(self, "no tensor meta on buffer %" GST_PTR_FORMAT, buf);
-    return GST_FLOW_OK;
+    return nullptr;
   }
   if (!meta->valid) {
     // NaN/infinite outputs: torchinfer has warned; boxes from them are noise.
     GST_LOG_OBJECT(self, "invalid result on buffer %" GST_PTR_FORMAT ", no detections", buf);
-    return GST_FLOW_OK;
+    return nullptr;
   }
+  return meta;
+}
+
+static GstFlowReturn classify(GstTorchNms* self, GstBuffer* buf, const Resolved& r,
+                              const std::vector<TensorView>& views, const std::string& model,
+                              Clock::time_point t0) {
+  for (const auto& v : views)
+    if (looks_like_class_scores(v)) {
+      gst::attach_classification(buf, decode_top_k(v, r.top_k, r.activation, r.options.labels));
+      record_decode(self, t0, 0);
+      return GST_FLOW_OK;
+    }
+  std::string found;
+  for (const auto& v : views) found += " '" + v.name + "' " + describe(v);
+  return fail_decode(
+      self,
+      "decoder classification expects one vector of class scores [1, classes]; the model gives" +
+          found,
+      model);
+}
+
+static void detect(GstTorchNms* self, GstBuffer* buf, const GstTorchTensorMeta* meta,
+                   const Resolved& r, const std::vector<TensorView>& views, Clock::time_point t0) {
+  FrameMapping m;
+  m.scale_x = meta->transform.scale_x;
+  m.scale_y = meta->transform.scale_y;
+  m.offset_x = meta->transform.offset_x;
+  m.offset_y = meta->transform.offset_y;
+  m.frame_width = static_cast<int>(meta->frame_width);
+  m.frame_height = static_cast<int>(meta->frame_height);
+  m.input_width = static_cast<int>(meta->input_width);
+  m.input_height = static_cast<int>(meta->input_height);
+  const std::vector<Detection> dets = decode_detections(*r.decoder, views, r.options, m);
+  for (const Detection& d : dets)
+    gst_buffer_add_torch_detection(buf, d.label.c_str(), d.label_id, d.confidence, d.x_min, d.y_min,
+                                   d.x_max, d.y_max, meta->frame_width, meta->frame_height);
+  GST_LOG_OBJECT(self, "%zu detections", dets.size());
+  record_decode(self, t0, dets.size());
+}
+
+// A failure while decoding: bad tensors fail the frame; a sidecar named by
+// model-config that changed or vanished since start is a settings error.
+static GstFlowReturn decode_failed(GstTorchNms* self, const std::exception& e,
+                                   const std::string& model) {
+  const auto* err = dynamic_cast<const Error*>(&e);
+  const ErrorKind kind = err ? err->kind() : ErrorKind::kRuntime;
+  if (kind == ErrorKind::kStreamData) return fail_decode(self, e.what(), model);
+  self->state->failed = true;
+  const bool settings = kind == ErrorKind::kNotFound || kind == ErrorKind::kConfigInvalid ||
+                        kind == ErrorKind::kInvalidArgument;
+  if (settings)
+    gst::post_error(GST_ELEMENT(self), kind, e.what(), "model '" + model + "'");
+  else
+    gst::post_exception(GST_ELEMENT(self), e, ErrorKind::kRuntime, "Decoding failed: ");
+  return GST_FLOW_ERROR;
+}
+
+static GstFlowReturn gst_torchnms_transform_ip(GstBaseTransform* trans, GstBuffer* buf) {
+  auto* self = GST_TORCHNMS(trans);
+  State& st = *self->state;
+  if (st.failed) return GST_FLOW_ERROR;
+  const GstTorchTensorMeta* meta = usable_meta(self, buf);
+  if (!meta) return GST_FLOW_OK;
   const std::string model = meta->model ? meta->model : "";
   const auto t0 = Clock::now();
   try {
+    const std::vector<TensorView> views = gst::tensor_views(meta);
     if (!st.resolved || st.resolved->model != model) {
       st.resolved = resolve(self, model);
       if (!st.resolved->decoder)
@@ -392,66 +456,19 @@ static GstFlowReturn gst_torchnms_transform_ip(GstBaseTransform* trans, GstBuffe
                                "\"decoder\" in the model's sidecar.",
                            model);
       if (*st.resolved->decoder != Decoder::kClassification)
-        check_detection_layout(*st.resolved->decoder, gst::tensor_views(meta));
+        check_detection_layout(*st.resolved->decoder, views);
     }
-    const Resolved& r = *st.resolved;
-    const std::vector<TensorView> views = gst::tensor_views(meta);
-    if (*r.decoder == Decoder::kClassification) {
-      const TensorView* scores = nullptr;
-      for (const auto& v : views)
-        if (looks_like_class_scores(v)) {
-          scores = &v;
-          break;
-        }
-      if (!scores) {
-        std::string found;
-        for (const auto& v : views) found += " '" + v.name + "' " + describe(v);
-        return fail_decode(self,
-                           "decoder classification expects one vector of class scores [1, "
-                           "classes]; the model gives" +
-                               found,
-                           model);
-      }
-      gst::attach_classification(buf,
-                                 decode_top_k(*scores, r.top_k, r.activation, r.options.labels));
-      record_decode(self, t0, 0);
-      return GST_FLOW_OK;
-    }
-    FrameMapping m;
-    m.scale_x = meta->transform.scale_x;
-    m.scale_y = meta->transform.scale_y;
-    m.offset_x = meta->transform.offset_x;
-    m.offset_y = meta->transform.offset_y;
-    m.frame_width = static_cast<int>(meta->frame_width);
-    m.frame_height = static_cast<int>(meta->frame_height);
-    m.input_width = static_cast<int>(meta->input_width);
-    m.input_height = static_cast<int>(meta->input_height);
-    const std::vector<Detection> dets = decode_detections(*r.decoder, views, r.options, m);
-    for (const Detection& d : dets)
-      gst_buffer_add_torch_detection(buf, d.label.c_str(), d.label_id, d.confidence, d.x_min,
-                                     d.y_min, d.x_max, d.y_max, meta->frame_width,
-                                     meta->frame_height);
-    GST_LOG_OBJECT(self, "%zu detections", dets.size());
-    record_decode(self, t0, dets.size());
+    if (*st.resolved->decoder == Decoder::kClassification)
+      return classify(self, buf, *st.resolved, views, model, t0);
+    detect(self, buf, meta, *st.resolved, views, t0);
+    return GST_FLOW_OK;
   } catch (const std::exception& e) {
-    const auto* err = dynamic_cast<const Error*>(&e);
-    const ErrorKind kind = err ? err->kind() : ErrorKind::kRuntime;
-    if (kind == ErrorKind::kStreamData) return fail_decode(self, e.what(), model);
-    st.failed = true;
-    // The sidecar named by model-config changed or vanished since start.
-    const bool settings = kind == ErrorKind::kNotFound || kind == ErrorKind::kConfigInvalid ||
-                          kind == ErrorKind::kInvalidArgument;
-    if (settings)
-      gst::post_error(GST_ELEMENT(self), kind, e.what(), "model '" + model + "'");
-    else
-      gst::post_exception(GST_ELEMENT(self), e, ErrorKind::kRuntime, "Decoding failed: ");
-    return GST_FLOW_ERROR;
+    return decode_failed(self, e, model);
   } catch (...) {
     st.failed = true;
     gst::post_error(GST_ELEMENT(self), ErrorKind::kRuntime, "Decoding failed.");
     return GST_FLOW_ERROR;
   }
-  return GST_FLOW_OK;
 }
 
 static void gst_torchnms_finalize(GObject* object) {
@@ -461,16 +478,9 @@ static void gst_torchnms_finalize(GObject* object) {
   G_OBJECT_CLASS(gst_torchnms_parent_class)->finalize(object);
 }
 
-static void gst_torchnms_class_init(GstTorchNmsClass* klass) {
-  auto* gobject_class = G_OBJECT_CLASS(klass);
-  auto* element_class = GST_ELEMENT_CLASS(klass);
-  auto* trans_class = GST_BASE_TRANSFORM_CLASS(klass);
+static void install_decode_properties(GObjectClass* gobject_class) {
   const auto rw = static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
                                            GST_PARAM_MUTABLE_READY);
-
-  gobject_class->set_property = gst_torchnms_set_property;
-  gobject_class->get_property = gst_torchnms_get_property;
-  gobject_class->finalize = gst_torchnms_finalize;
   g_object_class_install_property(
       gobject_class, PROP_DECODER,
       g_param_spec_enum("decoder", "Decoder",
@@ -513,6 +523,9 @@ static void gst_torchnms_class_init(GstTorchNmsClass* klass) {
                           "JSON sidecar with decoder, thresholds and labels; unset = the one "
                           "beside the model named in the tensor meta (<model>.json)",
                           nullptr, rw));
+}
+
+static void install_stats_properties(GObjectClass* gobject_class) {
   g_object_class_install_property(
       gobject_class, PROP_DETECTIONS,
       g_param_spec_uint64("detections", "Detections", "Detections attached since start", 0,
@@ -534,6 +547,18 @@ static void gst_torchnms_class_init(GstTorchNmsClass* klass) {
                          "(decode + NMS per frame, over the latest 1024 frames)",
                          GST_TYPE_STRUCTURE,
                          static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
+}
+
+static void gst_torchnms_class_init(GstTorchNmsClass* klass) {
+  auto* gobject_class = G_OBJECT_CLASS(klass);
+  auto* element_class = GST_ELEMENT_CLASS(klass);
+  auto* trans_class = GST_BASE_TRANSFORM_CLASS(klass);
+
+  gobject_class->set_property = gst_torchnms_set_property;
+  gobject_class->get_property = gst_torchnms_get_property;
+  gobject_class->finalize = gst_torchnms_finalize;
+  install_decode_properties(gobject_class);
+  install_stats_properties(gobject_class);
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);

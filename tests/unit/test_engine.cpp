@@ -403,13 +403,13 @@ TEST(EngineOutputs, NonFiniteFramesAreFlaggedPerFrame) {
   Engine e(o);
   // Frame means: 1.0 (finite scores), 0.0 (log of a negative: NaN), 0.5
   // (log 0: -inf).
-  AlignedBuffer in(3 * 64);
+  AlignedBuffer in((3 * 64) * sizeof(float));
   for (int i = 0; i < 64; ++i) {
-    in.data()[i] = 1.f;
-    in.data()[64 + i] = 0.f;
-    in.data()[128 + i] = 0.5f;
+    in.data<float>()[i] = 1.f;
+    in.data<float>()[64 + i] = 0.f;
+    in.data<float>()[128 + i] = 0.5f;
   }
-  const auto out = e.run(in.data(), 3);
+  const auto out = e.run(in.data<float>(), 3);
   EXPECT_TRUE(out->frame_finite(0));
   EXPECT_FALSE(out->frame_finite(1));
   EXPECT_FALSE(out->frame_finite(2));
@@ -423,9 +423,9 @@ TEST(EngineOutputs, IntegerOutputsAreAlwaysFinite) {
   EngineOptions o = opts("lenet_nhwc_uint8.pt", 28, 28, 1);
   o.input_nhwc = true;
   Engine e(o);
-  AlignedBuffer in(28 * 28);
-  std::fill(in.data(), in.data() + 28 * 28, 0.f);
-  const auto out = e.run(in.data(), 1);
+  AlignedBuffer in((28 * 28) * sizeof(float));
+  std::fill(in.data<float>(), in.data<float>() + 28 * 28, 0.f);
+  const auto out = e.run(in.data<float>(), 1);
   EXPECT_EQ(out->tensors()[0].dtype, DType::kUInt8);
   EXPECT_EQ(out->tensors()[0].dims, (std::vector<std::int64_t>{1, 10}));
   EXPECT_TRUE(out->frame_finite(0));
@@ -439,10 +439,10 @@ TEST(EngineOutputs, OutputSharingModuleStateIsCopied) {
     o.optimize = optimize;
     Engine e(o);
     std::vector<std::shared_ptr<const BatchOutput>> outs;
-    AlignedBuffer in(16);
+    AlignedBuffer in((16) * sizeof(float));
     for (int k = 1; k <= 8; ++k) {
-      std::fill(in.data(), in.data() + 16, static_cast<float>(k));
-      outs.push_back(e.run(in.data(), 1));
+      std::fill(in.data<float>(), in.data<float>() + 16, static_cast<float>(k));
+      outs.push_back(e.run(in.data<float>(), 1));
     }
     for (int k = 1; k <= 8; ++k) {
       const TensorView& t = outs[k - 1]->tensors()[0];
@@ -457,13 +457,13 @@ TEST(EngineInputLayout, NhwcModelGetsThePlainSlot) {
   EngineOptions o = opts("identity.pt", 8, 6);
   o.input_nhwc = true;
   Engine e(o);
-  AlignedBuffer in(6 * 8 * 3);
+  AlignedBuffer in((6 * 8 * 3) * sizeof(float));
   fill_ramp(in);
-  const auto out = e.run(in.data(), 1);
+  const auto out = e.run(in.data<float>(), 1);
   const TensorView& t = out->tensors()[0];
   // x * 1.0 of an [N,H,W,C] view: the same shape and bytes as the slot.
   ASSERT_EQ(t.dims, (std::vector<std::int64_t>{1, 6, 8, 3}));
-  for (int i = 0; i < 6 * 8 * 3; ++i) ASSERT_FLOAT_EQ(t.f32()[i], in.data()[i]);
+  for (int i = 0; i < 6 * 8 * 3; ++i) ASSERT_FLOAT_EQ(t.f32()[i], in.data<float>()[i]);
 }
 
 TEST(EngineInputLayoutErrors, NhwcShapeNamedWhenTheModelRefusesIt) {
