@@ -52,8 +52,9 @@ constexpr int kLoopTimeoutMs = 100;  // also bounds how long stop() waits for th
 
 // A broker closes the older connection when a client with the same id
 // connects; two such clients take turns, each connection living about one
-// reconnect delay. Brokers that do not say so (MQTT 3.1.1, and mosquitto 2.0
-// closes before its v5 DISCONNECT 0x8E is read) show only this pattern.
+// reconnect delay. Where the broker does not say so (MQTT 3.1.1; and with
+// mosquitto 2.0.11 the older v5 client saw a plain lost connection, no 0x8E)
+// only this pattern shows it.
 constexpr auto kShortLived = std::chrono::seconds(10);
 constexpr int kShortLivedInARow = 3;
 
