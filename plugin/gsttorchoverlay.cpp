@@ -45,7 +45,13 @@ struct State {
   Overlay overlay;
   std::optional<std::chrono::steady_clock::time_point> last_frame;
   double fps = 0;  // smoothed
+  int frames = 0;  // this run
+  bool seen_results = false, warned_no_results = false;
 };
+
+// Frames without any result before the element says so. Not 1: torchinfer
+// may pass a frame without results when it is busy (drop-policy).
+constexpr int kFramesBeforeNoResultsWarning = 10;
 
 std::string tag_text(const std::string& label, double confidence, const Settings& s) {
   std::string t = s.show_labels ? label : "";
@@ -162,7 +168,48 @@ static gboolean gst_torchoverlay_start(GstBaseTransform* trans) {
   auto* self = GST_TORCHOVERLAY(trans);
   self->state->last_frame.reset();
   self->state->fps = 0;
+  self->state->frames = 0;
+  self->state->seen_results = false;
+  self->state->warned_no_results = false;
   return TRUE;
+}
+
+static bool has_results(GstBuffer* buf) {
+  return gst_buffer_get_meta(buf, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE) ||
+         gst_buffer_get_custom_meta(buf, GST_TORCH_CLASSIFICATION_META_NAME) ||
+         gst_buffer_get_torch_tensor_meta(buf);
+}
+
+// A pipeline without torchinfer upstream (or with the results stripped on
+// the way) would otherwise pass video untouched without a word: say so once
+// per run, when the first frames (or a whole short stream) carried nothing.
+static void warn_if_no_results(GstTorchOverlay* self, bool at_eos) {
+  State& st = *self->state;
+  if (st.seen_results || st.warned_no_results || st.frames == 0) return;
+  if (!at_eos && st.frames < kFramesBeforeNoResultsWarning) return;
+  st.warned_no_results = true;
+  GST_ELEMENT_WARNING(
+      self, STREAM, FORMAT,
+      ("No torchinfer results on the first %d frame(s): torchoverlay draws nothing.", st.frames),
+      ("torchoverlay draws the detections (ROI metas, e.g. from torchnms) and the "
+       "classification that torchinfer attaches upstream; put it after them. "
+       "Further frames without results are logged at debug level only"));
+}
+
+static void note_results(GstTorchOverlay* self, GstBuffer* buf) {
+  State& st = *self->state;
+  st.frames++;
+  if (has_results(buf)) {
+    st.seen_results = true;
+    return;
+  }
+  GST_DEBUG_OBJECT(self, "no results on buffer %" GST_PTR_FORMAT, buf);
+  warn_if_no_results(self, false);
+}
+
+static gboolean gst_torchoverlay_sink_event(GstBaseTransform* trans, GstEvent* event) {
+  if (GST_EVENT_TYPE(event) == GST_EVENT_EOS) warn_if_no_results(GST_TORCHOVERLAY(trans), true);
+  return GST_BASE_TRANSFORM_CLASS(gst_torchoverlay_parent_class)->sink_event(trans, event);
 }
 
 static std::string hud_line(State& st, GstBuffer* buf) {
@@ -184,6 +231,7 @@ static GstFlowReturn gst_torchoverlay_transform_frame_ip(GstVideoFilter* filter,
                                                          GstVideoFrame* frame) {
   auto* self = GST_TORCHOVERLAY(filter);
   State& st = *self->state;
+  note_results(self, frame->buffer);
   Settings s;
   {
     std::lock_guard<std::mutex> lock(st.lock);
@@ -273,6 +321,7 @@ static void gst_torchoverlay_class_init(GstTorchOverlayClass* klass) {
       "torchinfer developers");
 
   trans_class->start = GST_DEBUG_FUNCPTR(gst_torchoverlay_start);
+  trans_class->sink_event = GST_DEBUG_FUNCPTR(gst_torchoverlay_sink_event);
   filter_class->transform_frame_ip = GST_DEBUG_FUNCPTR(gst_torchoverlay_transform_frame_ip);
 
   GST_DEBUG_CATEGORY_INIT(gst_torchoverlay_debug, "torchoverlay", 0,

@@ -11,6 +11,7 @@
 #include "gsttorchpublish.h"
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -51,6 +52,10 @@ enum {
   PROP_QUEUED,
   PROP_CONNECTED,
   PROP_RECONNECTS,
+  PROP_DROPPED,
+  PROP_STATS_INTERVAL,
+  PROP_PROTOCOL_VERSION,
+  PROP_MAX_MESSAGE_SIZE,
 };
 
 typedef enum { PUBLISH_MODE_FRAME, PUBLISH_MODE_DETECTIONS } GstTorchPublishMode;
@@ -70,7 +75,48 @@ static GType gst_torch_publish_mode_get_type() {
   return type;
 }
 
+#define GST_TYPE_TORCH_PUBLISH_PROTOCOL (gst_torch_publish_protocol_get_type())
+static GType gst_torch_publish_protocol_get_type() {
+  static GType type = 0;
+  static const GEnumValue values[] = {
+      {static_cast<gint>(MqttProtocol::kV311), "MQTT 3.1.1", "3.1.1"},
+      {static_cast<gint>(MqttProtocol::kV5), "MQTT 5 (the broker announces its limits)", "5"},
+      {0, nullptr, nullptr}};
+  if (g_once_init_enter(&type)) {
+    GType t = g_enum_register_static("GstTorchPublishProtocol", values);
+    g_once_init_leave(&type, t);
+  }
+  return type;
+}
+
 namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The first occurrence at once, then at most one per `every`: trouble that
+// lasts must not flood the bus, yet the running count keeps being reported.
+class Throttle {
+ public:
+  explicit Throttle(Clock::duration every) : every_(every) {}
+  bool due() {
+    std::lock_guard<std::mutex> lk(lock_);
+    const auto now = Clock::now();
+    if (fired_ && now - last_ < every_) return false;
+    fired_ = true;
+    last_ = now;
+    return true;
+  }
+  void reset() {
+    std::lock_guard<std::mutex> lk(lock_);
+    fired_ = false;
+  }
+
+ private:
+  std::mutex lock_;
+  const Clock::duration every_;
+  bool fired_ = false;
+  Clock::time_point last_{};
+};
 
 struct Settings {
   MqttOptions mqtt;
@@ -83,13 +129,21 @@ struct State {
   Settings settings;
   MqttCounters last;                // counters of the previous run, readable after stop
   std::atomic<bool> warned{false};  // a connection problem was posted since the last connect
-  std::atomic<bool> warned_publish{false};
+  std::atomic<guint> stats_interval_ms{0};  // may change while running
+  std::atomic<guint64> refused{0};          // kPublishFailed events this run
+  Throttle drop_warning{std::chrono::seconds(5)};
+  Throttle failure_warning{std::chrono::seconds(5)};
+  Throttle conflict_warning{std::chrono::seconds(30)};
   // streaming thread only
   gst::StreamContext stream;
   EventFilter filter;
   std::string topic;
   GstTorchPublishMode mode = PUBLISH_MODE_FRAME;
+  std::size_t max_queued = 0;
   MqttPublisher* out = nullptr;
+  std::uint64_t dropped_seen = 0;
+  std::uint64_t lost_reported = 0;  // failed + dropped + pending in the last summary
+  Clock::time_point last_stats{};
   // Last, so it is destroyed first: its thread calls back into the fields above.
   std::unique_ptr<MqttPublisher> publisher;
 };
@@ -117,6 +171,10 @@ static void set_string(std::string& field, const GValue* value) {
 static void gst_torchpublish_set_property(GObject* object, guint prop_id, const GValue* value,
                                           GParamSpec* pspec) {
   auto* self = GST_TORCHPUBLISH(object);
+  if (prop_id == PROP_STATS_INTERVAL) {
+    self->state->stats_interval_ms = g_value_get_uint(value);
+    return;
+  }
   std::lock_guard<std::mutex> lock(self->state->lock);
   if (self->state->publisher) {
     g_warning("torchpublish: '%s' cannot change while the element is running", pspec->name);
@@ -195,6 +253,12 @@ static void gst_torchpublish_set_property(GObject* object, guint prop_id, const 
       break;
     case PROP_FLUSH_TIMEOUT:
       m.flush_timeout_ms = g_value_get_int(value);
+      break;
+    case PROP_PROTOCOL_VERSION:
+      m.protocol = static_cast<MqttProtocol>(g_value_get_enum(value));
+      break;
+    case PROP_MAX_MESSAGE_SIZE:
+      m.max_message_size = g_value_get_uint(value);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
@@ -281,6 +345,18 @@ static void gst_torchpublish_get_property(GObject* object, guint prop_id, GValue
     case PROP_RECONNECTS:
       g_value_set_uint64(value, c.reconnects);
       break;
+    case PROP_DROPPED:
+      g_value_set_uint64(value, c.dropped);
+      break;
+    case PROP_STATS_INTERVAL:
+      g_value_set_uint(value, st.stats_interval_ms);
+      break;
+    case PROP_PROTOCOL_VERSION:
+      g_value_set_enum(value, static_cast<gint>(m.protocol));
+      break;
+    case PROP_MAX_MESSAGE_SIZE:
+      g_value_set_uint(value, static_cast<guint>(m.max_message_size));
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
   }
@@ -298,6 +374,8 @@ static void on_mqtt_event(GstTorchPublish* self, const std::string& where, MqttE
       st.warned = false;
       break;
     case MqttEvent::kConnectFailed:
+      if (detail.find("rotocol version") != std::string::npos)
+        detail += " (for a broker without MQTT 5 set protocol-version=3.1.1)";
       if (!st.warned.exchange(true))
         GST_ELEMENT_WARNING(self, RESOURCE, OPEN_WRITE,
                             ("Cannot connect to MQTT broker %s: %s. Retrying with back-off; "
@@ -314,12 +392,29 @@ static void on_mqtt_event(GstTorchPublish* self, const std::string& where, MqttE
                            where.c_str(), detail.c_str()),
                           (nullptr));
       break;
-    case MqttEvent::kPublishFailed:
-      if (!st.warned_publish.exchange(true))
+    case MqttEvent::kPublishFailed: {
+      const guint64 refused = ++st.refused;
+      if (st.failure_warning.due())
+        GST_ELEMENT_WARNING(
+            self, RESOURCE, WRITE,
+            ("MQTT broker %s: %s (%" G_GUINT64_FORMAT " message(s) refused so far).", where.c_str(),
+             detail.c_str(), refused),
+            (nullptr));
+      else
+        GST_DEBUG_OBJECT(self, "%s", detail.c_str());
+      break;
+    }
+    case MqttEvent::kClientIdConflict:
+      st.warned = true;
+      if (st.conflict_warning.due())
         GST_ELEMENT_WARNING(self, RESOURCE, WRITE,
-                            ("MQTT broker %s: a message could not be published: %s.", where.c_str(),
-                             detail.c_str()),
-                            (nullptr));
+                            ("Client id conflict on MQTT broker %s: %s. Two clients with one id "
+                             "knock each other off the broker; give each element its own "
+                             "client-id (or leave it unset for a unique one).",
+                             where.c_str(), detail.c_str()),
+                            ("still reconnecting with back-off"));
+      else
+        GST_DEBUG_OBJECT(self, "connection taken over again: %s", detail.c_str());
       break;
   }
 }
@@ -339,11 +434,18 @@ static gboolean gst_torchpublish_start(GstBaseTransform* trans) {
     return FALSE;
   }
   st.warned = false;
-  st.warned_publish = false;
+  st.drop_warning.reset();
+  st.failure_warning.reset();
+  st.conflict_warning.reset();
+  st.refused = 0;
+  st.dropped_seen = 0;
+  st.lost_reported = 0;
+  st.last_stats = Clock::now();
   st.stream.reset();
   st.filter.reset();
   st.topic = s.topic;
   st.mode = s.mode;
+  st.max_queued = s.mqtt.max_queued;
   const std::string where = s.mqtt.host + ":" + std::to_string(s.mqtt.port);
   try {
     auto p = std::make_unique<MqttPublisher>(
@@ -370,6 +472,57 @@ static gboolean gst_torchpublish_start(GstBaseTransform* trans) {
   return TRUE;
 }
 
+static void post_stats(GstTorchPublish* self, const MqttCounters& c) {
+  GstStructure* s = gst_structure_new(
+      "torchpublish-stats", "published", G_TYPE_UINT64, guint64(c.published), "failed",
+      G_TYPE_UINT64, guint64(c.failed), "dropped", G_TYPE_UINT64, guint64(c.dropped), "queued",
+      G_TYPE_UINT, guint(c.queued), "in-flight", G_TYPE_UINT, guint(c.in_flight), "reconnects",
+      G_TYPE_UINT64, guint64(c.reconnects), "connected", G_TYPE_BOOLEAN, gboolean(c.connected),
+      nullptr);
+  gst_element_post_message(GST_ELEMENT(self), gst_message_new_element(GST_OBJECT(self), s));
+}
+
+// One WARNING for everything not delivered, when anything was not (or is
+// still waiting): the exact counts a line operator needs to judge the loss.
+static void post_summary(GstTorchPublish* self, const MqttCounters& c, const char* when) {
+  State& st = *self->state;
+  const std::uint64_t pending = c.queued + c.in_flight;
+  const std::uint64_t total = c.published + c.failed + c.dropped + pending;
+  GST_ELEMENT_WARNING(
+      self, RESOURCE, WRITE,
+      ("MQTT topic '%s': %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
+       " messages not delivered %s: %" G_GUINT64_FORMAT " published, %" G_GUINT64_FORMAT
+       " failed, %" G_GUINT64_FORMAT " dropped, %" G_GUINT64_FORMAT " still queued.",
+       st.topic.c_str(), guint64(c.failed + c.dropped + pending), guint64(total), when,
+       guint64(c.published), guint64(c.failed), guint64(c.dropped), guint64(pending)),
+      ("failed: sent but refused or lost with the connection; dropped: never sent (queue full "
+       "while the broker was unreachable or slow, or still queued at stop)"));
+  st.lost_reported = c.failed + c.dropped + pending;
+}
+
+// After each buffer: a warning when messages were dropped (throttled, with
+// the running count) and the periodic stats message.
+static void report_progress(GstTorchPublish* self) {
+  State& st = *self->state;
+  const MqttCounters c = st.out->counters();
+  if (c.dropped > st.dropped_seen) {
+    st.dropped_seen = c.dropped;
+    if (st.drop_warning.due())
+      GST_ELEMENT_WARNING(self, RESOURCE, WRITE,
+                          ("MQTT topic '%s': %" G_GUINT64_FORMAT
+                           " message(s) dropped so far: the queue (max-queued=%u) is full while "
+                           "the broker is unreachable or slow; the oldest go first.",
+                           st.topic.c_str(), guint64(c.dropped), guint(st.max_queued)),
+                          (nullptr));
+  }
+  const guint interval = st.stats_interval_ms;
+  const auto now = Clock::now();
+  if (interval > 0 && now - st.last_stats >= std::chrono::milliseconds(interval)) {
+    st.last_stats = now;
+    post_stats(self, c);
+  }
+}
+
 static gboolean gst_torchpublish_stop(GstBaseTransform* trans) {
   auto* self = GST_TORCHPUBLISH(trans);
   State& st = *self->state;
@@ -387,8 +540,12 @@ static gboolean gst_torchpublish_stop(GstBaseTransform* trans) {
   st.last = p->counters();
   st.out = nullptr;
   st.publisher.reset();
-  GST_INFO_OBJECT(self, "stopped: %" G_GUINT64_FORMAT " published, %" G_GUINT64_FORMAT " failed",
-                  st.last.published, st.last.failed);
+  GST_INFO_OBJECT(self,
+                  "stopped: %" G_GUINT64_FORMAT " published, %" G_GUINT64_FORMAT
+                  " failed, %" G_GUINT64_FORMAT " dropped",
+                  st.last.published, st.last.failed, st.last.dropped);
+  // Only what the EOS summary did not already count.
+  if (st.last.failed + st.last.dropped > st.lost_reported) post_summary(self, st.last, "at stop");
   return TRUE;
 }
 
@@ -398,9 +555,18 @@ static gboolean gst_torchpublish_set_caps(GstBaseTransform* trans, GstCaps* inca
 }
 
 static gboolean gst_torchpublish_sink_event(GstBaseTransform* trans, GstEvent* event) {
-  State& st = *GST_TORCHPUBLISH(trans)->state;
+  auto* self = GST_TORCHPUBLISH(trans);
+  State& st = *self->state;
   st.stream.on_event(event);
   if (GST_EVENT_TYPE(event) == GST_EVENT_STREAM_START) st.filter.reset();
+  if (GST_EVENT_TYPE(event) == GST_EVENT_EOS && st.out) {
+    // The stream's final figures: wait (flush-timeout, only while connected)
+    // for what is in flight, then count.
+    st.out->flush();
+    const MqttCounters c = st.out->counters();
+    post_stats(self, c);
+    if (c.failed + c.dropped + c.queued + c.in_flight > 0) post_summary(self, c, "at EOS");
+  }
   return GST_BASE_TRANSFORM_CLASS(gst_torchpublish_parent_class)->sink_event(trans, event);
 }
 
@@ -410,8 +576,9 @@ static GstFlowReturn gst_torchpublish_transform_ip(GstBaseTransform* trans, GstB
   if (!st.out) return GST_FLOW_OK;
   try {
     const FrameRecord r = gst::read_frame_record(buf, st.stream, false);
-    if (st.mode == PUBLISH_MODE_DETECTIONS && !st.filter.is_event(r)) return GST_FLOW_OK;
-    st.out->publish(st.topic, to_json_line(r, false, 0));
+    if (st.mode != PUBLISH_MODE_DETECTIONS || st.filter.is_event(r))
+      st.out->publish(st.topic, to_json_line(r, false, 0));
+    report_progress(self);
   } catch (const std::exception& e) {
     gst::post_exception(GST_ELEMENT(self), e, ErrorKind::kRuntime, "Could not publish results: ");
     return GST_FLOW_ERROR;
@@ -484,7 +651,7 @@ static void gst_torchpublish_class_init(GstTorchPublishClass* klass) {
       gobject_class, PROP_MAX_QUEUED,
       g_param_spec_uint("max-queued", "Max queued",
                         "Messages kept while the broker is unreachable; beyond it the oldest is "
-                        "dropped and counted in 'failed' (0: none kept)",
+                        "dropped and counted in 'dropped' (0: none kept)",
                         0, G_MAXINT, 1000, rw));
   num(PROP_RECONNECT_DELAY_MIN, "reconnect-delay-min", "Reconnect delay min",
       "Seconds before the first reconnection attempt; doubles after each failure", 1, 3600, 1);
@@ -503,9 +670,35 @@ static void gst_torchpublish_class_init(GstTorchPublishClass* klass) {
   g_object_class_install_property(
       gobject_class, PROP_FAILED,
       g_param_spec_uint64("failed", "Failed",
-                          "Messages that could not be delivered: dropped from a full queue, "
-                          "rejected, lost with a QoS 0 connection, or unacknowledged at stop",
+                          "Messages sent but not delivered: refused (too large, rejected), lost "
+                          "with a QoS 0 connection, or unacknowledged at stop",
                           0, G_MAXUINT64, 0, ro));
+  g_object_class_install_property(
+      gobject_class, PROP_DROPPED,
+      g_param_spec_uint64("dropped", "Dropped",
+                          "Messages never sent: pushed out of the full queue, still queued at "
+                          "stop, or produced after stop",
+                          0, G_MAXUINT64, 0, ro));
+  g_object_class_install_property(
+      gobject_class, PROP_STATS_INTERVAL,
+      g_param_spec_uint("stats-interval", "Stats interval",
+                        "Post a \"torchpublish-stats\" element message every this many ms (0: "
+                        "only at EOS); one is always posted at EOS",
+                        0, G_MAXUINT, 0,
+                        static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+                                                 GST_PARAM_MUTABLE_PLAYING)));
+  g_object_class_install_property(
+      gobject_class, PROP_PROTOCOL_VERSION,
+      g_param_spec_enum("protocol-version", "Protocol version",
+                        "MQTT version; with 5 the broker announces its maximum packet size and a "
+                        "larger message is refused by name instead of closing the connection",
+                        GST_TYPE_TORCH_PUBLISH_PROTOCOL, static_cast<gint>(MqttProtocol::kV5), rw));
+  g_object_class_install_property(
+      gobject_class, PROP_MAX_MESSAGE_SIZE,
+      g_param_spec_uint("max-message-size", "Max message size",
+                        "Largest message payload to send, bytes; larger ones are counted in "
+                        "'failed' with a warning (0: no limit but the broker's)",
+                        0, G_MAXINT, 0, rw));
   g_object_class_install_property(
       gobject_class, PROP_QUEUED,
       g_param_spec_uint("queued", "Queued",
@@ -535,6 +728,7 @@ static void gst_torchpublish_class_init(GstTorchPublishClass* klass) {
   trans_class->transform_ip_on_passthrough = TRUE;
 
   gst_type_mark_as_plugin_api(GST_TYPE_TORCH_PUBLISH_MODE, static_cast<GstPluginAPIFlags>(0));
+  gst_type_mark_as_plugin_api(GST_TYPE_TORCH_PUBLISH_PROTOCOL, static_cast<GstPluginAPIFlags>(0));
   GST_DEBUG_CATEGORY_INIT(gst_torchpublish_debug, "torchpublish", 0, "torchinfer results to MQTT");
 }
 

@@ -1,6 +1,7 @@
 #include "export/mqtt_publisher.h"
 
 #include <mosquitto.h>
+#include <mqtt_protocol.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -39,6 +40,8 @@ void check_readable(const std::string& path, const char* what) {
 
 std::string describe(int rc, int saved_errno) {
   if (rc == MOSQ_ERR_ERRNO) return std::strerror(saved_errno);
+  // v5: a DISCONNECT from the broker passes its reason code (0x80 and up).
+  if (rc >= 0x80) return mosquitto_reason_string(rc);
   return mosquitto_strerror(rc);
 }
 
@@ -46,6 +49,14 @@ std::string describe(int rc, int saved_errno) {
 // bounded queue, so a broker that stops reading cannot grow memory forever.
 constexpr std::size_t kMaxInFlight = 1000;
 constexpr int kLoopTimeoutMs = 100;  // also bounds how long stop() waits for the thread
+
+// A broker closes the older connection when a client with the same id
+// connects; two such clients take turns, each connection living about one
+// reconnect delay. Where the broker does not say so (MQTT 3.1.1; and with
+// mosquitto 2.0.11 the older v5 client saw a plain lost connection, no 0x8E)
+// only this pattern shows it.
+constexpr auto kShortLived = std::chrono::seconds(10);
+constexpr int kShortLivedInARow = 3;
 
 }  // namespace
 
@@ -97,9 +108,13 @@ MqttPublisher::MqttPublisher(MqttOptions options, MqttEventHandler on_event)
   try {
     // Published from the caller's thread while run() drives the socket.
     mosquitto_threaded_set(mosq_, true);
-    mosquitto_connect_callback_set(mosq_, [](mosquitto*, void* self, int rc) {
-      static_cast<MqttPublisher*>(self)->on_connect(rc);
-    });
+    mosquitto_int_option(
+        mosq_, MOSQ_OPT_PROTOCOL_VERSION,
+        options_.protocol == MqttProtocol::kV5 ? MQTT_PROTOCOL_V5 : MQTT_PROTOCOL_V311);
+    mosquitto_connect_v5_callback_set(
+        mosq_, [](mosquitto*, void* self, int rc, int, const mosquitto_property* props) {
+          static_cast<MqttPublisher*>(self)->on_connect(rc, props);
+        });
     mosquitto_disconnect_callback_set(mosq_, [](mosquitto*, void* self, int rc) {
       static_cast<MqttPublisher*>(self)->on_disconnect(rc);
     });
@@ -192,18 +207,26 @@ void MqttPublisher::run() {
   }
 }
 
-void MqttPublisher::on_connect(int rc) {
+void MqttPublisher::on_connect(int rc, const mosquitto_property* props) {
+  std::uint32_t max_packet = 0;
+  if (props)
+    mosquitto_property_read_int32(props, MQTT_PROP_MAXIMUM_PACKET_SIZE, &max_packet, false);
   if (rc != 0) {
     {
       std::lock_guard<std::mutex> lk(lock_);
       refused_ = true;
     }
-    emit(MqttEvent::kConnectFailed, mosquitto_connack_string(rc));
+    // v5 refusals are reason codes (0x80 and up), not 3.1.1 CONNACK codes.
+    emit(MqttEvent::kConnectFailed,
+         rc >= 0x80 ? std::string("Connection Refused: ") + mosquitto_reason_string(rc)
+                    : std::string(mosquitto_connack_string(rc)));
     return;
   }
   {
     std::lock_guard<std::mutex> lk(lock_);
     connected_ = true;
+    connected_at_ = std::chrono::steady_clock::now();
+    broker_max_packet_ = max_packet;
     if (ever_connected_) counts_.reconnects++;
     ever_connected_ = true;
     cv_.notify_all();
@@ -216,8 +239,14 @@ void MqttPublisher::on_connect(int rc) {
 void MqttPublisher::on_disconnect(int rc) {
   const int err = errno;
   bool was_connected, refused, stopping;
+  int short_lived = 0;
   {
     std::lock_guard<std::mutex> lk(lock_);
+    if (connected_ && !stopping_) {
+      const bool brief = std::chrono::steady_clock::now() - connected_at_ < kShortLived;
+      short_lived_ = brief ? short_lived_ + 1 : 0;
+      short_lived = short_lived_;
+    }
     was_connected = connected_;
     refused = refused_;
     stopping = stopping_;
@@ -227,7 +256,16 @@ void MqttPublisher::on_disconnect(int rc) {
   }
   if (stopping) return;
   const std::string why = rc == 0 ? "disconnected" : describe(rc, err);
-  if (was_connected)
+  if (was_connected && rc == MQTT_RC_SESSION_TAKEN_OVER)
+    emit(MqttEvent::kClientIdConflict,
+         "the broker says another client connected with the same client id '" + options_.client_id +
+             "' (session taken over)");
+  else if (was_connected && short_lived >= kShortLivedInARow)
+    emit(MqttEvent::kClientIdConflict,
+         "the broker closed the connection " + std::to_string(short_lived) +
+             " times in a row within seconds of accepting it (" + why +
+             "); another client is probably using the same client id '" + options_.client_id + "'");
+  else if (was_connected)
     emit(MqttEvent::kConnectionLost, why);
   else if (!refused)  // a refusal was reported by on_connect with the broker's reason
     emit(MqttEvent::kConnectFailed, why);
@@ -264,6 +302,7 @@ bool MqttPublisher::send_locked(const Message& m) {
   // and sends it when it has one.
   const bool held = rc == MOSQ_ERR_SUCCESS || (rc == MOSQ_ERR_NO_CONN && options_.qos > 0);
   if (rc == MOSQ_ERR_NO_CONN && !held) return false;
+  std::uint32_t max_packet;
   {
     std::lock_guard<std::mutex> lk(lock_);
     if (held) {
@@ -274,8 +313,17 @@ bool MqttPublisher::send_locked(const Message& m) {
       return true;
     }
     counts_.failed++;
+    max_packet = broker_max_packet_;
   }
-  emit(MqttEvent::kPublishFailed, mosquitto_strerror(rc));
+  if (rc == MOSQ_ERR_OVERSIZE_PACKET && max_packet > 0)
+    emit(MqttEvent::kPublishFailed,
+         "message " + std::to_string(m.number) + " of " + std::to_string(m.payload.size()) +
+             " bytes exceeds the broker's maximum packet size of " + std::to_string(max_packet) +
+             " bytes (topic and headers included); it was not sent");
+  else
+    emit(MqttEvent::kPublishFailed, "message " + std::to_string(m.number) + " of " +
+                                        std::to_string(m.payload.size()) +
+                                        " bytes was refused: " + mosquitto_strerror(rc));
   return true;
 }
 
@@ -293,33 +341,45 @@ void MqttPublisher::drain_queue() {
 }
 
 void MqttPublisher::publish(const std::string& topic, const std::string& payload) {
+  const bool too_large =
+      options_.max_message_size > 0 && payload.size() > options_.max_message_size;
   std::lock_guard<std::mutex> send(send_lock_);
   bool direct;
+  std::uint64_t number;
   {
     std::lock_guard<std::mutex> lk(lock_);
+    number = ++numbered_;
     if (stopped_) {
-      counts_.failed++;
+      counts_.dropped++;
       return;
     }
+    if (too_large) counts_.failed++;
     direct = connected_ && in_flight_.size() < kMaxInFlight;
   }
+  if (too_large) {
+    emit(MqttEvent::kPublishFailed,
+         "message " + std::to_string(number) + " of " + std::to_string(payload.size()) +
+             " bytes exceeds max-message-size (" + std::to_string(options_.max_message_size) +
+             " bytes); it was not sent");
+    return;
+  }
   if (direct) drain_queue();
-  Message m{topic, payload};
+  Message m{topic, payload, number};
   if (direct && queue_.empty() && send_locked(m)) return;
   std::lock_guard<std::mutex> lk(lock_);
   if (options_.max_queued == 0) {
-    counts_.failed++;
+    counts_.dropped++;
     return;
   }
   if (queue_.size() >= options_.max_queued) {
     queue_.pop_front();
-    counts_.failed++;
+    counts_.dropped++;
   }
   queue_.push_back(std::move(m));
   queued_ = queue_.size();
 }
 
-void MqttPublisher::stop() {
+void MqttPublisher::flush() {
   {
     std::lock_guard<std::mutex> lk(lock_);
     if (stopped_ || stopping_) return;
@@ -336,8 +396,16 @@ void MqttPublisher::stop() {
     const auto until = std::min(
         deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(kLoopTimeoutMs));
     cv_.wait_until(lk, until, done);
-    if (done() || std::chrono::steady_clock::now() >= deadline) break;
+    if (done() || std::chrono::steady_clock::now() >= deadline) return;
   }
+}
+
+void MqttPublisher::stop() {
+  {
+    std::lock_guard<std::mutex> lk(lock_);
+    if (stopped_ || stopping_) return;
+  }
+  flush();
   {
     std::lock_guard<std::mutex> lk(lock_);
     stopping_ = true;
@@ -346,7 +414,8 @@ void MqttPublisher::stop() {
   if (thread_.joinable()) thread_.join();
   std::lock_guard<std::mutex> send(send_lock_);
   std::lock_guard<std::mutex> lk(lock_);
-  counts_.failed += in_flight_.size() + queue_.size();
+  counts_.failed += in_flight_.size();
+  counts_.dropped += queue_.size();
   in_flight_.clear();
   early_acks_.clear();
   queue_.clear();

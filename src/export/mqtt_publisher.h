@@ -5,11 +5,14 @@
 //
 // Accounting: every message given to publish() ends up counted exactly once,
 // as `published` (QoS 0: written to the broker's socket; QoS 1/2: acknowledged
-// by the broker) or `failed` (dropped from the full queue, rejected by
-// libmosquitto, lost with a QoS 0 connection, or still unacknowledged when
-// stop() gives up), except those still in flight or queued while running.
+// by the broker), `failed` (handed over but not delivered: too large,
+// rejected by libmosquitto, lost with a QoS 0 connection, or still
+// unacknowledged when stop() gives up) or `dropped` (never sent: pushed out
+// of the full queue, still queued at stop, or given after stop), except those
+// still in flight or queued while running.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -21,8 +24,13 @@
 #include <unordered_set>
 
 struct mosquitto;
+struct mqtt5__property;
+typedef struct mqtt5__property mosquitto_property;
 
 namespace torchinfer {
+
+// Values are the protocol levels MQTT puts in CONNECT.
+enum class MqttProtocol { kV311 = 4, kV5 = 5 };
 
 struct MqttOptions {
   std::string host = "127.0.0.1";
@@ -36,11 +44,16 @@ struct MqttOptions {
   std::size_t max_queued = 1000;  // messages held while disconnected; oldest dropped beyond
   int reconnect_delay_min_s = 1, reconnect_delay_max_s = 30;
   int flush_timeout_ms = 1000;  // how long stop() waits for in-flight messages when connected
+  // v5: the broker announces its maximum packet size, so a message too large
+  // for it is refused here, named, instead of the broker closing the connection.
+  MqttProtocol protocol = MqttProtocol::kV5;
+  std::size_t max_message_size = 0;  // payload bytes; larger messages are failed; 0: no limit
 };
 
 struct MqttCounters {
   std::uint64_t published = 0;
   std::uint64_t failed = 0;
+  std::uint64_t dropped = 0;
   std::uint64_t reconnects = 0;  // connections re-established after one was lost
   std::size_t queued = 0;        // waiting for a connection
   std::size_t in_flight = 0;     // handed to libmosquitto, not yet confirmed
@@ -51,9 +64,14 @@ enum class MqttEvent {
   kConnected,
   kConnectFailed,   // detail: why (refused by the broker, socket error)
   kConnectionLost,  // detail: why
-  kPublishFailed,   // libmosquitto rejected a message (e.g. too large); detail: why
+  kPublishFailed,   // a message was refused (too large, rejected by libmosquitto); detail: why
+  // Another client with the same id keeps taking the session over (MQTT v5
+  // reason 0x8E, or connections closed by the broker right after connecting,
+  // repeatedly); sent instead of kConnectionLost. detail: what was seen.
+  kClientIdConflict,
 };
-// Called from the publisher's network thread; must not call back into it.
+// Called from the publisher's network thread or from inside publish(); must
+// not call back into the publisher.
 using MqttEventHandler = std::function<void(MqttEvent, const std::string& detail)>;
 
 // Checks options a broker cannot judge (topic syntax, ranges, files);
@@ -73,8 +91,10 @@ class MqttPublisher {
 
   void publish(const std::string& topic, const std::string& payload);
   // Waits up to flush_timeout_ms for queued and in-flight messages while
-  // connected (not at all when disconnected), disconnects, joins the thread
-  // and counts what was not delivered as failed. Idempotent.
+  // connected (not at all when disconnected); keeps running.
+  void flush();
+  // flush(), disconnects, joins the thread and counts what was not
+  // delivered (queued: dropped, in flight: failed). Idempotent.
   void stop();
   MqttCounters counters() const;
   const std::string& client_id() const { return options_.client_id; }
@@ -82,12 +102,13 @@ class MqttPublisher {
  private:
   struct Message {
     std::string topic, payload;
+    std::uint64_t number = 0;  // 1-based, in the order given to publish()
   };
   void run();
   bool send_locked(const Message& m);  // under send_lock_; false: no connection
   void drain_queue();
   void lose_qos0_in_flight();
-  void on_connect(int rc);
+  void on_connect(int rc, const mosquitto_property* props);
   void on_disconnect(int rc);
   void on_publish(int mid);
   void emit(MqttEvent e, const std::string& detail);
@@ -109,6 +130,10 @@ class MqttPublisher {
   std::unordered_map<int, int> in_flight_;  // mid -> qos
   std::unordered_set<int> early_acks_;      // acks that beat publish() returning the mid
   std::size_t queued_ = 0;                  // mirror of queue_.size() for counters()
+  std::uint64_t numbered_ = 0;              // messages given to publish()
+  std::uint32_t broker_max_packet_ = 0;     // announced in CONNACK (v5); 0: none
+  std::chrono::steady_clock::time_point connected_at_{};
+  int short_lived_ = 0;  // connections in a row the broker closed soon after connecting
   MqttCounters counts_;
 };
 

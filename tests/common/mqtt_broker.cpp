@@ -83,6 +83,7 @@ Broker::Broker(BrokerConfig config, int port)
   if (config_.persistence)
     conf << "persistence true\npersistence_location " << dir_
          << "/\nqueue_qos0_messages true\nautosave_interval 0\n";
+  if (config_.max_packet_size > 0) conf << "max_packet_size " << config_.max_packet_size << "\n";
   conf << "log_type error\nlog_type warning\nlog_type notice\nlog_type information\n";
 }
 

@@ -21,6 +21,7 @@ int free_port();
 struct BrokerConfig {
   std::string username, password;  // set: anonymous clients are refused
   bool persistence = false;        // sessions and queued messages survive a restart
+  int max_packet_size = 0;         // bytes; 0: mosquitto's default (no limit)
 };
 
 class Broker {

@@ -209,3 +209,120 @@ TEST(TorchOverlayErrors, RejectsFormatsItCannotDrawOn) {
   gst_caps_unref(caps);
   gst_harness_teardown(h);
 }
+
+namespace {
+
+// A harness around a launch line, with a bus on it so warnings can be counted.
+struct WatchedOverlay {
+  GstHarness* h = nullptr;
+  GstBus* bus = nullptr;
+
+  WatchedOverlay(const std::string& line, const std::string& caps) {
+    GstElement* bin = gst_parse_bin_from_description(line.c_str(), TRUE, nullptr);
+    bus = gst_bus_new();
+    gst_element_set_bus(bin, bus);
+    h = gst_harness_new_with_element(bin, "sink", "src");
+    gst_object_unref(bin);
+    gst_harness_set_src_caps_str(h, caps.c_str());
+  }
+  ~WatchedOverlay() {
+    gst_harness_teardown(h);
+    gst_bus_set_flushing(bus, TRUE);
+    gst_object_unref(bus);
+  }
+  void push(GstBuffer* b) {
+    GstBuffer* out = gst_harness_push_and_pull(h, b);
+    ASSERT_NE(out, nullptr);
+    gst_buffer_unref(out);
+  }
+  void eos() { ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_eos())); }
+  // Warnings posted so far (posted on the streaming thread: already there).
+  std::vector<BusError> warnings() {
+    std::vector<BusError> out;
+    while (GstMessage* m = gst_bus_pop_filtered(bus, GST_MESSAGE_WARNING)) {
+      GError* err = nullptr;
+      gchar* dbg = nullptr;
+      gst_message_parse_warning(m, &err, &dbg);
+      out.push_back({true, err->domain, err->code, err->message, dbg ? dbg : ""});
+      g_error_free(err);
+      g_free(dbg);
+      gst_message_unref(m);
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+// Without torchinfer upstream nothing is drawn: say so once, after the
+// first 10 frames, not on every frame.
+TEST(TorchOverlayNoResults, WarnsOnceWhenTheFirstTenFramesCarryNoResults) {
+  const std::string caps = caps_for("RGB");
+  const GstVideoInfo info = info_of(caps);
+  WatchedOverlay o("torchoverlay", caps);
+  for (int i = 0; i < 9; ++i) o.push(make_video_buffer(info, i));
+  EXPECT_TRUE(o.warnings().empty());
+  o.push(make_video_buffer(info, 9));
+  const auto w = o.warnings();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].domain, GST_STREAM_ERROR);
+  EXPECT_EQ(w[0].code, GST_STREAM_ERROR_FORMAT);
+  EXPECT_NE(w[0].message.find("No torchinfer results on the first 10 frame(s)"), std::string::npos)
+      << w[0].message;
+  EXPECT_NE(w[0].message.find("draws nothing"), std::string::npos) << w[0].message;
+  EXPECT_NE(w[0].debug.find("put it after them"), std::string::npos) << w[0].debug;
+  for (int i = 10; i < 40; ++i) o.push(make_video_buffer(info, i));
+  o.eos();
+  EXPECT_TRUE(o.warnings().empty());
+}
+
+TEST(TorchOverlayNoResults, AShortStreamWithoutResultsWarnsAtEos) {
+  const std::string caps = caps_for("NV12");
+  const GstVideoInfo info = info_of(caps);
+  WatchedOverlay o("torchoverlay", caps);
+  for (int i = 0; i < 3; ++i) o.push(make_video_buffer(info, i));
+  EXPECT_TRUE(o.warnings().empty());
+  o.eos();
+  const auto w = o.warnings();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].message.find("No torchinfer results on the first 3 frame(s)"), std::string::npos)
+      << w[0].message;
+}
+
+// Results on one early frame (a detection, a classification) are enough:
+// later frames without any are an empty scene, not a mistake.
+TEST(TorchOverlayNoResults, OneFrameWithResultsMeansNoWarning) {
+  const std::string caps = caps_for("I420");
+  const GstVideoInfo info = info_of(caps);
+  gst_torch_classification_meta_register();
+  for (int kind = 0; kind < 2; ++kind) {
+    WatchedOverlay o("torchoverlay", caps);
+    o.push(make_video_buffer(info, 0));
+    GstBuffer* b = make_video_buffer(info, 1);
+    if (kind == 0) {
+      ASSERT_NE(gst_buffer_add_torch_detection(b, "bolt", 3, 0.9, 40, 30, 120, 90, 160, 120),
+                nullptr);
+    } else {
+      GstCustomMeta* cm = gst_buffer_add_custom_meta(b, GST_TORCH_CLASSIFICATION_META_NAME);
+      gst_structure_set(gst_custom_meta_get_structure(cm), "label", G_TYPE_STRING, "washer",
+                        "confidence", G_TYPE_DOUBLE, 0.5, nullptr);
+    }
+    o.push(b);
+    for (int i = 2; i < 30; ++i) o.push(make_video_buffer(info, i));
+    o.eos();
+    EXPECT_TRUE(o.warnings().empty()) << kind;
+  }
+}
+
+// torchinfer and torchnms upstream with nothing above the threshold: no box
+// to draw, but the results are there, so no warning.
+TEST(TorchOverlayNoResults, NoDetectionsAfterTorchinferIsNotWarnedAbout) {
+  const std::string caps = "video/x-raw,format=RGB,width=320,height=256,framerate=30/1";
+  const GstVideoInfo info = info_of(caps);
+  WatchedOverlay o("torchinfer model=" + model("yolo_candidates.pt") +
+                       " ! torchnms confidence-threshold=0.999 ! torchoverlay",
+                   caps);
+  for (int i = 0; i < 12; ++i) o.push(black(info));
+  o.eos();
+  EXPECT_TRUE(o.warnings().empty());
+}

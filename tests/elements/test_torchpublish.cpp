@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "element_helpers.h"
+#include "gst/torchinfer/torchinfer-meta.h"
 #include "mqtt_broker.h"
 
 using namespace torchinfer::test;
@@ -79,6 +80,29 @@ struct Chain {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     return false;
+  }
+  void eos() { ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_eos())); }
+  // torchpublish-stats messages posted so far (posted on the streaming thread).
+  std::vector<GstStructure*> stats() {
+    std::vector<GstStructure*> out;
+    while (GstMessage* m = gst_bus_pop_filtered(bus, GST_MESSAGE_ELEMENT)) {
+      const GstStructure* s = gst_message_get_structure(m);
+      if (gst_structure_has_name(s, "torchpublish-stats")) out.push_back(gst_structure_copy(s));
+      gst_message_unref(m);
+    }
+    return out;
+  }
+  // Warning texts until one contains `what` (up to 60 s), that one included.
+  std::vector<std::string> warnings_until(const std::string& what) {
+    std::vector<std::string> out;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < deadline) {
+      for (const auto& w : warnings(false)) out.push_back(w);
+      for (const auto& w : out)
+        if (w.find(what) != std::string::npos) return out;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return out;
   }
   // Warning texts posted so far (waits up to 20 s for at least one).
   std::vector<std::string> warnings(bool wait = true) {
@@ -252,10 +276,14 @@ TEST(TorchPublish, BrokerDownAtStartPipelineRunsEveryFrame) {
   ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
   bool eos = false;
   std::vector<std::string> warnings;
-  while (
-      GstMessage* m = gst_bus_timed_pop_filtered(
-          bus, 60 * GST_SECOND,
-          static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_WARNING))) {
+  std::vector<GstStructure*> stats;
+  const std::string refused =
+      "Cannot connect to MQTT broker 127.0.0.1:" + std::to_string(port) + ": Connection refused";
+  // Until EOS and the connection warning (from the network thread, in any order).
+  while (GstMessage* m = gst_bus_timed_pop_filtered(
+             bus, 60 * GST_SECOND,
+             static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_WARNING |
+                                         GST_MESSAGE_ELEMENT))) {
     const GstMessageType t = GST_MESSAGE_TYPE(m);
     if (t == GST_MESSAGE_WARNING) {
       GError* e = nullptr;
@@ -263,25 +291,47 @@ TEST(TorchPublish, BrokerDownAtStartPipelineRunsEveryFrame) {
       warnings.push_back(e->message);
       g_error_free(e);
     }
+    if (t == GST_MESSAGE_ELEMENT &&
+        gst_structure_has_name(gst_message_get_structure(m), "torchpublish-stats"))
+      stats.push_back(gst_structure_copy(gst_message_get_structure(m)));
     gst_message_unref(m);
     if (t == GST_MESSAGE_ERROR) break;
     if (t == GST_MESSAGE_EOS) eos = true;
-    if (eos && !warnings.empty()) break;
+    if (eos && contains(warnings, refused)) break;
   }
   EXPECT_TRUE(eos);
   EXPECT_EQ(buffers, 20);
   GstElement* pub = gst_bin_get_by_name(GST_BIN(pipeline), "pub");
   gst_element_set_state(pipeline, GST_STATE_NULL);  // prompt: nothing to wait for
-  guint64 published = 1, failed = 0;
+  guint64 published = 1, failed = 1, dropped = 0;
   gboolean connected = TRUE;
-  g_object_get(pub, "published", &published, "failed", &failed, "connected", &connected, nullptr);
+  g_object_get(pub, "published", &published, "failed", &failed, "dropped", &dropped, "connected",
+               &connected, nullptr);
   EXPECT_EQ(published, 0u);
-  EXPECT_EQ(failed, 20u);  // 15 pushed out of the full queue, 5 still queued at stop
+  EXPECT_EQ(failed, 0u);
+  EXPECT_EQ(dropped, 20u);  // 15 pushed out of the full queue, 5 still queued at stop
   EXPECT_FALSE(connected);
-  ASSERT_EQ(warnings.size(), 1u);  // one warning, not one per retry
-  EXPECT_TRUE(contains(warnings, "Cannot connect to MQTT broker 127.0.0.1:" + std::to_string(port) +
-                                     ": Connection refused"))
-      << warnings[0];
+  // One connection warning (not one per retry), one for the drops (the
+  // first; the next would wait 5 s), one summary at EOS with exact counts.
+  ASSERT_EQ(warnings.size(), 3u);
+  EXPECT_TRUE(contains(warnings, refused));
+  EXPECT_TRUE(contains(warnings,
+                       "MQTT topic 'down': 1 message(s) dropped so far: the queue "
+                       "(max-queued=5) is full"));
+  EXPECT_TRUE(contains(warnings,
+                       "MQTT topic 'down': 20 of 20 messages not delivered at EOS: 0 "
+                       "published, 0 failed, 15 dropped, 5 still queued."));
+  // The stats at EOS, whatever stats-interval.
+  ASSERT_EQ(stats.size(), 1u);
+  guint64 v = 99;
+  guint q = 99;
+  gboolean conn = TRUE;
+  EXPECT_TRUE(gst_structure_get_uint64(stats[0], "published", &v) && v == 0);
+  EXPECT_TRUE(gst_structure_get_uint64(stats[0], "failed", &v) && v == 0);
+  EXPECT_TRUE(gst_structure_get_uint64(stats[0], "dropped", &v) && v == 15);
+  EXPECT_TRUE(gst_structure_get_uint(stats[0], "queued", &q) && q == 5);
+  EXPECT_TRUE(gst_structure_get_boolean(stats[0], "connected", &conn) && !conn);
+  for (GstStructure* s : stats) gst_structure_free(s);
   gst_object_unref(pub);
   gst_object_unref(pad);
   gst_object_unref(sink);
@@ -318,6 +368,7 @@ TEST(TorchPublish, ReconnectsAfterBrokerRestart) {
   c.stop();
   EXPECT_EQ(c.u64("published"), 15u);
   EXPECT_EQ(c.u64("failed"), 0u);
+  EXPECT_EQ(c.u64("dropped"), 0u);
   // QoS 1 is at least once: a message resent after the reconnection may
   // arrive again later, not only next to itself. Keep first arrivals: every
   // frame, in order.
@@ -357,14 +408,174 @@ TEST(TorchPublish, RightCredentialsDeliverWrongOnesAreRefused) {
             kCaps);
     const auto w = c.warnings();
     ASSERT_FALSE(w.empty()) << creds;
-    EXPECT_TRUE(contains(w, "not authorised")) << creds << ": " << w[0];
+    EXPECT_TRUE(contains(w, "Connection Refused: Not authorized")) << creds << ": " << w[0];
     for (int i = 0; i < 2; ++i) c.push(timed(make_video_buffer(info, i), i));
     EXPECT_FALSE(c.connected());
     c.stop();
     EXPECT_EQ(c.u64("published"), 0u);
-    EXPECT_EQ(c.u64("failed"), 2u);
+    EXPECT_EQ(c.u64("failed"), 0u);
+    EXPECT_EQ(c.u64("dropped"), 2u);  // still queued at stop: never sent
   }
   EXPECT_EQ(sub.messages().size(), 3u);
+}
+
+namespace {
+
+// A frame with many detections makes a message of a few kB.
+GstBuffer* with_detections(GstBuffer* b, int n) {
+  for (int k = 0; k < n; ++k)
+    EXPECT_NE(gst_buffer_add_torch_detection(b, "a_rather_long_label_for_size", k, 0.5, 1, 2, 30,
+                                             40, 160, 120),
+              nullptr);
+  return b;
+}
+
+guint64 stat_u64(const GstStructure* s, const char* field) {
+  guint64 v = 0;
+  EXPECT_TRUE(gst_structure_get_uint64(s, field, &v)) << field;
+  return v;
+}
+
+}  // namespace
+
+// MQTT v5 (the default): the broker announces max_packet_size 1024, so the
+// one larger message is refused by number and size, the connection stays
+// up and the 19 others arrive.
+TEST(TorchPublish, MessageOverTheBrokersPacketSizeIsNamedAndOnlyItFails) {
+  Broker broker({"", "", false, 1024});
+  ASSERT_TRUE(broker.start());
+  Subscriber sub(broker.port(), "big");
+  ASSERT_TRUE(sub.wait_subscribed());
+  const std::string path = testing::TempDir() + "pub_big.jsonl";
+  Chain c("torchmetaconvert location=" + path + " ! " + pub_props(broker.port(), "big", "qos=1"),
+          kCaps);
+  ASSERT_TRUE(c.wait_connected());
+  const GstVideoInfo info = info_of(kCaps);
+  for (int i = 0; i < 20; ++i) {
+    GstBuffer* b = timed(make_video_buffer(info, i), i);
+    c.push(i == 9 ? with_detections(b, 20) : b);
+  }
+  ASSERT_TRUE(sub.wait_for(19));
+  c.stop();
+  const auto lines = read_lines(path);
+  ASSERT_EQ(lines.size(), 20u);
+  ASSERT_GT(lines[9].size(), 1024u);
+  std::vector<std::string> expected = lines;
+  expected.erase(expected.begin() + 9);
+  EXPECT_EQ(sub.messages(), expected);
+  EXPECT_EQ(c.u64("published"), 19u);
+  EXPECT_EQ(c.u64("failed"), 1u);
+  EXPECT_EQ(c.u64("dropped"), 0u);
+  EXPECT_EQ(c.u64("reconnects"), 0u);
+  const auto w = c.warnings(false);
+  ASSERT_EQ(w.size(), 2u) << (w.empty() ? "" : w[0]);
+  EXPECT_EQ(w[0], "MQTT broker 127.0.0.1:" + std::to_string(broker.port()) + ": message 10 of " +
+                      std::to_string(lines[9].size()) +
+                      " bytes exceeds the broker's maximum packet size of 1024 bytes (topic and "
+                      "headers included); it was not sent (1 message(s) refused so far).");
+  EXPECT_EQ(w[1],
+            "MQTT topic 'big': 1 of 20 messages not delivered at stop: 19 published, 1 failed, 0 "
+            "dropped, 0 still queued.");
+}
+
+// MQTT 3.1.1 brokers announce no limit: max-message-size is checked here.
+TEST(TorchPublish, MaxMessageSizeRefusesLargerMessagesWithMqtt311) {
+  Broker broker;
+  ASSERT_TRUE(broker.start());
+  Subscriber sub(broker.port(), "limit");
+  ASSERT_TRUE(sub.wait_subscribed());
+  Chain c(pub_props(broker.port(), "limit", "protocol-version=3.1.1 max-message-size=1000"), kCaps);
+  ASSERT_TRUE(c.wait_connected());
+  const GstVideoInfo info = info_of(kCaps);
+  for (int i = 0; i < 4; ++i) {
+    GstBuffer* b = timed(make_video_buffer(info, i), i);
+    c.push(i == 1 || i == 2 ? with_detections(b, 20) : b);
+  }
+  ASSERT_TRUE(sub.wait_for(2));
+  c.stop();
+  EXPECT_EQ(sub.messages().size(), 2u);
+  EXPECT_EQ(c.u64("published"), 2u);
+  EXPECT_EQ(c.u64("failed"), 2u);
+  const auto w = c.warnings(false);
+  // The second refusal within 5 s of the first goes to the debug log; the
+  // summary counts both.
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_NE(w[0].find("message 2 of "), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find(" bytes exceeds max-message-size (1000 bytes); it was not sent (1 "
+                      "message(s) refused so far)."),
+            std::string::npos)
+      << w[0];
+  EXPECT_EQ(w[1],
+            "MQTT topic 'limit': 2 of 4 messages not delivered at stop: 2 published, 2 failed, 0 "
+            "dropped, 0 still queued.");
+}
+
+// Two elements with one client id: the broker closes the older connection
+// whenever the other connects. Each element must say so, naming the id.
+TEST(TorchPublish, SameClientIdOnTwoElementsIsReportedNotLoopedSilently) {
+  Broker broker;
+  ASSERT_TRUE(broker.start());
+  Chain a(pub_props(broker.port(), "twin", "client-id=dup-cam"), kCaps);
+  ASSERT_TRUE(a.wait_connected());
+  Chain b(pub_props(broker.port(), "twin", "client-id=dup-cam"), kCaps);
+  const std::string conflict =
+      "Client id conflict on MQTT broker 127.0.0.1:" + std::to_string(broker.port()) +
+      ": the broker closed the connection";
+  const auto wa = a.warnings_until(conflict);
+  const auto wb = b.warnings_until(conflict);
+  for (const auto* w : {&wa, &wb}) {
+    // Two ordinary losses, then the third in a row names the conflict.
+    ASSERT_EQ(w->size(), 3u);
+    EXPECT_NE((*w)[0].find("Lost the connection to MQTT broker"), std::string::npos) << (*w)[0];
+    EXPECT_NE((*w)[1].find("Lost the connection to MQTT broker"), std::string::npos) << (*w)[1];
+    EXPECT_NE((*w)[2].find(conflict), std::string::npos) << (*w)[2];
+    EXPECT_NE((*w)[2].find("another client is probably using the same client id 'dup-cam'"),
+              std::string::npos)
+        << (*w)[2];
+    EXPECT_NE((*w)[2].find("give each element its own client-id"), std::string::npos) << (*w)[2];
+  }
+}
+
+// A torchpublish-stats message every stats-interval (on the next frame) and
+// one at EOS with the final counts; nothing lost, so no warning.
+TEST(TorchPublish, StatsMessagesPeriodicAndAtEos) {
+  Broker broker;
+  ASSERT_TRUE(broker.start());
+  Subscriber sub(broker.port(), "stats");
+  ASSERT_TRUE(sub.wait_subscribed());
+  Chain c(pub_props(broker.port(), "stats", "qos=1 stats-interval=1"), kCaps);
+  ASSERT_TRUE(c.wait_connected());
+  const GstVideoInfo info = info_of(kCaps);
+  for (int i = 0; i < 5; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));  // > stats-interval
+    c.push(timed(make_video_buffer(info, i), i));
+  }
+  c.eos();
+  auto stats = c.stats();
+  ASSERT_EQ(stats.size(), 6u);  // 5 periodic + 1 at EOS
+  const GstStructure* last = stats.back();
+  EXPECT_EQ(stat_u64(last, "published"), 5u);
+  EXPECT_EQ(stat_u64(last, "failed"), 0u);
+  EXPECT_EQ(stat_u64(last, "dropped"), 0u);
+  EXPECT_EQ(stat_u64(last, "reconnects"), 0u);
+  guint queued = 9, in_flight = 9;
+  gboolean connected = FALSE;
+  EXPECT_TRUE(gst_structure_get_uint(last, "queued", &queued));
+  EXPECT_TRUE(gst_structure_get_uint(last, "in-flight", &in_flight));
+  EXPECT_TRUE(gst_structure_get_boolean(last, "connected", &connected));
+  EXPECT_EQ(queued, 0u);
+  EXPECT_EQ(in_flight, 0u);
+  EXPECT_TRUE(connected);
+  for (GstStructure* s : stats) gst_structure_free(s);
+  EXPECT_TRUE(c.warnings(false).empty());
+  // stats-interval=0: only the one at EOS.
+  Chain quiet(pub_props(broker.port(), "stats"), kCaps);
+  ASSERT_TRUE(quiet.wait_connected());
+  for (int i = 0; i < 3; ++i) quiet.push(timed(make_video_buffer(info, i), i));
+  quiet.eos();
+  stats = quiet.stats();
+  ASSERT_EQ(stats.size(), 1u);
+  for (GstStructure* s : stats) gst_structure_free(s);
 }
 
 namespace {
