@@ -209,7 +209,7 @@ TEST(TorchInferProperties, EveryWritablePropertyRoundTrips) {
     g_value_unset(&def);
     ++written;
   }
-  EXPECT_EQ(written, 29);
+  EXPECT_EQ(written, 30);
   EXPECT_TRUE(w.messages().empty()) << w.messages().front();
   gst_object_unref(e);
 }
@@ -236,7 +236,7 @@ TEST(TorchInferPropertiesErrors, ReadyOnlyPropertiesRefusedWhilePlaying) {
     EXPECT_EQ(read(h->element, p), before) << p->name;
     ++refused;
   }
-  EXPECT_EQ(refused, 28);
+  EXPECT_EQ(refused, 29);
   gst_harness_teardown(h);
 }
 
