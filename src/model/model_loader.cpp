@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "common/memory_error.h"
+
 namespace torchinfer {
 
 std::shared_ptr<const LoadedModel> load_model(EngineOptions options, const ModelConfig& config,
@@ -22,8 +24,15 @@ std::shared_ptr<const LoadedModel> load_model(EngineOptions options, const Model
   m->run = [e](const void* input, int batch) { return e->run(input, batch); };
   m->first_touch = [e](float* data, std::size_t n) { e->first_touch(data, n); };
 
-  std::vector<float> zeros((m->slot_bytes * batch_size + sizeof(float) - 1) / sizeof(float), 0.f);
-  m->batch_ms = engine->run(zeros.data(), batch_size)->inference_ms();
+  try {
+    std::vector<float> zeros((m->slot_bytes * batch_size + sizeof(float) - 1) / sizeof(float), 0.f);
+    m->batch_ms = engine->run(zeros.data(), batch_size)->inference_ms();
+  } catch (const std::exception& e) {
+    if (!is_out_of_memory(e)) throw;
+    const Error oom = input_too_large(config.input_width, config.input_height, config.channels(),
+                                      batch_size, config.input_uint8 ? 1 : 4, e);
+    throw Error(oom.kind(), "model '" + options.model_path + "': " + oom.what());
+  }
   return m;
 }
 
