@@ -427,14 +427,15 @@ struct Engine::Impl {
             static_cast<std::size_t>(b) * opts.input_height * opts.input_width * opts.channels,
             0.f);
         for (int i = 0; i < std::max(1, opts.warmup_runs); ++i) forward(zeros.data(), b);
-      } catch (const Error& e) {
-        throw Error(ErrorKind::kModelInvalid, "model '" + path + "': " + e.what());
       } catch (const std::exception& e) {
+        // Checked first: libtorch's allocator error may arrive wrapped in an Error.
         if (is_out_of_memory(e)) {
           const Error oom = input_too_large(opts.input_width, opts.input_height, opts.channels, b,
                                             opts.input_uint8 ? 1 : 4, e);
           throw Error(oom.kind(), "model '" + path + "': " + oom.what());
         }
+        if (dynamic_cast<const Error*>(&e))
+          throw Error(ErrorKind::kModelInvalid, "model '" + path + "': " + e.what());
         throw Error(ErrorKind::kModelInvalid,
                     "model '" + path + "' fails on a " + std::to_string(b) + "x" +
                         std::to_string(opts.channels) + "x" + std::to_string(opts.input_height) +
