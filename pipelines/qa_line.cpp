@@ -7,11 +7,14 @@
 #include <gst/gst.h>
 #include <gst/video/video.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
-#include <fstream>
+#include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -20,6 +23,9 @@
 #include <vector>
 
 #include "app_options.h"
+#include "common/file_check.h"
+#include "common/json_file.h"
+#include "common/utf8.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "qa/decision_json.h"
 #include "qa/part_tracker.h"
@@ -46,6 +52,10 @@ struct App {
   GMainLoop* loop = nullptr;
   int rc = 0;
   int signals = 0;
+  // Set on the streaming thread when a decision could not be written: the
+  // run stops and exits 1, since a lost pass/reject line is a lost decision.
+  std::atomic<bool> write_failed{false};
+  std::string write_error;
 };
 
 std::set<std::string> split_classes(const std::string& s) {
@@ -58,31 +68,53 @@ std::set<std::string> split_classes(const std::string& s) {
 }
 
 // The model's labels from its sidecar (a list, or a file beside it); empty if
-// there is none to read, and then the classes given are taken on trust.
+// there is no sidecar, and then the classes given are taken on trust. A
+// sidecar that exists but cannot be used throws, naming the file.
 std::vector<std::string> model_labels(const std::string& model) {
   const auto dot = model.rfind('.');
   const std::string sidecar = (dot == std::string::npos ? model : model.substr(0, dot)) + ".json";
-  std::ifstream in(sidecar);
-  const auto j = nlohmann::json::parse(in, nullptr, false);
+  struct stat st;
   std::vector<std::string> labels;
-  if (!in || j.is_discarded() || !j.is_object() || !j.contains("labels")) return labels;
+  if (::stat(sidecar.c_str(), &st) != 0) return labels;
+  const auto j = torchinfer::read_json_file(sidecar, "model config");
+  if (!j.is_object() || !j.contains("labels")) return labels;
   if (j["labels"].is_array()) {
     for (const auto& l : j["labels"])
       if (l.is_string()) labels.push_back(l.get<std::string>());
   } else if (j["labels"].is_string()) {
     const auto slash = sidecar.rfind('/');
     const std::string dir = slash == std::string::npos ? "" : sidecar.substr(0, slash + 1);
-    std::ifstream f(dir + j["labels"].get<std::string>());
-    for (std::string line; std::getline(f, line);)
+    const std::string path = dir + j["labels"].get<std::string>();
+    std::stringstream f(torchinfer::read_regular_file(path, "labels file", 4u << 20));
+    for (std::string line; std::getline(f, line);) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (!torchinfer::is_valid_utf8(line))
+        throw std::runtime_error("labels file '" + path + "' line " +
+                                 std::to_string(labels.size() + 1) +
+                                 " is not valid UTF-8; save the file as UTF-8");
       if (!line.empty()) labels.push_back(line);
+    }
   }
   return labels;
 }
 
+// Flushed per line: a line is written when its part is decided, not when a
+// buffer fills. A failure stops the run (see App::write_failed).
 void write_line(App& app, const std::string& line) {
-  std::fputs(line.c_str(), app.out);
-  std::fputc('\n', app.out);
-  std::fflush(app.out);
+  if (app.write_failed) return;
+  if (std::fputs(line.c_str(), app.out) < 0 || std::fputc('\n', app.out) == EOF ||
+      std::fflush(app.out) != 0) {
+    app.write_error = std::strerror(errno);
+    app.write_failed = true;
+    g_printerr("qa-line: error: cannot write decisions to %s: %s; stopping\n",
+               app.opt.output.empty() ? "stdout" : app.opt.output.c_str(), app.write_error.c_str());
+    // Through the bus: this runs on a streaming thread, possibly before the
+    // main loop runs (a quit then would be lost).
+    if (app.pipeline)
+      gst_element_post_message(app.pipeline, gst_message_new_application(
+                                                 GST_OBJECT(app.pipeline),
+                                                 gst_structure_new_empty("qa-line-write-failed")));
+  }
 }
 
 void report(App& app, const std::vector<torchinfer::QaDecision>& decisions) {
@@ -167,7 +199,8 @@ gboolean on_bus(GstBus*, GstMessage* msg, gpointer user) {
     print_error(msg);
     app->rc = 1;
     g_main_loop_quit(app->loop);
-  } else if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_EOS) {
+  } else if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_EOS ||
+             GST_MESSAGE_TYPE(msg) == GST_MESSAGE_APPLICATION) {
     g_main_loop_quit(app->loop);
   }
   return G_SOURCE_CONTINUE;
@@ -223,7 +256,13 @@ bool parse_args(int argc, char** argv, Options& o) {
 // Part and defect classes, checked against the model's labels when known.
 bool make_rules(App& app) {
   const Options& o = app.opt;
-  const auto labels = model_labels(o.model);
+  std::vector<std::string> labels;
+  try {
+    labels = model_labels(o.model);
+  } catch (const std::exception& e) {
+    g_printerr("qa-line: %s\n", e.what());
+    return false;
+  }
   auto& r = app.rules;
   r.defect_threshold = o.defect_threshold;
   r.part_threshold = o.part_threshold;
@@ -350,7 +389,16 @@ int main(int argc, char** argv) {
     write_line(app, torchinfer::summary_json(app.tracker->counts(), app.info));
     print_counts(app);
   }
-  if (app.out != stdout) std::fclose(app.out);
+  if (app.out != stdout ? std::fclose(app.out) != 0 : std::fflush(app.out) != 0) {
+    if (!app.write_failed)
+      g_printerr("qa-line: error: cannot write decisions to %s: %s\n",
+                 app.opt.output.empty() ? "stdout" : app.opt.output.c_str(), g_strerror(errno));
+    app.write_failed = true;
+  }
+  if (app.write_failed) {
+    g_printerr("qa-line: error: decisions were lost (output not written); exit status 1\n");
+    app.rc = 1;
+  }
   gst_object_unref(app.pipeline);
   g_main_loop_unref(app.loop);
   return app.rc;

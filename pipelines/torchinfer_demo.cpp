@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
@@ -19,6 +18,7 @@
 #include <vector>
 
 #include "app_options.h"
+#include "common/json_file.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 
 namespace app = torchinfer::app;
@@ -51,20 +51,22 @@ struct Run {
 std::vector<std::vector<Box>> load_truth(const std::string& path) {
   std::vector<std::vector<Box>> out;
   if (path.empty()) return out;
-  std::ifstream in(path);
-  const auto j = nlohmann::json::parse(in, nullptr, false);
-  if (!in || j.is_discarded() || !j.contains("frames")) {
-    g_printerr("warning: ground truth '%s' not readable; accuracy not reported\n", path.c_str());
-    return out;
-  }
-  for (const auto& f : j["frames"]) {
-    std::vector<Box> objs;
-    for (const auto& o : f["objects"]) {
-      const auto& b = o["bbox"];
-      objs.push_back({o["class"].get<std::string>(), 1.0, b[0].get<double>(), b[1].get<double>(),
-                      b[2].get<double>(), b[3].get<double>(), o.value("ignore", false)});
+  try {
+    const auto j = torchinfer::read_json_file(path, "ground truth");
+    for (const auto& f : j.at("frames")) {
+      std::vector<Box> objs;
+      for (const auto& o : f.at("objects")) {
+        const auto& b = o.at("bbox");
+        objs.push_back({o.at("class").get<std::string>(), 1.0, b.at(0).get<double>(),
+                        b.at(1).get<double>(), b.at(2).get<double>(), b.at(3).get<double>(),
+                        o.value("ignore", false)});
+      }
+      out.push_back(std::move(objs));
     }
-    out.push_back(std::move(objs));
+  } catch (const std::exception& e) {
+    g_printerr("warning: ground truth '%s' not usable (%s); accuracy not reported\n", path.c_str(),
+               e.what());
+    out.clear();
   }
   return out;
 }
@@ -260,7 +262,11 @@ int main(int argc, char** argv) {
                "latency-p99", &lat99, nullptr);
   gst_element_set_state(pipeline, GST_STATE_NULL);
 
-  if (!run.snapshot.empty()) cv::imwrite(out + "/snapshot.png", run.snapshot);
+  if (!run.snapshot.empty() && !cv::imwrite(out + "/snapshot.png", run.snapshot)) {
+    g_printerr("ERROR: cannot write %s/snapshot.png\n", out.c_str());
+    run.snapshot.release();
+    rc = 1;
+  }
   g_print("\n== torchinfer demo summary ==\n");
   g_print("model %s (%s; load + optimise + warm-up %.0f ms), clip %s\n", run.opt.model.c_str(),
           precision ? precision : "?", load_ms, run.opt.clip.c_str());

@@ -10,17 +10,20 @@
 #include <gst/gst.h>
 #include <gst/video/video.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 
+#include "app_numbers.h"
 #include "common/aligned_buffer.h"
 #include "common/model_config.h"
 #include "preprocess/preprocess.h"
 
 using namespace torchinfer;
+namespace app = torchinfer::app;
 
 namespace {
 
@@ -28,8 +31,38 @@ int usage() {
   std::fprintf(stderr,
                "usage: torchinfer-dump-frames --clip FILE (--model M.pt | --model-config M.json)\n"
                "                              --out FRAMES.raw [--every N] [--max N]\n");
-  return 64;
+  return app::kBadCommandLine;
 }
+
+// A file written in full or an exception: a short calibration set would
+// quietly skew the int8 model made from it.
+class OutputFile {
+ public:
+  explicit OutputFile(const std::string& path) : path_(path), f_(std::fopen(path.c_str(), "wb")) {
+    if (!f_) fail();
+  }
+  ~OutputFile() {
+    if (f_) std::fclose(f_);
+  }
+  void write(const void* data, std::size_t n) {
+    if (std::fwrite(data, 1, n, f_) != n) fail();
+  }
+  void close() {
+    const bool ok = std::fflush(f_) == 0 && !std::ferror(f_);
+    const int err = errno;
+    const bool closed = std::fclose(f_) == 0;
+    f_ = nullptr;
+    errno = ok ? errno : err;
+    if (!ok || !closed) fail();
+  }
+
+ private:
+  [[noreturn]] void fail() const {
+    throw std::runtime_error("cannot write " + path_ + ": " + std::strerror(errno));
+  }
+  std::string path_;
+  std::FILE* f_;
+};
 
 }  // namespace
 
@@ -48,11 +81,11 @@ int main(int argc, char** argv) {
       sidecar = next();
     else if (a == "--out")
       out = next();
-    else if (a == "--every")
-      every = std::atol(next().c_str());
-    else if (a == "--max")
-      max = std::atol(next().c_str());
-    else
+    else if (a == "--every") {
+      if (!app::parse_int("--every", next(), 1, 1000000, &every)) return app::kBadCommandLine;
+    } else if (a == "--max") {
+      if (!app::parse_int("--max", next(), 0, 100000000, &max)) return app::kBadCommandLine;
+    } else
       return usage();
   }
   if (clip.empty() || out.empty() || (model.empty() && sidecar.empty()) || every < 1)
@@ -76,8 +109,7 @@ int main(int argc, char** argv) {
     }
     GstElement* sink = gst_bin_get_by_name(GST_BIN(pipe), "sink");
     gst_element_set_state(pipe, GST_STATE_PLAYING);
-    std::ofstream raw(out, std::ios::binary);
-    if (!raw) throw std::runtime_error("cannot write " + out);
+    OutputFile raw(out);
     long seen = 0, written = 0;
     GstBus* bus = gst_element_get_bus(pipe);
     bool failed = false;
@@ -117,6 +149,7 @@ int main(int argc, char** argv) {
       }
       gst_sample_unref(s);
     }
+    raw.close();
     gst_object_unref(bus);
     gst_element_set_state(pipe, GST_STATE_NULL);
     gst_object_unref(sink);
@@ -134,7 +167,10 @@ int main(int argc, char** argv) {
                           {"clip", clip},
                           {"every", every},
                           {"model_config", cfg.source}};
-    std::ofstream(out + ".json") << hdr.dump(2) << "\n";
+    OutputFile header(out + ".json");
+    const std::string text = hdr.dump(2) + "\n";
+    header.write(text.data(), text.size());
+    header.close();
     std::printf("wrote %ld frames (%dx%dx%d) to %s\n", written, pre.options().out_height,
                 pre.options().out_width, pre.options().channels(), out.c_str());
   } catch (const std::exception& e) {

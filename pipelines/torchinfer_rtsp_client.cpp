@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <string>
 
+#include "app_numbers.h"
 #include "app_options.h"
 #include "rtsp_source.h"
 
@@ -90,11 +91,16 @@ bool parse_args(int argc, char** argv, Options& o) {
     g_printerr("usage: torchinfer-rtsp-client --url rtsp://HOST:PORT/MOUNT [options]\n");
     return false;
   }
-  if (stall <= 0 || backoff < o.source.backoff_min_s || latency < 0 || max_frames < 0 ||
-      duration < 0) {
-    g_printerr("error: --stall-timeout must be > 0, --max-backoff >= 0.5, others >= 0\n");
+  // A day bounds every duration: larger values are typos, and a timeout
+  // that overflows the clock arithmetic would never fire.
+  constexpr double kDay = 86400;
+  if (!app::check_range("--stall-timeout", stall, 0.001, kDay) ||
+      !app::check_range("--max-backoff", backoff, o.source.backoff_min_s, kDay) ||
+      !app::check_range("--latency", static_cast<long long>(latency), 0LL, 60000LL) ||
+      !app::check_range("--max-frames", static_cast<long long>(max_frames), 0LL,
+                        static_cast<long long>(G_MAXINT64)) ||
+      !app::check_range("--duration", duration, 0.0, 365 * kDay))
     return false;
-  }
   return true;
 }
 

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <string>
 
+#include "app_numbers.h"
 #include "app_options.h"
 
 namespace app = torchinfer::app;
@@ -46,9 +47,13 @@ bool parse_args(int argc, char** argv, Options& o) {
   app::take(model, o.model);
   app::take(pipeline, o.pipeline);
   if (!ok) return false;
-  if (o.port < 0 || o.port > 65535 || o.width < 16 || o.height < 16 || o.fps < 1 ||
-      o.mount.empty() || o.mount[0] != '/') {
-    g_printerr("error: --port 0..65535, --width/--height >= 16, --fps >= 1, --mount /PATH\n");
+  if (!app::check_range("--port", o.port, 0LL, 65535LL) ||
+      !app::check_range("--width", o.width, 16LL, 8192LL) ||
+      !app::check_range("--height", o.height, 16LL, 8192LL) ||
+      !app::check_range("--fps", o.fps, 1LL, 1000LL))
+    return false;
+  if (o.mount.empty() || o.mount[0] != '/') {
+    g_printerr("error: --mount '%s' must start with '/'\n", o.mount.c_str());
     return false;
   }
   return true;

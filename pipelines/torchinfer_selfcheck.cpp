@@ -1,16 +1,20 @@
 // torchinfer-selfcheck: prints what decides inference speed on this machine
 // (CPU, ISA, libtorch/oneDNN, threads vs cores, affinity, NUMA, governor)
 // and, with --model, the model's state after torchinfer's load path. Each
-// warning carries a fix. Exit status 0, or 1 when the model fails to load.
+// warning carries a fix. Exit status 0, 1 when the model fails to load, 2 for
+// a bad command line.
 //
 //   torchinfer-selfcheck [--model M.pt] [--cores LIST] [--threads N]
 //                        [--precision auto|fp32|int8|bf16]
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
 
+#include "app_numbers.h"
 #include "common/aligned_buffer.h"
 #include "common/cpu_set.h"
 #include "common/model_config.h"
@@ -18,6 +22,18 @@
 #include "engine/selfcheck.h"
 
 using namespace torchinfer;
+namespace app = torchinfer::app;
+
+namespace {
+
+int usage(int code) {
+  std::fprintf(stderr,
+               "usage: torchinfer-selfcheck [--model M.pt] [--cores LIST] [--threads N] "
+               "[--precision auto|fp32|int8|bf16]\n");
+  return code;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   std::string model;
@@ -29,10 +45,14 @@ int main(int argc, char** argv) {
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
     if (a == "--model") {
       model = next();
+      if (model.empty()) return usage(app::kBadCommandLine);
     } else if (a == "--cores") {
       cores = next();
     } else if (a == "--threads") {
-      threads = std::atoi(next().c_str());
+      long n = 0;
+      // Same bounds as the element's threads property; 0 = automatic.
+      if (!app::parse_int("--threads", next(), 0, 1024, &n)) return app::kBadCommandLine;
+      threads = static_cast<int>(n);
     } else if (a == "--precision") {
       const std::string p = next();
       if (p == "auto")
@@ -45,13 +65,10 @@ int main(int argc, char** argv) {
         precision = Precision::kBf16;
       else {
         std::fprintf(stderr, "unknown precision '%s'\n", p.c_str());
-        return 64;
+        return app::kBadCommandLine;
       }
     } else {
-      std::fprintf(stderr,
-                   "usage: torchinfer-selfcheck [--model M.pt] [--cores LIST] [--threads N] "
-                   "[--precision auto|fp32|int8|bf16]\n");
-      return a == "--help" || a == "-h" ? 0 : 64;
+      return usage(a == "--help" || a == "-h" ? 0 : app::kBadCommandLine);
     }
   }
   try {
@@ -83,6 +100,10 @@ int main(int argc, char** argv) {
     for (const auto& f : findings) warnings += f.level == Finding::Level::kWarning;
     std::printf("torchinfer self-check\n%s%d warning(s)\n", format_findings(findings).c_str(),
                 warnings);
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+      std::fprintf(stderr, "error: the report could not be written: %s\n", std::strerror(errno));
+      return 1;
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

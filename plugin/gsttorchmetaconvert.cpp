@@ -11,6 +11,7 @@
 
 #include <gst/video/video.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <mutex>
 #include <string>
@@ -137,17 +138,34 @@ static gboolean gst_torchmetaconvert_start(GstBaseTransform* trans) {
   return TRUE;
 }
 
+static std::string output_name(const std::string& location) {
+  return location.empty() || location == "-" ? std::string("stdout") : "'" + location + "'";
+}
+
+// Lines already written are flushed one by one; what can still fail here is
+// the close (NFS, quotas report late), and a lost result must not pass
+// unnoticed.
+static void post_write_error(GstTorchMetaConvert* self, const std::string& location, int err) {
+  GST_ELEMENT_ERROR(self, RESOURCE, WRITE,
+                    ("Could not write results to %s: %s; free space or choose another location.",
+                     output_name(location).c_str(), g_strerror(err)),
+                    ("torchmetaconvert location=%s", location.c_str()));
+}
+
 static gboolean gst_torchmetaconvert_stop(GstBaseTransform* trans) {
   auto* self = GST_TORCHMETACONVERT(trans);
   State& st = *self->state;
-  std::lock_guard<std::mutex> lock(st.lock);
-  if (st.out) {
-    if (st.owns_out)
-      std::fclose(st.out);
-    else
-      std::fflush(st.out);
-  }
+  std::unique_lock<std::mutex> lock(st.lock);
+  bool ok = true;
+  if (st.out) ok = st.owns_out ? std::fclose(st.out) == 0 : std::fflush(st.out) == 0;
+  const int err = errno;
   st.out = nullptr;
+  const std::string location = st.settings.location;
+  lock.unlock();
+  if (!ok) {
+    post_write_error(self, location, err);
+    return FALSE;
+  }
   return TRUE;
 }
 
@@ -159,7 +177,22 @@ static gboolean gst_torchmetaconvert_set_caps(GstBaseTransform* trans, GstCaps* 
 
 static gboolean gst_torchmetaconvert_sink_event(GstBaseTransform* trans, GstEvent* event) {
   auto* self = GST_TORCHMETACONVERT(trans);
-  self->state->stream.on_event(event);
+  State& st = *self->state;
+  st.stream.on_event(event);
+  // Before EOS reaches the sink: an application that stops at EOS must
+  // already have seen the error of a last lost line.
+  if (GST_EVENT_TYPE(event) == GST_EVENT_EOS && st.out &&
+      (std::fflush(st.out) != 0 || std::ferror(st.out))) {
+    const int err = errno;
+    std::string location;
+    {
+      std::lock_guard<std::mutex> lock(st.lock);
+      location = st.settings.location;
+    }
+    post_write_error(self, location, err);
+    gst_event_unref(event);
+    return FALSE;
+  }
   return GST_BASE_TRANSFORM_CLASS(gst_torchmetaconvert_parent_class)->sink_event(trans, event);
 }
 
@@ -176,8 +209,7 @@ static GstFlowReturn gst_torchmetaconvert_transform_ip(GstBaseTransform* trans, 
     const std::string line = to_json_line(r, s.include_tensors, s.max_tensor_elements) + "\n";
     if (std::fwrite(line.data(), 1, line.size(), st.out) != line.size() ||
         std::fflush(st.out) != 0) {
-      GST_ELEMENT_ERROR(self, RESOURCE, WRITE,
-                        ("Could not write results to '%s'.", s.location.c_str()), GST_ERROR_SYSTEM);
+      post_write_error(self, s.location, errno);
       return GST_FLOW_ERROR;
     }
     std::lock_guard<std::mutex> lock(st.lock);

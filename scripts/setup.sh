@@ -14,7 +14,7 @@ PACKAGES=(
   gstreamer1.0-plugins-bad libgstrtspserver-1.0-dev  # RTSP: openh264enc/dec, h264parse; gst-rtsp-server
   libopencv-dev libtorch-dev libdnnl-dev nlohmann-json3-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libmosquitto-dev mosquitto
+  libmosquitto-dev mosquitto mosquitto-clients  # mosquitto_sub in docs/elements.md
   python3-torch python3-torchvision python3-numpy python3-pil
   python3-opencv python3-matplotlib  # tests/bench/compare.sh: naive Python baseline, plots
 )

@@ -2,12 +2,14 @@
 
 #include <sys/stat.h>
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
 #include "common/error.h"
+#include "common/file_check.h"
+#include "common/json_file.h"
+#include "common/utf8.h"
 
 namespace torchinfer {
 namespace {
@@ -15,15 +17,24 @@ namespace {
 using nlohmann::json;
 
 constexpr int kMaxInputSide = 8192;
+// ImageNet's 1000 labels take 21 kB.
+constexpr std::size_t kMaxLabelsFileBytes = 4u << 20;
 
 [[noreturn]] void fail(const std::string& origin, const std::string& field,
                        const std::string& what) {
   throw Error(ErrorKind::kConfigInvalid, origin + ": field '" + field + "': " + what);
 }
 
-bool file_exists(const std::string& path) {
+// Anything at the path counts (stat never blocks): a FIFO or directory named
+// like the sidecar then fails loudly instead of being skipped in silence.
+bool path_exists(const std::string& path) {
   struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+// A value quoted in an error: short, and valid UTF-8 whatever the file held.
+std::string quote(const json& v) {
+  return printable(v.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 std::string dir_of(const std::string& path) {
@@ -45,7 +56,7 @@ std::vector<float> get_floats(const json& j, const std::string& key, const std::
     out.push_back(v.get<float>());
   } else if (v.is_array() && !v.empty() && v.size() <= 3) {
     for (const auto& e : v) {
-      if (!e.is_number()) fail(origin, key, "expected numbers, found " + e.dump());
+      if (!e.is_number()) fail(origin, key, "expected numbers, found " + quote(e));
       out.push_back(e.get<float>());
     }
   } else {
@@ -63,7 +74,7 @@ E get_enum(const json& j, const std::string& key, const std::string& origin,
     if (v.is_string() && v.get<std::string>() == c.first) return c.second;
     allowed += allowed.empty() ? c.first : std::string(", ") + c.first;
   }
-  fail(origin, key, "expected one of " + allowed + ", found " + v.dump());
+  fail(origin, key, "expected one of " + allowed + ", found " + quote(v));
 }
 
 std::vector<float> broadcast(const std::vector<float>& v, int channels, const char* what) {
@@ -156,6 +167,8 @@ void ModelConfig::set_scale_offset(float scale, const std::vector<float>& offset
   auto o = broadcast(offset, c, "offset");
   if (!std::isfinite(scale) || scale == 0.f)
     throw Error(ErrorKind::kConfigInvalid, "scale must be a finite non-zero number");
+  for (float v : o)
+    if (!std::isfinite(v)) throw Error(ErrorKind::kConfigInvalid, "offset must be finite");
   for (int i = 0; i < c; ++i) {
     alpha[i] = scale;
     beta[i] = o[i];
@@ -186,12 +199,17 @@ std::vector<float> parse_float_list(const std::string& text) {
 }
 
 std::vector<std::string> read_labels_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(ErrorKind::kNotFound, "labels file '" + path + "' cannot be read");
+  const std::string text = read_regular_file(path, "labels file", kMaxLabelsFileBytes);
   std::vector<std::string> labels;
+  std::stringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    // Labels go into GstStructures and JSON, which both require UTF-8.
+    if (!is_valid_utf8(line))
+      throw Error(ErrorKind::kConfigInvalid,
+                  "labels file '" + path + "' line " + std::to_string(labels.size() + 1) +
+                      " is not valid UTF-8 (\"" + printable(line) + "\"); save the file as UTF-8");
     labels.push_back(line);
   }
   while (!labels.empty() && labels.back().empty()) labels.pop_back();
@@ -200,12 +218,7 @@ std::vector<std::string> read_labels_file(const std::string& path) {
 }
 
 ModelConfig parse_model_config_text(const std::string& text, const std::string& origin) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw Error(ErrorKind::kConfigInvalid, origin + ": not valid JSON (" + e.what() + ")");
-  }
+  const json j = parse_json(text, origin);
   if (!j.is_object()) throw Error(ErrorKind::kConfigInvalid, origin + ": expected a JSON object");
 
   // clang-format off
@@ -222,7 +235,7 @@ ModelConfig parse_model_config_text(const std::string& text, const std::string& 
     // Keys starting with '_' are comments; anything else unknown is most
     // likely a typo that would otherwise be silently ignored on the line.
     if (!known.count(item.key()) && item.key().rfind('_', 0) != 0)
-      fail(origin, item.key(), "unknown field");
+      fail(origin, printable(item.key()), "unknown field");
   }
 
   ModelConfig cfg;
@@ -331,7 +344,7 @@ ModelConfig parse_model_config_text(const std::string& text, const std::string& 
       }
     } else if (v.is_array()) {
       for (const auto& e : v) {
-        if (!e.is_string()) fail(origin, "labels", "expected strings, found " + e.dump());
+        if (!e.is_string()) fail(origin, "labels", "expected strings, found " + quote(e));
         cfg.labels.push_back(e.get<std::string>());
       }
     } else {
@@ -342,11 +355,7 @@ ModelConfig parse_model_config_text(const std::string& text, const std::string& 
 }
 
 ModelConfig parse_model_config(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(ErrorKind::kNotFound, "model config '" + path + "' cannot be read");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_model_config_text(ss.str(), path);
+  return parse_model_config_text(read_regular_file(path, "model config", kMaxJsonFileBytes), path);
 }
 
 std::string default_sidecar_path(const std::string& model_path) {
@@ -357,7 +366,7 @@ std::string default_sidecar_path(const std::string& model_path) {
     candidates.push_back(model_path.substr(0, dot) + ".json");
   candidates.push_back(model_path + ".json");
   for (const auto& c : candidates)
-    if (file_exists(c)) return c;
+    if (path_exists(c)) return c;
   return {};
 }
 

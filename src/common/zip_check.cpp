@@ -1,14 +1,18 @@
 #include "common/zip_check.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <vector>
 
 #include "common/error.h"
+#include "common/file_check.h"
+#include "common/utf8.h"
 
 namespace torchinfer {
 namespace {
@@ -18,6 +22,12 @@ constexpr std::uint32_t kZip64LocatorSig = 0x07064b50;
 constexpr std::uint32_t kZip64EocdSig = 0x06064b50;
 constexpr std::uint32_t kCentralSig = 0x02014b50;
 constexpr std::uint32_t kLocalSig = 0x04034b50;
+constexpr std::uint64_t kStored = 0, kDeflated = 8;
+constexpr std::size_t kChunk = 1 << 20;
+
+const char* const kExportHint =
+    "export the model as TorchScript with models/export.py, or torch.jit.trace/torch.jit.script "
+    "followed by torch.jit.save";
 
 std::uint64_t le(const unsigned char* p, int n) {
   std::uint64_t v = 0;
@@ -27,16 +37,12 @@ std::uint64_t le(const unsigned char* p, int n) {
 
 class Archive {
  public:
-  explicit Archive(const std::string& path) : path_(path), in_(path, std::ios::binary) {
+  explicit Archive(const std::string& path)
+      : path_(path), fd_(open_regular_file(path, "Model file")) {
     struct stat st;
-    if (::stat(path.c_str(), &st) != 0)
-      throw Error(ErrorKind::kNotFound, "Model file '" + path + "' not found");
-    if (!S_ISREG(st.st_mode))
-      throw Error(ErrorKind::kNotFound, "Model path '" + path + "' is not a file");
-    if (!in_)
-      throw Error(ErrorKind::kNotFound, "Model file '" + path + "' cannot be read (permissions?)");
-    in_.seekg(0, std::ios::end);
-    size_ = static_cast<std::uint64_t>(in_.tellg());
+    if (::fstat(fd_.get(), &st) != 0)
+      throw Error(ErrorKind::kNotFound, "Model file '" + path + "' cannot be read");
+    size_ = static_cast<std::uint64_t>(st.st_size);
   }
 
   [[noreturn]] void corrupt(const std::string& why) const {
@@ -44,43 +50,103 @@ class Archive {
                 "Model file '" + path_ + "' is corrupt or not a TorchScript archive: " + why);
   }
 
-  std::vector<unsigned char> read(std::uint64_t offset, std::uint64_t n) {
+  void check_range(std::uint64_t offset, std::uint64_t n, const std::string& entry) const {
     if (offset > size_ || n > size_ - offset)
-      corrupt("truncated (an entry points past the end of the file)");
+      corrupt(entry.empty()
+                  ? "truncated (the zip directory points past the end of the file)"
+                  : "entry '" + entry + "' is truncated (it runs past the end of the file)");
+  }
+
+  void read_into(std::uint64_t offset, unsigned char* out, std::size_t n) {
+    while (n > 0) {
+      const ssize_t got = ::pread(fd_.get(), out, n, static_cast<off_t>(offset));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) corrupt(got == 0 ? "the file shrank while being read" : "read error");
+      out += got, offset += static_cast<std::uint64_t>(got), n -= static_cast<std::size_t>(got);
+    }
+  }
+
+  std::vector<unsigned char> read(std::uint64_t offset, std::uint64_t n,
+                                  const std::string& entry = {}) {
+    check_range(offset, n, entry);
     std::vector<unsigned char> buf(n);
-    in_.seekg(static_cast<std::streamoff>(offset));
-    in_.read(reinterpret_cast<char*>(buf.data()), static_cast<std::streamsize>(n));
-    if (!in_) corrupt("read error");
+    read_into(offset, buf.data(), buf.size());
     return buf;
   }
 
-  std::uint32_t crc_of(std::uint64_t offset, std::uint64_t n) {
-    if (offset > size_ || n > size_ - offset)
-      corrupt("truncated (an entry points past the end of the file)");
-    in_.seekg(static_cast<std::streamoff>(offset));
-    std::vector<char> buf(1 << 20);
+  std::uint32_t crc_of_stored(std::uint64_t offset, std::uint64_t n, const std::string& name) {
+    check_range(offset, n, name);
+    std::vector<unsigned char> buf(static_cast<std::size_t>(std::min<std::uint64_t>(n, kChunk)));
     uLong crc = crc32(0L, Z_NULL, 0);
     while (n > 0) {
       const std::size_t chunk = static_cast<std::size_t>(std::min<std::uint64_t>(n, buf.size()));
-      in_.read(buf.data(), static_cast<std::streamsize>(chunk));
-      if (!in_) corrupt("read error");
-      crc = crc32(crc, reinterpret_cast<const Bytef*>(buf.data()), static_cast<uInt>(chunk));
-      n -= chunk;
+      read_into(offset, buf.data(), chunk);
+      crc = crc32(crc, buf.data(), static_cast<uInt>(chunk));
+      offset += chunk, n -= chunk;
     }
     return static_cast<std::uint32_t>(crc);
+  }
+
+  // Inflates a deflated entry in chunks (memory stays bounded whatever the
+  // sizes claim) and checks what comes out against the directory.
+  void check_deflated(std::uint64_t offset, std::uint64_t comp, std::uint64_t uncomp,
+                      std::uint32_t crc_expected, const std::string& name) {
+    check_range(offset, comp, name);
+    z_stream zs{};
+    if (inflateInit2(&zs, -MAX_WBITS) != Z_OK) corrupt("zlib cannot be initialised");
+    struct End {
+      z_stream* z;
+      ~End() { inflateEnd(z); }
+    } end{&zs};
+    std::vector<unsigned char> in(static_cast<std::size_t>(std::min<std::uint64_t>(comp, kChunk)));
+    std::vector<unsigned char> out(kChunk);
+    uLong crc = crc32(0L, Z_NULL, 0);
+    std::uint64_t consumed = 0, produced = 0;
+    int rc = Z_OK;
+    while (rc != Z_STREAM_END) {
+      if (zs.avail_in == 0) {
+        if (consumed == comp)
+          corrupt("entry '" + name + "' is cut short (deflate data ends early)");
+        const std::size_t n =
+            static_cast<std::size_t>(std::min<std::uint64_t>(comp - consumed, in.size()));
+        read_into(offset + consumed, in.data(), n);
+        consumed += n;
+        zs.next_in = in.data();
+        zs.avail_in = static_cast<uInt>(n);
+      }
+      zs.next_out = out.data();
+      zs.avail_out = static_cast<uInt>(out.size());
+      rc = inflate(&zs, Z_NO_FLUSH);
+      if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR)
+        corrupt("entry '" + name + "' does not inflate (damaged deflate data)");
+      const std::size_t n = out.size() - zs.avail_out;
+      if (n > uncomp - produced) corrupt("entry '" + name + "' inflates to more than its size");
+      crc = crc32(crc, out.data(), static_cast<uInt>(n));
+      produced += n;
+      if (rc == Z_BUF_ERROR && n == 0 && zs.avail_in != 0)
+        corrupt("entry '" + name + "' does not inflate (damaged deflate data)");
+    }
+    if (produced != uncomp || consumed - zs.avail_in != comp)
+      corrupt("inconsistent sizes for '" + name + "'");
+    if (static_cast<std::uint32_t>(crc) != crc_expected)
+      corrupt("checksum mismatch in '" + name + "'");
   }
 
   std::uint64_t size() const { return size_; }
 
  private:
   std::string path_;
-  std::ifstream in_;
+  FileDescriptor fd_;
   std::uint64_t size_ = 0;
 };
 
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
 }  // namespace
 
-void verify_zip_archive(const std::string& path) {
+std::vector<std::string> verify_zip_archive(const std::string& path) {
   Archive a(path);
   if (a.size() < 22) a.corrupt(a.size() == 0 ? "the file is empty" : "too short");
 
@@ -94,7 +160,18 @@ void verify_zip_archive(const std::string& path) {
       break;
     }
   }
-  if (eocd < 0) a.corrupt("no zip directory found (truncated or not a TorchScript file)");
+  if (eocd < 0) {
+    // torch.save() before PyTorch 1.6 (or _use_new_zipfile_serialization=False)
+    // wrote a bare pickle: protocol opcode 0x80 first.
+    unsigned char first = 0;
+    a.read_into(0, &first, 1);
+    if (first == 0x80)
+      throw Error(ErrorKind::kModelInvalid, "Model file '" + path +
+                                                "' is a pickle written by torch.save(), not "
+                                                "TorchScript: " +
+                                                kExportHint);
+    a.corrupt("no zip directory found (truncated or not a TorchScript file)");
+  }
   std::uint64_t entries = le(&tail[eocd + 10], 2);
   std::uint64_t cd_size = le(&tail[eocd + 12], 4);
   std::uint64_t cd_offset = le(&tail[eocd + 16], 4);
@@ -109,6 +186,7 @@ void verify_zip_archive(const std::string& path) {
   if (entries == 0) a.corrupt("the archive is empty");
   const auto cd = a.read(cd_offset, cd_size);
 
+  std::vector<std::string> names;
   std::uint64_t pos = 0;
   for (std::uint64_t e = 0; e < entries; ++e) {
     if (pos + 46 > cd.size() || le(&cd[pos], 4) != kCentralSig) a.corrupt("damaged zip directory");
@@ -120,11 +198,13 @@ void verify_zip_archive(const std::string& path) {
     const auto name_len = le(h + 28, 2), extra_len = le(h + 30, 2), comment_len = le(h + 32, 2);
     std::uint64_t local = le(h + 42, 4);
     if (pos + 46 + name_len + extra_len > cd.size()) a.corrupt("damaged zip directory");
-    const std::string name(reinterpret_cast<const char*>(h + 46), name_len);
+    const std::string raw_name(reinterpret_cast<const char*>(h + 46), name_len);
+    const std::string name = printable(raw_name, 200);
     // Zip64 extended sizes/offset, in the order the spec lists them.
     for (std::uint64_t x = 0; x + 4 <= extra_len;) {
       const unsigned char* ex = h + 46 + name_len + x;
       const auto id = le(ex, 2), len = le(ex + 2, 2);
+      if (x + 4 + len > extra_len) break;
       if (id == 0x0001) {
         std::uint64_t f = 4;
         if (uncomp == 0xFFFFFFFF && f + 8 <= 4 + len) uncomp = le(ex + f, 8), f += 8;
@@ -133,18 +213,61 @@ void verify_zip_archive(const std::string& path) {
       }
       x += 4 + len;
     }
-    const auto lh = a.read(local, 30);
+    const auto lh = a.read(local, 30, name);
     if (le(lh.data(), 4) != kLocalSig) a.corrupt("damaged entry header for '" + name + "'");
-    const std::uint64_t data = local + 30 + le(&lh[26], 2) + le(&lh[28], 2);
-    // PyTorch stores entries uncompressed; others we can only bounds-check.
-    if (method == 0) {
+    const std::uint64_t local_name_len = le(&lh[26], 2);
+    // Readers differ in which header they trust; both must say the same.
+    if (local_name_len != name_len ||
+        a.read(local + 30, local_name_len, name) !=
+            std::vector<unsigned char>(raw_name.begin(), raw_name.end()) ||
+        le(&lh[8], 2) != method)
+      a.corrupt("entry '" + name + "': its local header disagrees with the zip directory");
+    // Without a trailing data descriptor (flag bit 3) the local header
+    // repeats CRC and sizes; a reader trusting it must see the same values.
+    const auto flags = le(&lh[6], 2);
+    const auto lcomp = le(&lh[18], 4), luncomp = le(&lh[22], 4);
+    if (!(flags & 0x8) && (le(&lh[14], 4) != crc || (lcomp != 0xFFFFFFFF && lcomp != comp) ||
+                           (luncomp != 0xFFFFFFFF && luncomp != uncomp)))
+      a.corrupt("entry '" + name + "': its local header disagrees with the zip directory");
+    if (flags & 0x1) a.corrupt("entry '" + name + "' is encrypted");
+    const std::uint64_t data = local + 30 + local_name_len + le(&lh[28], 2);
+    if (method == kStored) {
       if (comp != uncomp) a.corrupt("inconsistent sizes for '" + name + "'");
-      if (a.crc_of(data, comp) != crc) a.corrupt("checksum mismatch in '" + name + "'");
-    } else if (data > a.size() || comp > a.size() - data) {
-      a.corrupt("truncated entry '" + name + "'");
+      if (a.crc_of_stored(data, comp, name) != crc)
+        a.corrupt("checksum mismatch in '" + name + "'");
+    } else if (method == kDeflated) {
+      a.check_deflated(data, comp, uncomp, crc, name);
+    } else {
+      a.corrupt("entry '" + name + "' uses compression method " + std::to_string(method) +
+                " (only stored and deflated entries can be checked)");
     }
+    names.push_back(raw_name);
     pos += 46 + name_len + extra_len + comment_len;
   }
+  return names;
+}
+
+void check_torchscript_layout(const std::string& path, const std::vector<std::string>& entries) {
+  auto has = [&](const char* tail) {
+    return std::any_of(entries.begin(), entries.end(),
+                       [&](const std::string& n) { return ends_with(n, tail); });
+  };
+  // torch.save() of a state_dict or of a whole nn.Module: pickled tensors
+  // and class references, but no compiled code or constants.
+  if (has("/data.pkl") && !has("/constants.pkl") &&
+      !std::any_of(entries.begin(), entries.end(),
+                   [](const std::string& n) { return n.find("/code/") != std::string::npos; }))
+    throw Error(ErrorKind::kModelInvalid,
+                "Model file '" + path +
+                    "' was written by torch.save() (a state_dict or pickled nn.Module), not "
+                    "TorchScript: " +
+                    kExportHint);
+  if (!has("/version"))
+    throw Error(ErrorKind::kModelInvalid,
+                "Model file '" + path +
+                    "' is a zip archive without the 'version' record every TorchScript file has: "
+                    "it was not written by torch.jit.save; " +
+                    kExportHint);
 }
 
 }  // namespace torchinfer

@@ -4,11 +4,21 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace torchinfer {
 
-// Throws Error(kNotFound) if unreadable, Error(kModelInvalid) naming the file
-// and the damaged entry if the archive is truncated or an entry's CRC differs.
-void verify_zip_archive(const std::string& path);
+// Verifies every entry: stored ones by CRC-32, deflated ones by inflating
+// them (streaming) and checking CRC-32 and both sizes; any other compression
+// method, or a local header that disagrees with the directory, is refused.
+// Returns the entry names in directory order. Throws Error(kNotFound) if the
+// file is missing, unreadable or not a regular file (never blocks on a FIFO),
+// Error(kModelInvalid) naming the file and the damaged entry otherwise.
+std::vector<std::string> verify_zip_archive(const std::string& path);
+
+// Given a verified archive's entries, refuses what is a zip but not a
+// TorchScript file (a torch.save() pickle, no `version` record) with a
+// sentence saying how to make one. Error(kModelInvalid).
+void check_torchscript_layout(const std::string& path, const std::vector<std::string>& entries);
 
 }  // namespace torchinfer

@@ -21,6 +21,7 @@
 
 #include "common/cpu_set.h"
 #include "common/error.h"
+#include "common/memory_error.h"
 #include "common/sysinfo.h"
 #include "common/zip_check.h"
 #include "engine/input_quant.h"
@@ -50,6 +51,32 @@ std::string message_of(const std::exception& e) {
   }
   while (!out.empty() && out.back() == ' ') out.pop_back();
   return out;
+}
+
+// libtorch's reasons for refusing a file (written for its developers) turned
+// into what the operator should do; libtorch's text follows for reference.
+std::string load_failure(const std::string& path, std::string why) {
+  const std::string file = "model file '" + path + "'";
+  const std::string export_hint =
+      "export it with models/export.py, or torch.jit.trace/torch.jit.script + torch.jit.save";
+  if (why.find("required keyword attribute") != std::string::npos)
+    return file +
+           " was saved after torch.jit.optimize_for_inference (or torch.jit.freeze) in Python, "
+           "which libtorch cannot load: save the traced or scripted model before optimising it "
+           "(torchinfer optimises at load) (libtorch: " +
+           why + ")";
+  if (why.find("constants.pkl") != std::string::npos)
+    return file + " is not TorchScript (a torch.save() file?): " + export_hint +
+           " (libtorch: " + why + ")";
+  if (why.find("INTERNAL ASSERT FAILED") != std::string::npos) {
+    // libtorch asks the user to report a bug; the file is what is wrong.
+    const auto cut = why.find("please report a bug");
+    if (cut != std::string::npos) why = why.substr(0, cut);
+    while (!why.empty() && (why.back() == ' ' || why.back() == '.')) why.pop_back();
+    return file + " is damaged or was not written by torch.jit.save, so libtorch cannot read it: " +
+           export_hint + " again (libtorch: " + why + ")";
+  }
+  return file + " could not be loaded as TorchScript: " + export_hint + " (libtorch: " + why + ")";
 }
 
 DType dtype_of(const at::Tensor& t) {
@@ -489,25 +516,29 @@ struct Engine::Impl {
   }
 
   void warm_up_at(const std::string& path, int b) {
-    std::vector<float> zeros(
-        static_cast<std::size_t>(b) * opts.input_height * opts.input_width * opts.channels, 0.f);
     const std::string shape =
         opts.input_nhwc
             ? std::to_string(b) + "x" + std::to_string(opts.input_height) + "x" +
                   std::to_string(opts.input_width) + "x" + std::to_string(opts.channels) + " (NHWC)"
             : std::to_string(b) + "x" + std::to_string(opts.channels) + "x" +
                   std::to_string(opts.input_height) + "x" + std::to_string(opts.input_width);
-    for (int i = 0; i < std::max(1, opts.warmup_runs); ++i) {
-      try {
-        forward(zeros.data(), b);
-      } catch (const Error& e) {
-        throw Error(ErrorKind::kModelInvalid, "model '" + path + "': " + e.what());
-      } catch (const std::exception& e) {
-        throw Error(ErrorKind::kModelInvalid,
-                    "model '" + path + "' fails on a " + shape +
-                        " input (check input_width/input_height/channel_order/input_layout): " +
-                        message_of(e));
+    try {
+      std::vector<float> zeros(
+          static_cast<std::size_t>(b) * opts.input_height * opts.input_width * opts.channels, 0.f);
+      for (int i = 0; i < std::max(1, opts.warmup_runs); ++i) forward(zeros.data(), b);
+    } catch (const std::exception& e) {
+      // Checked first: libtorch's allocator error may arrive wrapped in an Error.
+      if (is_out_of_memory(e)) {
+        const Error oom = input_too_large(opts.input_width, opts.input_height, opts.channels, b,
+                                          opts.input_uint8 ? 1 : 4, e);
+        throw Error(oom.kind(), "model '" + path + "': " + oom.what());
       }
+      if (dynamic_cast<const Error*>(&e))
+        throw Error(ErrorKind::kModelInvalid, "model '" + path + "': " + e.what());
+      throw Error(ErrorKind::kModelInvalid,
+                  "model '" + path + "' fails on a " + shape +
+                      " input (check input_width/input_height/channel_order/input_layout): " +
+                      message_of(e));
     }
   }
 
@@ -622,12 +653,11 @@ struct Engine::Impl {
       at::globalContext().setQEngine(at::QEngine::ONEDNN);
     info.qengine = qengine_name(at::globalContext().qEngine());
 
-    verify_zip_archive(path);
+    check_torchscript_layout(path, verify_zip_archive(path));
     try {
       module = torch::jit::load(path, torch::kCPU);
     } catch (const std::exception& e) {
-      throw Error(ErrorKind::kModelInvalid,
-                  "model file '" + path + "' could not be loaded: " + message_of(e));
+      throw Error(ErrorKind::kModelInvalid, load_failure(path, message_of(e)));
     }
     module.eval();
 

@@ -2,6 +2,8 @@
 
 #include "common/aligned_buffer.h"
 
+#include "common/memory_error.h"
+
 namespace torchinfer {
 
 std::shared_ptr<const LoadedModel> load_model(EngineOptions options, const ModelConfig& config,
@@ -22,8 +24,15 @@ std::shared_ptr<const LoadedModel> load_model(EngineOptions options, const Model
   m->run = [e](const void* input, int batch) { return e->run(input, batch); };
   m->first_touch = [e](void* data, std::size_t bytes) { e->first_touch(data, bytes); };
 
-  const AlignedBuffer zeros(m->slot_bytes * static_cast<std::size_t>(batch_size));
-  m->batch_ms = engine->run(zeros.data(), batch_size)->inference_ms();
+  try {
+    const AlignedBuffer zeros(m->slot_bytes * static_cast<std::size_t>(batch_size));
+    m->batch_ms = engine->run(zeros.data(), batch_size)->inference_ms();
+  } catch (const std::exception& e) {
+    if (!is_out_of_memory(e)) throw;
+    const Error oom = input_too_large(config.input_width, config.input_height, config.channels(),
+                                      batch_size, config.input_uint8 ? 1 : 4, e);
+    throw Error(oom.kind(), "model '" + options.model_path + "': " + oom.what());
+  }
   return m;
 }
 

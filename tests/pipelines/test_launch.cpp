@@ -2,6 +2,7 @@
 // them: exit codes, what is printed, and the JSON written.
 #include <glib.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -9,6 +10,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "test_paths.h"
 
@@ -417,4 +421,41 @@ TEST(Detection, PythonExampleReadsTheRoiMetas) {
                        "128, 96)"),
             std::string::npos)
       << r.out;
+}
+
+// Hostile files through gst-launch as a user runs it: the process must end
+// with one readable error, not a crash (deep JSON) or a hang (FIFO model).
+TEST(LaunchErrors, HostileFilesAreOneReadableLine) {
+  const std::string dir = temp_dir() + "launch_hostile";
+  g_mkdir_with_parents(dir.c_str(), 0755);
+  const std::string deep = dir + "/deep.json";
+  std::ofstream(deep) << "{\"mean\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  const std::string fifo = dir + "/fifo.pt";
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"model=" + model_path("tiny_classifier.pt") + " model-config=" + deep,
+       deep + ": nested deeper than 64 levels"},
+      {"model=" + fifo, "Model file '" + fifo + "' is not a regular file"},
+  };
+  for (const auto& [props, message] : cases) {
+    const Result r =
+        run(split_launch("videotestsrc num-buffers=2 ! torchinfer " + props + " ! fakesink"));
+    EXPECT_FALSE(r.signalled) << props;
+    EXPECT_NE(r.exit_code, 0) << props;
+    EXPECT_EQ(count_lines_starting(r.err + r.out, "ERROR: from element"), 1) << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+  }
+}
+
+// torchmetaconvert on a full disk: the run fails and says why.
+TEST(LaunchErrors, ResultsOnAFullDiskFailTheRun) {
+  const Result r = run(split_launch(
+      "videotestsrc num-buffers=3 ! video/x-raw,width=64,height=48 ! torchinfer model=" +
+      model_path("tiny_classifier.pt") + " ! torchmetaconvert location=/dev/full ! fakesink"));
+  EXPECT_FALSE(r.signalled);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("Could not write results to '/dev/full': No space left on device"),
+            std::string::npos)
+      << r.err;
 }

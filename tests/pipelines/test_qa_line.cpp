@@ -271,3 +271,39 @@ TEST(QaLineErrors, UnwritableOutputExitsOne) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("cannot write /nonexistent/d.jsonl"), std::string::npos) << r.err;
 }
+
+// A full disk loses every pass/reject line: that is an error, not a run
+// that prints its counts and exits 0.
+TEST(QaLineErrors, FullDiskIsAnErrorNotLostDecisions) {
+  const Result r =
+      run({app(), "--clip", clip(), "--model", model(), "--quiet", "--output", "/dev/full"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("qa-line: error: cannot write decisions to /dev/full: No space left on "
+                       "device; stopping"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("qa-line: error: decisions were lost (output not written); exit status 1"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+// A sidecar beside the model nested 100k levels deep (it used to crash the
+// app before the pipeline ran): one line naming the file, exit 2.
+TEST(QaLineErrors, HostileSidecarIsNamed) {
+  const std::string dir = testing::TempDir() + "qa_hostile";
+  g_mkdir_with_parents(dir.c_str(), 0755);
+  const std::string m = dir + "/net.pt";
+  {
+    std::ifstream in(model(), std::ios::binary);
+    std::ofstream(m, std::ios::binary) << in.rdbuf();
+    std::ofstream(dir + "/net.json")
+        << "{\"labels\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  }
+  const Result r = run({app(), "--clip", clip(), "--model", m});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(
+      r.err.find("qa-line: model config '" + dir + "/net.json': nested deeper than 64 levels"),
+      std::string::npos)
+      << r.err;
+}

@@ -239,7 +239,14 @@ TEST(RtspErrors, ClientRejectsBadInputBeforeConnecting) {
        2,
        "bad decode description 'rtph264depay ! nosuchdecoder': no element \"nosuchdecoder\""},
       {{"--url", url(1), "--analysis", "torchinfer ! ! fakesink"}, 2, "bad analysis description"},
-      {{"--url", url(1), "--stall-timeout", "0"}, 2, "--stall-timeout must be > 0"},
+      {{"--url", url(1), "--stall-timeout", "0"}, 2, "--stall-timeout 0 is out of range"},
+      // GLib's double options take nan/inf; none of them is a duration.
+      {{"--url", url(1), "--stall-timeout", "nan"}, 2, "--stall-timeout nan is out of range"},
+      {{"--url", url(1), "--max-backoff", "inf"}, 2, "--max-backoff inf is out of range"},
+      {{"--url", url(1), "--max-backoff", "0.1"}, 2, "--max-backoff 0.1 is out of range"},
+      {{"--url", url(1), "--latency", "-5"}, 2, "--latency -5 is out of range"},
+      {{"--url", url(1), "--max-frames", "-1"}, 2, "--max-frames -1 is out of range"},
+      {{"--url", url(1), "--duration", "-2"}, 2, "--duration -2 is out of range"},
       {{"--url", url(1), "--model", "/nonexistent/m.pt"},
        1,
        "error: analysis pipeline: Model file '/nonexistent/m.pt' not found"},
@@ -271,8 +278,13 @@ TEST(RtspErrors, ServerRejectsBadInput) {
       {{"--pipeline", "videotestsrc ! openh264enc ! rtph264pay"},
        "--pipeline needs an RTP payloader named pay0"},
       {{"--model", "/nonexistent/m.pt"}, "error: model '/nonexistent/m.pt' not found"},
-      {{"--mount", "stream"}, "--mount /PATH"},
-      {{"--port", "70000"}, "--port 0..65535"},
+      {{"--mount", "stream"}, "--mount 'stream' must start with '/'"},
+      {{"--port", "70000"}, "--port 70000 is out of range: give an integer from 0 to 65535"},
+      {{"--port", "-1"}, "--port -1 is out of range"},
+      {{"--width", "8"}, "--width 8 is out of range: give an integer from 16 to 8192"},
+      {{"--height", "100000"}, "--height 100000 is out of range"},
+      {{"--fps", "0"}, "--fps 0 is out of range"},
+      {{"--fps", "-30"}, "--fps -30 is out of range"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> argv{server_bin(), "--port", port};

@@ -7,7 +7,11 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "test_paths.h"
 
@@ -90,8 +94,9 @@ TEST(SelfCheckErrors, MissingModel) {
 }
 
 TEST(SelfCheckErrors, BadArguments) {
-  EXPECT_EQ(run(selfcheck("--precision fp16")).code, 64);
-  EXPECT_EQ(run(selfcheck("--bogus")).code, 64);
+  // 2, as every app for a bad command line.
+  EXPECT_EQ(run(selfcheck("--precision fp16")).code, 2);
+  EXPECT_EQ(run(selfcheck("--bogus")).code, 2);
 }
 
 TEST(DumpFrames, WritesPreprocessedNhwcFloats) {
@@ -122,7 +127,7 @@ TEST(DumpFramesErrors, MissingClipAndArguments) {
                        torchinfer::test::model_path("tiny_classifier.pt") + " --out " +
                        testing::TempDir() + "none.raw");
   EXPECT_EQ(r.code, 1) << r.out;
-  EXPECT_EQ(run(tool("TORCHINFER_DUMP_FRAMES") + " --clip x.mkv").code, 64);
+  EXPECT_EQ(run(tool("TORCHINFER_DUMP_FRAMES") + " --clip x.mkv").code, 2);
 }
 
 // ---- models/quantize.py ----------------------------------------------------
@@ -217,4 +222,137 @@ TEST(QuantizeErrors, ForceWritesAFlaggedModel) {
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("WARNING: writing an int8 model that FAILED"), std::string::npos) << r.out;
   EXPECT_EQ(read_json(dir + "/r6.json").at("quantization").at("forced"), true);
+}
+
+// ---- tools the documentation runs ------------------------------------------
+
+namespace {
+
+std::vector<std::string> documentation_files() {
+  namespace fs = std::filesystem;
+  const fs::path root = source_root();
+  std::vector<std::string> files = {"README.md", "models/README.md", "pipelines/README.md"};
+  for (const auto& e : fs::directory_iterator(root / "docs"))
+    if (e.path().extension() == ".md") files.push_back("docs/" + e.path().filename().string());
+  return files;
+}
+
+std::string first_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+}  // namespace
+
+// A line of the docs that starts with a repository script runs it directly:
+// it must be executable and name the interpreter that has torch (the python3
+// first on PATH has none). `python3 x.py` would pick that other one.
+TEST(Docs, ScriptsTheDocsRunAreExecutableWithTheRightInterpreter) {
+  namespace fs = std::filesystem;
+  const std::regex direct(
+      R"(^\s*(?:\$\s+)?(?:\./)?((?:models|pipelines|scripts|tests)/[\w/.-]+\.(?:py|sh))\b)");
+  const std::regex bare_python(R"((?:^|[\s`(])python3?\s+[\w/.-]+\.py)");
+  int scripts = 0;
+  std::set<std::string> seen;
+  for (const auto& doc : documentation_files()) {
+    std::ifstream in(source_root() + "/" + doc);
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n) {
+      EXPECT_FALSE(std::regex_search(line, bare_python))
+          << doc << ":" << n << " runs a script with python3 from PATH (no torch there); use "
+          << "/usr/bin/python3 or run the script itself: " << line;
+      std::smatch m;
+      if (!std::regex_search(line, m, direct)) continue;
+      const std::string rel = m[1].str();
+      const std::string path = source_root() + "/" + rel;
+      ASSERT_TRUE(fs::is_regular_file(path)) << doc << ":" << n << " runs missing " << rel;
+      if (!seen.insert(rel).second) continue;
+      ++scripts;
+      EXPECT_NE(fs::status(path).permissions() & fs::perms::owner_exec, fs::perms::none)
+          << doc << ":" << n << " runs " << rel << ", which is not executable";
+      if (rel.size() > 3 && rel.compare(rel.size() - 3, 3, ".py") == 0)
+        EXPECT_EQ(first_line(path), "#!/usr/bin/python3") << rel;
+      else
+        EXPECT_EQ(first_line(path).rfind("#!", 0), 0u) << rel;
+    }
+  }
+  // export.py, quantize.py, the demo's generators and trainers, eval_detector.py.
+  EXPECT_GE(scripts, 9);
+  EXPECT_TRUE(seen.count("models/quantize.py"));
+}
+
+// The docs' MQTT example subscribes with mosquitto_sub.
+TEST(Docs, SetupInstallsTheClientsTheDocsUse) {
+  std::ifstream in(source_root() + "/scripts/setup.sh");
+  const std::string setup{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  bool docs_use_sub = false;
+  for (const auto& doc : documentation_files()) {
+    std::ifstream d(source_root() + "/" + doc);
+    const std::string text{std::istreambuf_iterator<char>(d), std::istreambuf_iterator<char>()};
+    docs_use_sub = docs_use_sub || text.find("mosquitto_sub") != std::string::npos;
+  }
+  ASSERT_TRUE(docs_use_sub);
+  EXPECT_NE(setup.find(" mosquitto-clients"), std::string::npos);
+}
+
+// ---- bad numbers on the command line ----------------------------------------
+
+TEST(SelfCheckErrors, OutOfRangeThreadsExitTwo) {
+  for (const char* bad : {"-5", "abc", "2x", "", "1025", "99999999999999999999"}) {
+    const Result r = run(selfcheck(std::string("--threads '") + bad + "'"));
+    EXPECT_EQ(r.code, 2) << bad << ": " << r.out;
+    EXPECT_NE(r.out.find("error: --threads '" + std::string(bad) +
+                         "' is out of range: give an integer from 0 to 1024"),
+              std::string::npos)
+        << r.out;
+    EXPECT_EQ(r.out.find("torchinfer self-check"), std::string::npos) << "ran anyway: " << r.out;
+  }
+  EXPECT_EQ(run(selfcheck("--threads")).code, 2);
+}
+
+TEST(SelfCheckErrors, LostReportIsAnError) {
+  // Only stdout to the full device; errors still reach the test.
+  const Result r = run("{ " + selfcheck("") + " > /dev/full; }");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("error: the report could not be written: No space left on device"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(DumpFramesErrors, OutOfRangeNumbersExitTwo) {
+  const std::string base = tool("TORCHINFER_DUMP_FRAMES") + " --clip x.mkv --model " +
+                           torchinfer::test::model_path("tiny_classifier.pt") + " --out " +
+                           testing::TempDir() + "never.raw";
+  for (const auto& [opt, value, range] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"--every", "0", "1 to 1000000"},
+           {"--every", "-3", "1 to 1000000"},
+           {"--every", "two", "1 to 1000000"},
+           {"--max", "-1", "0 to 100000000"},
+           {"--max", "5k", "0 to 100000000"}}) {
+    const Result r = run(base + " " + opt + " " + value);
+    EXPECT_EQ(r.code, 2) << opt << " " << value << ": " << r.out;
+    EXPECT_NE(r.out.find("error: " + opt + " '" + value +
+                         "' is out of range: give an integer from " + range),
+              std::string::npos)
+        << r.out;
+  }
+}
+
+TEST(DumpFramesErrors, FullDiskIsAnError) {
+  const std::string clip = testing::TempDir() + "dump_full_clip.avi";
+  ASSERT_EQ(run("gst-launch-1.0 -q videotestsrc num-buffers=2 ! "
+                "video/x-raw,width=64,height=48,framerate=30/1 ! jpegenc ! avimux ! filesink "
+                "location=" +
+                clip)
+                .code,
+            0);
+  const Result r = run(tool("TORCHINFER_DUMP_FRAMES") + " --clip " + clip + " --model " +
+                       torchinfer::test::model_path("tiny_classifier.pt") + " --out /dev/full");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("error: cannot write /dev/full: No space left on device"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("wrote "), std::string::npos) << r.out;
 }

@@ -1,0 +1,35 @@
+// Opening a file the user named must never block: a FIFO (or a character
+// device) given as model, sidecar or labels would hang the element's start
+// forever inside open() or read(). Everything opens through here.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace torchinfer {
+
+// Opens `path` read-only without blocking and checks it is a regular file.
+// Returns the descriptor (O_CLOEXEC; the caller closes it). Throws
+// Error(kNotFound) naming `what` and the path: missing, unreadable, or "not a
+// regular file" (directory, FIFO, device, socket).
+int open_regular_file(const std::string& path, const std::string& what);
+
+// Whole file as bytes, at most `max_bytes` (a larger one is
+// Error(kConfigInvalid) saying so: these are small text files).
+std::string read_regular_file(const std::string& path, const std::string& what,
+                              std::size_t max_bytes);
+
+// RAII for a descriptor from open_regular_file.
+class FileDescriptor {
+ public:
+  explicit FileDescriptor(int fd) : fd_(fd) {}
+  ~FileDescriptor();
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+}  // namespace torchinfer

@@ -1,0 +1,276 @@
+// Hostile inputs to the file readers: JSON nested deep enough to overflow
+// any recursive walk, files that block (FIFOs), oversized files, labels that
+// are not UTF-8, archives damaged inside deflated entries. Each must end in
+// a torchinfer::Error naming the file, never a crash or a hang.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <iterator>
+#include <vector>
+
+#include "common/error.h"
+#include "common/file_check.h"
+#include "common/json_file.h"
+#include "common/model_config.h"
+#include "common/utf8.h"
+#include "common/zip_check.h"
+#include "test_paths.h"
+
+using namespace torchinfer;
+
+namespace {
+
+std::string temp_path(const std::string& name) {
+  return testing::TempDir() + "hostile_" + name;
+}
+
+std::string write_temp(const std::string& name, const std::string& bytes) {
+  const std::string path = temp_path(name);
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+std::string make_fifo(const std::string& name) {
+  const std::string path = temp_path(name);
+  ::unlink(path.c_str());
+  EXPECT_EQ(::mkfifo(path.c_str(), 0600), 0) << path;
+  return path;
+}
+
+std::string deep_json(int levels) {
+  return "{\"mean\": " + std::string(levels, '[') + std::string(levels, ']') + "}";
+}
+
+// Runs `f`, which must throw Error of `kind` whose message holds every key.
+template <typename F>
+void expect_error(F f, ErrorKind kind, std::initializer_list<std::string> keys) {
+  try {
+    f();
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), kind) << e.what();
+    for (const auto& k : keys)
+      EXPECT_NE(std::string(e.what()).find(k), std::string::npos) << k << " not in: " << e.what();
+    EXPECT_TRUE(is_valid_utf8(e.what())) << e.what();
+  }
+}
+
+std::vector<char> read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::uint32_t u32(const std::vector<char>& b, std::size_t p) {
+  std::uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(b[p + i]);
+  return v;
+}
+std::uint16_t u16(const std::vector<char>& b, std::size_t p) {
+  return static_cast<std::uint16_t>(static_cast<unsigned char>(b[p]) |
+                                    static_cast<unsigned char>(b[p + 1]) << 8);
+}
+
+struct Entry {
+  std::string name;
+  std::size_t central = 0, local = 0, data = 0, comp = 0;
+  int method = 0;
+};
+
+// Entries of a zip as its central directory lists them.
+std::vector<Entry> entries_of(const std::vector<char>& z) {
+  std::size_t eocd = z.size() - 22;
+  while (u32(z, eocd) != 0x06054b50) --eocd;
+  std::vector<Entry> out;
+  std::size_t p = u32(z, eocd + 16);
+  for (int n = u16(z, eocd + 10); n > 0; --n) {
+    Entry e;
+    e.central = p;
+    e.method = u16(z, p + 10);
+    e.comp = u32(z, p + 20);
+    e.name.assign(&z[p + 46], u16(z, p + 28));
+    e.local = u32(z, p + 42);
+    e.data = e.local + 30 + u16(z, e.local + 26) + u16(z, e.local + 28);
+    out.push_back(e);
+    p += 46 + u16(z, p + 28) + u16(z, p + 30) + u16(z, p + 32);
+  }
+  return out;
+}
+
+std::string write_bytes(const std::string& name, const std::vector<char>& bytes) {
+  return write_temp(name, std::string(bytes.begin(), bytes.end()));
+}
+
+}  // namespace
+
+// ---- JSON ------------------------------------------------------------------
+
+// The issue's file: 100k levels, 200 kB. It used to overflow the stack.
+TEST(HostileJson, DeepNestingInASidecarIsAnError) {
+  const std::string path = write_temp("deep.json", deep_json(100000));
+  expect_error([&] { parse_model_config(path); }, ErrorKind::kConfigInvalid,
+               {path, "nested deeper than 64 levels"});
+}
+
+TEST(HostileJson, DeepNestingBesideTheModelIsAnError) {
+  const std::string model = temp_path("deepnet.pt");
+  const std::string sidecar = write_temp("deepnet.json", deep_json(100000));
+  expect_error([&] { resolve_model_config(model, "", {}); }, ErrorKind::kConfigInvalid,
+               {sidecar, "nested deeper than 64 levels"});
+}
+
+TEST(HostileJson, DepthLimitIsExact) {
+  const std::string ok = std::string(64, '[') + std::string(64, ']');
+  EXPECT_EQ(parse_json(ok, "body").dump().size(), 128u);
+  expect_error([&] { parse_json("[" + ok + "]", "REST body"); }, ErrorKind::kConfigInvalid,
+               {"REST body: nested deeper than 64 levels"});
+}
+
+// nlohmann throws out_of_range (not parse_error) for these.
+TEST(HostileJson, HugeNumbersAreAnErrorNotAStrayException) {
+  expect_error([] { parse_model_config_text(R"({"mean": 1e400})", "m.json"); },
+               ErrorKind::kConfigInvalid, {"m.json: not valid JSON", "number overflow"});
+  expect_error([] { parse_model_config_text(R"({"offset": 1e39})", "m.json"); },
+               ErrorKind::kConfigInvalid, {"m.json", "'offset'"});
+}
+
+TEST(HostileJson, NotUtf8IsAnErrorWithPrintableText) {
+  expect_error([] { parse_model_config_text("{\"labels\": [\"ok\", \"\xff\xfe\"]}", "m.json"); },
+               ErrorKind::kConfigInvalid, {"m.json: not valid JSON", "\\xFF"});
+}
+
+TEST(HostileJson, OversizedFileIsRefusedUnread) {
+  const std::string path = write_temp("big.json", "[" + std::string(kMaxJsonFileBytes, ' ') + "]");
+  expect_error([&] { read_json_file(path, "model config"); }, ErrorKind::kConfigInvalid,
+               {"model config '" + path + "' is larger than 16777216 bytes"});
+}
+
+TEST(HostileJson, ReadsAGoodFile) {
+  const std::string path = write_temp("good.json", R"({"a": [1, {"b": 2}]})");
+  EXPECT_EQ(read_json_file(path, "x")["a"][1]["b"], 2);
+}
+
+// ---- files that block or are not files -------------------------------------
+
+TEST(HostileFiles, FifoSidecarFailsAtOnce) {
+  const std::string fifo = make_fifo("fifo.json");
+  expect_error([&] { parse_model_config(fifo); }, ErrorKind::kNotFound,
+               {"model config '" + fifo + "'", "not a regular file", "FIFO"});
+}
+
+TEST(HostileFiles, FifoBesideTheModelFailsAtOnce) {
+  const std::string fifo = make_fifo("fifonet.json");
+  expect_error([&] { resolve_model_config(temp_path("fifonet.pt"), "", {}); }, ErrorKind::kNotFound,
+               {fifo, "not a regular file"});
+}
+
+TEST(HostileFiles, FifoLabelsFailAtOnce) {
+  const std::string fifo = make_fifo("fifo.labels");
+  expect_error([&] { read_labels_file(fifo); }, ErrorKind::kNotFound,
+               {"labels file '" + fifo + "'", "not a regular file"});
+  ConfigOverrides o;
+  o.labels_file = fifo;
+  expect_error([&] { resolve_model_config("x.pt", "", o); }, ErrorKind::kNotFound,
+               {fifo, "not a regular file"});
+}
+
+TEST(HostileFiles, FifoModelFailsAtOnce) {
+  const std::string fifo = make_fifo("fifo.pt");
+  expect_error([&] { verify_zip_archive(fifo); }, ErrorKind::kNotFound,
+               {"Model file '" + fifo + "'", "not a regular file"});
+}
+
+TEST(HostileFiles, DirectoriesAndDevicesAreNotFiles) {
+  expect_error([] { read_regular_file("/", "model config", 100); }, ErrorKind::kNotFound,
+               {"'/' is not a regular file (it is a directory)"});
+  expect_error([] { read_labels_file("/dev/zero"); }, ErrorKind::kNotFound,
+               {"/dev/zero", "character device"});
+  expect_error([] { verify_zip_archive("/dev/null"); }, ErrorKind::kNotFound,
+               {"/dev/null", "not a regular file"});
+}
+
+// ---- labels ------------------------------------------------------------------
+
+TEST(HostileLabels, NotUtf8NamesFileAndLine) {
+  const std::string path = write_temp("latin1.labels", "bolt\nwasher\nsch\xe4\x64\x65n\n");
+  expect_error([&] { read_labels_file(path); }, ErrorKind::kConfigInvalid,
+               {"labels file '" + path + "' line 3 is not valid UTF-8", "sch\\xE4den",
+                "save the file as UTF-8"});
+  // Through a sidecar, the sidecar's field is named too.
+  const std::string sidecar = write_temp("latin1.json", R"({"labels": "hostile_latin1.labels"})");
+  expect_error([&] { parse_model_config(sidecar); }, ErrorKind::kConfigInvalid,
+               {sidecar, "'labels'", "line 3 is not valid UTF-8"});
+}
+
+TEST(HostileLabels, Utf8IsKept) {
+  const std::string path = write_temp("utf8.labels", "Schraube\nRiß\r\n螺丝\n");
+  EXPECT_EQ(read_labels_file(path), (std::vector<std::string>{"Schraube", "Riß", "螺丝"}));
+}
+
+TEST(Utf8, Validator) {
+  EXPECT_TRUE(is_valid_utf8("plain ascii"));
+  EXPECT_TRUE(is_valid_utf8("\xf0\x9f\x99\x82 \xe2\x82\xac"));
+  std::size_t bad = 0;
+  for (const char* s : {"\xc0\xaf", "\xe0\x80\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\x80",
+                        "\xe2\x82", "ok\xff"}) {
+    EXPECT_FALSE(is_valid_utf8(s, &bad)) << s;
+  }
+  EXPECT_EQ(bad, 2u);
+  EXPECT_EQ(printable("a\xffz\n"), "a\\xFFz ");
+}
+
+// ---- zip entries -----------------------------------------------------------
+
+// TorchScript compresses its code entries: a flip there went unnoticed.
+TEST(HostileZip, FlipInADeflatedEntryIsNamed) {
+  const std::string model = test::model_path("hostile_net.pt");
+  const auto good = read_all(model);
+  int deflated = 0;
+  for (const Entry& e : entries_of(good)) {
+    if (e.method != 8 || e.comp < 8) continue;
+    ++deflated;
+    auto bad = good;
+    bad[e.data + e.comp / 2] ^= 0x10;
+    const std::string path = write_bytes("flip_deflated.pt", bad);
+    expect_error([&] { verify_zip_archive(path); }, ErrorKind::kModelInvalid,
+                 {"Model file '" + path + "'", "'" + e.name + "'"});
+  }
+  EXPECT_GE(deflated, 4);
+}
+
+TEST(HostileZip, DeflatedArchiveIsAcceptedAndListed) {
+  const auto names = verify_zip_archive(test::model_path("deflated.pt"));
+  EXPECT_NE(std::find(names.begin(), names.end(), "archive/data.pkl"), names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "archive/constants.pkl"), names.end());
+  EXPECT_NO_THROW(check_torchscript_layout("deflated.pt", names));
+}
+
+TEST(HostileZip, OtherCompressionMethodsAreRefused) {
+  auto bad = read_all(test::model_path("hostile_net.pt"));
+  const Entry e = entries_of(bad).front();
+  // bzip2 (12) in both headers: consistent, but not checkable.
+  bad[e.central + 10] = 12;
+  bad[e.local + 8] = 12;
+  const std::string path = write_bytes("bzip2.pt", bad);
+  expect_error([&] { verify_zip_archive(path); }, ErrorKind::kModelInvalid,
+               {path, "'" + e.name + "' uses compression method 12"});
+}
+
+TEST(HostileZip, LocalHeaderMustMatchTheDirectory) {
+  auto bad = read_all(test::model_path("hostile_net.pt"));
+  const Entry e = entries_of(bad)[1];
+  bad[e.local + 30 + e.name.size() - 1] ^= 0x01;  // renamed in the local header only
+  const std::string path = write_bytes("renamed.pt", bad);
+  expect_error([&] { verify_zip_archive(path); }, ErrorKind::kModelInvalid,
+               {path, "'" + e.name + "': its local header disagrees with the zip directory"});
+}
+
+TEST(HostileZip, DeflatedSizeMismatchIsRefused) {
+  auto bad = read_all(test::model_path("deflated.pt"));
+  const Entry e = entries_of(bad).front();
+  bad[e.central + 24] ^= 0x01;  // uncompressed size in the directory
+  const std::string path = write_bytes("deflated_size.pt", bad);
+  expect_error([&] { verify_zip_archive(path); }, ErrorKind::kModelInvalid,
+               {path, "'" + e.name + "'"});
+}
