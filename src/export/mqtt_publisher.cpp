@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "common/error.h"
+#include "common/file_check.h"
 
 namespace torchinfer {
 namespace {
@@ -32,10 +33,11 @@ std::string generated_client_id() {
          std::to_string(counter++);
 }
 
+// Non-blocking and regular files only: a FIFO named as a TLS file would
+// otherwise hang the element's start.
 void check_readable(const std::string& path, const char* what) {
   if (path.empty()) return;
-  std::ifstream f(path);
-  if (!f) throw Error(ErrorKind::kNotFound, std::string(what) + " '" + path + "' cannot be read");
+  FileDescriptor fd(open_regular_file(path, what));
 }
 
 std::string describe(int rc, int saved_errno) {

@@ -197,7 +197,7 @@ TEST(ErrorDomains, TorchInferForwardFailingOnAFrameIsStreamFailed) {
 
 TEST(ErrorDomains, TorchNmsMissingLabelsIsNotFound) {
   expect_error(start_error("torchnms labels=/nonexistent/ed.labels"), GST_RESOURCE_ERROR,
-               GST_RESOURCE_ERROR_NOT_FOUND, {"/nonexistent/ed.labels", "cannot be read"});
+               GST_RESOURCE_ERROR_NOT_FOUND, {"/nonexistent/ed.labels", "not found"});
 }
 
 TEST(ErrorDomains, TorchNmsMalformedSettingsAreSettings) {
@@ -231,7 +231,7 @@ TEST(ErrorDomains, TorchNmsSidecarGoneOrDamagedAfterStart) {
     ASSERT_EQ(std::remove(cfg.c_str()), 0);
     c.push_until_error(255);
     expect_error(next_error(c.bus), GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_NOT_FOUND,
-                 {"ed_gone.json", "cannot be read"});
+                 {"ed_gone.json", "not found"});
   }
   {
     const std::string cfg = write_file("ed_damaged.json", text);

@@ -224,8 +224,9 @@ std::vector<float> run_model(const std::string& path) {
   o.optimize = false;
   o.precision = Precision::kFp32;
   Engine e(o);
-  AlignedBuffer in(16 * 16 * 3);
-  for (std::size_t i = 0; i < in.size(); ++i) in.data()[i] = static_cast<float>(i % 17) / 17.f;
+  constexpr std::size_t kValues = 16 * 16 * 3;
+  AlignedBuffer in(kValues * sizeof(float));
+  for (std::size_t i = 0; i < kValues; ++i) in.data<float>()[i] = static_cast<float>(i % 17) / 17.f;
   const auto out = e.run(in.data(), 1);
   const TensorView& v = out->tensors().at(0);
   const float* f = static_cast<const float*>(v.data);
