@@ -17,6 +17,7 @@
 #include "common/utf8.h"
 #include "common/zip_check.h"
 #include "test_paths.h"
+#include "zip_layout.h"
 
 using namespace torchinfer;
 
@@ -62,40 +63,11 @@ std::vector<char> read_all(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-std::uint32_t u32(const std::vector<char>& b, std::size_t p) {
-  std::uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(b[p + i]);
-  return v;
-}
-std::uint16_t u16(const std::vector<char>& b, std::size_t p) {
-  return static_cast<std::uint16_t>(static_cast<unsigned char>(b[p]) |
-                                    static_cast<unsigned char>(b[p + 1]) << 8);
-}
+using Entry = test::ZipEntry;
 
-struct Entry {
-  std::string name;
-  std::size_t central = 0, local = 0, data = 0, comp = 0;
-  int method = 0;
-};
-
-// Entries of a zip as its central directory lists them.
-std::vector<Entry> entries_of(const std::vector<char>& z) {
-  std::size_t eocd = z.size() - 22;
-  while (u32(z, eocd) != 0x06054b50) --eocd;
-  std::vector<Entry> out;
-  std::size_t p = u32(z, eocd + 16);
-  for (int n = u16(z, eocd + 10); n > 0; --n) {
-    Entry e;
-    e.central = p;
-    e.method = u16(z, p + 10);
-    e.comp = u32(z, p + 20);
-    e.name.assign(&z[p + 46], u16(z, p + 28));
-    e.local = u32(z, p + 42);
-    e.data = e.local + 30 + u16(z, e.local + 26) + u16(z, e.local + 28);
-    out.push_back(e);
-    p += 46 + u16(z, p + 28) + u16(z, p + 30) + u16(z, p + 32);
-  }
-  return out;
+template <class Bytes>
+std::vector<Entry> entries_of(const Bytes& z) {
+  return test::zip_entries(z);
 }
 
 std::string write_bytes(const std::string& name, const std::vector<char>& bytes) {
