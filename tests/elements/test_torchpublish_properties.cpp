@@ -1,0 +1,335 @@
+// torchpublish's properties as a user sees them: the fixed list of names,
+// types and access, defaults, round trips, what may change while running, and
+// every refusal keeping the previous value.
+#include <gst/check/gstharness.h>
+#include <gst/gst.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "element_helpers.h"
+#include "mqtt_broker.h"
+
+using namespace torchinfer::test;
+
+namespace {
+
+// 'r': writable in NULL/READY only; 'p': writable while PLAYING; 'o': read-only.
+struct Expected {
+  const char* name;
+  const char* type;
+  char access;
+};
+
+// In id order, the order GObject lists them in.
+const Expected kExpected[] = {
+    {"host", "gchararray", 'r'},
+    {"port", "gint", 'r'},
+    {"topic", "gchararray", 'r'},
+    {"qos", "gint", 'r'},
+    {"retain", "gboolean", 'r'},
+    {"client-id", "gchararray", 'r'},
+    {"username", "gchararray", 'r'},
+    {"password", "gchararray", 'r'},
+    {"tls-ca-file", "gchararray", 'r'},
+    {"tls-cert-file", "gchararray", 'r'},
+    {"tls-key-file", "gchararray", 'r'},
+    {"keepalive", "gint", 'r'},
+    {"mode", "GstTorchPublishMode", 'r'},
+    {"max-queued", "guint", 'r'},
+    {"reconnect-delay-min", "gint", 'r'},
+    {"reconnect-delay-max", "gint", 'r'},
+    {"flush-timeout", "gint", 'r'},
+    {"published", "guint64", 'o'},
+    {"failed", "guint64", 'o'},
+    {"queued", "guint", 'o'},
+    {"connected", "gboolean", 'o'},
+    {"reconnects", "guint64", 'o'},
+    {"dropped", "guint64", 'o'},
+    {"stats-interval", "guint", 'p'},
+    {"protocol-version", "GstTorchPublishProtocol", 'r'},
+    {"max-message-size", "guint", 'r'},
+};
+
+// A valid value, different from the default, for each string property.
+const std::map<std::string, std::string> kStringValues = {
+    {"host", "broker.example"},
+    {"topic", "line1/cam0"},
+    {"client-id", "cam-7"},
+    {"username", "operator"},
+    {"password", "secret"},
+    {"tls-ca-file", "/etc/mqtt/ca.pem"},
+    {"tls-cert-file", "/etc/mqtt/client.pem"},
+    {"tls-key-file", "/etc/mqtt/client.key"},
+};
+
+GstElement* make() {
+  return gst_element_factory_make("torchpublish", nullptr);
+}
+
+// torchpublish's own properties (not GstObject's name/parent or
+// GstBaseTransform's qos), in id order.
+std::vector<GParamSpec*> own_specs(GstElement* e) {
+  guint n = 0;
+  GParamSpec** all = g_object_class_list_properties(G_OBJECT_GET_CLASS(e), &n);
+  std::vector<GParamSpec*> out;
+  for (guint i = 0; i < n; ++i)
+    if (all[i]->owner_type == G_OBJECT_TYPE(e)) out.push_back(all[i]);
+  g_free(all);
+  return out;
+}
+
+bool writable(GParamSpec* p) {
+  return (p->flags & G_PARAM_WRITABLE) != 0;
+}
+
+// An in-range value other than the default, of the property's type.
+void non_default(GParamSpec* p, GValue* v) {
+  g_value_init(v, G_PARAM_SPEC_VALUE_TYPE(p));
+  if (G_IS_PARAM_SPEC_STRING(p)) {
+    ASSERT_TRUE(kStringValues.count(p->name)) << "no test value for " << p->name;
+    g_value_set_string(v, kStringValues.at(p->name).c_str());
+  } else if (G_IS_PARAM_SPEC_INT(p)) {
+    auto* s = G_PARAM_SPEC_INT(p);
+    g_value_set_int(v, s->default_value != s->minimum ? s->minimum : s->maximum);
+  } else if (G_IS_PARAM_SPEC_UINT(p)) {
+    auto* s = G_PARAM_SPEC_UINT(p);
+    g_value_set_uint(v, s->default_value != s->minimum ? s->minimum : s->maximum);
+  } else if (G_IS_PARAM_SPEC_BOOLEAN(p)) {
+    g_value_set_boolean(v, !G_PARAM_SPEC_BOOLEAN(p)->default_value);
+  } else if (G_IS_PARAM_SPEC_ENUM(p)) {
+    auto* s = G_PARAM_SPEC_ENUM(p);
+    const GEnumValue& last = s->enum_class->values[s->enum_class->n_values - 1];
+    g_value_set_enum(v,
+                     last.value != s->default_value ? last.value : s->enum_class->values[0].value);
+  } else {
+    FAIL() << "untested property type for " << p->name;
+  }
+}
+
+std::string contents(const GValue* v) {
+  gchar* s = g_strdup_value_contents(v);
+  std::string out = s;
+  g_free(s);
+  return out;
+}
+
+std::string read(GstElement* e, GParamSpec* p) {
+  GValue v = G_VALUE_INIT;
+  g_value_init(&v, G_PARAM_SPEC_VALUE_TYPE(p));
+  g_object_get_property(G_OBJECT(e), p->name, &v);
+  std::string out = contents(&v);
+  g_value_unset(&v);
+  return out;
+}
+
+std::string read(GstElement* e, const char* name) {
+  return read(e, g_object_class_find_property(G_OBJECT_GET_CLASS(e), name));
+}
+
+// Started (PLAYING) against a port nothing listens on: the publisher runs
+// and keeps retrying.
+GstHarness* running_harness() {
+  GstElement* e = make();
+  g_object_set(e, "topic", "running", "port", free_port(), "reconnect-delay-max", 1,
+               "flush-timeout", 0, nullptr);
+  GstHarness* h = gst_harness_new_with_element(e, "sink", "src");
+  gst_object_unref(e);
+  return h;
+}
+
+}  // namespace
+
+TEST(TorchPublishProperties, NamesTypesAndAccessAreTheFixedList) {
+  GstElement* e = make();
+  ASSERT_NE(e, nullptr);
+  const std::vector<GParamSpec*> specs = own_specs(e);
+  ASSERT_EQ(specs.size(), std::size(kExpected));
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    GParamSpec* p = specs[i];
+    const Expected& x = kExpected[i];
+    EXPECT_STREQ(p->name, x.name);
+    EXPECT_STREQ(g_type_name(G_PARAM_SPEC_VALUE_TYPE(p)), x.type) << x.name;
+    EXPECT_TRUE(p->flags & G_PARAM_READABLE) << x.name;
+    EXPECT_EQ(writable(p), x.access != 'o') << x.name;
+    EXPECT_EQ((p->flags & GST_PARAM_MUTABLE_READY) != 0, x.access == 'r') << x.name;
+    EXPECT_EQ((p->flags & GST_PARAM_MUTABLE_PLAYING) != 0, x.access == 'p') << x.name;
+  }
+  gst_object_unref(e);
+}
+
+TEST(TorchPublishProperties, FreshElementReadsTheParamSpecDefaults) {
+  GstElement* e = make();
+  int compared = 0;
+  for (GParamSpec* p : own_specs(e)) {
+    GValue got = G_VALUE_INIT, def = G_VALUE_INIT;
+    g_value_init(&got, G_PARAM_SPEC_VALUE_TYPE(p));
+    g_value_init(&def, G_PARAM_SPEC_VALUE_TYPE(p));
+    g_object_get_property(G_OBJECT(e), p->name, &got);
+    g_param_value_set_default(p, &def);
+    EXPECT_EQ(g_param_values_cmp(p, &got, &def), 0)
+        << p->name << ": " << contents(&got) << " vs default " << contents(&def);
+    g_value_unset(&got);
+    g_value_unset(&def);
+    ++compared;
+  }
+  EXPECT_EQ(compared, 26);
+  EXPECT_EQ(read(e, "host"), "\"127.0.0.1\"");
+  EXPECT_EQ(read(e, "port"), "1883");
+  EXPECT_EQ(read(e, "max-queued"), "1000");
+  gint protocol = 0;
+  g_object_get(e, "protocol-version", &protocol, nullptr);
+  EXPECT_EQ(protocol, 5);
+  gst_object_unref(e);
+}
+
+TEST(TorchPublishProperties, EveryWritablePropertyRoundTrips) {
+  GstElement* e = make();
+  int written = 0;
+  WarningCatcher w;
+  for (GParamSpec* p : own_specs(e)) {
+    if (!writable(p)) continue;
+    GValue v = G_VALUE_INIT;
+    non_default(p, &v);
+    GValue def = G_VALUE_INIT;
+    g_value_init(&def, G_PARAM_SPEC_VALUE_TYPE(p));
+    g_param_value_set_default(p, &def);
+    EXPECT_NE(g_param_values_cmp(p, &v, &def), 0) << p->name;
+    g_object_set_property(G_OBJECT(e), p->name, &v);
+    EXPECT_EQ(read(e, p), contents(&v)) << p->name;
+    g_value_unset(&v);
+    g_value_unset(&def);
+    ++written;
+  }
+  EXPECT_EQ(written, 20);
+  EXPECT_TRUE(w.messages().empty()) << w.messages().front();
+  gst_object_unref(e);
+}
+
+TEST(TorchPublishProperties, EmptyStringsReadBackAsUnset) {
+  GstElement* e = make();
+  int cleared = 0;
+  for (const auto& [name, value] : kStringValues) {
+    if (name == "host" || name == "topic") continue;  // refused when empty
+    g_object_set(e, name.c_str(), value.c_str(), nullptr);
+    g_object_set(e, name.c_str(), "", nullptr);
+    EXPECT_EQ(read(e, name.c_str()), "NULL") << name;
+    g_object_set(e, name.c_str(), value.c_str(), nullptr);
+    g_object_set(e, name.c_str(), nullptr, nullptr);
+    EXPECT_EQ(read(e, name.c_str()), "NULL") << name;
+    ++cleared;
+  }
+  EXPECT_EQ(cleared, 6);
+  gst_object_unref(e);
+}
+
+TEST(TorchPublishProperties, StatsIntervalChangesWhileRunning) {
+  GstHarness* h = running_harness();
+  ASSERT_NE(h, nullptr);
+  WarningCatcher w;
+  g_object_set(h->element, "stats-interval", 250u, nullptr);
+  EXPECT_TRUE(w.messages().empty());
+  EXPECT_EQ(read(h->element, "stats-interval"), "250");
+  gst_harness_teardown(h);
+}
+
+// ---- negative -------------------------------------------------------------
+
+TEST(TorchPublishPropertiesErrors, ReadyOnlyPropertiesRefusedWhileRunning) {
+  GstHarness* h = running_harness();
+  ASSERT_NE(h, nullptr);
+  int refused = 0;
+  for (GParamSpec* p : own_specs(h->element)) {
+    if (!(p->flags & GST_PARAM_MUTABLE_READY)) continue;
+    const std::string before = read(h->element, p);
+    GValue v = G_VALUE_INIT;
+    non_default(p, &v);
+    WarningCatcher w;
+    g_object_set_property(G_OBJECT(h->element), p->name, &v);
+    g_value_unset(&v);
+    ASSERT_EQ(w.messages().size(), 1u) << p->name;
+    EXPECT_NE(w.messages()[0].find(std::string("'") + p->name +
+                                   "' cannot change while the "
+                                   "element is running"),
+              std::string::npos)
+        << w.messages()[0];
+    EXPECT_EQ(read(h->element, p), before) << p->name;
+    ++refused;
+  }
+  EXPECT_EQ(refused, 19);
+  gst_harness_teardown(h);
+}
+
+TEST(TorchPublishPropertiesErrors, InvalidClientIdKeepsThePreviousValue) {
+  GstElement* e = make();
+  g_object_set(e, "client-id", "cam-1", nullptr);
+  const std::string too_long(65536, 'a');
+  for (const std::string& bad : {too_long, std::string("cam\xff")}) {
+    WarningCatcher w;
+    g_object_set(e, "client-id", bad.c_str(), nullptr);
+    ASSERT_EQ(w.messages().size(), 1u) << bad.size();
+    EXPECT_NE(w.messages()[0].find("'client-id' must be UTF-8 of at most 65535 bytes"),
+              std::string::npos)
+        << w.messages()[0];
+    EXPECT_EQ(read(e, "client-id"), "\"cam-1\"") << bad.size();
+  }
+  const std::string longest(65535, 'b');
+  WarningCatcher w;
+  g_object_set(e, "client-id", longest.c_str(), nullptr);
+  EXPECT_TRUE(w.messages().empty());
+  gchar* id = nullptr;
+  g_object_get(e, "client-id", &id, nullptr);
+  EXPECT_EQ(std::string(id ? id : ""), longest);
+  g_free(id);
+  gst_object_unref(e);
+}
+
+TEST(TorchPublishPropertiesErrors, RejectedHostAndTopicNameTheKeptValue) {
+  GstElement* e = make();
+  g_object_set(e, "host", "broker.example", "topic", "line1/cam0", nullptr);
+  {
+    WarningCatcher w;
+    g_object_set(e, "host", nullptr, nullptr);
+    ASSERT_EQ(w.messages().size(), 1u);
+    EXPECT_NE(w.messages()[0].find("'host' must not be empty; keeping 'broker.example'"),
+              std::string::npos)
+        << w.messages()[0];
+  }
+  {
+    WarningCatcher w;
+    g_object_set(e, "topic", "line1/+", nullptr);
+    ASSERT_EQ(w.messages().size(), 1u);
+    EXPECT_NE(w.messages()[0].find("invalid topic 'line1/+'"), std::string::npos)
+        << w.messages()[0];
+    EXPECT_NE(w.messages()[0].find("keeping 'line1/cam0'"), std::string::npos) << w.messages()[0];
+  }
+  EXPECT_EQ(read(e, "host"), "\"broker.example\"");
+  EXPECT_EQ(read(e, "topic"), "\"line1/cam0\"");
+  gst_object_unref(e);
+}
+
+TEST(TorchPublishPropertiesErrors, UnknownPropertyIdWarns) {
+  GstElement* e = make();
+  GParamSpec* p = g_param_spec_int("no-such-property", "x", "x", 0, 10, 0, G_PARAM_READWRITE);
+  g_param_spec_ref_sink(p);
+  GValue v = G_VALUE_INIT;
+  g_value_init(&v, G_TYPE_INT);
+  {
+    WarningCatcher w;
+    G_OBJECT_GET_CLASS(e)->set_property(G_OBJECT(e), 999, &v, p);
+    ASSERT_EQ(w.messages().size(), 1u);
+    EXPECT_NE(w.messages()[0].find("999"), std::string::npos) << w.messages()[0];
+    EXPECT_NE(w.messages()[0].find("no-such-property"), std::string::npos) << w.messages()[0];
+  }
+  {
+    WarningCatcher w;
+    G_OBJECT_GET_CLASS(e)->get_property(G_OBJECT(e), 999, &v, p);
+    ASSERT_EQ(w.messages().size(), 1u);
+    EXPECT_NE(w.messages()[0].find("999"), std::string::npos) << w.messages()[0];
+  }
+  g_value_unset(&v);
+  g_param_spec_unref(p);
+  gst_object_unref(e);
+}
