@@ -10,6 +10,7 @@
 
 #include "element_helpers.h"
 #include "gst/torchinfer/torchinfer-meta.h"
+#include "gsttorchtrack.h"
 
 using namespace torchinfer::test;
 using nlohmann::json;
@@ -281,4 +282,38 @@ TEST(TorchMetaConvert, WritesTorchtrackIdsAndTrackEvents) {
     EXPECT_EQ(events[i]["last_seen_pts"].get<guint64>(), GST_SECOND / 30) << i;
   }
   for (GstStructure* s : messages) gst_structure_free(s);
+}
+
+// Metas torchtrack did not write as documented (another element's structure
+// in the events array, an object_id without "id") add nothing to the line.
+TEST(TorchMetaConvert, MalformedTrackMetasAreLeftOut) {
+  const std::string path = testing::TempDir() + "mc_track_bad.jsonl";
+  GstHarness* h = gst_harness_new_parse(("torchmetaconvert location=" + path).c_str());
+  gst_harness_set_src_caps_str(h, kCaps);  // the plugin is loaded: the events meta is registered
+  GstBuffer* in = bolts(caps_info(), 0, {10});
+  GstVideoRegionOfInterestMeta* roi = gst_buffer_get_video_region_of_interest_meta_id(in, 0);
+  ASSERT_NE(roi, nullptr);
+  gst_video_region_of_interest_meta_add_param(
+      roi, gst_structure_new(GST_TORCHTRACK_OBJECT_ID_STRUCTURE_NAME, "predicted", G_TYPE_BOOLEAN,
+                             TRUE, nullptr));
+  GstCustomMeta* cm = gst_buffer_add_custom_meta(in, GST_TORCHTRACK_EVENTS_META_NAME);
+  ASSERT_NE(cm, nullptr);
+  GValue list = G_VALUE_INIT, v = G_VALUE_INIT;
+  gst_value_array_init(&list, 1);
+  g_value_init(&v, GST_TYPE_STRUCTURE);
+  GstStructure* other = gst_structure_new("someone-elses-event", "id", G_TYPE_INT, 1, nullptr);
+  gst_value_set_structure(&v, other);
+  gst_structure_free(other);
+  gst_value_array_append_and_take_value(&list, &v);
+  gst_structure_take_value(gst_custom_meta_get_structure(cm), "events", &list);
+  GstBuffer* out = gst_harness_push_and_pull(h, in);
+  ASSERT_NE(out, nullptr);
+  gst_buffer_unref(out);
+  gst_harness_teardown(h);
+  const auto lines = read_lines(path);
+  ASSERT_EQ(lines.size(), 1u);
+  ASSERT_EQ(lines[0]["detections"].size(), 1u);
+  EXPECT_FALSE(lines[0]["detections"][0].contains("object_id"));
+  EXPECT_FALSE(lines[0]["detections"][0].contains("predicted"));
+  EXPECT_FALSE(lines[0].contains("track_events"));
 }
