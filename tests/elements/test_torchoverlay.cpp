@@ -9,6 +9,7 @@
 
 #include "element_helpers.h"
 #include "gst/torchinfer/torchinfer-meta.h"
+#include "gsttorchtrack.h"
 #include "overlay/draw.h"
 
 using namespace torchinfer;
@@ -337,8 +338,9 @@ GstBuffer* tracked_bolt(const GstVideoInfo& info, bool predicted) {
       gst_buffer_add_torch_detection(in, "bolt", 3, 0.9, 40, 30, 120, 90, 160, 120);
   EXPECT_NE(roi, nullptr);
   gst_video_region_of_interest_meta_add_param(
-      roi, gst_structure_new("object_id", "id", G_TYPE_INT, 3, "predicted", G_TYPE_BOOLEAN,
-                             predicted, "age", G_TYPE_INT, 7, nullptr));
+      roi,
+      gst_structure_new(GST_TORCHTRACK_OBJECT_ID_STRUCTURE_NAME, "id", G_TYPE_INT, 3, "predicted",
+                        G_TYPE_BOOLEAN, predicted, "age", G_TYPE_INT, 7, nullptr));
   return in;
 }
 
