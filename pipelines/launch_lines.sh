@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The launch lines of pipelines/README.md, one function each, after building:
 #   pipelines/launch_lines.sh LINE     (paths are relative to the repository root)
-# LINE: factory_camera from_file rtsp_out rtsp_in rtsp_in_client four_cameras python_app qa_line
+# LINE: factory_camera from_file tracked rtsp_out rtsp_in rtsp_in_client four_cameras python_app qa_line
 #
 # Settings (environment):
 #   MODEL       detector (default models/demo/parts_detector.pt)
@@ -61,6 +61,15 @@ from_file() {
     jpegenc ! matroskamux ! filesink location="$OUT/file_annotated.mkv"
 }
 
+# File in, each object with its id across frames (torchtrack): boxes drawn
+# "#id label", predicted ones (frames not inferred) dashed; ids in the JSON.
+tracked() {
+  # shellcheck disable=SC2046
+  gst-launch-1.0 -e $(clip) ! torchinfer model="$MODEL" inference-interval=3 ! torchnms ! \
+    torchtrack ! torchmetaconvert location="$OUT/tracked.jsonl" ! torchoverlay ! videoconvert ! \
+    "$SINK"
+}
+
 # RTSP out: the annotated camera as H.264 on rtsp://127.0.0.1:$PORT/stream.
 rtsp_out() {
   exec "$BUILD/pipelines/torchinfer-rtsp-server" --port "$PORT" --pipeline \
@@ -108,7 +117,7 @@ qa_line() {
 }
 
 case "${1:-}" in
-  factory_camera | from_file | rtsp_out | rtsp_in | rtsp_in_client | four_cameras | python_app | qa_line)
+  factory_camera | from_file | tracked | rtsp_out | rtsp_in | rtsp_in_client | four_cameras | python_app | qa_line)
     "$1" ;;
   *)
     sed -n '2,4p' "$0" >&2

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "gst/torchinfer/torchinfer-meta.h"
+#include "gsttorchtrack.h"
 #include "tensor-views.h"
 
 namespace torchinfer::gst {
@@ -55,7 +56,57 @@ void read_detections(GstBuffer* buf, FrameRecord& r) {
     rec.box.y_min = d.y_min * r.height;
     rec.box.x_max = d.x_max * r.width;
     rec.box.y_max = d.y_max * r.height;
+    if (const GstStructure* id = gst_video_region_of_interest_meta_get_param(
+            reinterpret_cast<GstVideoRegionOfInterestMeta*>(m),
+            GST_TORCHTRACK_OBJECT_ID_STRUCTURE_NAME)) {
+      int object_id = 0;
+      gboolean predicted = FALSE;
+      if (gst_structure_get_int(id, "id", &object_id)) {
+        rec.object_id = object_id;
+        rec.predicted = gst_structure_get_boolean(id, "predicted", &predicted) && predicted;
+      }
+    }
     r.detections.push_back(std::move(rec));
+  }
+}
+
+std::optional<std::int64_t> pts_field(const GstStructure* s, const char* name) {
+  guint64 t = GST_CLOCK_TIME_NONE;
+  if (!gst_structure_get_uint64(s, name, &t)) return std::nullopt;
+  return clock_time(t);
+}
+
+std::string string_field(const GstStructure* s, const char* name) {
+  const gchar* v = gst_structure_get_string(s, name);
+  return v ? v : "";
+}
+
+// torchtrack's events meta: the same structures as its element messages.
+void read_track_events(GstBuffer* buf, FrameRecord& r) {
+  GstCustomMeta* cm = gst_buffer_get_custom_meta(buf, GST_TORCHTRACK_EVENTS_META_NAME);
+  if (!cm) return;
+  const GValue* events = gst_structure_get_value(gst_custom_meta_get_structure(cm), "events");
+  if (!events || !GST_VALUE_HOLDS_ARRAY(events)) return;
+  for (guint i = 0; i < gst_value_array_get_size(events); ++i) {
+    const GValue* v = gst_value_array_get_value(events, i);
+    if (!GST_VALUE_HOLDS_STRUCTURE(v)) continue;
+    const GstStructure* s = gst_value_get_structure(v);
+    TrackEventRecord e;
+    if (gst_structure_has_name(s, "torchtrack-track-ended"))
+      e.ended = true;
+    else if (!gst_structure_has_name(s, "torchtrack-track-started"))
+      continue;
+    gst_structure_get_int(s, "id", &e.id);
+    e.label = string_field(s, "label");
+    gst_structure_get_int(s, "label-id", &e.label_id);
+    e.pts_ns = pts_field(s, "pts");
+    e.stream_id = string_field(s, "stream-id");
+    gst_structure_get_int(s, "age", &e.age);
+    if (e.ended) {
+      e.reason = string_field(s, "reason");
+      e.last_seen_pts_ns = pts_field(s, "last-seen-pts");
+    }
+    r.track_events.push_back(std::move(e));
   }
 }
 
@@ -100,6 +151,7 @@ FrameRecord read_frame_record(GstBuffer* buf, StreamContext& ctx, bool include_t
     read_classification(buf, r);
   }
   read_detections(buf, r);
+  read_track_events(buf, r);
   return r;
 }
 

@@ -1,5 +1,6 @@
 // Builds the FrameRecord of a buffer (frame fields, torchinfer tensor meta,
-// classification meta, detection ROIs): shared by the elements that export
+// classification meta, detection ROIs with torchtrack's object ids,
+// torchtrack's events meta): shared by the elements that export
 // per-frame results (torchmetaconvert, torchpublish), so they say the same.
 #pragma once
 

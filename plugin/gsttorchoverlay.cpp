@@ -20,6 +20,7 @@
 #include <optional>
 
 #include "gst/torchinfer/torchinfer-meta.h"
+#include "gsttorchtrack.h"
 #include "overlay/draw.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_torchoverlay_debug);
@@ -92,6 +93,16 @@ void add_boxes(GstBuffer* buf, int width, int height, const Settings& s, Overlay
       b.text = tag_text(label, confidence, s);
     else if (s.show_labels)
       b.text = label;
+    // torchtrack's id goes with the label ("#3 bolt 0.91"); its predicted
+    // boxes (frames not inferred) are dashed, telling guesses from sightings.
+    if (const GstStructure* id = gst_video_region_of_interest_meta_get_param(
+            roi, GST_TORCHTRACK_OBJECT_ID_STRUCTURE_NAME)) {
+      int object_id = 0;
+      gboolean predicted = FALSE;
+      if (s.show_labels && gst_structure_get_int(id, "id", &object_id))
+        b.text = "#" + std::to_string(object_id) + (b.text.empty() ? "" : " ") + b.text;
+      b.dashed = gst_structure_get_boolean(id, "predicted", &predicted) && predicted;
+    }
     scene.boxes.push_back(std::move(b));
   }
 }

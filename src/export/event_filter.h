@@ -2,9 +2,10 @@
 // (torchpublish mode=detections): a frame whose own inference found at least
 // one detection (or that carries detections from another element and no
 // torchinfer result), or whose top-1 class differs from the previous
-// inferred frame's (the first classified frame counts as a change). Frames
-// that reuse an earlier result (inferred = false) never are: they would
-// repeat what was already sent.
+// inferred frame's (the first classified frame counts as a change), or on
+// which a track started or ended (torchtrack). Frames that reuse an earlier
+// result (inferred = false) are not, unless a track started or ended there:
+// they would repeat what was already sent.
 #pragma once
 
 #include <optional>

@@ -47,6 +47,21 @@ json tensor_values(const TensorView& t, std::size_t n) {
   return a;
 }
 
+json track_event(const TrackEventRecord& e) {
+  json j = {{"event", e.ended ? "ended" : "started"},
+            {"id", e.id},
+            {"label", e.label},
+            {"label_id", e.label_id},
+            {"pts", optional_ns(e.pts_ns)},
+            {"stream_id", e.stream_id},
+            {"age", e.age}};
+  if (e.ended) {
+    j["reason"] = e.reason;
+    j["last_seen_pts"] = optional_ns(e.last_seen_pts_ns);
+  }
+  return j;
+}
+
 }  // namespace
 
 std::string to_json_line(const FrameRecord& r, bool include_tensors,
@@ -78,21 +93,33 @@ std::string to_json_line(const FrameRecord& r, bool include_tensors,
   }
   if (r.has_inference || !r.detections.empty()) {
     json dets = json::array();
-    for (const auto& d : r.detections)
-      dets.push_back({{"label", d.box.label},
-                      {"label_id", d.box.label_id},
-                      {"confidence", number(d.box.confidence)},
-                      {"box",
-                       {{"x_min", number(d.box.x_min)},
-                        {"y_min", number(d.box.y_min)},
-                        {"x_max", number(d.box.x_max)},
-                        {"y_max", number(d.box.y_max)}}},
-                      {"box_normalized",
-                       {{"x_min", number(d.nx_min)},
-                        {"y_min", number(d.ny_min)},
-                        {"x_max", number(d.nx_max)},
-                        {"y_max", number(d.ny_max)}}}});
+    for (const auto& d : r.detections) {
+      json jd = {{"label", d.box.label},
+                 {"label_id", d.box.label_id},
+                 {"confidence", number(d.box.confidence)},
+                 {"box",
+                  {{"x_min", number(d.box.x_min)},
+                   {"y_min", number(d.box.y_min)},
+                   {"x_max", number(d.box.x_max)},
+                   {"y_max", number(d.box.y_max)}}},
+                 {"box_normalized",
+                  {{"x_min", number(d.nx_min)},
+                   {"y_min", number(d.ny_min)},
+                   {"x_max", number(d.nx_max)},
+                   {"y_max", number(d.ny_max)}}}};
+      // Only on tracked detections, so untracked lines stay as they were.
+      if (d.object_id) {
+        jd["object_id"] = *d.object_id;
+        jd["predicted"] = d.predicted;
+      }
+      dets.push_back(std::move(jd));
+    }
     j["detections"] = dets;
+  }
+  if (!r.track_events.empty()) {
+    json evs = json::array();
+    for (const auto& e : r.track_events) evs.push_back(track_event(e));
+    j["track_events"] = evs;
   }
   if (r.has_inference) {
     if (include_tensors) {

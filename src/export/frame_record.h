@@ -14,10 +14,27 @@
 namespace torchinfer {
 
 // A detection as written: box in frame pixels (Detection's fields) and the
-// same box normalised to 0..1 of the frame.
+// same box normalised to 0..1 of the frame; the track id when a tracker
+// (torchtrack) gave it one.
 struct DetectionRecord {
   Detection box;
   double nx_min = 0, ny_min = 0, nx_max = 0, ny_max = 0;
+  std::optional<int> object_id;  // absent: not tracked (written only when set)
+  bool predicted = false;        // the tracker's predicted box, not a detection
+};
+
+// A track starting or ending on this frame (torchtrack's
+// torchtrack-track-started / -ended structures).
+struct TrackEventRecord {
+  bool ended = false;  // false: started
+  int id = 0;
+  std::string label;
+  int label_id = 0;
+  std::optional<std::int64_t> pts_ns;
+  std::string stream_id;
+  int age = 0;
+  std::string reason;                            // ended only
+  std::optional<std::int64_t> last_seen_pts_ns;  // ended only
 };
 
 struct FrameRecord {
@@ -37,8 +54,9 @@ struct FrameRecord {
   std::optional<std::int64_t> result_pts_ns;  // of that earlier frame
   bool valid = true;  // false: the outputs held NaN/infinity (written only then)
   std::vector<ClassResult> classification;
-  std::vector<DetectionRecord> detections;  // written when has_inference or not empty
-  std::vector<TensorView> tensors;          // written only when asked for
+  std::vector<DetectionRecord> detections;     // written when has_inference or not empty
+  std::vector<TensorView> tensors;             // written only when asked for
+  std::vector<TrackEventRecord> track_events;  // written only when not empty
 };
 
 // One JSON object, no trailing newline. Tensors longer than

@@ -39,6 +39,20 @@ int palette_index(int class_id) {
   return ((class_id % n) + n) % n;
 }
 
+// Dashes along each edge from its starting corner, so every corner is
+// marked and the box's extent stays readable.
+void dashed_rectangle(cv::Mat& m, cv::Point p0, cv::Point p1, const cv::Scalar& c, int thick) {
+  const int dash = dash_length(thick);
+  const cv::Point corners[] = {p0, {p1.x, p0.y}, p1, {p0.x, p1.y}};
+  for (int e = 0; e < 4; ++e) {
+    const cv::Point a = corners[e], b = corners[(e + 1) % 4];
+    const int len = std::max(std::abs(b.x - a.x), std::abs(b.y - a.y));
+    const cv::Point step((b.x > a.x) - (b.x < a.x), (b.y > a.y) - (b.y < a.y));
+    for (int t = 0; t <= len; t += 2 * dash)
+      cv::line(m, a + step * t, a + step * std::min(len, t + dash - 1), c, thick, cv::LINE_8);
+  }
+}
+
 // Draws the scene with colour indices turned into Scalars by `colour`.
 void draw_scene(cv::Mat& m, const OverlayScene& s, const std::function<cv::Scalar(int)>& colour,
                 int line_type) {
@@ -52,7 +66,10 @@ void draw_scene(cv::Mat& m, const OverlayScene& s, const std::function<cv::Scala
                        static_cast<int>(std::floor(b.y_min)));
     const cv::Point p1(static_cast<int>(std::ceil(b.x_max)) - 1,
                        static_cast<int>(std::ceil(b.y_max)) - 1);
-    cv::rectangle(m, p0, p1, colour(ci), thick, cv::LINE_8);
+    if (b.dashed)
+      dashed_rectangle(m, p0, p1, colour(ci), thick);
+    else
+      cv::rectangle(m, p0, p1, colour(ci), thick, cv::LINE_8);
     if (b.text.empty()) continue;
     int base = 0;
     const cv::Size ts = cv::getTextSize(b.text, face, font, font_thick, &base);
@@ -130,6 +147,10 @@ Rgb class_colour(int class_id) {
 
 int box_thickness(int frame_height) {
   return std::max(1, static_cast<int>(std::lround(frame_height / 360.0)));
+}
+
+int dash_length(int thickness) {
+  return 3 * thickness + 3;
 }
 
 void rgb_to_yuv(Rgb c, YuvMatrix m, bool full_range, std::uint8_t* y, std::uint8_t* u,

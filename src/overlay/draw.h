@@ -31,6 +31,7 @@ struct OverlayBox {
   double x_min = 0, y_min = 0, x_max = 0, y_max = 0;  // frame pixels
   int class_id = 0;                                   // picks the colour
   std::string text;                                   // e.g. "bolt 0.87"; empty = no tag
+  bool dashed = false;  // outline in dashes (a tracker's predicted box, not a detection)
 };
 
 struct OverlayScene {
@@ -47,6 +48,9 @@ Rgb class_colour(int class_id);
 
 // Box outline thickness for a frame height (2 px at 720p).
 int box_thickness(int frame_height);
+
+// Length of each dash, and of each gap, of a dashed outline.
+int dash_length(int thickness);
 
 // Y, U, V of an RGB colour for the given matrix and range.
 void rgb_to_yuv(Rgb c, YuvMatrix m, bool full_range, std::uint8_t* y, std::uint8_t* u,

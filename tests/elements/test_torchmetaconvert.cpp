@@ -10,6 +10,7 @@
 
 #include "element_helpers.h"
 #include "gst/torchinfer/torchinfer-meta.h"
+#include "gsttorchtrack.h"
 
 using namespace torchinfer::test;
 using nlohmann::json;
@@ -180,4 +181,139 @@ TEST(TorchMetaConvertErrors, LocationLockedWhileRunning) {
   g_value_unset(&item);
   gst_iterator_free(it);
   gst_harness_teardown(h);
+}
+
+namespace {
+
+// A frame with one torchnms-style bolt ROI per given left edge (pixels), 40
+// px wide, at the top of the frame.
+GstBuffer* bolts(const GstVideoInfo& info, int n, std::initializer_list<double> xs) {
+  GstBuffer* b = make_video_buffer(info, n);
+  GST_BUFFER_PTS(b) = n * GST_SECOND / 30;
+  for (double x : xs)
+    EXPECT_NE(gst_buffer_add_torch_detection(b, "bolt", 0, 0.8, x, 10, x + 40, 50, 160, 120),
+              nullptr);
+  return b;
+}
+
+}  // namespace
+
+// torchtrack's ids on the detections and its events on the frames, as the
+// element messages say them.
+TEST(TorchMetaConvert, WritesTorchtrackIdsAndTrackEvents) {
+  const std::string path = testing::TempDir() + "mc_track.jsonl";
+  GstElement* bin = gst_parse_bin_from_description(
+      ("torchtrack min-hits=1 max-age=1 ! torchmetaconvert location=" + path).c_str(), TRUE,
+      nullptr);
+  ASSERT_NE(bin, nullptr);
+  GstBus* bus = gst_bus_new();
+  gst_element_set_bus(bin, bus);
+  GstHarness* h = gst_harness_new_with_element(bin, "sink", "src");
+  gst_object_unref(bin);
+  gst_harness_set_src_caps_str(h, kCaps);
+  const GstVideoInfo info = caps_info();
+  // Frame 0: a bolt (track 1 starts at once); 1: it moved, a second one
+  // appears (track 2); 2, 3: nothing (1 and 2 miss one frame, then end).
+  for (GstBuffer* in :
+       {bolts(info, 0, {10}), bolts(info, 1, {12, 100}), bolts(info, 2, {}), bolts(info, 3, {})}) {
+    GstBuffer* out = gst_harness_push_and_pull(h, in);
+    ASSERT_NE(out, nullptr);
+    gst_buffer_unref(out);
+  }
+  std::vector<GstStructure*> messages;
+  while (GstMessage* m = gst_bus_pop_filtered(bus, GST_MESSAGE_ELEMENT)) {
+    messages.push_back(gst_structure_copy(gst_message_get_structure(m)));
+    gst_message_unref(m);
+  }
+  gst_harness_teardown(h);
+  gst_bus_set_flushing(bus, TRUE);
+  gst_object_unref(bus);
+
+  const auto lines = read_lines(path);
+  ASSERT_EQ(lines.size(), 4u);
+  const std::string stream = lines[0]["stream_id"];
+  ASSERT_EQ(lines[0]["detections"].size(), 1u);
+  EXPECT_EQ(lines[0]["detections"][0]["object_id"], 1);
+  EXPECT_EQ(lines[0]["detections"][0]["predicted"], false);
+  ASSERT_EQ(lines[1]["detections"].size(), 2u);
+  EXPECT_EQ(lines[1]["detections"][0]["object_id"], 1);
+  EXPECT_EQ(lines[1]["detections"][1]["object_id"], 2);
+  EXPECT_FALSE(lines[2].contains("detections"));
+  EXPECT_FALSE(lines[2].contains("track_events"));
+
+  // Every frame event as posted, in order: started 1, started 2, ended 1, 2.
+  std::vector<json> events;
+  for (const json& l : lines)
+    if (l.contains("track_events"))
+      for (const json& e : l["track_events"]) events.push_back(e);
+  ASSERT_EQ(events.size(), 4u);
+  ASSERT_EQ(messages.size(), 4u);
+  EXPECT_EQ(lines[0]["track_events"].size(), 1u);
+  EXPECT_EQ(lines[1]["track_events"].size(), 1u);
+  EXPECT_EQ(lines[3]["track_events"].size(), 2u);
+  const char* want_event[] = {"started", "started", "ended", "ended"};
+  const int want_id[] = {1, 2, 1, 2};
+  for (std::size_t i = 0; i < 4; ++i) {
+    const json& e = events[i];
+    const GstStructure* s = messages[i];
+    EXPECT_EQ(e["event"], want_event[i]) << i;
+    EXPECT_EQ(std::string(gst_structure_get_name(s)),
+              std::string("torchtrack-track-") + want_event[i]);
+    EXPECT_EQ(e["id"], want_id[i]) << i;
+    EXPECT_EQ(e["label"], "bolt");
+    EXPECT_EQ(e["label_id"], 0);
+    EXPECT_EQ(e["stream_id"], stream);
+    int id = 0, age = 0;
+    guint64 pts = 0;
+    ASSERT_TRUE(gst_structure_get_int(s, "id", &id));
+    ASSERT_TRUE(gst_structure_get_int(s, "age", &age));
+    ASSERT_TRUE(gst_structure_get_uint64(s, "pts", &pts));
+    EXPECT_EQ(e["id"], id) << i;
+    EXPECT_EQ(e["age"], age) << i;
+    EXPECT_EQ(e["pts"].get<guint64>(), pts) << i;
+    EXPECT_EQ(e["stream_id"], gst_structure_get_string(s, "stream-id")) << i;
+    EXPECT_EQ(e.contains("reason"), i >= 2) << i;
+  }
+  EXPECT_EQ(events[0]["pts"], 0);
+  EXPECT_EQ(events[1]["pts"].get<guint64>(), GST_SECOND / 30);
+  for (std::size_t i = 2; i < 4; ++i) {
+    EXPECT_EQ(events[i]["pts"].get<guint64>(), 3 * GST_SECOND / 30) << i;
+    EXPECT_EQ(events[i]["reason"], "lost") << i;
+    EXPECT_EQ(events[i]["last_seen_pts"].get<guint64>(), GST_SECOND / 30) << i;
+  }
+  for (GstStructure* s : messages) gst_structure_free(s);
+}
+
+// Metas torchtrack did not write as documented (another element's structure
+// in the events array, an object_id without "id") add nothing to the line.
+TEST(TorchMetaConvert, MalformedTrackMetasAreLeftOut) {
+  const std::string path = testing::TempDir() + "mc_track_bad.jsonl";
+  GstHarness* h = gst_harness_new_parse(("torchmetaconvert location=" + path).c_str());
+  gst_harness_set_src_caps_str(h, kCaps);  // the plugin is loaded: the events meta is registered
+  GstBuffer* in = bolts(caps_info(), 0, {10});
+  GstVideoRegionOfInterestMeta* roi = gst_buffer_get_video_region_of_interest_meta_id(in, 0);
+  ASSERT_NE(roi, nullptr);
+  gst_video_region_of_interest_meta_add_param(
+      roi, gst_structure_new(GST_TORCHTRACK_OBJECT_ID_STRUCTURE_NAME, "predicted", G_TYPE_BOOLEAN,
+                             TRUE, nullptr));
+  GstCustomMeta* cm = gst_buffer_add_custom_meta(in, GST_TORCHTRACK_EVENTS_META_NAME);
+  ASSERT_NE(cm, nullptr);
+  GValue list = G_VALUE_INIT, v = G_VALUE_INIT;
+  gst_value_array_init(&list, 1);
+  g_value_init(&v, GST_TYPE_STRUCTURE);
+  GstStructure* other = gst_structure_new("someone-elses-event", "id", G_TYPE_INT, 1, nullptr);
+  gst_value_set_structure(&v, other);
+  gst_structure_free(other);
+  gst_value_array_append_and_take_value(&list, &v);
+  gst_structure_take_value(gst_custom_meta_get_structure(cm), "events", &list);
+  GstBuffer* out = gst_harness_push_and_pull(h, in);
+  ASSERT_NE(out, nullptr);
+  gst_buffer_unref(out);
+  gst_harness_teardown(h);
+  const auto lines = read_lines(path);
+  ASSERT_EQ(lines.size(), 1u);
+  ASSERT_EQ(lines[0]["detections"].size(), 1u);
+  EXPECT_FALSE(lines[0]["detections"][0].contains("object_id"));
+  EXPECT_FALSE(lines[0]["detections"][0].contains("predicted"));
+  EXPECT_FALSE(lines[0].contains("track_events"));
 }

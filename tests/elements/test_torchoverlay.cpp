@@ -9,6 +9,7 @@
 
 #include "element_helpers.h"
 #include "gst/torchinfer/torchinfer-meta.h"
+#include "gsttorchtrack.h"
 #include "overlay/draw.h"
 
 using namespace torchinfer;
@@ -325,4 +326,118 @@ TEST(TorchOverlayNoResults, NoDetectionsAfterTorchinferIsNotWarnedAbout) {
   for (int i = 0; i < 12; ++i) o.push(black(info));
   o.eos();
   EXPECT_TRUE(o.warnings().empty());
+}
+
+namespace {
+
+// An RGB frame of `info` with torchnms's bolt of the format tests, tracked
+// by torchtrack as object 3.
+GstBuffer* tracked_bolt(const GstVideoInfo& info, bool predicted) {
+  GstBuffer* in = black(info);
+  GstVideoRegionOfInterestMeta* roi =
+      gst_buffer_add_torch_detection(in, "bolt", 3, 0.9, 40, 30, 120, 90, 160, 120);
+  EXPECT_NE(roi, nullptr);
+  gst_video_region_of_interest_meta_add_param(
+      roi,
+      gst_structure_new(GST_TORCHTRACK_OBJECT_ID_STRUCTURE_NAME, "id", G_TYPE_INT, 3, "predicted",
+                        G_TYPE_BOOLEAN, predicted, "age", G_TYPE_INT, 7, nullptr));
+  return in;
+}
+
+// What the drawing core makes of that box with this text: the reference the
+// element's output must equal byte for byte.
+GstBuffer* drawn(const GstVideoInfo& info, const std::string& text, bool dashed) {
+  GstBuffer* buf = black(info);
+  GstMapInfo map;
+  gst_buffer_map(buf, &map, GST_MAP_WRITE);
+  OverlayImage img;
+  img.format = PixelFormat::kRGB;
+  img.width = GST_VIDEO_INFO_WIDTH(&info);
+  img.height = GST_VIDEO_INFO_HEIGHT(&info);
+  img.planes[0] = map.data;
+  img.strides[0] = GST_VIDEO_INFO_PLANE_STRIDE(&info, 0);
+  OverlayScene scene;
+  OverlayBox b;
+  b.x_min = 40, b.y_min = 30, b.x_max = 120, b.y_max = 90;
+  b.class_id = 3;
+  b.text = text;
+  b.dashed = dashed;
+  scene.boxes.push_back(b);
+  Overlay().draw(scene, img);
+  gst_buffer_unmap(buf, &map);
+  return buf;
+}
+
+}  // namespace
+
+TEST(TorchOverlayTracks, TheObjectIdPrefixesTheLabel) {
+  const std::string caps = caps_for("RGB");
+  const GstVideoInfo info = info_of(caps);
+  GstBuffer* out = run_overlay(caps, tracked_bolt(info, false));
+  GstBuffer* want = drawn(info, "#3 bolt 0.90", false);
+  GstBuffer* untracked = drawn(info, "bolt 0.90", false);
+  EXPECT_TRUE(same_bytes(out, want));
+  EXPECT_FALSE(same_bytes(out, untracked));  // the text shows on the frame
+  gst_buffer_unref(out);
+  gst_buffer_unref(want);
+  gst_buffer_unref(untracked);
+
+  // The id goes with the label: without labels, the confidence alone.
+  out = run_overlay(caps, tracked_bolt(info, false), "show-labels=false");
+  want = drawn(info, "0.90", false);
+  EXPECT_TRUE(same_bytes(out, want));
+  gst_buffer_unref(out);
+  gst_buffer_unref(want);
+  out = run_overlay(caps, tracked_bolt(info, false), "show-confidence=false");
+  want = drawn(info, "#3 bolt", false);
+  EXPECT_TRUE(same_bytes(out, want));
+  gst_buffer_unref(out);
+  gst_buffer_unref(want);
+}
+
+TEST(TorchOverlayTracks, PredictedBoxesAreDashed) {
+  const std::string caps = caps_for("RGB");
+  const GstVideoInfo info = info_of(caps);
+  GstBuffer* out = run_overlay(caps, tracked_bolt(info, true));
+  GstBuffer* want = drawn(info, "#3 bolt 0.90", true);
+  EXPECT_TRUE(same_bytes(out, want));
+  gst_buffer_unref(want);
+  // 160x120: 1 px outline, dashes and gaps of 6 px from each edge's first
+  // corner (clockwise from the top-left).
+  ASSERT_EQ(dash_length(box_thickness(120)), 6);
+  const Rgb c = class_colour(3);
+  for (auto [x, y] :
+       {std::pair{40, 30}, std::pair{45, 30}, std::pair{52, 30}, std::pair{119, 30},
+        std::pair{119, 35}, std::pair{119, 42}, std::pair{119, 89}, std::pair{40, 89}}) {
+    const Pixel p = read(info, out, x, y);
+    EXPECT_EQ(p.y, c.r) << "dash " << x << "," << y;
+    EXPECT_EQ(p.u, c.g) << "dash " << x << "," << y;
+    EXPECT_EQ(p.v, c.b) << "dash " << x << "," << y;
+  }
+  for (auto [x, y] : {std::pair{46, 30}, std::pair{51, 30}, std::pair{119, 36}, std::pair{119, 41},
+                      std::pair{119, 60}, std::pair{113, 89}, std::pair{40, 83}}) {
+    const Pixel p = read(info, out, x, y);
+    EXPECT_EQ(p.y + p.u + p.v, 0) << "gap " << x << "," << y;
+  }
+  gst_buffer_unref(out);
+}
+
+// The dashes in a subsampled YUV format: luma marks the dash, the gap stays
+// black.
+TEST(TorchOverlayTracks, PredictedBoxesAreDashedInNv12) {
+  const std::string caps = caps_for("NV12");
+  const GstVideoInfo info = info_of(caps);
+  GstBuffer* out = run_overlay(caps, tracked_bolt(info, true));
+  std::uint8_t y, u, v;
+  rgb_to_yuv(class_colour(3), YuvMatrix::kBT601, false, &y, &u, &v);
+  EXPECT_EQ(read(info, out, 119, 32).y, y);
+  EXPECT_EQ(read(info, out, 119, 32).u, u);
+  EXPECT_EQ(read(info, out, 119, 38).y, 16);
+  EXPECT_EQ(read(info, out, 119, 60).y, 16);
+  EXPECT_EQ(read(info, out, 40, 60).y, y);
+  gst_buffer_unref(out);
+  GstBuffer* solid = run_overlay(caps, tracked_bolt(info, false));
+  EXPECT_EQ(read(info, solid, 119, 38).y, y);
+  EXPECT_EQ(read(info, solid, 119, 60).y, y);
+  gst_buffer_unref(solid);
 }

@@ -718,3 +718,40 @@ TEST(TorchPublishErrors, SettingsLockedWhileRunning) {
   g_free(topic);
   g_free(id);
 }
+
+// torchtrack upstream: a frame where a track ends is sent even with no
+// detection left on it, and says which track ended.
+TEST(TorchPublish, DetectionsModeSendsTrackEndsWithoutDetections) {
+  Broker broker;
+  ASSERT_TRUE(broker.start());
+  Subscriber sub(broker.port(), "trk");
+  ASSERT_TRUE(sub.wait_subscribed());
+  const std::string path = testing::TempDir() + "pub_trk.jsonl";
+  Chain c("torchtrack min-hits=1 max-age=1 ! torchmetaconvert location=" + path + " ! " +
+              pub_props(broker.port(), "trk", "mode=detections"),
+          kRgbCaps);
+  // A bolt on frames 0 and 1, then nothing: its track ends on frame 3.
+  for (int i = 0; i < 6; ++i) {
+    GstBuffer* b = solid_rgb(0, i);
+    if (i < 2)
+      ASSERT_NE(gst_buffer_add_torch_detection(b, "bolt", 0, 0.8, 100, 80, 160, 140, 320, 256),
+                nullptr);
+    c.push(b);
+  }
+  ASSERT_TRUE(sub.wait_for(3));
+  c.stop();
+  EXPECT_EQ(c.u64("published"), 3u);
+  const auto lines = read_lines(path);
+  const auto msgs = sub.messages();
+  ASSERT_EQ(lines.size(), 6u);
+  ASSERT_EQ(msgs.size(), 3u);
+  const int sent[] = {0, 1, 3};
+  for (int k = 0; k < 3; ++k) EXPECT_EQ(msgs[k], lines[sent[k]]) << k;
+  const json ended = json::parse(msgs[2]);
+  EXPECT_FALSE(ended.contains("detections"));
+  ASSERT_EQ(ended["track_events"].size(), 1u);
+  EXPECT_EQ(ended["track_events"][0]["event"], "ended");
+  EXPECT_EQ(ended["track_events"][0]["id"], 1);
+  EXPECT_EQ(ended["track_events"][0]["reason"], "lost");
+  EXPECT_EQ(json::parse(msgs[1])["detections"][0]["object_id"], 1);
+}

@@ -2,6 +2,8 @@
 // as documented, with a simulated live YUY2 camera (SIMULATE=1) and 30
 // frames per camera so that each one ends.
 
+#include <set>
+
 #include "process.h"
 
 using nlohmann::json;
@@ -71,6 +73,54 @@ TEST(LaunchLines, FileInAnnotatedFileOut) {
            "matroskademux", "!", "jpegdec", "!", "torchmetaconvert", "!", "fakesink"});
   EXPECT_EQ(dec.exit_code, 0) << dec.err;
   EXPECT_EQ(json_lines(dec.out).size(), 300u);
+}
+
+// torchtrack on the clip: the 13 parts and one scratch each get one id,
+// every id on a box belongs to a track started by then and not yet ended,
+// and predicted boxes only stand in on frames torchinfer did not infer.
+TEST(LaunchLines, TrackedFileGivesEachObjectOneId) {
+  const std::string out = out_dir("tracked");
+  const Result r = line("tracked", settings(out));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = results(out + "/tracked.jsonl");
+  EXPECT_EQ(check_frames(lines, 300, "tracked"), 100);  // inference-interval=3
+  std::map<int, std::string> started;                   // id -> label
+  std::map<std::string, int> per_label;
+  std::set<int> ended;
+  int predicted = 0;
+  for (const json& l : lines) {
+    for (const json& e : l.value("track_events", json::array())) {
+      const int id = e["id"];
+      EXPECT_EQ(e["pts"], l["pts"]) << "frame " << l["frame"];
+      if (e["event"] == "started") {
+        EXPECT_EQ(id, static_cast<int>(started.size()) + 1) << "ids in order, no gaps";
+        started[id] = e["label"];
+        per_label[e["label"]]++;
+      } else {
+        EXPECT_EQ(e["event"], "ended");
+        EXPECT_EQ(e["reason"], "lost");  // EOS ends the others: messages only
+        EXPECT_EQ(started.count(id), 1u) << id;
+        EXPECT_TRUE(ended.insert(id).second) << id;
+      }
+    }
+    for (const json& d : l.value("detections", json::array())) {
+      if (!d.contains("object_id")) continue;
+      const int id = d["object_id"];
+      EXPECT_EQ(started.count(id), 1u) << "frame " << l["frame"] << " id " << id;
+      EXPECT_EQ(ended.count(id), 0u) << "frame " << l["frame"] << " id " << id;
+      if (started.count(id)) EXPECT_EQ(d["label"], started[id]);
+      if (d["predicted"].get<bool>()) {
+        EXPECT_FALSE(l["inferred"].get<bool>()) << "frame " << l["frame"];
+        predicted++;
+      }
+    }
+  }
+  EXPECT_EQ(started.size(), 14u);
+  EXPECT_EQ(per_label["bracket"], 7);
+  EXPECT_EQ(per_label["washer"], 6);
+  EXPECT_EQ(per_label["scratch"], 1);
+  EXPECT_GE(ended.size(), 1u);
+  EXPECT_GT(predicted, 0);
 }
 
 TEST(LaunchLines, FourCamerasShareOneModel) {

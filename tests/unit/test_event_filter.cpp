@@ -57,3 +57,39 @@ TEST(EventFilter, FramesWithoutResultsAreNotEventsAndResetStartsOver) {
   f.reset();
   EXPECT_TRUE(f.is_event(classified(1)));
 }
+
+namespace {
+
+FrameRecord with_track_event(FrameRecord r, bool ended = true) {
+  TrackEventRecord e;
+  e.ended = ended;
+  e.id = 5;
+  e.label = "bolt";
+  e.reason = ended ? "lost" : "";
+  r.track_events.push_back(e);
+  return r;
+}
+
+}  // namespace
+
+// A track that ends where its object is gone: no detection left on the
+// frame, still published.
+TEST(EventFilter, TrackEventsAreEventsWithoutDetections) {
+  EventFilter f;
+  EXPECT_FALSE(f.is_event(with_detections(0)));
+  EXPECT_TRUE(f.is_event(with_track_event(with_detections(0))));
+  EXPECT_TRUE(f.is_event(with_track_event(with_detections(0), /*ended=*/false)));
+  EXPECT_TRUE(f.is_event(with_track_event(FrameRecord{})));  // no torchinfer result
+  EXPECT_FALSE(f.is_event(FrameRecord{}));
+}
+
+// torchtrack tracking-type=zero-term tracks frames that reused a result:
+// their track events are news, their class still is not.
+TEST(EventFilter, TrackEventsOnReusedResultsAreEventsAndKeepTheBaseline) {
+  EventFilter f;
+  EXPECT_TRUE(f.is_event(classified(1)));
+  EXPECT_TRUE(f.is_event(with_track_event(with_detections(2, true, /*inferred=*/false))));
+  EXPECT_TRUE(f.is_event(with_track_event(classified(4, /*inferred=*/false))));
+  EXPECT_FALSE(f.is_event(classified(4, /*inferred=*/false)));
+  EXPECT_FALSE(f.is_event(classified(1)));  // still 1 since the last inferred frame
+}

@@ -118,3 +118,94 @@ TEST(FrameRecord, InvalidResultSaysSoAndValidLinesAreUnchanged) {
                       ",\"valid\":false" +
                       valid_line.substr(valid_line.find(",\"classification\"")));
 }
+
+namespace {
+
+DetectionRecord bolt() {
+  DetectionRecord d;
+  d.box.label = "bolt";
+  d.box.label_id = 0;
+  d.box.confidence = 0.5;
+  d.box.x_min = 64;
+  d.box.y_min = 48;
+  d.box.x_max = 128;
+  d.box.y_max = 96;
+  d.nx_min = 0.25;
+  d.ny_min = 0.25;
+  d.nx_max = 0.5;
+  d.ny_max = 0.5;
+  return d;
+}
+
+}  // namespace
+
+// torchtrack's id rides on its detection; lines without it are unchanged.
+TEST(FrameRecord, TrackedDetectionsCarryObjectIdAndPredicted) {
+  FrameRecord r;
+  r.width = 256;
+  r.height = 192;
+  r.detections = {bolt(), bolt(), bolt()};
+  const std::string untracked = to_json_line(r, false, 0);
+  const std::string det =
+      "{\"label\":\"bolt\",\"label_id\":0,\"confidence\":0.5,"
+      "\"box\":{\"x_min\":64.0,\"y_min\":48.0,\"x_max\":128.0,\"y_max\":96.0},"
+      "\"box_normalized\":{\"x_min\":0.25,\"y_min\":0.25,\"x_max\":0.5,\"y_max\":0.5}";
+  EXPECT_EQ(untracked,
+            "{\"frame\":0,\"pts\":null,\"dts\":null,\"duration\":null,\"width\":256,"
+            "\"height\":192,\"detections\":[" +
+                det + "}," + det + "}," + det + "}]}");
+  r.detections[0].object_id = 3;
+  r.detections[2].object_id = 12;
+  r.detections[2].predicted = true;
+  EXPECT_EQ(to_json_line(r, false, 0),
+            "{\"frame\":0,\"pts\":null,\"dts\":null,\"duration\":null,\"width\":256,"
+            "\"height\":192,\"detections\":[" +
+                det + ",\"object_id\":3,\"predicted\":false}," + det + "}," + det +
+                ",\"object_id\":12,\"predicted\":true}]}");
+}
+
+TEST(FrameRecord, TrackEventsOnlyWhenTheFrameHasThem) {
+  FrameRecord r;
+  r.has_inference = true;
+  r.pts_ns = 2000;
+  const std::string plain = to_json_line(r, false, 0);
+  EXPECT_EQ(plain.find("track_events"), std::string::npos) << plain;
+
+  TrackEventRecord started;
+  started.id = 4;
+  started.label = "washer";
+  started.label_id = 1;
+  started.pts_ns = 2000;
+  started.stream_id = "cam0";
+  started.age = 3;
+  TrackEventRecord ended;
+  ended.ended = true;
+  ended.id = 2;
+  ended.label = "bolt";
+  ended.pts_ns = 2000;
+  ended.stream_id = "cam0";
+  ended.age = 40;
+  ended.reason = "lost";
+  ended.last_seen_pts_ns = 1000;
+  TrackEventRecord unseen = ended;
+  unseen.id = 1;
+  unseen.last_seen_pts_ns.reset();
+  r.track_events = {started, ended, unseen};
+  const std::string line = to_json_line(r, false, 0);
+  // After the detections, and the rest of the line as before.
+  EXPECT_EQ(line, plain.substr(0, plain.size() - 1) +
+                      ",\"track_events\":["
+                      "{\"event\":\"started\",\"id\":4,\"label\":\"washer\",\"label_id\":1,"
+                      "\"pts\":2000,\"stream_id\":\"cam0\",\"age\":3},"
+                      "{\"event\":\"ended\",\"id\":2,\"label\":\"bolt\",\"label_id\":0,"
+                      "\"pts\":2000,\"stream_id\":\"cam0\",\"age\":40,\"reason\":\"lost\","
+                      "\"last_seen_pts\":1000},"
+                      "{\"event\":\"ended\",\"id\":1,\"label\":\"bolt\",\"label_id\":0,"
+                      "\"pts\":2000,\"stream_id\":\"cam0\",\"age\":40,\"reason\":\"lost\","
+                      "\"last_seen_pts\":null}]}");
+  // A frame without torchinfer results (torchtrack on another detector's
+  // output) still lists them.
+  FrameRecord bare;
+  bare.track_events = {started};
+  EXPECT_EQ(json::parse(to_json_line(bare, false, 0))["track_events"][0]["id"], 4);
+}
