@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "element_helpers.h"
+#include "property_checks.h"
 
 using namespace torchinfer::test;
 
@@ -83,67 +84,6 @@ GstElement* make() {
   return gst_element_factory_make("torchinfer", nullptr);
 }
 
-// torchinfer's own properties (not GstObject's name/parent), in id order.
-std::vector<GParamSpec*> own_specs(GstElement* e) {
-  guint n = 0;
-  GParamSpec** all = g_object_class_list_properties(G_OBJECT_GET_CLASS(e), &n);
-  std::vector<GParamSpec*> out;
-  for (guint i = 0; i < n; ++i)
-    if (all[i]->owner_type == G_OBJECT_TYPE(e)) out.push_back(all[i]);
-  g_free(all);
-  return out;
-}
-
-bool writable(GParamSpec* p) {
-  return (p->flags & G_PARAM_WRITABLE) != 0;
-}
-
-// An in-range value other than the default, of the property's type.
-void non_default(GParamSpec* p, GValue* v) {
-  g_value_init(v, G_PARAM_SPEC_VALUE_TYPE(p));
-  if (G_IS_PARAM_SPEC_STRING(p)) {
-    ASSERT_TRUE(kStringValues.count(p->name)) << "no test value for " << p->name;
-    g_value_set_string(v, kStringValues.at(p->name).c_str());
-  } else if (G_IS_PARAM_SPEC_INT(p)) {
-    auto* s = G_PARAM_SPEC_INT(p);
-    g_value_set_int(v, s->default_value != s->minimum ? s->minimum : s->maximum);
-  } else if (G_IS_PARAM_SPEC_UINT(p)) {
-    auto* s = G_PARAM_SPEC_UINT(p);
-    g_value_set_uint(v, s->default_value != s->minimum ? s->minimum : s->maximum);
-  } else if (G_IS_PARAM_SPEC_UINT64(p)) {
-    auto* s = G_PARAM_SPEC_UINT64(p);
-    g_value_set_uint64(v, s->default_value != s->minimum ? s->minimum : s->maximum);
-  } else if (G_IS_PARAM_SPEC_DOUBLE(p)) {
-    auto* s = G_PARAM_SPEC_DOUBLE(p);
-    g_value_set_double(v, s->default_value != s->minimum ? s->minimum : s->maximum);
-  } else if (G_IS_PARAM_SPEC_BOOLEAN(p)) {
-    g_value_set_boolean(v, !G_PARAM_SPEC_BOOLEAN(p)->default_value);
-  } else if (G_IS_PARAM_SPEC_ENUM(p)) {
-    auto* s = G_PARAM_SPEC_ENUM(p);
-    const GEnumValue& last = s->enum_class->values[s->enum_class->n_values - 1];
-    g_value_set_enum(v,
-                     last.value != s->default_value ? last.value : s->enum_class->values[0].value);
-  } else {
-    FAIL() << "untested property type for " << p->name;
-  }
-}
-
-std::string contents(const GValue* v) {
-  gchar* s = g_strdup_value_contents(v);
-  std::string out = s;
-  g_free(s);
-  return out;
-}
-
-std::string read(GstElement* e, GParamSpec* p) {
-  GValue v = G_VALUE_INIT;
-  g_value_init(&v, G_PARAM_SPEC_VALUE_TYPE(p));
-  g_object_get_property(G_OBJECT(e), p->name, &v);
-  std::string out = contents(&v);
-  g_value_unset(&v);
-  return out;
-}
-
 }  // namespace
 
 TEST(TorchInferProperties, NamesTypesAndAccessAreTheFixedList) {
@@ -198,7 +138,7 @@ TEST(TorchInferProperties, EveryWritablePropertyRoundTrips) {
   for (GParamSpec* p : own_specs(e)) {
     if (!writable(p)) continue;
     GValue v = G_VALUE_INIT;
-    non_default(p, &v);
+    ASSERT_TRUE(non_default(p, &v, kStringValues));
     GValue def = G_VALUE_INIT;
     g_value_init(&def, G_PARAM_SPEC_VALUE_TYPE(p));
     g_param_value_set_default(p, &def);
@@ -225,7 +165,7 @@ TEST(TorchInferPropertiesErrors, ReadyOnlyPropertiesRefusedWhilePlaying) {
     if (!(p->flags & GST_PARAM_MUTABLE_READY)) continue;
     const std::string before = read(h->element, p);
     GValue v = G_VALUE_INIT;
-    non_default(p, &v);
+    ASSERT_TRUE(non_default(p, &v, kStringValues));
     WarningCatcher w;
     g_object_set_property(G_OBJECT(h->element), p->name, &v);
     g_value_unset(&v);

@@ -17,6 +17,7 @@
 #include "batching/in_order_queue.h"
 #include "common/error.h"
 #include "common/stream_stats.h"
+#include "held_forward.h"
 #include "model/model_registry.h"
 
 using namespace torchinfer;
@@ -26,14 +27,7 @@ namespace {
 
 // A model whose "forward" records the frames it saw (one int per slot) and
 // can be held inside forward() until the test releases it.
-struct FakeModel {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<std::vector<int>> batches;  // slot values per batch run
-  bool hold = false;
-  int inside = 0;  // forward() calls currently held
-  bool fail = false;
-
+struct FakeModel : test::HeldForward {
   std::shared_ptr<const LoadedModel> make(int generation = 1, std::size_t slot_bytes = 64) {
     auto m = std::make_shared<LoadedModel>();
     m->slot_bytes = slot_bytes;
@@ -46,25 +40,10 @@ struct FakeModel {
         std::memcpy(&v, static_cast<const char*>(data) + k * slot_bytes, sizeof v);
         seen.push_back(v);
       }
-      std::unique_lock<std::mutex> lk(mu);
-      batches.push_back(seen);
-      ++inside;
-      cv.notify_all();
-      cv.wait(lk, [&] { return !hold; });
-      --inside;
-      if (fail) throw std::runtime_error("forward failed");
+      enter(std::move(seen));
       return nullptr;
     };
     return m;
-  }
-  void wait_inside(int n) {
-    std::unique_lock<std::mutex> lk(mu);
-    cv.wait(lk, [&] { return inside >= n; });
-  }
-  void release() {
-    std::lock_guard<std::mutex> lk(mu);
-    hold = false;
-    cv.notify_all();
   }
 };
 

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "held_forward.h"
 #include "stream/stream_session.h"
 
 using namespace torchinfer;
@@ -27,14 +28,7 @@ namespace {
 constexpr int kSide = 2;
 constexpr std::size_t kSlotBytes = kSide * kSide * 3 * sizeof(float);
 
-struct FakeModel {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<std::vector<int>> batches;  // grey value of each slot, per forward()
-  bool hold = false;
-  int inside = 0;
-  bool fail = false;
-
+struct FakeModel : test::HeldForward {
   std::shared_ptr<const LoadedModel> make(int generation = 1) {
     auto m = std::make_shared<LoadedModel>();
     m->slot_bytes = kSlotBytes;
@@ -42,29 +36,14 @@ struct FakeModel {
     m->config.input_width = kSide;
     m->config.input_height = kSide;
     m->run = [this](const void* data, int n) -> std::shared_ptr<const BatchOutput> {
-      std::unique_lock<std::mutex> lk(mu);
       std::vector<int> seen;
       for (int k = 0; k < n; ++k)
         seen.push_back(static_cast<int>(
             static_cast<const float*>(data)[k * kSlotBytes / sizeof(float)] + 0.5f));
-      batches.push_back(seen);
-      ++inside;
-      cv.notify_all();
-      cv.wait(lk, [&] { return !hold; });
-      --inside;
-      if (fail) throw std::runtime_error("forward failed");
+      enter(std::move(seen));
       return nullptr;
     };
     return m;
-  }
-  void wait_inside(int n) {
-    std::unique_lock<std::mutex> lk(mu);
-    cv.wait(lk, [&] { return inside >= n; });
-  }
-  void release() {
-    std::lock_guard<std::mutex> lk(mu);
-    hold = false;
-    cv.notify_all();
   }
 };
 

@@ -1,0 +1,79 @@
+#include "property_checks.h"
+
+#include <gtest/gtest.h>
+
+namespace torchinfer::test {
+
+std::vector<GParamSpec*> own_specs(GstElement* e) {
+  guint n = 0;
+  GParamSpec** all = g_object_class_list_properties(G_OBJECT_GET_CLASS(e), &n);
+  std::vector<GParamSpec*> out;
+  for (guint i = 0; i < n; ++i)
+    if (all[i]->owner_type == G_OBJECT_TYPE(e)) out.push_back(all[i]);
+  g_free(all);
+  return out;
+}
+
+bool writable(GParamSpec* p) {
+  return (p->flags & G_PARAM_WRITABLE) != 0;
+}
+
+namespace {
+
+// The other end of the range from the default (the minimum unless that is
+// the default).
+template <class Spec, class V>
+V other_end(const Spec* s) {
+  return s->default_value != s->minimum ? s->minimum : s->maximum;
+}
+
+}  // namespace
+
+bool non_default(GParamSpec* p, GValue* v, const std::map<std::string, std::string>& strings) {
+  g_value_init(v, G_PARAM_SPEC_VALUE_TYPE(p));
+  if (G_IS_PARAM_SPEC_STRING(p)) {
+    const auto it = strings.find(p->name);
+    if (it == strings.end()) {
+      ADD_FAILURE() << "no test value for " << p->name;
+      return false;
+    }
+    g_value_set_string(v, it->second.c_str());
+  } else if (G_IS_PARAM_SPEC_INT(p)) {
+    g_value_set_int(v, other_end<GParamSpecInt, gint>(G_PARAM_SPEC_INT(p)));
+  } else if (G_IS_PARAM_SPEC_UINT(p)) {
+    g_value_set_uint(v, other_end<GParamSpecUInt, guint>(G_PARAM_SPEC_UINT(p)));
+  } else if (G_IS_PARAM_SPEC_UINT64(p)) {
+    g_value_set_uint64(v, other_end<GParamSpecUInt64, guint64>(G_PARAM_SPEC_UINT64(p)));
+  } else if (G_IS_PARAM_SPEC_DOUBLE(p)) {
+    g_value_set_double(v, other_end<GParamSpecDouble, gdouble>(G_PARAM_SPEC_DOUBLE(p)));
+  } else if (G_IS_PARAM_SPEC_BOOLEAN(p)) {
+    g_value_set_boolean(v, !G_PARAM_SPEC_BOOLEAN(p)->default_value);
+  } else if (G_IS_PARAM_SPEC_ENUM(p)) {
+    auto* s = G_PARAM_SPEC_ENUM(p);
+    const GEnumValue& last = s->enum_class->values[s->enum_class->n_values - 1];
+    g_value_set_enum(v,
+                     last.value != s->default_value ? last.value : s->enum_class->values[0].value);
+  } else {
+    ADD_FAILURE() << "untested property type for " << p->name;
+    return false;
+  }
+  return true;
+}
+
+std::string contents(const GValue* v) {
+  gchar* s = g_strdup_value_contents(v);
+  std::string out = s;
+  g_free(s);
+  return out;
+}
+
+std::string read(GstElement* e, GParamSpec* p) {
+  GValue v = G_VALUE_INIT;
+  g_value_init(&v, G_PARAM_SPEC_VALUE_TYPE(p));
+  g_object_get_property(G_OBJECT(e), p->name, &v);
+  std::string out = contents(&v);
+  g_value_unset(&v);
+  return out;
+}
+
+}  // namespace torchinfer::test

@@ -1,0 +1,30 @@
+// Generic checks of an element's GObject properties, shared by the property
+// tests of each element (fixed list, defaults, round trips, refusals).
+#pragma once
+
+#include <gst/gst.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace torchinfer::test {
+
+// The element type's own properties (not those of its parent classes), in
+// id order.
+std::vector<GParamSpec*> own_specs(GstElement* e);
+
+bool writable(GParamSpec* p);
+
+// Initialises `v` to an in-range value other than p's default. Strings come
+// from `strings` (name -> valid value); a missing one or an untested type
+// is a test failure (returns false).
+bool non_default(GParamSpec* p, GValue* v, const std::map<std::string, std::string>& strings);
+
+// g_strdup_value_contents as a std::string.
+std::string contents(const GValue* v);
+
+// The current value of a property, as contents() prints it.
+std::string read(GstElement* e, GParamSpec* p);
+
+}  // namespace torchinfer::test
