@@ -14,18 +14,6 @@ void reject(GParamSpec* pspec, const char* value, const std::string& why) {
 
 }  // namespace
 
-GParamFlags flags_for(Access a) {
-  const int rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS;
-  switch (a) {
-    case Access::kReady:
-      return static_cast<GParamFlags>(rw | GST_PARAM_MUTABLE_READY);
-    case Access::kPlaying:
-      return static_cast<GParamFlags>(rw | GST_PARAM_MUTABLE_PLAYING);
-    default:
-      return static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
-  }
-}
-
 // "" clears; anything else must parse as 1 or 3 numbers.
 bool set_float_list(std::string& field, const GValue* value, GParamSpec* pspec, bool positive) {
   const char* text = g_value_get_string(value);

@@ -9,12 +9,10 @@
 #include <string>
 #include <type_traits>
 
+#include "property-access.h"
 #include "torchinfer-settings.h"
 
 namespace torchinfer::gst {
-
-// When a property may be written.
-enum class Access { kReady, kPlaying, kReadOnly };
 
 using MakeSpec = GParamSpec* (*)(GParamFlags);
 using Setter = bool (*)(Settings&, const GValue*, GParamSpec*);
@@ -29,8 +27,6 @@ struct Property {
   Getter get = nullptr;           // from Settings or Stats
   StreamGetter stream = nullptr;  // from the element's stream statistics instead
 };
-
-GParamFlags flags_for(Access a);
 
 template <class C, class T>
 C owner_of(T C::*);

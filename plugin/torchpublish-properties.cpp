@@ -8,11 +8,10 @@
 #include <iterator>
 #include <type_traits>
 
+#include "property-access.h"
+
 namespace torchinfer::gst::publish {
 namespace {
-
-// When a property may be written.
-enum class Access { kReady, kPlaying, kReadOnly };
 
 using MakeSpec = GParamSpec* (*)(GParamFlags);
 using Setter = void (*)(Settings&, const GValue*);
@@ -25,18 +24,6 @@ struct Property {
   Setter set = nullptr;  // null: not stored in Settings
   Getter get = nullptr;
 };
-
-GParamFlags flags_for(Access a) {
-  const int rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS;
-  switch (a) {
-    case Access::kReady:
-      return static_cast<GParamFlags>(rw | GST_PARAM_MUTABLE_READY);
-    case Access::kPlaying:
-      return static_cast<GParamFlags>(rw | GST_PARAM_MUTABLE_PLAYING);
-    default:
-      return static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
-  }
-}
 
 GType mode_type() {
   static GType type = 0;

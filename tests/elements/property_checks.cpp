@@ -76,4 +76,19 @@ std::string read(GstElement* e, GParamSpec* p) {
   return out;
 }
 
+void expect_property_list(GstElement* e, const ExpectedProperty* expected, std::size_t n) {
+  const std::vector<GParamSpec*> specs = own_specs(e);
+  ASSERT_EQ(specs.size(), n);
+  for (std::size_t i = 0; i < n; ++i) {
+    GParamSpec* p = specs[i];
+    const ExpectedProperty& x = expected[i];
+    EXPECT_STREQ(p->name, x.name);
+    EXPECT_STREQ(g_type_name(G_PARAM_SPEC_VALUE_TYPE(p)), x.type) << x.name;
+    EXPECT_TRUE(p->flags & G_PARAM_READABLE) << x.name;
+    EXPECT_EQ(writable(p), x.access != 'o') << x.name;
+    EXPECT_EQ((p->flags & GST_PARAM_MUTABLE_READY) != 0, x.access == 'r') << x.name;
+    EXPECT_EQ((p->flags & GST_PARAM_MUTABLE_PLAYING) != 0, x.access == 'p') << x.name;
+  }
+}
+
 }  // namespace torchinfer::test

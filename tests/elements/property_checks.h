@@ -4,6 +4,7 @@
 
 #include <gst/gst.h>
 
+#include <cstddef>
 #include <map>
 #include <string>
 #include <vector>
@@ -26,5 +27,17 @@ std::string contents(const GValue* v);
 
 // The current value of a property, as contents() prints it.
 std::string read(GstElement* e, GParamSpec* p);
+
+// One row of an element's fixed property list. access: 'r' writable in
+// NULL/READY, 'p' also while PLAYING, 'o' read-only.
+struct ExpectedProperty {
+  const char* name;
+  const char* type;
+  char access;
+};
+
+// The element's own properties are exactly `expected`, in id order, with
+// those value types and flags.
+void expect_property_list(GstElement* e, const ExpectedProperty* expected, std::size_t n);
 
 }  // namespace torchinfer::test

@@ -16,13 +16,7 @@ using namespace torchinfer::test;
 namespace {
 
 // 'r': writable in NULL/READY only; 'p': writable while PLAYING; 'o': read-only.
-struct Expected {
-  const char* name;
-  const char* type;
-  char access;
-};
-
-const Expected kExpected[] = {
+const ExpectedProperty kExpected[] = {
     {"model", "gchararray", 'p'},
     {"model-config", "gchararray", 'r'},
     {"labels", "gchararray", 'r'},
@@ -89,18 +83,7 @@ GstElement* make() {
 TEST(TorchInferProperties, NamesTypesAndAccessAreTheFixedList) {
   GstElement* e = make();
   ASSERT_NE(e, nullptr);
-  const std::vector<GParamSpec*> specs = own_specs(e);
-  ASSERT_EQ(specs.size(), std::size(kExpected));
-  for (std::size_t i = 0; i < specs.size(); ++i) {
-    GParamSpec* p = specs[i];
-    const Expected& x = kExpected[i];
-    EXPECT_STREQ(p->name, x.name);
-    EXPECT_STREQ(g_type_name(G_PARAM_SPEC_VALUE_TYPE(p)), x.type) << x.name;
-    EXPECT_TRUE(p->flags & G_PARAM_READABLE) << x.name;
-    EXPECT_EQ(writable(p), x.access != 'o') << x.name;
-    EXPECT_EQ((p->flags & GST_PARAM_MUTABLE_READY) != 0, x.access == 'r') << x.name;
-    EXPECT_EQ((p->flags & GST_PARAM_MUTABLE_PLAYING) != 0, x.access == 'p') << x.name;
-  }
+  expect_property_list(e, kExpected, std::size(kExpected));
   gst_object_unref(e);
 }
 

@@ -18,14 +18,8 @@ using namespace torchinfer::test;
 namespace {
 
 // 'r': writable in NULL/READY only; 'p': writable while PLAYING; 'o': read-only.
-struct Expected {
-  const char* name;
-  const char* type;
-  char access;
-};
-
 // In id order, the order GObject lists them in.
-const Expected kExpected[] = {
+const ExpectedProperty kExpected[] = {
     {"host", "gchararray", 'r'},
     {"port", "gint", 'r'},
     {"topic", "gchararray", 'r'},
@@ -90,18 +84,7 @@ GstHarness* running_harness() {
 TEST(TorchPublishProperties, NamesTypesAndAccessAreTheFixedList) {
   GstElement* e = make();
   ASSERT_NE(e, nullptr);
-  const std::vector<GParamSpec*> specs = own_specs(e);
-  ASSERT_EQ(specs.size(), std::size(kExpected));
-  for (std::size_t i = 0; i < specs.size(); ++i) {
-    GParamSpec* p = specs[i];
-    const Expected& x = kExpected[i];
-    EXPECT_STREQ(p->name, x.name);
-    EXPECT_STREQ(g_type_name(G_PARAM_SPEC_VALUE_TYPE(p)), x.type) << x.name;
-    EXPECT_TRUE(p->flags & G_PARAM_READABLE) << x.name;
-    EXPECT_EQ(writable(p), x.access != 'o') << x.name;
-    EXPECT_EQ((p->flags & GST_PARAM_MUTABLE_READY) != 0, x.access == 'r') << x.name;
-    EXPECT_EQ((p->flags & GST_PARAM_MUTABLE_PLAYING) != 0, x.access == 'p') << x.name;
-  }
+  expect_property_list(e, kExpected, std::size(kExpected));
   gst_object_unref(e);
 }
 
