@@ -76,6 +76,25 @@ std::string read(GstElement* e, GParamSpec* p) {
   return out;
 }
 
+int round_trip_writable(GstElement* e, const std::map<std::string, std::string>& strings) {
+  int written = 0;
+  for (GParamSpec* p : own_specs(e)) {
+    if (!writable(p)) continue;
+    GValue v = G_VALUE_INIT;
+    if (!non_default(p, &v, strings)) return written;
+    GValue def = G_VALUE_INIT;
+    g_value_init(&def, G_PARAM_SPEC_VALUE_TYPE(p));
+    g_param_value_set_default(p, &def);
+    EXPECT_NE(g_param_values_cmp(p, &v, &def), 0) << p->name;
+    g_object_set_property(G_OBJECT(e), p->name, &v);
+    EXPECT_EQ(read(e, p), contents(&v)) << p->name;
+    g_value_unset(&v);
+    g_value_unset(&def);
+    ++written;
+  }
+  return written;
+}
+
 void expect_property_list(GstElement* e, const ExpectedProperty* expected, std::size_t n) {
   const std::vector<GParamSpec*> specs = own_specs(e);
   ASSERT_EQ(specs.size(), n);

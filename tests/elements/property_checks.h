@@ -28,6 +28,10 @@ std::string contents(const GValue* v);
 // The current value of a property, as contents() prints it.
 std::string read(GstElement* e, GParamSpec* p);
 
+// Sets every writable property to a non-default value and checks it reads
+// back; returns how many were written.
+int round_trip_writable(GstElement* e, const std::map<std::string, std::string>& strings);
+
 // One row of an element's fixed property list. access: 'r' writable in
 // NULL/READY, 'p' also while PLAYING, 'o' read-only.
 struct ExpectedProperty {
