@@ -1,16 +1,22 @@
 #include "model/model_loader.h"
 
+#include <algorithm>
+
 #include "common/aligned_buffer.h"
 
 #include "common/memory_error.h"
 
 namespace torchinfer {
 
+std::vector<int> warmup_batch_sizes(int batch_size) {
+  std::vector<int> sizes{std::max(1, batch_size)};
+  for (int b = 1; b < batch_size; b *= 2) sizes.insert(sizes.begin() + 1, b);
+  return sizes;
+}
+
 std::shared_ptr<const LoadedModel> load_model(EngineOptions options, const ModelConfig& config,
                                               int batch_size, int generation) {
-  options.warmup_batch_sizes.clear();
-  // Largest first: the bf16 decision of precision=auto times the first size.
-  for (int b = batch_size; b >= 1; --b) options.warmup_batch_sizes.push_back(b);
+  options.warmup_batch_sizes = warmup_batch_sizes(batch_size);
   auto engine = std::make_shared<Engine>(options);
 
   auto m = std::make_shared<LoadedModel>();

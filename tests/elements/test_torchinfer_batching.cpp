@@ -158,6 +158,29 @@ TEST(TorchInferBatching, ThirtySevenFramesKeepOrderTimestampsAndResults) {
   gst_harness_teardown(h);
 }
 
+// batch-size=8 warms 8, 4, 2, 1 only: a batch of 5 at EOS runs at a size
+// never warmed and must still give each frame its own result.
+TEST(TorchInferBatching, UnwarmedPartialBatchAtEosGivesEachFrameItsResult) {
+  const GstVideoInfo info = info_of(kGray);
+  GstHarness* h = torchinfer_harness(identity("batch-size=8 batch-timeout=60000000"), kGray);
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(gst_harness_push(h, frame(info, 10 + i)), GST_FLOW_OK);
+  ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_eos()));
+  EXPECT_EQ(buffers_at_eos(h), 5u);
+  for (int i = 0; i < 5; ++i) {
+    GstBuffer* out = gst_harness_pull(h);
+    expect_frame(out, 10 + i);
+    EXPECT_EQ(seen_value(out), 10 + i);
+    GstTorchTensorMeta* m = gst_buffer_get_torch_tensor_meta(out);
+    ASSERT_NE(m, nullptr);
+    EXPECT_EQ(m->batch_size, 5u);
+    EXPECT_EQ(m->batch_index, static_cast<guint>(i));
+    EXPECT_TRUE(m->inferred);
+    gst_buffer_unref(out);
+  }
+  EXPECT_EQ(gst_harness_buffers_in_queue(h), 0u);
+  gst_harness_teardown(h);
+}
+
 TEST(TorchInferBatching, TimeoutRunsAPartialBatchWithoutEos) {
   const GstVideoInfo info = info_of(kGray);
   GstHarness* h = torchinfer_harness(identity("batch-size=8 batch-timeout=20000"), kGray);
