@@ -11,6 +11,13 @@
 //       [--precision int8]: only the bare libtorch loop (the upper bound of
 //       tests/bench/compare.sh): one key=value line with images/s, p50, p99,
 //       CPU ms per image and peak RSS.
+//   startup --model M.pt [--batch 64] [--warm all|pow2] [--threads 2]
+//       Engine load time (read, optimise, warm-up) with warm-up at every size
+//       1..batch (all) or at the powers of two below batch plus batch (pow2).
+//   partial --model M.pt [--batch 8] [--fill 5] [--iters 20] [--reps 3]
+//       A partial batch of `fill` frames on an engine warmed at `batch` only:
+//       padded to `batch` vs run at `fill` unwarmed, first call (fresh engine
+//       per rep) and steady state, interleaved.
 // Add --cores LIST to pin the engine. --iters 1 is the smoke test meson runs.
 #include <ATen/Parallel.h>
 #include <sys/resource.h>
@@ -225,6 +232,59 @@ int table() {
   return 0;
 }
 
+std::vector<int> warm_sizes(int batch, bool pow2) {
+  std::vector<int> out;
+  if (pow2) {
+    for (int b = 1; b < batch; b *= 2) out.push_back(b);
+    out.push_back(batch);
+  } else {
+    for (int b = 1; b <= batch; ++b) out.push_back(b);
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+int startup() {
+  const int batch = iarg("batch", 64);
+  EngineOptions o = engine_opts(arg("model", ""), batch, iarg("threads", 2));
+  o.warmup_batch_sizes = warm_sizes(batch, arg("warm", "pow2") == "pow2");
+  const auto t0 = Clock::now();
+  Engine engine(o);
+  std::printf("startup batch=%d warm=%s sizes=%zu load_ms=%.0f\n", batch,
+              arg("warm", "pow2").c_str(), o.warmup_batch_sizes.size(), ms(t0, Clock::now()));
+  return 0;
+}
+
+int partial() {
+  const int batch = iarg("batch", 8), fill = iarg("fill", 5), iters = iarg("iters", 20);
+  // The profiling executor may specialise again on a new size's 2nd call:
+  // the first three calls at `fill` are kept apart.
+  std::vector<double> first[3], pad, unpadded;
+  AlignedBuffer in = input(batch);
+  for (int rep = 0; rep < iarg("reps", 3); ++rep) {
+    Engine engine(engine_opts(arg("model", ""), batch, iarg("threads", 2)));
+    auto timed = [&](int b) {
+      auto t0 = Clock::now();
+      engine.run(in.data(), b);
+      return ms(t0, Clock::now());
+    };
+    for (auto& f : first) {
+      f.push_back(timed(fill));
+      pad.push_back(timed(batch));
+    }
+    for (int i = 0; i < iters; ++i) {
+      unpadded.push_back(timed(fill));
+      pad.push_back(timed(batch));
+    }
+  }
+  std::printf(
+      "partial fill=%d batch=%d unwarmed_%d calls 1/2/3 p50: %.1f/%.1f/%.1f ms, then %.1f ms; "
+      "padded_%d p50 %.1f ms\n",
+      fill, batch, fill, pct(first[0], .5), pct(first[1], .5), pct(first[2], .5), pct(unpadded, .5),
+      batch, pct(pad, .5));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -239,6 +299,8 @@ int main(int argc, char** argv) {
     if (mode == "compare") return compare();
     if (mode == "table") return table();
     if (mode == "bare") return bare();
+    if (mode == "startup") return startup();
+    if (mode == "partial") return partial();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
