@@ -74,6 +74,26 @@ void post_load_progress(GstElement* self, const std::string& model, const LoadPr
 
 }  // namespace
 
+// One INFO line with everything the load decided and measured.
+static void log_loaded(GstElement* self, const Settings& s, const ModelConfig& config,
+                       const LoadedModel& m) {
+  const EngineInfo& info = m.engine->info();
+  std::string warmed;
+  for (int b : warmup_batch_sizes(s.batch_size))
+    warmed += (warmed.empty() ? "" : ",") + std::to_string(b);
+  GST_INFO_OBJECT(
+      self,
+      "model %s: %dx%d %s, task %s, %zu labels (config: %s); load %.1f ms, optimise %.1f ms "
+      "(frozen %d, optimised %d), warm-up %.1f ms (batch sizes %s); batch %d: %.2f ms; "
+      "precision %s (%s), %d threads, cores %s",
+      s.model.c_str(), config.input_width, config.input_height, to_string(config.channel_order),
+      to_string(config.task), config.labels.size(),
+      config.source.empty() ? "defaults" : config.source.c_str(), info.load_ms, info.optimize_ms,
+      info.frozen, info.optimized, info.warmup_ms, warmed.c_str(), s.batch_size, m.batch_ms,
+      to_string(info.precision), info.precision_note.c_str(), info.threads,
+      info.cores.empty() ? "not pinned" : format_cpu_list(info.cores).c_str());
+}
+
 std::shared_ptr<const LoadedModel> load_for_element(GstElement* self, const Settings& s,
                                                     const ModelConfig& config, int generation) {
   EngineOptions eo = engine_options(s, config);
@@ -116,17 +136,7 @@ std::shared_ptr<const LoadedModel> load_for_element(GstElement* self, const Sett
     GST_ELEMENT_WARNING(self, LIBRARY, SETTINGS,
                         ("Model '%s' runs unoptimised (slower).", s.model.c_str()),
                         ("optimize_for_inference failed: %s", info.optimize_note.c_str()));
-  GST_INFO_OBJECT(
-      self,
-      "model %s: %dx%d %s, task %s, %zu labels (config: %s); load %.1f ms, optimise %.1f ms "
-      "(frozen %d, optimised %d), warm-up %.1f ms (batch sizes 1..%d); batch %d: %.2f ms; "
-      "precision %s (%s), %d threads, cores %s",
-      s.model.c_str(), config.input_width, config.input_height, to_string(config.channel_order),
-      to_string(config.task), config.labels.size(),
-      config.source.empty() ? "defaults" : config.source.c_str(), info.load_ms, info.optimize_ms,
-      info.frozen, info.optimized, info.warmup_ms, s.batch_size, s.batch_size, m->batch_ms,
-      to_string(info.precision), info.precision_note.c_str(), info.threads,
-      info.cores.empty() ? "not pinned" : format_cpu_list(info.cores).c_str());
+  log_loaded(self, s, config, *m);
   return m;
 }
 
