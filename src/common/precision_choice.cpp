@@ -83,14 +83,20 @@ PrecisionDecision decide_precision(const std::vector<double>& fp32_ms,
   d.rel_error = max_abs_fp32 > 0 ? max_abs_diff / max_abs_fp32 : max_abs_diff;
   const std::string figures = "fp32 " + fmt(d.fp32_ms) + " ms, bf16 " + fmt(d.bf16_ms) +
                               " ms, bf16 faster in " + std::to_string(d.bf16_wins) + "/" +
-                              std::to_string(d.rounds) + " rounds, bf16 error " +
-                              fmt(100 * d.rel_error, "%.3g") + " %";
+                              std::to_string(d.rounds) + " rounds" +
+                              // Measured only once bf16 won every round.
+                              (d.rounds > 0 && d.bf16_wins == d.rounds
+                                   ? ", bf16 error " + fmt(100 * d.rel_error, "%.3g") + " %"
+                                   : "");
   auto keep = [&](const std::string& why) {
     d.bf16 = false;
     d.reason = "fp32: " + why + " (" + figures + ")";
     return d;
   };
-  if (fp32_ms.size() != bf16_ms.size() || d.rounds < rule.min_rounds)
+  // A lost round decides alone, so the caller may stop timing at the first.
+  if (fp32_ms.size() != bf16_ms.size()) return keep("unpaired timing rounds");
+  if (d.bf16_wins < d.rounds) return keep("bf16 not faster in every round");
+  if (d.rounds < rule.min_rounds)
     return keep("fewer than " + std::to_string(rule.min_rounds) + " paired timing rounds");
   if (!std::isfinite(d.rel_error)) return keep("bf16 outputs are not finite");
   if (d.fp32_ms < rule.min_fp32_ms)
@@ -98,7 +104,6 @@ PrecisionDecision decide_precision(const std::vector<double>& fp32_ms,
                 " ms a batch, too fast for bf16 to matter");
   if (d.bf16_ms > (1 - rule.margin) * d.fp32_ms)
     return keep("bf16 not " + fmt(100 * rule.margin, "%g") + " % faster");
-  if (d.bf16_wins < d.rounds) return keep("bf16 not faster in every round");
   if (d.rel_error > rule.max_rel_error)
     return keep("bf16 error above the " + fmt(100 * rule.max_rel_error, "%g") + " % bound");
   d.bf16 = true;
