@@ -5,6 +5,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -202,8 +203,11 @@ std::string write_cached_decision(const std::string& dir, const PrecisionKey& ke
                             {"bf16_wins", d.bf16_wins}, {"rel_error", d.rel_error},
                             {"reason", d.reason}};
   const std::string path = dir + "/" + cache_file_name(key);
-  // Unique per process: two elements starting at once must not share a temp file.
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  // Unique per process and call: two elements starting at once, in one
+  // process or two, must not share a temp file.
+  static std::atomic<unsigned> serial{0};
+  const std::string tmp =
+      path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(serial++);
   {
     std::ofstream f(tmp, std::ios::trunc);
     if (!f) return fail(tmp + ": " + std::strerror(errno));

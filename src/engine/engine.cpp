@@ -608,11 +608,11 @@ struct Engine::Impl {
 
   // The cache key of an automatic choice at batch b; false (with a note) if
   // the model file cannot be hashed.
-  bool precision_key(int b, PrecisionKey* key) {
+  bool precision_key(int b, PrecisionKey* key, std::string* note) {
     try {
       hash_model_file(opts.model_path, key);
     } catch (const std::exception& e) {
-      info.precision_note = std::string("precision cache not used: ") + e.what();
+      *note = std::string("precision cache not used: ") + e.what();
       return false;
     }
     key->cpu_model = read_cpuinfo().model_name;
@@ -636,7 +636,7 @@ struct Engine::Impl {
     PrecisionKey key;
     const std::string dir = precision_cache_dir();
     std::string cache_note;
-    const bool keyed = !requested && precision_key(b, &key);
+    const bool keyed = !requested && precision_key(b, &key, &cache_note);
     if (keyed) {
       if (auto c = read_cached_decision(dir, key, &cache_note)) {
         info.precision_from_cache = true;
