@@ -5,7 +5,10 @@
 // a bad command line.
 //
 //   torchinfer-selfcheck [--model M.pt] [--cores LIST] [--threads N]
-//                        [--precision auto|fp32|int8|bf16]
+//                        [--precision auto|fp32|int8|bf16] [--batch N] [--probe-bf16]
+//
+// --batch: the warm-up batch size precision=auto decides at (and caches for).
+// --probe-bf16: let precision=auto time bf16 on a CPU without AVX512-BF16.
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -29,7 +32,7 @@ namespace {
 int usage(int code) {
   std::fprintf(stderr,
                "usage: torchinfer-selfcheck [--model M.pt] [--cores LIST] [--threads N] "
-               "[--precision auto|fp32|int8|bf16]\n");
+               "[--precision auto|fp32|int8|bf16] [--batch N] [--probe-bf16]\n");
   return code;
 }
 
@@ -40,6 +43,8 @@ int main(int argc, char** argv) {
   std::optional<std::string> cores;
   int threads = 0;
   Precision precision = Precision::kAuto;
+  bool probe_bf16 = false;
+  int batch = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -67,6 +72,12 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "unknown precision '%s'\n", p.c_str());
         return app::kBadCommandLine;
       }
+    } else if (a == "--probe-bf16") {
+      probe_bf16 = true;
+    } else if (a == "--batch") {
+      long n = 0;
+      if (!app::parse_int("--batch", next(), 1, 1024, &n)) return app::kBadCommandLine;
+      batch = static_cast<int>(n);
     } else {
       return usage(a == "--help" || a == "-h" ? 0 : app::kBadCommandLine);
     }
@@ -87,6 +98,8 @@ int main(int argc, char** argv) {
       o.cores = cores;
       o.precision = precision;
       o.declared_int8 = cfg.precision == ModelPrecision::kInt8;
+      o.probe_bf16 = probe_bf16;
+      o.warmup_batch_sizes = {batch};
       engine = std::make_unique<Engine>(o);
       input = std::make_unique<AlignedBuffer>(
           static_cast<std::size_t>(o.input_width) * o.input_height * o.channels * sizeof(float),

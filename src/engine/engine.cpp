@@ -15,6 +15,7 @@
 #include <cstring>
 #include <exception>
 #include <functional>
+#include <limits>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -22,6 +23,7 @@
 #include "common/cpu_set.h"
 #include "common/error.h"
 #include "common/memory_error.h"
+#include "common/precision_choice.h"
 #include "common/sysinfo.h"
 #include "common/zip_check.h"
 #include "engine/input_quant.h"
@@ -211,6 +213,12 @@ bool graph_is_quantized(torch::jit::Module& m) {
   return scan(g->block());
 }
 
+// bf16 kernels of oneDNN need AVX512-BF16; elsewhere bf16 is emulated and
+// slower than fp32, so precision=auto does not time it.
+bool native_bf16() {
+  return isa_from_flags(read_cpuinfo().flags).avx512_bf16;
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -221,12 +229,6 @@ std::string qengine_name(at::QEngine q) {
   std::string s = c10::toString(q);
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
-}
-
-std::string fmt_ms(double ms) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f ms", ms);
-  return buf;
 }
 
 // Runs closures on one long-lived thread and hands back results or
@@ -571,39 +573,108 @@ struct Engine::Impl {
     return out;
   }
 
-  // Decides fp32 vs bf16 by timing both at the largest warm-up batch. `eval`
-  // is the unfrozen eval-mode module the bf16 copy is made from.
+  // Outputs of `m` on `x` as float, for the bf16-vs-fp32 accuracy check.
+  std::vector<at::Tensor> float_outputs(torch::jit::Module& m, const at::Tensor& x) {
+    c10::InferenceMode guard;
+    std::vector<std::pair<std::string, at::Tensor>> outs;
+    collect_outputs(m.forward({x}), outs);
+    std::vector<at::Tensor> r;
+    for (auto& [name, t] : outs)
+      if (t.is_floating_point()) r.push_back(t.to(at::kFloat));
+    return r;
+  }
+
+  // Largest |bf16 - fp32| over all float outputs on `input`, and largest |fp32|.
+  void bf16_error(torch::jit::Module& fp32_module, torch::jit::Module& bf16_module,
+                  const float* input, int b, double* max_diff, double* max_ref) {
+    const int64_t H = opts.input_height, W = opts.input_width, C = opts.channels;
+    at::Tensor x = opts.input_nhwc
+                       ? torch::from_blob(const_cast<float*>(input), {b, H, W, C}, at::kFloat)
+                       : torch::from_blob(const_cast<float*>(input), {b, C, H, W},
+                                          {H * W * C, 1, W * C, C}, at::kFloat);
+    const auto ref = float_outputs(fp32_module, x);
+    const auto got = float_outputs(bf16_module, x.to(at::kBFloat16));
+    *max_diff = *max_ref = 0;
+    if (ref.size() != got.size())
+      throw Error(ErrorKind::kRuntime, "bf16 copy returns a different set of outputs");
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+      if (ref[i].sizes() != got[i].sizes())
+        throw Error(ErrorKind::kRuntime, "bf16 copy returns outputs of another shape");
+      if (ref[i].numel() == 0) continue;
+      *max_ref = std::max(*max_ref, ref[i].abs().max().item<double>());
+      *max_diff = std::max(*max_diff, (ref[i] - got[i]).abs().max().item<double>());
+    }
+  }
+
+  // The cache key of an automatic choice at batch b; false (with a note) if
+  // the model file cannot be hashed.
+  bool precision_key(int b, PrecisionKey* key, std::string* note) {
+    try {
+      hash_model_file(opts.model_path, key);
+    } catch (const std::exception& e) {
+      *note = std::string("precision cache not used: ") + e.what();
+      return false;
+    }
+    key->cpu_model = read_cpuinfo().model_name;
+    key->threads = info.threads;
+    key->batch = b;
+    key->torch_version = TORCH_VERSION;
+    return true;
+  }
+
+  // Decides fp32 vs bf16 at the largest warm-up batch. `eval` is the unfrozen
+  // eval-mode module the bf16 copy is made from. precision=auto applies
+  // decide_precision() (precision_choice.h) once per model, CPU, threads,
+  // batch and libtorch, and reuses the cached decision afterwards, so that
+  // the same setup gets the same precision on every start.
   void choose_bf16(const torch::jit::Module& eval, bool requested) {
     const int b = std::max(
         1, *std::max_element(opts.warmup_batch_sizes.begin(), opts.warmup_batch_sizes.end()));
     std::vector<float> zeros(
         static_cast<std::size_t>(b) * opts.input_height * opts.input_width * opts.channels, 0.f);
-    const int runs = std::max(5, opts.warmup_runs);
-    double fp32_ms = time_runs(zeros.data(), b, runs);
-    // Below ~2 ms a batch, the difference is noise and not worth bf16's
-    // rounding; only an explicit precision=bf16 goes on.
-    if (!requested && fp32_ms < 2.0) {
-      info.fp32_ms = fp32_ms;
-      info.precision = Precision::kFp32;
-      info.precision_note = "fp32 kept (batch " + std::to_string(b) + ": " + fmt_ms(fp32_ms) +
-                            ", too fast for bf16 to matter)";
-      return;
+
+    PrecisionKey key;
+    const std::string dir = precision_cache_dir();
+    std::string cache_note;
+    const bool keyed = !requested && precision_key(b, &key, &cache_note);
+    if (keyed) {
+      if (auto c = read_cached_decision(dir, key, &cache_note)) {
+        info.precision_from_cache = true;
+        info.precision_cache_file = c->path;
+        info.fp32_ms = c->decision.fp32_ms;
+        info.bf16_ms = c->decision.bf16_ms;
+        const std::string src = " (cached " + c->created + ", " + c->path + ")";
+        if (!c->decision.bf16) {
+          info.precision = Precision::kFp32;
+          info.precision_note = "auto: fp32" + src;
+          return;
+        }
+        try {
+          module = make_bf16(eval);
+          bf16 = true;
+          info.precision = Precision::kBf16;
+          info.precision_note = "auto: bf16" + src;
+          return;
+        } catch (const std::exception& e) {
+          // The file said bf16 but the copy fails now: decide afresh below.
+          info.precision_from_cache = false;
+          cache_note = "cached bf16 no longer runs (" + message_of(e) + "), deciding again";
+        }
+      }
     }
+
     torch::jit::Module fp32_module = module, bf16_module;
-    double bf16_ms = 0;
+    const int runs = std::max(5, opts.warmup_runs);
+    std::vector<double> t32, t16;
+    double max_diff = 0, max_ref = 0;
     std::string failure;
     try {
-      bf16_module = eval.clone();
-      bf16_module.to(at::kBFloat16);
-      // Frozen only: optimize_for_inference's oneDNN conversion is for fp32
-      // and measured 3.6x slower than plain frozen bf16 on MobileNetV2.
-      if (opts.optimize) bf16_module = torch::jit::freeze(bf16_module);
+      bf16_module = make_bf16(eval);
       module = bf16_module;
       bf16 = true;
       forward(zeros.data(), b);  // profiling runs
       forward(zeros.data(), b);
       // Interleaved, so load from other processes hits both alike.
-      std::vector<double> t32, t16;
       for (int i = 0; i < runs; ++i) {
         module = fp32_module;
         bf16 = false;
@@ -611,32 +682,65 @@ struct Engine::Impl {
         module = bf16_module;
         bf16 = true;
         t16.push_back(forward(zeros.data(), b)->inference_ms());
+        // One lost round keeps fp32 (the rule wants every round): emulated
+        // bf16 is ~70x slower on AVX2, so timing on would only cost start time.
+        if (t16.back() >= t32.back()) break;
       }
-      fp32_ms = median(t32);
-      bf16_ms = median(t16);
+      if (t16.back() < t32.back())
+        bf16_error(fp32_module, bf16_module, zeros.data(), b, &max_diff, &max_ref);
     } catch (const std::exception& e) {
       failure = message_of(e);
-    }
-    info.fp32_ms = fp32_ms;
-    info.bf16_ms = bf16_ms;
-    const std::string figures = "batch " + std::to_string(b) + ": fp32 " + fmt_ms(fp32_ms) +
-                                ", bf16 " + (failure.empty() ? fmt_ms(bf16_ms) : "failed");
-    // bf16 costs ~3 significant digits; take it only for a clear gain.
-    if (failure.empty() && bf16_ms < 0.85 * fp32_ms) {
-      info.precision = Precision::kBf16;
-      info.precision_note = "bf16 chosen (" + figures + ")";
-      return;
     }
     module = fp32_module;
     bf16 = false;
     info.precision = Precision::kFp32;
-    if (requested && !failure.empty())
-      throw Error(ErrorKind::kConfigInvalid,
-                  "precision=bf16: the model does not run in bfloat16 (" + failure +
-                      "); use precision=fp32 or auto");
-    info.precision_note =
-        std::string(requested ? "precision=bf16 not faster here, running fp32" : "fp32 kept") +
-        " (" + figures + (failure.empty() ? "" : ": " + failure) + ")";
+    if (!failure.empty()) {
+      if (requested)
+        throw Error(ErrorKind::kConfigInvalid,
+                    "precision=bf16: the model does not run in bfloat16 (" + failure +
+                        "); use precision=fp32 or auto");
+      // Not cached: a failure may be passing (memory), and is quick to find again.
+      info.precision_note = "auto: fp32 (bf16 failed: " + failure + ")";
+      return;
+    }
+    PrecisionRule rule;
+    // An explicit bf16 only needs to be faster; its accuracy is the user's call.
+    if (requested) {
+      rule.min_fp32_ms = 0;
+      rule.max_rel_error = std::numeric_limits<double>::infinity();
+    }
+    const PrecisionDecision d = decide_precision(t32, t16, max_diff, max_ref, rule);
+    info.fp32_ms = d.fp32_ms;
+    info.bf16_ms = d.bf16_ms;
+    if (d.bf16) {
+      module = bf16_module;
+      bf16 = true;
+      info.precision = Precision::kBf16;
+    }
+    const std::string batch = " at batch " + std::to_string(b) + ": ";
+    const std::string why = d.reason.substr(6);  // after "fp32: " / "bf16: "
+    if (requested) {
+      info.precision_note =
+          d.bf16 ? "bf16 timed" + batch + why
+                 : "precision=bf16 not faster here, running fp32 (timed" + batch + why + ")";
+      return;
+    }
+    info.precision_note = "auto: " + d.reason.substr(0, 4) + " timed" + batch + why;
+    if (keyed) {
+      std::string write_note;
+      info.precision_cache_file = write_cached_decision(dir, key, d, &write_note);
+      if (!write_note.empty()) cache_note += (cache_note.empty() ? "" : "; ") + write_note;
+    }
+    if (!cache_note.empty()) info.precision_note += "; " + cache_note;
+  }
+
+  torch::jit::Module make_bf16(const torch::jit::Module& eval) {
+    torch::jit::Module m = eval.clone();
+    m.to(at::kBFloat16);
+    // Frozen only: optimize_for_inference's oneDNN conversion is for fp32
+    // and measured 3.6x slower than plain frozen bf16 on MobileNetV2.
+    if (opts.optimize) m = torch::jit::freeze(m);
+    return m;
   }
 
   // Inference thread only.
@@ -713,10 +817,14 @@ struct Engine::Impl {
     if (!info.model_quantized && !opts.input_uint8 &&
         (opts.precision == Precision::kBf16 ||
          (opts.precision == Precision::kAuto && at::globalContext().userEnabledMkldnn() &&
-          isa_from_flags(read_cpuinfo().flags).avx512_bf16))) {
+          (opts.probe_bf16 || native_bf16())))) {
       choose_bf16(eval, opts.precision == Precision::kBf16);
       if (bf16) warm_up(path, false);
-    }
+    } else if (!info.model_quantized && opts.precision == Precision::kAuto)
+      info.precision_note =
+          opts.input_uint8 ? "auto: fp32 (uint8-input model converts its input itself)"
+          : !at::globalContext().userEnabledMkldnn() ? "auto: fp32 (oneDNN disabled)"
+                                                     : "auto: fp32 (this CPU has no AVX512-BF16)";
     info.warmup_ms = ms_since(t0);
   }
 };

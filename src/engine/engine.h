@@ -46,6 +46,9 @@ struct EngineOptions {
   // = not pinned (threads inherit the caller's affinity); "" is an error.
   std::optional<std::string> cores;
   Precision precision = Precision::kAuto;
+  // precision=auto times bf16 only on CPUs with AVX512-BF16; true times it
+  // anywhere (diagnosis, and tests of the cached decision on any machine).
+  bool probe_bf16 = false;
   // The sidecar says the file is int8; loading a float model then fails.
   bool declared_int8 = false;
   // The model takes raw 0..255 bytes (sidecar "input_dtype": "uint8") and
@@ -72,7 +75,10 @@ struct EngineInfo {
   bool input_quantized_by_engine = false;
   std::string precision_note;       // figures behind an automatic choice, or a fallback
   double fp32_ms = 0, bf16_ms = 0;  // medians measured at warm-up (0 = not measured)
-  std::string qengine;              // quantized engine selected ("onednn")
+  // precision=auto's decision came from the cache file (no timing this start).
+  bool precision_from_cache = false;
+  std::string precision_cache_file;  // read or written; "" = none
+  std::string qengine;               // quantized engine selected ("onednn")
   int threads = 0;
   std::vector<int> cores;       // pinned cores, empty = not pinned
   std::vector<int> thread_ids;  // kernel tids of the inference thread and its OpenMP team

@@ -78,6 +78,24 @@ std::vector<Finding> self_check(const Engine* engine, const float* input, int th
                    std::string(to_string(i.precision)) + " (requested " + to_string(o.precision) +
                        ")" + (i.precision_note.empty() ? "" : "; " + i.precision_note),
                    ""});
+    if (o.precision == Precision::kAuto && !i.model_quantized) {
+      // Where precision=auto's choice came from: the same setup must give the
+      // same choice, so a decision is timed once and then read back.
+      const std::string source =
+          i.precision_from_cache ? "cached decision " + i.precision_cache_file + " (not timed)"
+          : !i.precision_cache_file.empty() ? "timed this start, saved to " + i.precision_cache_file
+          : i.bf16_ms > 0                   ? "timed this start, not cached"
+                                            : "fixed rule, nothing timed";
+      out.push_back({L::kInfo, "precision source", source, ""});
+      if (i.precision_note.find("precision cache not written") != std::string::npos)
+        out.push_back({L::kWarning, "precision cache",
+                       "not writable: fp32/bf16 is timed on every start",
+                       "set TORCHINFER_CACHE_DIR (or XDG_CACHE_HOME) to a writable folder"});
+      if (i.precision_note.find("precision cache ignored") != std::string::npos)
+        out.push_back({L::kWarning, "precision cache",
+                       "a corrupt cache file was ignored and rewritten",
+                       "none if it does not repeat; else check the disk holding the cache folder"});
+    }
     if (i.precision == Precision::kInt8 && i.qengine != "onednn")
       out.push_back({L::kWarning, "precision", "int8 on quantized engine " + i.qengine,
                      "use a libtorch with the onednn quantized engine"});

@@ -43,8 +43,8 @@ std::string selfcheck(const std::string& args) {
   return tool("TORCHINFER_SELFCHECK") + " " + args;
 }
 
-void expect_lines(const std::string& out, std::initializer_list<const char*> keys) {
-  for (const char* k : keys)
+void expect_lines(const std::string& out, std::initializer_list<std::string> keys) {
+  for (const std::string& k : keys)
     EXPECT_NE(out.find(std::string("\n  ") + k), std::string::npos) << "missing '" << k << "' in:\n"
                                                                     << out;
 }
@@ -72,6 +72,36 @@ TEST(SelfCheck, ReportsModelState) {
                        "input alignment: 64-byte aligned", "affinity: pinned", "threads: 1"});
 }
 
+TEST(SelfCheck, ReportsWherePrecisionAutoDecided) {
+  const std::string dir = testing::TempDir() + "selfcheck_precision_cache";
+  std::filesystem::remove_all(dir);
+  const std::string cmd =
+      "TORCHINFER_CACHE_DIR=" + dir + " " +
+      selfcheck("--model " + torchinfer::test::model_path("tiny_classifier.pt") +
+                " --threads 1 --batch 2 --probe-bf16");
+  const Result first = run(cmd);
+  ASSERT_EQ(first.code, 0) << first.out;
+  expect_lines(first.out, {"precision: fp32 (requested auto); auto: fp32 timed at batch 2: ",
+                           "precision source: timed this start, saved to " + dir + "/precision-"});
+  const Result again = run(cmd);
+  ASSERT_EQ(again.code, 0) << again.out;
+  expect_lines(again.out, {"precision: fp32 (requested auto); auto: fp32 (cached ",
+                           "precision source: cached decision " + dir + "/precision-"});
+  std::filesystem::remove_all(dir);
+}
+
+TEST(SelfCheck, UnwritablePrecisionCacheWarns) {
+  const std::string file = testing::TempDir() + "selfcheck_plain_file";
+  std::ofstream(file) << "x";
+  const Result r = run("TORCHINFER_CACHE_DIR=" + file + "/cache " +
+                       selfcheck("--model " + torchinfer::test::model_path("tiny_classifier.pt") +
+                                 " --threads 1 --probe-bf16"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  expect_lines(r.out, {"precision source: timed this start, not cached",
+                       "WARNING precision cache: not writable"});
+  EXPECT_NE(r.out.find("fix: set TORCHINFER_CACHE_DIR"), std::string::npos) << r.out;
+}
+
 TEST(SelfCheck, OversubscriptionWarnsWithAFix) {
   const Result r = run(selfcheck("--cores 0 --threads 4"));
   ASSERT_EQ(r.code, 0) << r.out;
@@ -97,6 +127,8 @@ TEST(SelfCheckErrors, BadArguments) {
   // 2, as every app for a bad command line.
   EXPECT_EQ(run(selfcheck("--precision fp16")).code, 2);
   EXPECT_EQ(run(selfcheck("--bogus")).code, 2);
+  EXPECT_EQ(run(selfcheck("--batch 0")).code, 2);
+  EXPECT_EQ(run(selfcheck("--batch x")).code, 2);
 }
 
 TEST(DumpFrames, WritesPreprocessedNhwcFloats) {

@@ -1,0 +1,183 @@
+// precision=auto through the engine: the decision is made once, cached, and
+// every later load of the same model on the same setup reuses it.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+
+#include "common/precision_choice.h"
+#include "common/sysinfo.h"
+#include "engine/engine.h"
+#include "test_paths.h"
+
+using namespace torchinfer;
+
+namespace {
+
+class EnginePrecisionCache : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/torchinfer-engine-precision-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root = tmpl;
+    const char* old = getenv("TORCHINFER_CACHE_DIR");
+    had_old = old != nullptr;
+    if (old) saved = old;
+    use_dir(root + "/cache");
+  }
+  void TearDown() override {
+    if (had_old)
+      setenv("TORCHINFER_CACHE_DIR", saved.c_str(), 1);
+    else
+      unsetenv("TORCHINFER_CACHE_DIR");
+    std::system(("rm -rf '" + root + "'").c_str());
+  }
+  void use_dir(const std::string& d) {
+    dir = d;
+    setenv("TORCHINFER_CACHE_DIR", d.c_str(), 1);
+  }
+  // Auto with the bf16 timing forced on, so the cached path runs on any CPU.
+  static EngineOptions auto_opts(int threads = 1, int batch = 2) {
+    EngineOptions o;
+    o.model_path = test::model_path("tiny_classifier.pt");
+    o.input_width = 48;
+    o.input_height = 32;
+    o.warmup_runs = 1;
+    o.warmup_batch_sizes = {batch};
+    o.threads = threads;
+    o.precision = Precision::kAuto;
+    o.probe_bf16 = true;
+    return o;
+  }
+  std::string root, dir, saved;
+  bool had_old = false;
+};
+
+TEST_F(EnginePrecisionCache, FiveLoadsGiveOneChoiceAndFourComeFromTheCache) {
+  Precision first = Precision::kAuto;
+  std::string file;
+  for (int i = 0; i < 5; ++i) {
+    Engine e(auto_opts());
+    const EngineInfo& info = e.info();
+    if (i == 0) {
+      first = info.precision;
+      file = info.precision_cache_file;
+      EXPECT_FALSE(info.precision_from_cache);
+      EXPECT_EQ(info.precision_note.rfind("auto: ", 0), 0u) << info.precision_note;
+      EXPECT_NE(info.precision_note.find(" timed at batch 2: "), std::string::npos)
+          << info.precision_note;
+      EXPECT_GT(info.fp32_ms, 0);
+      EXPECT_GT(info.bf16_ms, 0);
+      EXPECT_EQ(file.rfind(dir + "/precision-", 0), 0u) << file;
+      EXPECT_EQ(access(file.c_str(), R_OK), 0) << file;
+    } else {
+      EXPECT_TRUE(info.precision_from_cache) << "load " << i + 1 << ": " << info.precision_note;
+      EXPECT_EQ(info.precision_cache_file, file);
+      EXPECT_EQ(info.precision_note,
+                std::string("auto: ") + to_string(first) + " (cached " +
+                    info.precision_note.substr(info.precision_note.find("(cached ") + 8, 20) +
+                    ", " + file + ")");
+    }
+    EXPECT_EQ(info.precision, first) << "load " << i + 1;
+  }
+  // tiny_classifier takes far under 2 ms a batch: the rule keeps fp32 on any CPU.
+  EXPECT_EQ(first, Precision::kFp32);
+}
+
+TEST_F(EnginePrecisionCache, ThreadsAndBatchAreSeparateEntries) {
+  std::string a, b, c;
+  {
+    Engine e(auto_opts(1, 2));
+    a = e.info().precision_cache_file;
+  }
+  {
+    Engine e(auto_opts(2, 2));
+    EXPECT_FALSE(e.info().precision_from_cache);
+    b = e.info().precision_cache_file;
+  }
+  {
+    Engine e(auto_opts(1, 3));
+    EXPECT_FALSE(e.info().precision_from_cache);
+    c = e.info().precision_cache_file;
+  }
+  EXPECT_NE(a, b);
+  EXPECT_NE(a, c);
+  EXPECT_NE(b, c);
+  Engine again(auto_opts(1, 2));
+  EXPECT_TRUE(again.info().precision_from_cache);
+  EXPECT_EQ(again.info().precision_cache_file, a);
+}
+
+TEST_F(EnginePrecisionCache, CorruptCacheFileIsNotedAndRewritten) {
+  std::string file;
+  {
+    Engine e(auto_opts());
+    file = e.info().precision_cache_file;
+  }
+  std::ofstream(file, std::ios::trunc) << "{\"truncated";
+  {
+    Engine e(auto_opts());
+    EXPECT_FALSE(e.info().precision_from_cache);
+    EXPECT_EQ(e.info().precision, Precision::kFp32);
+    EXPECT_NE(
+        e.info().precision_note.find("precision cache ignored, deciding again: precision cache '" +
+                                     file + "': not valid JSON"),
+        std::string::npos)
+        << e.info().precision_note;
+  }
+  Engine e(auto_opts());
+  EXPECT_TRUE(e.info().precision_from_cache) << e.info().precision_note;
+}
+
+TEST_F(EnginePrecisionCache, UnwritableFolderDecidesEachRunAndSaysSo) {
+  const std::string file = root + "/plain";
+  std::ofstream(file) << "x";
+  use_dir(file + "/cache");
+  for (int i = 0; i < 2; ++i) {
+    Engine e(auto_opts());
+    EXPECT_EQ(e.info().precision, Precision::kFp32);
+    EXPECT_FALSE(e.info().precision_from_cache);
+    EXPECT_EQ(e.info().precision_cache_file, "");
+    EXPECT_NE(e.info().precision_note.find("precision cache not written"), std::string::npos)
+        << e.info().precision_note;
+  }
+}
+
+TEST_F(EnginePrecisionCache, ExplicitPrecisionsNeitherReadNorWriteTheCache) {
+  EngineOptions o = auto_opts();
+  o.precision = Precision::kFp32;
+  {
+    Engine e(o);
+    EXPECT_EQ(e.info().precision_cache_file, "");
+  }
+  o.precision = Precision::kBf16;
+  {
+    Engine e(o);
+    EXPECT_EQ(e.info().precision_cache_file, "");
+    EXPECT_FALSE(e.info().precision_from_cache);
+  }
+  EXPECT_NE(access(dir.c_str(), F_OK), 0);
+}
+
+TEST_F(EnginePrecisionCache, AutoTimesBf16OnlyWhereTheCpuHasIt) {
+  EngineOptions o = auto_opts();
+  o.probe_bf16 = false;
+  for (int i = 0; i < 2; ++i) {
+    Engine e(o);
+    EXPECT_EQ(e.info().precision, Precision::kFp32);
+    if (isa_from_flags(read_cpuinfo().flags).avx512_bf16) {
+      EXPECT_EQ(e.info().precision_from_cache, i == 1) << e.info().precision_note;
+      EXPECT_EQ(e.info().precision_cache_file.rfind(dir + "/precision-", 0), 0u);
+    } else {
+      // Emulated bf16 is never the faster one: fp32 without timing or cache.
+      EXPECT_EQ(e.info().precision_note, "auto: fp32 (this CPU has no AVX512-BF16)");
+      EXPECT_EQ(e.info().bf16_ms, 0);
+      EXPECT_FALSE(e.info().precision_from_cache);
+      EXPECT_EQ(e.info().precision_cache_file, "");
+    }
+  }
+}
+
+}  // namespace
