@@ -93,7 +93,8 @@ GType precision_type() {
   static GType t = 0;
   static const GEnumValue values[] = {
       {static_cast<int>(Precision::kAuto),
-       "int8 for quantized models; else fp32, or bf16 where timed clearly faster at warm-up",
+       "int8 for quantized models; else fp32, or bf16 where it wins every timed round by "
+       "15 % (AVX512-BF16 CPUs; decided once per model, CPU and settings, then cached)",
        "auto"},
       {static_cast<int>(Precision::kFp32), "32-bit float", "fp32"},
       {static_cast<int>(Precision::kInt8),
