@@ -274,7 +274,7 @@ static void gst_torchinfer_get_property(GObject* object, guint prop_id, GValue* 
   }
   std::scoped_lock lock(st->settings_lock, st->stats_lock);
   Stats stats = st->stats;
-  stats.frames = st->session.snapshot(false).inferred;
+  stats.frames = st->session.frames_inferred();
   stats.last_inference_ms = st->session.last_inference_ms();
   get_property(st->settings, stats, prop_id, value, pspec);
 }

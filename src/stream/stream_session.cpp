@@ -49,6 +49,7 @@ void StreamSession::start(std::shared_ptr<Batcher> batcher, SessionOptions optio
   std::lock_guard<std::mutex> lock(stats_mu_);
   stats_ = StreamStats{};
   last_inference_ms_ = 0;
+  frames_inferred_ = 0;
 }
 
 void StreamSession::stop() {
@@ -207,6 +208,7 @@ std::optional<StatsSnapshot> StreamSession::finish(const StreamOutput& out, bool
       last_inference_ms_ = s.result.inference_ms;
     }
     if (!valid) stats_.frame_invalid();
+    ++frames_inferred_;
   }
   stats_.frame_out(now);
   stats_.latency(std::chrono::duration<double, std::milli>(now - out.in_time).count());
@@ -238,6 +240,11 @@ void StreamSession::stop_output(int code, bool discard_queue) {
 StatsSnapshot StreamSession::snapshot(bool reset_rate) {
   std::lock_guard<std::mutex> lock(stats_mu_);
   return stats_.snapshot(Clock::now(), reset_rate);
+}
+
+std::uint64_t StreamSession::frames_inferred() const {
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  return frames_inferred_;
 }
 
 double StreamSession::last_inference_ms() const {

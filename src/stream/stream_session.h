@@ -161,6 +161,9 @@ class StreamSession {
 
   StatsSnapshot snapshot(bool reset_rate);
   double last_inference_ms() const;
+  // Frames that left with their own results since start (cheap: no
+  // percentiles, unlike snapshot()).
+  std::uint64_t frames_inferred() const;
 
  private:
   struct Item {
@@ -192,9 +195,10 @@ class StreamSession {
   std::shared_ptr<const FrameInference> last_;
   Clock::time_point last_stats_{};
 
-  mutable std::mutex stats_mu_;  // guards stats_, last_inference_ms_
+  mutable std::mutex stats_mu_;  // guards stats_, last_inference_ms_, frames_inferred_
   StreamStats stats_;
   double last_inference_ms_ = 0;
+  std::uint64_t frames_inferred_ = 0;
 };
 
 }  // namespace torchinfer

@@ -162,6 +162,7 @@ TEST_F(StreamSessionTest, FramesLeaveInOrderWithTheirOwnResults) {
   EXPECT_EQ(snap.frames_in, 4u);
   EXPECT_EQ(snap.frames_out, 4u);
   EXPECT_EQ(snap.inferred, 4u);
+  EXPECT_EQ(session.frames_inferred(), 4u);
   EXPECT_DOUBLE_EQ(snap.mean_batch_fill, 2.0);
 }
 
@@ -186,6 +187,7 @@ TEST_F(StreamSessionTest, IntervalInfersEveryNthAndReusesTheLatestResult) {
   const StatsSnapshot snap = session.snapshot(false);
   EXPECT_EQ(snap.skipped, 4u);
   EXPECT_EQ(snap.inferred, 3u);
+  EXPECT_EQ(session.frames_inferred(), 3u) << "reused results are not counted";
 }
 
 TEST_F(StreamSessionTest, ResultOfAnotherFrameSizeIsNotReused) {
