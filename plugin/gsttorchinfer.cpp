@@ -29,6 +29,7 @@
 #include "common/error.h"
 #include "element-errors.h"
 #include "gst/torchinfer/torchinfer-meta.h"
+#include "gsttorchtrack.h"
 #include "model/model_registry.h"
 #include "preprocess/preprocess.h"
 #include "stream/stream_session.h"
@@ -95,6 +96,8 @@ struct State {
   GstVideoInfo info;
   bool have_info = false;
 
+  std::string name;  // the element's, for the results it attaches to ROIs
+
   // Output thread only.
   bool warned_not_classifier = false;
   BurstReport invalid_report;  // NaN/infinite results, warned once per burst
@@ -149,6 +152,12 @@ static bool gst_torchinfer_start(GstTorchInfer* self) {
                "No model file set: give torchinfer a model=<file.pt>.");
     return false;
   }
+  if (s.inference_region == REGION_ROI_LIST && s.crop.width > 0) {
+    post_error(GST_ELEMENT(self), ErrorKind::kConfigInvalid,
+               "crop and inference-region=roi-list exclude each other: in roi-list mode each "
+               "region of interest is the crop. Unset crop.");
+    return false;
+  }
   try {
     const ModelConfig config = resolve_model_config(s.model, s.model_config, s.overrides());
     auto make = [&] {
@@ -165,6 +174,9 @@ static bool gst_torchinfer_start(GstTorchInfer* self) {
     std::shared_ptr<const LoadedModel> model = batcher->model();
     record_load_stats(st, *model);
     st->run = s;
+    gchar* name = gst_element_get_name(self);
+    st->name = name;
+    g_free(name);
     st->latency_ns = our_latency_ns(s, *model);
     st->have_info = false;
     st->warned_not_classifier = false;
@@ -173,6 +185,11 @@ static bool gst_torchinfer_start(GstTorchInfer* self) {
     so.inference_interval = s.inference_interval;
     so.stats_interval = std::chrono::milliseconds(s.stats_interval_ms);
     so.preprocess_for = [s](const ModelConfig& config) { return preprocess_options(s, config); };
+    so.region_mode = s.inference_region == REGION_ROI_LIST;
+    so.regions.classes = parse_class_list(s.object_class);
+    so.regions.min_size = s.min_object_size;
+    so.regions.padding = s.object_padding;
+    so.regions.reclassify_interval = s.reclassify_interval;
     std::lock_guard<std::mutex> lock(st->reload_lock);
     st->session.start(std::move(batcher), std::move(so));
     st->session.set_skip_when_busy(s.drop_policy == DROP_SKIP);
@@ -300,6 +317,34 @@ static GstFlowReturn flow_of(GstTorchInfer* self, const SubmitResult& r) {
   }
 }
 
+// The ROI metas of a frame, in the buffer's order (the order the output
+// thread finds them in again to attach the results).
+static std::vector<RegionOfInterest> regions_of(GstBuffer* buf) {
+  std::vector<RegionOfInterest> out;
+  gpointer iter = nullptr;
+  while (GstMeta* m = gst_buffer_iterate_meta_filtered(
+             buf, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
+    auto* roi = reinterpret_cast<GstVideoRegionOfInterestMeta*>(m);
+    RegionOfInterest r;
+    r.x = roi->x;
+    r.y = roi->y;
+    r.width = roi->w;
+    r.height = roi->h;
+    const GstStructure* det =
+        gst_video_region_of_interest_meta_get_param(roi, GST_TORCH_DETECTION_STRUCTURE_NAME);
+    const gchar* label = det ? gst_structure_get_string(det, "label") : nullptr;
+    if (!label) label = roi->roi_type ? g_quark_to_string(roi->roi_type) : "";
+    r.label = label ? label : "";
+    if (const GstStructure* obj = gst_video_region_of_interest_meta_get_param(
+            roi, GST_TORCHTRACK_OBJECT_ID_STRUCTURE_NAME)) {
+      int id = 0;
+      if (gst_structure_get_int(obj, "id", &id)) r.object_id = id;
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 static GstFlowReturn gst_torchinfer_chain(GstPad*, GstObject* parent, GstBuffer* buf) {
   auto* self = GST_TORCHINFER(parent);
   State* st = self->state;
@@ -309,11 +354,13 @@ static GstFlowReturn gst_torchinfer_chain(GstPad*, GstObject* parent, GstBuffer*
                       (nullptr));
     return GST_FLOW_NOT_NEGOTIATED;
   }
+  std::vector<RegionOfInterest> regions;
+  if (st->run.inference_region == REGION_ROI_LIST) regions = regions_of(buf);
   BufferPixels pixels(&st->info, buf);
   const GstClockTime pts = GST_BUFFER_PTS(buf);
-  const SubmitResult r = st->session.submit_frame(own(GST_MINI_OBJECT(gst_buffer_ref(buf))),
-                                                  GST_VIDEO_INFO_WIDTH(&st->info),
-                                                  GST_VIDEO_INFO_HEIGHT(&st->info), pts, pixels);
+  const SubmitResult r = st->session.submit_frame(
+      own(GST_MINI_OBJECT(gst_buffer_ref(buf))), GST_VIDEO_INFO_WIDTH(&st->info),
+      GST_VIDEO_INFO_HEIGHT(&st->info), pts, pixels, &regions);
   return flow_of(self, r);
 }
 
@@ -457,8 +504,11 @@ static bool attach(GstTorchInfer* self, GstBuffer* buf, const StreamOutput& out)
   State* st = self->state;
   if (!out.results) return true;
   try {
-    if (!attach_results(buf, *out.results, out.inferred, st->run.model_instance_id) &&
-        !st->warned_not_classifier) {
+    const bool scores =
+        out.results->region_mode
+            ? attach_region_results(buf, *out.results, {st->run.model_instance_id, st->name})
+            : attach_results(buf, *out.results, out.inferred, st->run.model_instance_id);
+    if (!scores && !st->warned_not_classifier) {
       st->warned_not_classifier = true;
       GST_ELEMENT_WARNING(self, STREAM, FORMAT,
                           ("Model output is not a vector of class scores; no labels attached."),

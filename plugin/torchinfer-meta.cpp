@@ -11,6 +11,7 @@ gboolean tensor_meta_init(GstMeta* meta, gpointer, GstBuffer*) {
   m->transform.scale_x = m->transform.scale_y = 1.0;
   m->inferred = TRUE;
   m->valid = TRUE;
+  m->roi_id = -1;
   m->result_pts = GST_CLOCK_TIME_NONE;
   return TRUE;
 }
@@ -47,6 +48,7 @@ gboolean tensor_meta_transform(GstBuffer* dest, GstMeta* meta, GstBuffer*, GQuar
   d->queue_ns = s->queue_ns;
   d->inferred = s->inferred;
   d->valid = s->valid;
+  d->roi_id = s->roi_id;
   d->result_pts = s->result_pts;
   for (guint i = 0; i < s->n_tensors; ++i) {
     d->tensors[i] = s->tensors[i];
@@ -108,6 +110,53 @@ GstTorchTensorMeta* gst_buffer_add_torch_tensor_meta(GstBuffer* buffer, guint n_
   m->tensors = g_new0(GstTorchTensor, n_tensors);
   m->owner = owner ? g_bytes_ref(owner) : nullptr;
   return m;
+}
+
+GstTorchTensorMeta* gst_buffer_get_torch_tensor_meta(GstBuffer* buffer) {
+  g_return_val_if_fail(GST_IS_BUFFER(buffer), nullptr);
+  gpointer iter = nullptr;
+  while (GstMeta* m =
+             gst_buffer_iterate_meta_filtered(buffer, &iter, GST_TORCH_TENSOR_META_API_TYPE))
+    if (reinterpret_cast<GstTorchTensorMeta*>(m)->roi_id < 0)
+      return reinterpret_cast<GstTorchTensorMeta*>(m);
+  return nullptr;
+}
+
+GstTorchTensorMeta* gst_buffer_get_torch_tensor_meta_for_roi(GstBuffer* buffer, gint roi_id,
+                                                             const gchar* model) {
+  g_return_val_if_fail(GST_IS_BUFFER(buffer), nullptr);
+  g_return_val_if_fail(roi_id >= 0, nullptr);
+  gpointer iter = nullptr;
+  while (GstMeta* m =
+             gst_buffer_iterate_meta_filtered(buffer, &iter, GST_TORCH_TENSOR_META_API_TYPE)) {
+    auto* t = reinterpret_cast<GstTorchTensorMeta*>(m);
+    if (t->roi_id == roi_id && (!model || g_strcmp0(t->model, model) == 0)) return t;
+  }
+  return nullptr;
+}
+
+const GstStructure* gst_torch_roi_iterate_classifications(GstVideoRegionOfInterestMeta* roi,
+                                                          gpointer* state) {
+  g_return_val_if_fail(roi != nullptr && state != nullptr, nullptr);
+  GList* l = *state ? static_cast<GList*>(*state)->next : roi->params;
+  for (; l; l = l->next) {
+    auto* s = static_cast<const GstStructure*>(l->data);
+    if (gst_structure_has_name(s, GST_TORCH_ROI_CLASSIFICATION_STRUCTURE_NAME)) {
+      *state = l;
+      return s;
+    }
+  }
+  *state = nullptr;
+  return nullptr;
+}
+
+const GstStructure* gst_torch_roi_get_classification(GstVideoRegionOfInterestMeta* roi,
+                                                     const gchar* element) {
+  g_return_val_if_fail(roi != nullptr, nullptr);
+  gpointer state = nullptr;
+  while (const GstStructure* s = gst_torch_roi_iterate_classifications(roi, &state))
+    if (!element || g_strcmp0(gst_structure_get_string(s, "element"), element) == 0) return s;
+  return nullptr;
 }
 
 const GstTorchTensor* gst_torch_tensor_meta_get_tensor(GstTorchTensorMeta* meta,

@@ -205,13 +205,36 @@ constexpr Property kProperties[] = {
       "Layout of the tensor forward() takes: nchw, or nhwc for models converted from "
       "TensorFlow/Keras (both zero-copy)",
       input_layout_type(), LAYOUT_AUTO, f); }),
+  ready<&Settings::inference_region>(PROP_INFERENCE_REGION, [](GParamFlags f) {
+    return g_param_spec_enum("inference-region", "Inference region",
+      "full-frame: one inference per frame. roi-list: one inference per region-of-interest meta "
+      "on the frame (torchnms, torchtrack or any element attaching GstVideoRegionOfInterestMeta), "
+      "cropped straight from the camera format; each result goes on its ROI as a "
+      "\"classification\" param", inference_region_type(), REGION_FULL_FRAME, f); }),
+  ready<&Settings::object_class>(PROP_OBJECT_CLASS, [](GParamFlags f) {
+    return g_param_spec_string("object-class", "Object class",
+      "roi-list: comma-separated labels of the ROIs to infer (the ROI's detection label, else its "
+      "roi-type); others pass untouched. Unset = every ROI", nullptr, f); }),
+  ready<&Settings::min_object_size>(PROP_MIN_OBJECT_SIZE, [](GParamFlags f) {
+    return g_param_spec_int("min-object-size", "Min object size",
+      "roi-list: ROIs narrower or lower than this many pixels (after clipping to the frame) are "
+      "not inferred", 0, 65535, 0, f); }),
+  ready<&Settings::object_padding>(PROP_OBJECT_PADDING, [](GParamFlags f) {
+    return g_param_spec_double("object-padding", "Object padding",
+      "roi-list: each side of a ROI grows by this fraction of its width (left, right) or height "
+      "(top, bottom) before cropping; clipped to the frame", 0.0, 10.0, 0.0, f); }),
+  ready<&Settings::reclassify_interval>(PROP_RECLASSIFY_INTERVAL, [](GParamFlags f) {
+    return g_param_spec_int("reclassify-interval", "Reclassify interval",
+      "roi-list: a tracked ROI (object_id param, torchtrack) is inferred again only every Nth "
+      "frame; in between it carries its latest result, marked inferred=false. ROIs without an "
+      "id are inferred on every inferred frame", 1, 1000000, 1, f); }),
 };
 // clang-format on
 
 constexpr bool table_matches_ids() {
   for (std::size_t i = 0; i < std::size(kProperties); ++i)
     if (kProperties[i].id != static_cast<Prop>(i + 1)) return false;
-  return std::size(kProperties) == PROP_INPUT_LAYOUT;
+  return std::size(kProperties) == PROP_RECLASSIFY_INTERVAL;
 }
 static_assert(table_matches_ids(), "kProperties lists every Prop once, in enum order");
 

@@ -105,4 +105,15 @@ GType precision_type() {
   return register_once(&t, "GstTorchInferPrecision", values);
 }
 
+GType inference_region_type() {
+  static GType t = 0;
+  static const GEnumValue values[] = {
+      {REGION_FULL_FRAME, "One inference per frame, on the whole frame (or crop)", "full-frame"},
+      {REGION_ROI_LIST,
+       "One inference per region-of-interest meta on the frame; the result goes on the ROI",
+       "roi-list"},
+      {0, nullptr, nullptr}};
+  return register_once(&t, "GstTorchInferInferenceRegion", values);
+}
+
 }  // namespace torchinfer::gst

@@ -14,5 +14,6 @@ GType input_dtype_type();
 GType input_layout_type();
 GType drop_policy_type();
 GType precision_type();
+GType inference_region_type();
 
 }  // namespace torchinfer::gst

@@ -36,13 +36,22 @@ GstTorchDType to_gst_dtype(DType d) {
 
 }  // namespace
 
-bool attach_results(GstBuffer* buf, const FrameInference& rec, bool inferred,
-                    const std::string& model_instance_id) {
-  if (rec.slots.empty() || !rec.slots[0].result.output) return true;
-  const SlotResult& slot = rec.slots[0];
+namespace {
+
+struct TensorMetaInfo {
+  bool inferred = true;
+  bool valid = true;
+  std::uint64_t result_pts = kNoTimestamp;
+  gint roi_id = -1;
+};
+
+// One slot's outputs as a tensor meta; returns the views for decoding.
+std::vector<TensorView> add_tensor_meta(GstBuffer* buf, const FrameInference& rec,
+                                        const SlotResult& slot, const TensorMetaInfo& info,
+                                        const std::string& model_instance_id) {
   const FrameResult& r = slot.result;
   const ModelConfig& config = r.model->config;
-  const std::vector<TensorView> views = r.output->frame(r.index);
+  std::vector<TensorView> views = r.output->frame(r.index);
   for (const auto& v : views)
     if (v.dims.size() > GST_TORCH_MAX_DIMS)
       throw Error(ErrorKind::kModelInvalid, "output '" + v.name + "' has more than 8 dimensions");
@@ -66,9 +75,10 @@ bool attach_results(GstBuffer* buf, const FrameInference& rec, bool inferred,
   meta->queue_ns = static_cast<guint64>(r.queue_ms * 1e6);
   meta->batch_size = r.batch_fill;
   meta->batch_index = r.index;
-  meta->inferred = inferred;
-  meta->valid = result_valid(rec);
-  meta->result_pts = rec.pts;
+  meta->inferred = info.inferred;
+  meta->valid = info.valid;
+  meta->result_pts = info.result_pts;
+  meta->roi_id = info.roi_id;
   for (std::size_t i = 0; i < views.size(); ++i) {
     GstTorchTensor& t = meta->tensors[i];
     t.name = g_strdup(views[i].name.c_str());
@@ -78,20 +88,85 @@ bool attach_results(GstBuffer* buf, const FrameInference& rec, bool inferred,
     t.data = views[i].data;
     t.size = views[i].bytes;
   }
+  return views;
+}
 
-  if (config.task != Task::kClassification || !meta->valid) return true;
+// The top-k of the first score vector; false when there is none.
+bool decode_scores(const std::vector<TensorView>& views, const ModelConfig& config,
+                   std::vector<ClassResult>* top) {
   for (const auto& v : views)
     if (looks_like_class_scores(v)) {
-      attach_classification(buf,
-                            decode_top_k(v, config.top_k, config.output_activation, config.labels));
+      *top = decode_top_k(v, config.top_k, config.output_activation, config.labels);
       return true;
     }
   return false;
 }
 
+bool slot_valid(const SlotResult& s) {
+  return !s.result.output || s.result.output->frame_finite(s.result.index);
+}
+
+}  // namespace
+
+bool attach_results(GstBuffer* buf, const FrameInference& rec, bool inferred,
+                    const std::string& model_instance_id) {
+  if (rec.slots.empty() || !rec.slots[0].result.output) return true;
+  const SlotResult& slot = rec.slots[0];
+  TensorMetaInfo info;
+  info.inferred = inferred;
+  info.valid = result_valid(rec);
+  info.result_pts = rec.pts;
+  const std::vector<TensorView> views = add_tensor_meta(buf, rec, slot, info, model_instance_id);
+  const ModelConfig& config = slot.result.model->config;
+  if (config.task != Task::kClassification || !info.valid) return true;
+  std::vector<ClassResult> top;
+  if (!decode_scores(views, config, &top)) return false;
+  attach_classification(buf, top);
+  return true;
+}
+
+bool attach_region_results(GstBuffer* buf, const FrameInference& rec, const RegionAttachInfo& who) {
+  std::vector<GstVideoRegionOfInterestMeta*> rois;
+  gpointer iter = nullptr;
+  while (GstMeta* m = gst_buffer_iterate_meta_filtered(buf, &iter,
+                                                       GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE))
+    rois.push_back(reinterpret_cast<GstVideoRegionOfInterestMeta*>(m));
+  bool scores_found = true;
+  const std::size_t n = std::min(rois.size(), rec.regions.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    const RegionResult& region = rec.regions[i];
+    if (region.slot < 0) continue;
+    const SlotResult& slot = rec.slots[static_cast<std::size_t>(region.slot)];
+    if (!slot.delivered || !slot.result.output) continue;
+    TensorMetaInfo info;
+    info.inferred = !region.reused;
+    info.valid = slot_valid(slot);
+    info.result_pts = region.result_pts;
+    info.roi_id = rois[i]->id;
+    const std::vector<TensorView> views =
+        add_tensor_meta(buf, rec, slot, info, who.model_instance_id);
+    const ModelConfig& config = slot.result.model->config;
+    if (config.task != Task::kClassification || !info.valid) continue;
+    std::vector<ClassResult> top;
+    if (!decode_scores(views, config, &top)) {
+      scores_found = false;
+      continue;
+    }
+    attach_roi_classification(
+        rois[i], top,
+        RoiClassificationSource{slot.result.model->path, who.model_instance_id, who.element,
+                                info.inferred, info.result_pts});
+  }
+  return scores_found;
+}
+
 bool result_valid(const FrameInference& rec) {
+  for (const RegionResult& r : rec.regions)  // region mode: the frame's own results only
+    if (r.slot >= 0 && !r.reused && !slot_valid(rec.slots[static_cast<std::size_t>(r.slot)]))
+      return false;
+  if (rec.region_mode) return true;
   for (const SlotResult& s : rec.slots)
-    if (s.result.output && !s.result.output->frame_finite(s.result.index)) return false;
+    if (!slot_valid(s)) return false;
   return true;
 }
 

@@ -24,7 +24,20 @@ namespace torchinfer::gst {
 bool attach_results(GstBuffer* buf, const FrameInference& rec, bool inferred,
                     const std::string& model_instance_id);
 
-// False when the frame's outputs hold NaN or infinity. The element counts
+struct RegionAttachInfo {
+  std::string model_instance_id;
+  std::string element;  // the torchinfer element's name
+};
+
+// Region mode: for each region with a result (its own or reused), a tensor
+// meta with roi_id = its ROI meta's id and, for classifiers, the
+// "classification" param on the ROI meta (replacing this element's earlier
+// one). Regions match the buffer's ROI metas by position. Returns false when
+// a classifier's output is not a score vector.
+bool attach_region_results(GstBuffer* buf, const FrameInference& rec, const RegionAttachInfo& who);
+
+// False when the frame's outputs hold NaN or infinity (region mode: the
+// regions inferred on this frame). The element counts
 // these (StreamStats::frame_invalid) and warns once per burst:
 //   if (report.record(!result_valid(rec))) GST_ELEMENT_WARNING(... invalid_output_warning ...)
 bool result_valid(const FrameInference& rec);

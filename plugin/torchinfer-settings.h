@@ -61,6 +61,11 @@ enum Prop {
   PROP_LATENCY_P99,
   PROP_STATS,
   PROP_INPUT_LAYOUT,
+  PROP_INFERENCE_REGION,
+  PROP_OBJECT_CLASS,
+  PROP_MIN_OBJECT_SIZE,
+  PROP_OBJECT_PADDING,
+  PROP_RECLASSIFY_INTERVAL,
 };
 
 // Enum values 0 mean "take it from the sidecar".
@@ -72,6 +77,9 @@ enum InputLayoutProp { LAYOUT_AUTO, LAYOUT_NCHW, LAYOUT_NHWC };
 // What happens to a frame when the model cannot keep up (both batch buffers
 // busy, or the output queue full).
 enum DropPolicy { DROP_AUTO, DROP_BLOCK, DROP_SKIP };
+// What one inference covers: the whole frame, or each region-of-interest
+// meta on it.
+enum InferenceRegion { REGION_FULL_FRAME, REGION_ROI_LIST };
 
 struct Settings {
   std::string model, model_config, labels, model_instance_id;
@@ -97,6 +105,11 @@ struct Settings {
   int inference_interval = 1;
   DropPolicy drop_policy = DROP_AUTO;
   guint stats_interval_ms = 0;  // 0 = no periodic message
+  InferenceRegion inference_region = REGION_FULL_FRAME;
+  std::string object_class;  // roi-list: comma-separated labels; "" = all
+  int min_object_size = 0;
+  double object_padding = 0.0;
+  int reclassify_interval = 1;
 
   ConfigOverrides overrides() const;
 };

@@ -8,6 +8,12 @@ GstStructure* stats_structure(const char* name, const StatsSnapshot& s) {
       "frames-inferred", G_TYPE_UINT64, s.inferred, "frames-skipped", G_TYPE_UINT64, s.skipped,
       "frames-dropped", G_TYPE_UINT64, s.dropped, "frames-invalid", G_TYPE_UINT64, s.invalid,
       "mean-batch-fill", G_TYPE_DOUBLE, s.mean_batch_fill, "fps", G_TYPE_DOUBLE, s.fps, nullptr);
+  if (s.region_mode)
+    gst_structure_set(st, "frames-without-regions", G_TYPE_UINT64, s.frames_without_regions,
+                      "regions-inferred", G_TYPE_UINT64, s.regions_inferred, "regions-reused",
+                      G_TYPE_UINT64, s.regions_reused, "regions-filtered", G_TYPE_UINT64,
+                      s.regions_filtered, "regions-skipped", G_TYPE_UINT64, s.regions_skipped,
+                      "regions-dropped", G_TYPE_UINT64, s.regions_dropped, nullptr);
   const struct {
     const char* stage;
     const StagePercentiles& p;

@@ -37,6 +37,12 @@ struct StatsSnapshot {
   double mean_batch_fill = 0;
   double fps = 0;  // frames out per second since the previous snapshot with reset_rate
   StagePercentiles queue, preprocess, inference, total;
+  // inference-region=roi-list only (region_mode): frames due for inference
+  // that had no region to infer, and what became of the regions.
+  bool region_mode = false;
+  std::uint64_t frames_without_regions = 0;
+  std::uint64_t regions_inferred = 0, regions_reused = 0, regions_filtered = 0, regions_skipped = 0,
+                regions_dropped = 0;
 };
 
 class StreamStats {
@@ -47,6 +53,17 @@ class StreamStats {
   void frame_skipped() { ++s_.skipped; }
   void frame_dropped() { ++s_.dropped; }
   void frame_invalid() { ++s_.invalid; }
+  void set_region_mode(bool on) { s_.region_mode = on; }
+  void frame_without_regions() { ++s_.frames_without_regions; }
+  // Adds one frame's region outcomes.
+  void regions(std::uint64_t inferred, std::uint64_t reused, std::uint64_t filtered,
+               std::uint64_t skipped, std::uint64_t dropped) {
+    s_.regions_inferred += inferred;
+    s_.regions_reused += reused;
+    s_.regions_filtered += filtered;
+    s_.regions_skipped += skipped;
+    s_.regions_dropped += dropped;
+  }
   void frame_out(Clock::time_point now);
   // One inferred frame that ran in a batch of `fill` frames.
   void inferred(int fill, double queue_ms, double preprocess_ms, double inference_ms);

@@ -93,13 +93,13 @@ struct Region {
   int x, y, width, height;
 };
 
-Region region_of(const PreprocessOptions& o, const PixelLayout& L, int width, int height) {
+Region region_of(const Crop& crop, const PixelLayout& L, int width, int height) {
   Region r{0, 0, width, height};
-  if (o.crop.width > 0 && o.crop.height > 0) {
-    int x0 = std::max(0, o.crop.x) / L.x_align * L.x_align;
-    int y0 = std::max(0, o.crop.y) / L.y_align * L.y_align;
-    const int x1 = std::min(width, o.crop.x + o.crop.width),
-              y1 = std::min(height, o.crop.y + o.crop.height);
+  if (crop.width > 0 && crop.height > 0) {
+    int x0 = std::max(0, crop.x) / L.x_align * L.x_align;
+    int y0 = std::max(0, crop.y) / L.y_align * L.y_align;
+    const int x1 = std::min(width, crop.x + crop.width),
+              y1 = std::min(height, crop.y + crop.height);
     if (x1 <= x0 || y1 <= y0)
       throw Error(ErrorKind::kInvalidArgument, "crop region lies outside the " +
                                                    std::to_string(width) + "x" +
@@ -116,9 +116,10 @@ struct Geometry {
   int new_w, new_h, off_x, off_y;
 };
 
-Geometry geometry(const PreprocessOptions& o, const PixelLayout& L, int width, int height) {
+Geometry geometry(const PreprocessOptions& o, const Crop& crop, const PixelLayout& L, int width,
+                  int height) {
   Geometry g;
-  g.r = region_of(o, L, width, height);
+  g.r = region_of(crop, L, width, height);
   double sx = static_cast<double>(o.out_width) / g.r.width,
          sy = static_cast<double>(o.out_height) / g.r.height;
   g.new_w = o.out_width, g.new_h = o.out_height, g.off_x = 0, g.off_y = 0;
@@ -186,17 +187,29 @@ Preprocessor::~Preprocessor() = default;
 FrameTransform Preprocessor::run(const FrameView& frame, float* dst) {
   if (opts_.output != OutputType::kFloat32)
     throw Error(ErrorKind::kInvalidArgument, "preprocessor writes bytes");
-  return run_impl(frame, dst);
+  return run_impl(frame, opts_.crop, dst);
 }
 
 FrameTransform Preprocessor::run(const FrameView& frame, std::uint8_t* dst) {
   if (opts_.output != OutputType::kUInt8)
     throw Error(ErrorKind::kInvalidArgument, "preprocessor writes floats");
-  return run_impl(frame, dst);
+  return run_impl(frame, opts_.crop, dst);
+}
+
+FrameTransform Preprocessor::run(const FrameView& frame, const Crop& crop, float* dst) {
+  if (opts_.output != OutputType::kFloat32)
+    throw Error(ErrorKind::kInvalidArgument, "preprocessor writes bytes");
+  return run_impl(frame, crop, dst);
+}
+
+FrameTransform Preprocessor::run(const FrameView& frame, const Crop& crop, std::uint8_t* dst) {
+  if (opts_.output != OutputType::kUInt8)
+    throw Error(ErrorKind::kInvalidArgument, "preprocessor writes floats");
+  return run_impl(frame, crop, dst);
 }
 
 template <typename Out>
-FrameTransform Preprocessor::run_impl(const FrameView& f, Out* dst) {
+FrameTransform Preprocessor::run_impl(const FrameView& f, const Crop& crop, Out* dst) {
   if (!dst) throw Error(ErrorKind::kInvalidArgument, "no output buffer");
   if (f.width < 1 || f.height < 1) throw Error(ErrorKind::kStreamData, "empty frame");
   const PixelLayout& L = layout_of(f.format);
@@ -207,7 +220,7 @@ FrameTransform Preprocessor::run_impl(const FrameView& f, Out* dst) {
       throw Error(ErrorKind::kStreamData,
                   "plane " + std::to_string(p) + " stride smaller than a row");
   }
-  const Geometry g = geometry(opts_, L, f.width, f.height);
+  const Geometry g = geometry(opts_, crop, L, f.width, f.height);
   const Region& r = g.r;
   const int new_w = g.new_w, new_h = g.new_h, off_x = g.off_x, off_y = g.off_y;
   const int cw = (r.width + 1) / 2;

@@ -64,11 +64,15 @@ class Preprocessor {
   // Error(kInvalidArgument) for a crop outside the frame or the wrong dst type.
   FrameTransform run(const FrameView& frame, float* dst);
   FrameTransform run(const FrameView& frame, std::uint8_t* dst);
+  // The same for `crop` instead of options().crop (one region of a frame:
+  // inference-region=roi-list); same rounding and clipping.
+  FrameTransform run(const FrameView& frame, const Crop& crop, float* dst);
+  FrameTransform run(const FrameView& frame, const Crop& crop, std::uint8_t* dst);
 
  private:
   struct Scratch;
   template <typename Out>
-  FrameTransform run_impl(const FrameView& frame, Out* dst);
+  FrameTransform run_impl(const FrameView& frame, const Crop& crop, Out* dst);
   PreprocessOptions opts_;
   std::unique_ptr<Scratch> scratch_;
 };

@@ -1,5 +1,6 @@
 #include "stream/stream_session.h"
 
+#include <algorithm>
 #include <exception>
 #include <utility>
 
@@ -44,10 +45,16 @@ void StreamSession::start(std::shared_ptr<Batcher> batcher, SessionOptions optio
   pre_model_.reset();
   frame_counter_ = 0;
   last_.reset();
+  const std::uint64_t forget =
+      object_forget_frames(opts_.regions.reclassify_interval, opts_.inference_interval);
+  submitted_ = ObjectMemory<std::uint64_t>(forget, kMaxRememberedObjects);
+  results_ = ObjectMemory<CachedResult>(forget, kMaxRememberedObjects);
+  out_frames_ = 0;
   last_stats_ = Clock::now();
   output_code_ = 0;
   std::lock_guard<std::mutex> lock(stats_mu_);
   stats_ = StreamStats{};
+  stats_.set_region_mode(opts_.region_mode);
   last_inference_ms_ = 0;
   frames_inferred_ = 0;
 }
@@ -71,6 +78,13 @@ void StreamSession::give_up_slot(std::uint64_t seq, std::size_t slot) {
   });
 }
 
+void StreamSession::prepare(const Batcher::Slot& slot) {
+  if (slot.model != pre_model_) {
+    pre_ = std::make_unique<Preprocessor>(opts_.preprocess_for(slot.model->config));
+    pre_model_ = slot.model;
+  }
+}
+
 SubmitResult StreamSession::fill_slot(std::uint64_t seq, std::size_t index, Batcher::Slot& slot,
                                       FramePixels& pixels) {
   FrameView view;
@@ -82,10 +96,7 @@ SubmitResult StreamSession::fill_slot(std::uint64_t seq, std::size_t index, Batc
   FrameTransform tf;
   double pre_ms = 0;
   try {
-    if (slot.model != pre_model_) {
-      pre_ = std::make_unique<Preprocessor>(opts_.preprocess_for(slot.model->config));
-      pre_model_ = slot.model;
-    }
+    prepare(slot);
     const auto t0 = Clock::now();
     tf = slot.model->config.input_uint8 ? pre_->run(view, static_cast<std::uint8_t*>(slot.data))
                                         : pre_->run(view, static_cast<float*>(slot.data));
@@ -111,15 +122,118 @@ SubmitResult StreamSession::fill_slot(std::uint64_t seq, std::size_t index, Batc
   return {SubmitStatus::kQueued, {}};
 }
 
+std::vector<std::size_t> StreamSession::plan_regions(FrameInference& rec, bool infer,
+                                                     std::uint64_t frame_no,
+                                                     const std::vector<RegionOfInterest>* regions) {
+  std::vector<std::size_t> to_infer;
+  rec.region_mode = true;
+  if (!regions) return to_infer;
+  const int every = std::max(1, opts_.regions.reclassify_interval);
+  rec.regions.reserve(regions->size());
+  for (const RegionOfInterest& roi : *regions) {
+    RegionResult r = plan_region(roi, opts_.regions, rec.frame_width, rec.frame_height);
+    if (r.fate == RegionFate::kInferred) {
+      if (!infer) {
+        r.fate = r.object_id ? RegionFate::kReuse : RegionFate::kNotInferred;
+      } else if (r.object_id) {
+        const std::uint64_t* last = submitted_.touch(*r.object_id, frame_no);
+        if (last && frame_no - *last < static_cast<std::uint64_t>(every))
+          r.fate = RegionFate::kReuse;
+      }
+    }
+    if (r.fate == RegionFate::kInferred) {
+      r.slot = static_cast<int>(rec.slots.size());
+      rec.slots.emplace_back();
+      to_infer.push_back(rec.regions.size());
+    }
+    rec.regions.push_back(r);
+  }
+  submitted_.forget_stale(frame_no);
+  return to_infer;
+}
+
+SubmitResult StreamSession::fill_regions(std::uint64_t seq,
+                                         const std::shared_ptr<FrameInference>& rec,
+                                         const std::vector<std::size_t>& to_infer,
+                                         std::uint64_t frame_no, FramePixels& pixels) {
+  const std::size_t n = to_infer.size();
+  const bool skip_when_busy = skip_when_busy_;
+  FrameView view;
+  bool mapped = false;
+  // The frame may leave (and be written downstream) once its last slot is
+  // committed or given up: unmap before that.
+  auto give_up_from = [&](std::size_t k) {
+    if (mapped) pixels.unmap();
+    mapped = false;
+    for (std::size_t j = k; j < n; ++j)
+      give_up_slot(seq, static_cast<std::size_t>(rec->regions[to_infer[j]].slot));
+  };
+  for (std::size_t k = 0; k < n; ++k) {
+    const RegionResult& region = rec->regions[to_infer[k]];
+    const std::size_t index = static_cast<std::size_t>(region.slot);
+    const Crop box = region.box;
+    const std::optional<std::int64_t> object_id = region.object_id;
+    Batcher::Slot slot = batcher_->acquire(!skip_when_busy, flushing_);
+    if (!slot) {
+      if (flushing_) {
+        if (mapped) pixels.unmap();
+        return {SubmitStatus::kFlushing, {}};
+      }
+      give_up_from(k);
+      std::lock_guard<std::mutex> lock(stats_mu_);
+      stats_.frame_dropped();
+      return {SubmitStatus::kDropped, {}};
+    }
+    if (!mapped && !(mapped = pixels.map(&view))) {
+      batcher_->commit(slot, nullptr);
+      give_up_from(k);
+      return {SubmitStatus::kMapFailed, {}};
+    }
+    FrameTransform tf;
+    double pre_ms = 0;
+    try {
+      prepare(slot);
+      const auto t0 = Clock::now();
+      tf = slot.model->config.input_uint8
+               ? pre_->run(view, box, static_cast<std::uint8_t*>(slot.data))
+               : pre_->run(view, box, static_cast<float*>(slot.data));
+      pre_ms = ms_since(t0);
+    } catch (const std::exception& e) {
+      batcher_->commit(slot, nullptr);
+      give_up_from(k);
+      return {SubmitStatus::kPrepareFailed, e.what()};
+    }
+    if (k + 1 == n) {
+      pixels.unmap();
+      mapped = false;
+    }
+    std::shared_ptr<Queue> queue = queue_;
+    batcher_->commit(slot, [queue, seq, index, tf, pre_ms](FrameResult&& r) {
+      queue->complete(seq, [&](Item& it) {
+        SlotResult& s = it.rec->slots[index];
+        s.result = std::move(r);
+        s.transform = tf;
+        s.preprocess_ms = pre_ms;
+        s.delivered = true;
+        return --it.pending == 0;
+      });
+    });
+    if (object_id) submitted_.put(*object_id, frame_no, frame_no);
+  }
+  return {SubmitStatus::kQueued, {}};
+}
+
 SubmitResult StreamSession::submit_frame(OwnedRef frame, int width, int height, std::uint64_t pts,
-                                         FramePixels& pixels) {
+                                         FramePixels& pixels,
+                                         const std::vector<RegionOfInterest>* regions) {
   if (flushing_) return {SubmitStatus::kFlushing, {}};
   if (output_code_ != 0) return {SubmitStatus::kStopped, {}};
   {
     std::lock_guard<std::mutex> lock(stats_mu_);
     stats_.frame_in();
   }
-  const bool infer = frame_counter_++ % opts_.inference_interval == 0;
+  const std::uint64_t frame_no = frame_counter_++;
+  const bool infer = frame_no % opts_.inference_interval == 0;
   const bool skip_when_busy = skip_when_busy_;
 
   Item item;
@@ -129,11 +243,17 @@ SubmitResult StreamSession::submit_frame(OwnedRef frame, int width, int height, 
   item.rec->frame_width = width;
   item.rec->frame_height = height;
   item.rec->pts = pts;
-  if (infer) {
+  std::vector<std::size_t> to_infer;
+  if (opts_.region_mode) {
+    to_infer = plan_regions(*item.rec, infer, frame_no, regions);
+    item.pending = static_cast<int>(to_infer.size());
+  } else if (infer) {
     item.rec->slots.resize(1);
     item.pending = 1;
   }
-  const std::optional<std::uint64_t> seq = queue_->push(std::move(item), !infer, !skip_when_busy);
+  const std::shared_ptr<FrameInference> rec = item.rec;
+  const bool ready = item.pending == 0;
+  const std::optional<std::uint64_t> seq = queue_->push(std::move(item), ready, !skip_when_busy);
   if (!seq) {
     if (flushing_) return {SubmitStatus::kFlushing, {}};
     if (output_code_ != 0) return {SubmitStatus::kStopped, {}};
@@ -146,6 +266,14 @@ SubmitResult StreamSession::submit_frame(OwnedRef frame, int width, int height, 
     std::lock_guard<std::mutex> lock(stats_mu_);
     stats_.frame_skipped();
     return {SubmitStatus::kSkipped, {}};
+  }
+  if (opts_.region_mode) {
+    if (to_infer.empty()) {
+      std::lock_guard<std::mutex> lock(stats_mu_);
+      stats_.frame_without_regions();
+      return {SubmitStatus::kNoRegions, {}};
+    }
+    return fill_regions(*seq, rec, to_infer, frame_no, pixels);
   }
 
   Batcher::Slot slot = batcher_->acquire(!skip_when_busy, flushing_);
@@ -186,6 +314,12 @@ std::optional<StreamOutput> StreamSession::pop() {
   std::shared_ptr<FrameInference> rec = std::move(item->rec);
   out.error = rec->error();
   if (!out.error.empty()) return out;
+  if (rec->region_mode) {
+    out.inferred = rec->ok();
+    resolve_regions(*rec);
+    out.results = std::move(rec);
+    return out;
+  }
   if (rec->ok()) {
     out.inferred = true;
     out.results = rec;
@@ -197,10 +331,75 @@ std::optional<StreamOutput> StreamSession::pop() {
   return out;
 }
 
+void StreamSession::resolve_regions(FrameInference& rec) {
+  const std::uint64_t frame = ++out_frames_;
+  for (RegionResult& r : rec.regions) {
+    if (r.fate == RegionFate::kInferred && r.slot >= 0 && rec.slots[r.slot].delivered) {
+      r.result_pts = rec.pts;
+      if (r.object_id) results_.put(*r.object_id, frame, CachedResult{rec.slots[r.slot], rec.pts});
+      continue;
+    }
+    if (!r.object_id) continue;
+    CachedResult* c = results_.touch(*r.object_id, frame);
+    // A region due for reuse, or one whose batch slot was dropped (busy).
+    if (c && (r.fate == RegionFate::kReuse || r.fate == RegionFate::kInferred)) {
+      r.slot = static_cast<int>(rec.slots.size());
+      rec.slots.push_back(c->slot);
+      r.reused = true;
+      r.result_pts = c->pts;
+    }
+  }
+  results_.forget_stale(frame);
+}
+
+void StreamSession::count_regions(const FrameInference& rec) {
+  std::uint64_t inferred = 0, reused = 0, filtered = 0, skipped = 0, dropped = 0;
+  bool first = true;
+  for (const RegionResult& r : rec.regions) {
+    switch (r.fate) {
+      case RegionFate::kFiltered:
+        ++filtered;
+        break;
+      case RegionFate::kOutside:
+      case RegionFate::kTooSmall:
+        ++skipped;
+        break;
+      case RegionFate::kInferred:
+      case RegionFate::kReuse:
+      case RegionFate::kNotInferred:
+        if (r.reused) {
+          ++reused;
+        } else if (r.fate == RegionFate::kInferred) {
+          const SlotResult& s = rec.slots[r.slot];
+          if (!s.delivered) {
+            ++dropped;
+            break;
+          }
+          ++inferred;
+          // Batch figures once per frame, so frames-inferred counts frames.
+          if (first) {
+            stats_.inferred(s.result.batch_fill, s.result.queue_ms, s.preprocess_ms,
+                            s.result.inference_ms);
+            first = false;
+          }
+          last_inference_ms_ = s.result.inference_ms;
+        }
+        break;
+    }
+  }
+  stats_.regions(inferred, reused, filtered, skipped, dropped);
+}
+
 std::optional<StatsSnapshot> StreamSession::finish(const StreamOutput& out, bool valid) {
   const auto now = Clock::now();
   std::lock_guard<std::mutex> lock(stats_mu_);
-  if (out.inferred) {
+  if (out.results && out.results->region_mode) {
+    count_regions(*out.results);
+    if (out.inferred) {
+      if (!valid) stats_.frame_invalid();
+      ++frames_inferred_;
+    }
+  } else if (out.inferred) {
     for (const SlotResult& s : out.results->slots) {
       if (!s.delivered) continue;
       stats_.inferred(s.result.batch_fill, s.result.queue_ms, s.preprocess_ms,
@@ -228,6 +427,9 @@ void StreamSession::set_flushing() {
 void StreamSession::resume() {
   queue_->set_flushing(false);
   last_.reset();
+  // A seek starts afresh: no result from before it is reused.
+  submitted_.clear();
+  results_.clear();
   flushing_ = false;
   output_code_ = 0;
 }

@@ -30,6 +30,7 @@
 #include "common/stream_stats.h"
 #include "preprocess/preprocess.h"
 #include "stream/owned_ref.h"
+#include "stream/regions.h"
 
 namespace torchinfer {
 
@@ -48,6 +49,9 @@ struct FrameInference {
   int frame_width = 0, frame_height = 0;
   std::uint64_t pts = kNoTimestamp;  // of the frame the results were computed on
   std::vector<SlotResult> slots;     // full-frame mode: one
+  // Region mode: one entry per region the owner passed, in its order.
+  bool region_mode = false;
+  std::vector<RegionResult> regions;
 
   // Every slot that ran gave a result (at least one ran).
   bool ok() const;
@@ -62,17 +66,22 @@ struct SessionOptions {
   // The preprocessing for a model (its config plus the owner's overrides);
   // called again after a model reload.
   std::function<PreprocessOptions(const ModelConfig&)> preprocess_for;
+  // inference-region=roi-list: each frame's regions are inferred instead of
+  // the whole frame (the preprocessing's own crop is not used).
+  bool region_mode = false;
+  RegionOptions regions;
 };
 
 // What the owner must do with a frame handed to submit_frame().
 enum class SubmitStatus {
-  kQueued,        // preprocessed into a batch slot; leaves with its result
-  kSkipped,       // not inferred (interval); leaves with the latest result
-  kDropped,       // the model was busy; counted; leaves (or left) without inference
-  kFlushing,      // the stream is flushing: the frame was discarded
-  kStopped,       // the output stopped (downstream error/EOS): see output_code()
-  kMapFailed,     // the frame's pixels could not be read
-  kPrepareFailed  // preprocessing threw: see SubmitResult::error
+  kQueued,         // preprocessed into a batch slot; leaves with its result
+  kSkipped,        // not inferred (interval); leaves with the latest result
+  kDropped,        // the model was busy; counted; leaves (or left) without inference
+  kFlushing,       // the stream is flushing: the frame was discarded
+  kStopped,        // the output stopped (downstream error/EOS): see output_code()
+  kMapFailed,      // the frame's pixels could not be read
+  kPrepareFailed,  // preprocessing threw: see SubmitResult::error
+  kNoRegions       // region mode: nothing to infer; passes through in order
 };
 
 struct SubmitResult {
@@ -126,8 +135,14 @@ class StreamSession {
 
   // Streaming thread. `frame` is the queue's own reference (the caller
   // must not touch the frame after this returns unless it kept another).
+  // In region mode `regions` lists the frame's regions of interest (null or
+  // empty: none); each gets a RegionResult, in order, on the frame's
+  // FrameInference. A frame with N regions to infer fills N batch slots,
+  // possibly several batches: it blocks (or, skip_when_busy, drops the rest)
+  // only on batch buffers, never on its own queue entry.
   SubmitResult submit_frame(OwnedRef frame, int width, int height, std::uint64_t pts,
-                            FramePixels& pixels);
+                            FramePixels& pixels,
+                            const std::vector<RegionOfInterest>* regions = nullptr);
   // Queues a serialized event behind the frames before it; false when
   // flushing.
   bool push_event(OwnedRef event);
@@ -175,9 +190,26 @@ class StreamSession {
   };
   using Queue = InOrderQueue<Item>;
 
+  struct CachedResult {
+    SlotResult slot;
+    std::uint64_t pts = kNoTimestamp;
+  };
+
   void give_up_slot(std::uint64_t seq, std::size_t slot);
   SubmitResult fill_slot(std::uint64_t seq, std::size_t index, Batcher::Slot& slot,
                          FramePixels& pixels);
+  // Plans the frame's regions into rec; returns the slots to fill (region
+  // indices in rec->regions).
+  std::vector<std::size_t> plan_regions(FrameInference& rec, bool infer, std::uint64_t frame_no,
+                                        const std::vector<RegionOfInterest>* regions);
+  SubmitResult fill_regions(std::uint64_t seq, const std::shared_ptr<FrameInference>& rec,
+                            const std::vector<std::size_t>& to_infer, std::uint64_t frame_no,
+                            FramePixels& pixels);
+  void prepare(const Batcher::Slot& slot);
+  // Output thread: remembers inferred regions' results and attaches the
+  // latest result to regions that reuse one.
+  void resolve_regions(FrameInference& rec);
+  void count_regions(const FrameInference& rec);
 
   std::shared_ptr<Queue> queue_;  // shared with batch callbacks that may outlive a run
   std::shared_ptr<Batcher> batcher_;
@@ -190,9 +222,13 @@ class StreamSession {
   std::shared_ptr<const LoadedModel> pre_model_;
   std::unique_ptr<Preprocessor> pre_;
   std::uint64_t frame_counter_ = 0;
+  // Frame number at which each tracked object was last sent to the model.
+  ObjectMemory<std::uint64_t> submitted_{300, kMaxRememberedObjects};
 
   // Output thread only.
   std::shared_ptr<const FrameInference> last_;
+  ObjectMemory<CachedResult> results_{300, kMaxRememberedObjects};
+  std::uint64_t out_frames_ = 0;
   Clock::time_point last_stats_{};
 
   mutable std::mutex stats_mu_;  // guards stats_, last_inference_ms_, frames_inferred_

@@ -21,6 +21,20 @@
  * the layout DL Streamer uses. gst_buffer_add_torch_detection() and
  * gst_torch_detection_from_roi() write and read it; any application can read
  * it with stock API (gst_video_region_of_interest_meta_get_param()).
+ *
+ * Classified regions (torchinfer inference-region=roi-list): each ROI meta
+ * the element inferred gets a param GstStructure named "classification"
+ * (GST_TORCH_ROI_CLASSIFICATION_STRUCTURE_NAME) with "label" (string),
+ * "label_id" (int), "confidence" (double), the top-k arrays "labels",
+ * "label_ids", "confidences" (best first), "model" (string: model file),
+ * "model-instance-id" (string, "" when unset), "element" (string: the
+ * torchinfer element's name), "inferred" (boolean: FALSE when the result
+ * was reused from an earlier frame, reclassify-interval) and "result-pts"
+ * (guint64: PTS of the frame it was computed on). One structure per
+ * classifying element: a second element adds its own (several structures
+ * named "classification" on one ROI, told apart by "element"); the same
+ * element running again replaces its own. The raw outputs are a
+ * GstTorchTensorMeta per region with roi_id = the ROI meta's id.
  */
 #ifndef GST_TORCHINFER_META_H
 #define GST_TORCHINFER_META_H
@@ -89,6 +103,11 @@ typedef struct {
    * attaches no classification and torchnms no detections for the frame.
    * Added last to keep the layout of the fields above. */
   gboolean valid;
+  /* -1: a result for the whole frame (or its crop). Otherwise the id of the
+   * GstVideoRegionOfInterestMeta whose pixels were inferred
+   * (inference-region=roi-list); frame_width/height stay the frame's and
+   * transform maps frame pixels to the model input of that region. */
+  gint roi_id;
 } GstTorchTensorMeta;
 
 #define GST_TORCH_TENSOR_META_API_TYPE (gst_torch_tensor_meta_api_get_type())
@@ -103,8 +122,17 @@ const GstMetaInfo* gst_torch_tensor_meta_get_info(void);
 GstTorchTensorMeta* gst_buffer_add_torch_tensor_meta(GstBuffer* buffer, guint n_tensors,
                                                      GBytes* owner);
 
-#define gst_buffer_get_torch_tensor_meta(b) \
-  ((GstTorchTensorMeta*)gst_buffer_get_meta((b), GST_TORCH_TENSOR_META_API_TYPE))
+/* The first tensor meta of the whole frame (roi_id -1), or NULL. Per-region
+ * tensor metas (roi-list) are skipped: iterate them with
+ * gst_buffer_iterate_meta_filtered(), or look one up with
+ * gst_buffer_get_torch_tensor_meta_for_roi(). */
+GstTorchTensorMeta* gst_buffer_get_torch_tensor_meta(GstBuffer* buffer);
+
+/* The tensor meta computed on the ROI meta with this id; with model
+ * non-NULL, only one whose model path equals it (two classifiers on one
+ * object). NULL if none. */
+GstTorchTensorMeta* gst_buffer_get_torch_tensor_meta_for_roi(GstBuffer* buffer, gint roi_id,
+                                                             const gchar* model);
 
 /* The tensor called name, or NULL. */
 const GstTorchTensor* gst_torch_tensor_meta_get_tensor(GstTorchTensorMeta* meta, const gchar* name);
@@ -134,6 +162,19 @@ GstVideoRegionOfInterestMeta* gst_buffer_add_torch_detection(GstBuffer* buffer, 
 /* Fills out from the ROI's "detection" param; FALSE if it has none or a field
  * is missing. */
 gboolean gst_torch_detection_from_roi(GstVideoRegionOfInterestMeta* roi, GstTorchDetection* out);
+
+#define GST_TORCH_ROI_CLASSIFICATION_STRUCTURE_NAME "classification"
+
+/* Iterates the "classification" params of a ROI (one per classifying
+ * element, in the order attached): start with *state = NULL; returns NULL
+ * after the last. The structures belong to the ROI meta. */
+const GstStructure* gst_torch_roi_iterate_classifications(GstVideoRegionOfInterestMeta* roi,
+                                                          gpointer* state);
+
+/* The "classification" param a given element (its name) attached, or with
+ * element NULL the first one; NULL if none. */
+const GstStructure* gst_torch_roi_get_classification(GstVideoRegionOfInterestMeta* roi,
+                                                     const gchar* element);
 
 /* Registers the classification custom meta; idempotent. */
 void gst_torch_classification_meta_register(void);
