@@ -22,10 +22,16 @@ line.truth.json:
             first_seen/last_seen (frames with any of it in view) and
             first_full/last_full (frames it lies entirely in view; null if
             never) -- a QA app judges parts it has seen whole, so its pass
-            and reject counts are those of the parts with first_full set
+            and reject counts are those of the parts with first_full set --
+            and verdict: the QA decision it must get, "reject" if defective,
+            "pass" if not, null if never seen whole (not judged)
   "frames": per frame "objects": class, class_id, bbox [x0,y0,x1,y1] in
-            pixels clipped to the frame, part (the physical part id; a
-            defect lies inside its part's box), ignore (mostly out of view)
+            pixels clipped to the frame, part (the physical part id, on
+            every object: a defect carries the id of the part it lies on,
+            inside that part's box), ignore (mostly out of view)
+The part ids are the objects' identities for tracking scores (MOTA, IDF1:
+src/eval/mot_metrics.h); the verdicts score a QA app's per-part decisions
+(src/eval/verdict_score.h). Both are read by src/eval/truth_file.h.
 """
 import argparse
 import json
@@ -99,7 +105,8 @@ def part_table(parts, frame_objects):
         table.append({"id": i, "kind": p.kind, "class": "washer" if p.kind == "washer" else "bracket",
                       "defective": p.defect is not None, "defects": [p.defect] if p.defect else [],
                       "first_seen": seen[0] if seen else None, "last_seen": seen[-1] if seen else None,
-                      "first_full": full[0] if full else None, "last_full": full[-1] if full else None})
+                      "first_full": full[0] if full else None, "last_full": full[-1] if full else None,
+                      "verdict": None if not full else "reject" if p.defect else "pass"})
     return table
 
 
@@ -192,8 +199,10 @@ def main():
     head = {"video": "line.mkv", "width": mf.WIDTH, "height": mf.HEIGHT, "fps": FPS,
             "num_frames": FRAMES, "classes": md.CLASSES, "belt_speed_px_per_frame": SPEED,
             "note": "parts: every physical part; first_full/last_full: frames it lies entirely "
-                    "in view (null: never). frames[].objects: bbox [x0,y0,x1,y1] pixels clipped "
-                    "to the frame; part: physical part id (a defect lies inside its part's box); "
+                    "in view (null: never); verdict: the QA decision (reject iff defective; null: "
+                    "never seen whole, not judged). frames[].objects: bbox [x0,y0,x1,y1] pixels "
+                    "clipped to the frame; part: physical part id, the object's identity for "
+                    "tracking (a defect carries its part's id and lies inside its box); "
                     "ignore: mostly out of view (not scored)",
             "parts": table}
     entries = [json.dumps({"frame": i, "objects": o}) for i, o in enumerate(frame_objects)]
