@@ -36,6 +36,28 @@ void read_classification(GstBuffer* buf, FrameRecord& r) {
   }
 }
 
+std::string string_field(const GstStructure* s, const char* name) {
+  const gchar* v = gst_structure_get_string(s, name);
+  return v ? v : "";
+}
+
+// torchinfer roi-list results: one "classification" param per classifier.
+void read_roi_classifications(GstVideoRegionOfInterestMeta* roi, DetectionRecord& rec) {
+  gpointer state = nullptr;
+  while (const GstStructure* s = gst_torch_roi_iterate_classifications(roi, &state)) {
+    RegionClassificationRecord c;
+    c.label = string_field(s, "label");
+    gst_structure_get_int(s, "label_id", &c.label_id);
+    gst_structure_get_double(s, "confidence", &c.confidence);
+    c.model = string_field(s, "model");
+    c.model_instance_id = string_field(s, "model-instance-id");
+    c.element = string_field(s, "element");
+    gboolean inferred = TRUE;
+    if (gst_structure_get_boolean(s, "inferred", &inferred)) c.inferred = inferred;
+    rec.classification.push_back(std::move(c));
+  }
+}
+
 // Every ROI meta with a "detection" param, in the order they were attached.
 void read_detections(GstBuffer* buf, FrameRecord& r) {
   gpointer iter = nullptr;
@@ -66,6 +88,7 @@ void read_detections(GstBuffer* buf, FrameRecord& r) {
         rec.predicted = gst_structure_get_boolean(id, "predicted", &predicted) && predicted;
       }
     }
+    read_roi_classifications(reinterpret_cast<GstVideoRegionOfInterestMeta*>(m), rec);
     r.detections.push_back(std::move(rec));
   }
 }
@@ -74,11 +97,6 @@ std::optional<std::int64_t> pts_field(const GstStructure* s, const char* name) {
   guint64 t = GST_CLOCK_TIME_NONE;
   if (!gst_structure_get_uint64(s, name, &t)) return std::nullopt;
   return clock_time(t);
-}
-
-std::string string_field(const GstStructure* s, const char* name) {
-  const gchar* v = gst_structure_get_string(s, name);
-  return v ? v : "";
 }
 
 // torchtrack's events meta: the same structures as its element messages.

@@ -103,6 +103,14 @@ void add_boxes(GstBuffer* buf, int width, int height, const Settings& s, Overlay
         b.text = "#" + std::to_string(object_id) + (b.text.empty() ? "" : " ") + b.text;
       b.dashed = gst_structure_get_boolean(id, "predicted", &predicted) && predicted;
     }
+    // Classifiers run on the region (torchinfer roi-list): "#3 bolt 0.90: worn 0.97".
+    gpointer state = nullptr;
+    while (const GstStructure* c = gst_torch_roi_iterate_classifications(roi, &state)) {
+      const gchar* cls = gst_structure_get_string(c, "label");
+      double conf = 0;
+      if (!s.show_labels || !cls || !gst_structure_get_double(c, "confidence", &conf)) continue;
+      b.text += (b.text.empty() ? "" : ": ") + tag_text(cls, conf, s);
+    }
     scene.boxes.push_back(std::move(b));
   }
 }

@@ -112,6 +112,19 @@ std::string to_json_line(const FrameRecord& r, bool include_tensors,
         jd["object_id"] = *d.object_id;
         jd["predicted"] = d.predicted;
       }
+      // Only on classified regions, so other lines stay as they were.
+      if (!d.classification.empty()) {
+        json cls = json::array();
+        for (const auto& c : d.classification)
+          cls.push_back({{"label", c.label},
+                         {"label_id", c.label_id},
+                         {"confidence", number(c.confidence)},
+                         {"model", c.model},
+                         {"model_instance_id", c.model_instance_id},
+                         {"element", c.element},
+                         {"inferred", c.inferred}});
+        jd["classification"] = cls;
+      }
       dets.push_back(std::move(jd));
     }
     j["detections"] = dets;

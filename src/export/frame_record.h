@@ -13,14 +13,24 @@
 
 namespace torchinfer {
 
+// One classifier's result on a detection (torchinfer inference-region=roi-list).
+struct RegionClassificationRecord {
+  std::string label;
+  int label_id = 0;
+  double confidence = 0;
+  std::string model, model_instance_id, element;
+  bool inferred = true;  // false: reused from an earlier frame (reclassify-interval)
+};
+
 // A detection as written: box in frame pixels (Detection's fields) and the
 // same box normalised to 0..1 of the frame; the track id when a tracker
-// (torchtrack) gave it one.
+// (torchtrack) gave it one; the classifications of the region.
 struct DetectionRecord {
   Detection box;
   double nx_min = 0, ny_min = 0, nx_max = 0, ny_max = 0;
   std::optional<int> object_id;  // absent: not tracked (written only when set)
   bool predicted = false;        // the tracker's predicted box, not a detection
+  std::vector<RegionClassificationRecord> classification;  // written only when not empty
 };
 
 // A track starting or ending on this frame (torchtrack's

@@ -173,7 +173,9 @@ SubmitResult StreamSession::fill_regions(std::uint64_t seq,
     const std::size_t index = static_cast<std::size_t>(region.slot);
     const Crop box = region.box;
     const std::optional<std::int64_t> object_id = region.object_id;
-    Batcher::Slot slot = batcher_->acquire(!skip_when_busy, flushing_);
+    // skip_when_busy drops whole frames: once a frame has its first slot,
+    // its other regions wait for theirs (bounded by its region count).
+    Batcher::Slot slot = batcher_->acquire(!skip_when_busy || k > 0, flushing_);
     if (!slot) {
       if (flushing_) {
         if (mapped) pixels.unmap();

@@ -138,8 +138,9 @@ class StreamSession {
   // In region mode `regions` lists the frame's regions of interest (null or
   // empty: none); each gets a RegionResult, in order, on the frame's
   // FrameInference. A frame with N regions to infer fills N batch slots,
-  // possibly several batches: it blocks (or, skip_when_busy, drops the rest)
-  // only on batch buffers, never on its own queue entry.
+  // possibly several batches: it blocks only on batch buffers, never on its
+  // own queue entry. skip_when_busy drops a frame whose first region finds
+  // no free slot (all its regions); a frame that got one waits for the rest.
   SubmitResult submit_frame(OwnedRef frame, int width, int height, std::uint64_t pts,
                             FramePixels& pixels,
                             const std::vector<RegionOfInterest>* regions = nullptr);

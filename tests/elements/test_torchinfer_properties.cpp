@@ -59,6 +59,11 @@ const ExpectedProperty kExpected[] = {
     {"latency-p99", "gdouble", 'o'},
     {"stats", "GstStructure", 'o'},
     {"input-layout", "GstTorchInferInputLayout", 'r'},
+    {"inference-region", "GstTorchInferInferenceRegion", 'r'},
+    {"object-class", "gchararray", 'r'},
+    {"min-object-size", "gint", 'r'},
+    {"object-padding", "gdouble", 'r'},
+    {"reclassify-interval", "gint", 'r'},
 };
 
 // A valid value, different from the default, for each string property.
@@ -72,6 +77,7 @@ const std::map<std::string, std::string> kStringValues = {
     {"crop", "2,4,64,48"},
     {"model-instance-id", "cam-7"},
     {"cores", "0-1"},
+    {"object-class", "bolt,nut"},
 };
 
 GstElement* make() {
@@ -118,7 +124,7 @@ TEST(TorchInferProperties, EveryWritablePropertyRoundTrips) {
   GstElement* e = make();
   WarningCatcher w;
   const int written = round_trip_writable(e, kStringValues);
-  EXPECT_EQ(written, 30);
+  EXPECT_EQ(written, 35);
   EXPECT_TRUE(w.messages().empty()) << w.messages().front();
   gst_object_unref(e);
 }
@@ -145,7 +151,7 @@ TEST(TorchInferPropertiesErrors, ReadyOnlyPropertiesRefusedWhilePlaying) {
     EXPECT_EQ(read(h->element, p), before) << p->name;
     ++refused;
   }
-  EXPECT_EQ(refused, 29);
+  EXPECT_EQ(refused, 34);
   gst_harness_teardown(h);
 }
 
@@ -197,8 +203,9 @@ TEST(TorchInferPropertiesErrors, OutOfRangeNumbersKeepThePreviousValue) {
     ++tried;
   }
   // input-width/height, scale, top-k, pad-value, warmup, threads, batch-size,
-  // batch-timeout, inference-interval
-  EXPECT_EQ(tried, 10);
+  // batch-timeout, inference-interval, min-object-size, object-padding,
+  // reclassify-interval
+  EXPECT_EQ(tried, 13);
   gst_object_unref(e);
 }
 
