@@ -9,24 +9,12 @@
 
 namespace torchinfer::qa {
 
-void Annotator::set_parts(const std::vector<QaPart>& parts, const std::set<int>& judged) {
+void Annotator::set_parts(const std::vector<QaPart>& parts) {
   std::lock_guard<std::mutex> lock(mu_);
   current_.clear();
-  for (const QaPart& p : parts) {
-    Text t{p.box, "", 0};
-    if (auto it = verdicts_.find(p.id); it != verdicts_.end()) {
-      t.text = it->second.first;
-      t.state = it->second.second;
-    } else if (judged.count(p.id) && !p.evidence.empty()) {
-      auto best = p.evidence.begin();
-      for (auto it = p.evidence.begin(); it != p.evidence.end(); ++it)
-        if (it->second > best->second) best = it;
-      char s[64];
-      std::snprintf(s, sizeof s, "%s %.2f", best->first.c_str(), best->second);
-      t.text = s;
-    }
-    if (!t.text.empty()) current_.push_back(std::move(t));
-  }
+  for (const QaPart& p : parts)
+    if (auto it = verdicts_.find(p.id); it != verdicts_.end())
+      current_.push_back({p.box, it->second.first, it->second.second});
 }
 
 void Annotator::decided(const QaDecision& d) {
@@ -56,12 +44,9 @@ GstPadProbeReturn Annotator::draw(GstPad* pad, GstPadProbeInfo* info) {
   cv::Mat bgr(GST_VIDEO_FRAME_HEIGHT(&f), GST_VIDEO_FRAME_WIDTH(&f), CV_8UC3,
               GST_VIDEO_FRAME_PLANE_DATA(&f, 0), GST_VIDEO_FRAME_PLANE_STRIDE(&f, 0));
   std::lock_guard<std::mutex> lock(mu_);
-  int decided = 0;
   std::set<std::string> kinds;
   for (const Text& t : current_) {
-    const cv::Scalar colour = t.state == 1   ? cv::Scalar(40, 200, 40)
-                              : t.state == 2 ? cv::Scalar(40, 40, 230)
-                                             : cv::Scalar(230, 230, 230);
+    const cv::Scalar colour = t.state == 1 ? cv::Scalar(40, 200, 40) : cv::Scalar(40, 40, 230);
     int base = 0;
     const cv::Size size = cv::getTextSize(t.text, cv::FONT_HERSHEY_SIMPLEX, 0.6, 2, &base);
     // Under the box, or inside its bottom edge when the frame ends there.
@@ -71,11 +56,10 @@ GstPadProbeReturn Annotator::draw(GstPad* pad, GstPadProbeInfo* info) {
     cv::rectangle(bgr, {x - 2, y - size.height - 4}, {x + size.width + 2, y + base},
                   cv::Scalar(0, 0, 0), cv::FILLED);
     cv::putText(bgr, t.text, {x, y}, cv::FONT_HERSHEY_SIMPLEX, 0.6, colour, 2, cv::LINE_AA);
-    decided += t.state != 0;
     kinds.insert(t.text);
   }
-  const int score =
-      decided * 100 + static_cast<int>(kinds.size()) * 10 + static_cast<int>(current_.size());
+  // The most kinds of verdict shown, then the most parts.
+  const int score = static_cast<int>(kinds.size()) * 100 + static_cast<int>(current_.size());
   if (score > snapshot_score_) {
     snapshot_score_ = score;
     bgr.copyTo(snapshot_);

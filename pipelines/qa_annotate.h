@@ -1,7 +1,7 @@
 // The QA line's verdicts drawn on the annotated video (after torchoverlay
-// drew the `#id label` boxes): under each part, its verdict once decided,
-// else the classifier's reading of the frame. Keeps a snapshot: the frame
-// showing the most decided parts.
+// drew the `#id label` boxes with the classifier's reading of the frame):
+// under each part, its verdict once decided. Keeps a snapshot: the frame
+// showing the most verdicts.
 #pragma once
 
 #include <gst/gst.h>
@@ -19,9 +19,8 @@ namespace torchinfer::qa {
 
 class Annotator {
  public:
-  // The analysed frame about to be drawn (same streaming thread, in order):
-  // decided parts show their verdict, the parts in `judged` their reading.
-  void set_parts(const std::vector<QaPart>& parts, const std::set<int>& judged);
+  // The analysed frame about to be drawn (same streaming thread, in order).
+  void set_parts(const std::vector<QaPart>& parts);
   void decided(const QaDecision& d);
   // Pad probe on BGR video: draws the texts on the buffer.
   static GstPadProbeReturn probe(GstPad* pad, GstPadProbeInfo* info, gpointer self);
@@ -32,7 +31,7 @@ class Annotator {
   struct Text {
     QaBox box;
     std::string text;
-    int state;  // 0 undecided, 1 pass, 2 reject/incomplete
+    int state;  // 1 pass, 2 reject/incomplete
   };
   GstPadProbeReturn draw(GstPad* pad, GstPadProbeInfo* info);
 

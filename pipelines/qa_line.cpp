@@ -162,7 +162,7 @@ GstPadProbeReturn on_result(GstPad*, GstPadProbeInfo* info, gpointer user) {
                  GST_TIME_ARGS(GST_BUFFER_PTS(buf)));
     app->detector_ms += r.detector_ms;
     report(*app, app->verdicts->add_frame(r.frame));
-    app->annotator.set_parts(r.frame.parts, app->verdicts->judged_now());
+    app->annotator.set_parts(r.frame.parts);
   } catch (const std::exception& e) {
     g_printerr("qa-line: frame %" G_GINT64_FORMAT " not analysed: %s\n", frame, e.what());
   }
@@ -354,6 +354,7 @@ std::string quoted(const std::string& s) {
 }
 
 // source ! detector ! torchnms ! torchtrack ! classifier on the part ROIs
+// (each part classified as often as the detector runs)
 // [! per-frame JSON ! overlay ! annotated video] ! sink. Results are read
 // at the src pad of the last analysing element ("analysed").
 std::string launch_line(const App& app) {
@@ -382,7 +383,7 @@ std::string launch_line(const App& app) {
     line += std::string(" ! torchinfer name=") + torchinfer::qa::kClassifierElement +
             " model=" + quoted(o.classifier) +
             " model-instance-id=qa-classifier inference-region=roi-list object-class=" + parts +
-            " object-padding=0.1";
+            " object-padding=0.1 reclassify-interval=" + std::to_string(o.inference_interval);
   line += " ! identity name=analysed";
   if (o.out_dir.empty()) return line + " ! fakesink sync=false";
   return line + " ! torchmetaconvert location=" + quoted(o.out_dir + "/results.jsonl") +

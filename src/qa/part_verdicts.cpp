@@ -81,7 +81,6 @@ std::vector<QaDecision> PartVerdicts::add_frame(const QaFrame& f) {
                    [](const QaPart* a, const QaPart* b) { return a->confidence > b->confidence; });
   std::vector<const QaPart*> primary;
   std::vector<QaDecision> out;
-  judged_now_.clear();
   for (const QaPart* p : parts) {
     const bool nested = std::any_of(primary.begin(), primary.end(), [&](const QaPart* k) {
       return intersection(k->box, p->box) >= rules_.nested_cover * area(p->box);
@@ -131,7 +130,6 @@ std::vector<QaDecision> PartVerdicts::add_frame(const QaFrame& f) {
     t.d.frames_whole++;
     if (!p->judged) continue;
     t.d.frames_judged++;
-    judged_now_.insert(p->id);
     for (const auto& [label, c] : p->evidence) {
       auto [s, added] = t.sum.emplace(label, c);
       if (added) continue;

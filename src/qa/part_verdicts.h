@@ -123,8 +123,6 @@ class PartVerdicts {
   std::vector<QaDecision> flush();
 
   const QaCounts& counts() const { return counts_; }
-  // Parts whose view on the latest frame was taken as evidence.
-  const std::set<int>& judged_now() const { return judged_now_; }
   // Tracks dropped as duplicates (only ever nested in another part's box).
   const std::set<int>& duplicate_ids() const { return duplicate_ids_; }
   const QaRules& rules() const { return rules_; }
@@ -140,7 +138,7 @@ class PartVerdicts {
 
   QaRules rules_;
   std::map<int, Part> open_;
-  std::set<int> decided_, duplicate_ids_, judged_now_;
+  std::set<int> decided_, duplicate_ids_;
   QaCounts counts_;
 };
 
