@@ -326,16 +326,16 @@ bool make_rules(App& app) {
     for (const auto& l : labels)
       if (!r.part_classes.count(l)) r.defect_classes.insert(l);
   }
-  if (!known_classes(r.part_classes, labels, o.model) ||
-      !known_classes(r.defect_classes, has_classifier(o) ? classifier_labels : labels,
-                     has_classifier(o) ? o.classifier : o.model))
-    return false;
   try {
     torchinfer::validate(r);
   } catch (const std::exception& e) {
     g_printerr("qa-line: %s\n", e.what());
     return false;
   }
+  if (!known_classes(r.part_classes, labels, o.model) ||
+      !known_classes(r.defect_classes, has_classifier(o) ? classifier_labels : labels,
+                     has_classifier(o) ? o.classifier : o.model))
+    return false;
   app.read.part_classes.assign(r.part_classes.begin(), r.part_classes.end());
   app.read.part_threshold = o.part_threshold;
   app.read.classifier = has_classifier(o);
