@@ -50,6 +50,7 @@ struct Options {
   std::string part_classes, defect_classes, tracking_type = "short-term", truth, out_dir;
   double defect_threshold = 0.5, part_threshold = 0.5;
   int inference_interval = 1;
+  int reclassify_interval = 0;  // 0: the inference interval
   bool quiet = false;
 };
 
@@ -229,6 +230,8 @@ bool parse_args(int argc, char** argv, Options& o) {
       {"inference-interval", 'i', 0, G_OPTION_ARG_INT, &o.inference_interval,
        "run the detector on every Nth frame; torchtrack follows the parts between (default 1)",
        "N"},
+      {"reclassify-interval", 0, 0, G_OPTION_ARG_INT, &o.reclassify_interval,
+       "classify each part on every Nth frame (default: the inference interval)", "N"},
       {"tracking-type", 0, 0, G_OPTION_ARG_STRING, &tracking,
        "torchtrack tracking-type: short-term (default) or zero-term", "TYPE"},
       {"defect-threshold", 't', 0, G_OPTION_ARG_DOUBLE, &o.defect_threshold,
@@ -268,6 +271,12 @@ bool parse_args(int argc, char** argv, Options& o) {
   if (!app::check_range("--inference-interval", static_cast<long long>(o.inference_interval), 1,
                         1000))
     return false;
+  if (o.reclassify_interval == 0) {
+    o.reclassify_interval = o.inference_interval;
+  } else if (!app::check_range("--reclassify-interval",
+                               static_cast<long long>(o.reclassify_interval), 1, 1000)) {
+    return false;
+  }
   if (o.tracking_type != "short-term" && o.tracking_type != "zero-term") {
     g_printerr("qa-line: --tracking-type '%s': give short-term or zero-term\n",
                o.tracking_type.c_str());
@@ -354,7 +363,7 @@ std::string quoted(const std::string& s) {
 }
 
 // source ! detector ! torchnms ! torchtrack ! classifier on the part ROIs
-// (each part classified as often as the detector runs)
+// (by default each part classified as often as the detector runs)
 // [! per-frame JSON ! overlay ! annotated video] ! sink. Results are read
 // at the src pad of the last analysing element ("analysed").
 std::string launch_line(const App& app) {
@@ -383,7 +392,7 @@ std::string launch_line(const App& app) {
     line += std::string(" ! torchinfer name=") + torchinfer::qa::kClassifierElement +
             " model=" + quoted(o.classifier) +
             " model-instance-id=qa-classifier inference-region=roi-list object-class=" + parts +
-            " object-padding=0.1 reclassify-interval=" + std::to_string(o.inference_interval);
+            " object-padding=0.1 reclassify-interval=" + std::to_string(o.reclassify_interval);
   line += " ! identity name=analysed";
   if (o.out_dir.empty()) return line + " ! fakesink sync=false";
   return line + " ! torchmetaconvert location=" + quoted(o.out_dir + "/results.jsonl") +

@@ -161,6 +161,7 @@ TEST(QaLineErrors, BadCommandLinesExitTwoWithAReason) {
       {{"--defect-threshold", "abc"}, "defect-threshold"},
       {{"--part-threshold", "7"}, "part threshold must lie in 0..1"},
       {{"--inference-interval", "0"}, "--inference-interval 0 is out of range"},
+      {{"--reclassify-interval", "-2"}, "--reclassify-interval -2 is out of range"},
       {{"--tracking-type", "long-term"},
        "--tracking-type 'long-term': give short-term or zero-term"},
       {{"--defect-classes", "rust"}, "class 'rust' is not a label of " + qa_classifier()},
