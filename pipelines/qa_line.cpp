@@ -31,6 +31,7 @@
 #include "common/file_check.h"
 #include "common/json_file.h"
 #include "common/utf8.h"
+#include "export/mqtt_publisher.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "qa/decision_json.h"
 #include "qa/part_verdicts.h"
@@ -48,6 +49,8 @@ struct Options {
   std::string clip, device, source, model = "models/demo/parts_detector.pt", output;
   std::string classifier = "models/demo/defect_classifier.pt";
   std::string part_classes, defect_classes, tracking_type = "short-term", truth, out_dir;
+  std::string mqtt_host, mqtt_topic = "qa-line/decisions";
+  int mqtt_port = 1883;
   double defect_threshold = 0.5, part_threshold = 0.5;
   int inference_interval = 1;
   int reclassify_interval = 0;  // 0: the inference interval
@@ -60,6 +63,8 @@ struct App {
   torchinfer::qa::ReadRules read;
   std::unique_ptr<torchinfer::PartVerdicts> verdicts;
   std::unique_ptr<torchinfer::qa::Scorer> scorer;
+  std::unique_ptr<torchinfer::MqttPublisher> mqtt;  // --mqtt-host: each line also published
+  std::uint64_t mqtt_messages = 0;
   torchinfer::qa::Annotator annotator;
   std::map<long long, std::string> verdict_of;  // part id -> verdict, for the scores
   std::vector<double> detector_ms;              // forward() time of each inferred frame
@@ -116,9 +121,15 @@ std::vector<std::string> model_labels(const std::string& model) {
 }
 
 // Flushed per line: a line is written when its part is decided, not when a
-// buffer fills. A failure stops the run (see App::write_failed).
+// buffer fills. A failure stops the run (see App::write_failed). With
+// --mqtt-host the line is also published (never blocks; what the broker
+// did not get is counted at the end).
 void write_line(App& app, const std::string& line) {
   if (app.write_failed) return;
+  if (app.mqtt) {
+    app.mqtt->publish(app.opt.mqtt_topic, line);
+    app.mqtt_messages++;
+  }
   if (std::fputs(line.c_str(), app.out) < 0 || std::fputc('\n', app.out) == EOF ||
       std::fflush(app.out) != 0) {
     app.write_error = std::strerror(errno);
@@ -213,7 +224,7 @@ gboolean on_bus(GstBus*, GstMessage* msg, gpointer user) {
 bool parse_args(int argc, char** argv, Options& o) {
   gchar *clip = nullptr, *device = nullptr, *source = nullptr, *model = nullptr, *output = nullptr,
         *parts = nullptr, *defects = nullptr, *classifier = nullptr, *tracking = nullptr,
-        *truth = nullptr, *out_dir = nullptr;
+        *truth = nullptr, *out_dir = nullptr, *mqtt_host = nullptr, *mqtt_topic = nullptr;
   gboolean quiet = FALSE;
   GOptionEntry entries[] = {
       {"clip", 'c', 0, G_OPTION_ARG_FILENAME, &clip,
@@ -244,6 +255,11 @@ bool parse_args(int argc, char** argv, Options& o) {
        "ground truth of the clip (models/demo/line.truth.json): print detection, tracking and "
        "verdict scores",
        "FILE"},
+      {"mqtt-host", 0, 0, G_OPTION_ARG_STRING, &mqtt_host,
+       "also publish every decision and the summary to this MQTT broker (QoS 1)", "HOST"},
+      {"mqtt-port", 0, 0, G_OPTION_ARG_INT, &o.mqtt_port, "MQTT broker port (default 1883)", "N"},
+      {"mqtt-topic", 0, 0, G_OPTION_ARG_STRING, &mqtt_topic,
+       "topic of the decisions (default qa-line/decisions)", "TOPIC"},
       {"out", 0, 0, G_OPTION_ARG_FILENAME, &out_dir,
        "also write DIR/results.jsonl (per frame), DIR/annotated.mkv, DIR/snapshot.png", "DIR"},
       {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
@@ -266,6 +282,8 @@ bool parse_args(int argc, char** argv, Options& o) {
   app::take(tracking, o.tracking_type);
   app::take(truth, o.truth);
   app::take(out_dir, o.out_dir);
+  app::take(mqtt_host, o.mqtt_host);
+  app::take(mqtt_topic, o.mqtt_topic);
   o.quiet = quiet;
   if (!ok) return false;
   if (!app::check_range("--inference-interval", static_cast<long long>(o.inference_interval), 1,
@@ -495,6 +513,29 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (!app.opt.mqtt_host.empty()) {
+    torchinfer::MqttOptions m;
+    m.host = app.opt.mqtt_host;
+    m.port = app.opt.mqtt_port;
+    m.qos = 1;
+    // A broker that is down is retried; the decisions wait (bounded) and
+    // what never arrives is counted at the end.
+    auto on_event = [host = m.host, port = m.port](torchinfer::MqttEvent e,
+                                                   const std::string& why) {
+      if (e == torchinfer::MqttEvent::kConnected)
+        g_printerr("qa-line: connected to MQTT broker %s:%d\n", host.c_str(), port);
+      else
+        g_printerr("qa-line: warning: MQTT broker %s:%d: %s\n", host.c_str(), port, why.c_str());
+    };
+    try {
+      if (const std::string why = torchinfer::mqtt_topic_problem(app.opt.mqtt_topic); !why.empty())
+        throw std::invalid_argument("--mqtt-topic '" + app.opt.mqtt_topic + "': " + why);
+      app.mqtt = std::make_unique<torchinfer::MqttPublisher>(m, on_event);
+    } catch (const std::exception& e) {
+      g_printerr("qa-line: %s\n", e.what());
+      return 2;
+    }
+  }
   if (!app.opt.out_dir.empty() && g_mkdir_with_parents(app.opt.out_dir.c_str(), 0755) != 0) {
     g_printerr("qa-line: cannot create %s: %s\n", app.opt.out_dir.c_str(), g_strerror(errno));
     return 1;
@@ -570,6 +611,18 @@ int main(int argc, char** argv) {
                    app.opt.out_dir.c_str(), app.opt.out_dir.c_str(), snap.c_str());
       else if (app.rc == 0)
         g_printerr("qa-line: warning: no snapshot written to %s\n", snap.c_str());
+    }
+  }
+  if (app.mqtt) {
+    app.mqtt->stop();
+    const auto c = app.mqtt->counters();
+    if (c.failed + c.dropped > 0) {
+      g_printerr("qa-line: error: %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
+                 " lines not delivered to MQTT broker %s:%d (topic %s); exit status 1\n",
+                 static_cast<guint64>(c.failed + c.dropped),
+                 static_cast<guint64>(app.mqtt_messages), app.opt.mqtt_host.c_str(),
+                 app.opt.mqtt_port, app.opt.mqtt_topic.c_str());
+      app.rc = 1;
     }
   }
   if (app.out != stdout ? std::fclose(app.out) != 0 : std::fflush(app.out) != 0) {

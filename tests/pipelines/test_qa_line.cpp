@@ -34,10 +34,22 @@ Output parse_output(const std::string& text) {
 // exactly when a defect class reached 0.9 on it, and the clip's weakest true
 // defect (a chip at ~0.74 on the last washer) no longer rejects. Each part
 // is still decided once.
+// The same lines go to an MQTT broker (--mqtt-host): a real mosquitto and
+// mosquitto_sub, which exits after the 14 lines of the run.
 TEST(QaLine, DetectorOnlyThresholdDecidesFromTheBestViews) {
+  const std::string port = std::to_string(free_port());
+  Child broker({"/usr/sbin/mosquitto", "-p", port});
+  ASSERT_NE(broker.wait_line(true, "running", 20), "") << broker.err();
+  Child sub({"mosquitto_sub", "-p", port, "-t", "line1/qa", "-q", "1", "-C", "14"});
+  g_usleep(500000);  // subscribed before the first decision (~2 s into the clip)
   const Result r = run({app(), "--clip", clip(), "--model", model(), "--classifier", "none",
-                        "--quiet", "--defect-threshold", "0.9"});
+                        "--quiet", "--defect-threshold", "0.9", "--mqtt-host", "127.0.0.1",
+                        "--mqtt-port", port, "--mqtt-topic", "line1/qa"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(sub.wait_exit(30), 0) << sub.err();
+  std::string published;
+  for (const auto& l : sub.out_lines()) published += l + "\n";
+  EXPECT_EQ(published, r.out) << "every decision and the summary, in order";
   const Output o = parse_output(r.out);
   int rejected = 0;
   std::set<int> ids;
@@ -190,6 +202,25 @@ TEST(QaLineErrors, BadCommandLinesExitTwoWithAReason) {
   const Result bad_launch = run({app(), "--source", "nosuchelement ! fakesink"});
   EXPECT_EQ(bad_launch.exit_code, 2);
   EXPECT_NE(bad_launch.err.find("cannot build the pipeline"), std::string::npos) << bad_launch.err;
+}
+
+// No broker: the run goes on, the lines the broker never got are counted
+// and the exit status says so.
+TEST(QaLineErrors, UndeliveredMqttLinesExitOne) {
+  const Result r = run({app(), "--model", model(), "--classifier", qa_classifier(), "--source",
+                        "videotestsrc num-buffers=5 ! video/x-raw,format=YUY2,width=640,height=480",
+                        "--mqtt-host", "127.0.0.1", "--mqtt-port", std::to_string(free_port())});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("qa-line: warning: MQTT broker 127.0.0.1:"), std::string::npos) << r.err;
+  const std::string n = std::to_string(json_lines(r.out).size());
+  EXPECT_NE(r.err.find(n + " of " + n + " lines not delivered to MQTT broker 127.0.0.1:"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(json_lines(r.out).back()["event"], "summary") << "the output is still written";
+  const Result topic = run({app(), "--clip", clip(), "--model", model(), "--classifier",
+                            qa_classifier(), "--mqtt-host", "127.0.0.1", "--mqtt-topic", "a/#"});
+  EXPECT_EQ(topic.exit_code, 2) << topic.err;
+  EXPECT_NE(topic.err.find("--mqtt-topic 'a/#'"), std::string::npos) << topic.err;
 }
 
 TEST(QaLineErrors, UnwritableOutputExitsOne) {
