@@ -546,6 +546,43 @@ TEST(TorchInferRoi, MetaconvertWritesEachDetectionsClassification) {
   EXPECT_FALSE(j.contains("model")) << "no whole-frame result on this frame";
 }
 
+// ---- overlay ---------------------------------------------------------------
+
+// torchoverlay writes each classification after the box's own label:
+// "bolt 0.90: red 1.00" looks exactly like a detection labelled "bolt 0.90: red".
+TEST(TorchInferRoi, OverlayDrawsTheClassificationAfterTheLabel) {
+  const std::string caps = rgb_caps(320, 240);
+  const GstVideoInfo info = info_of(caps);
+  auto draw = [&](GstBuffer* in) {
+    GstHarness* h = gst_harness_new("torchoverlay");
+    gst_harness_set_src_caps_str(h, caps.c_str());
+    GstBuffer* out = gst_harness_push_and_pull(h, in);
+    gst_harness_teardown(h);
+    return out;
+  };
+  auto bytes = [](GstBuffer* b) {
+    GstMapInfo m;
+    gst_buffer_map(b, &m, GST_MAP_READ);
+    std::string out(reinterpret_cast<const char*>(m.data), m.size);
+    gst_buffer_unmap(b, &m);
+    gst_buffer_unref(b);
+    return out;
+  };
+  GstBuffer* classified = painted(info, {});
+  GstVideoRegionOfInterestMeta* roi =
+      gst_buffer_add_torch_detection(classified, "bolt", 0, 0.9, 20, 60, 200, 200, 320, 240);
+  gst_video_region_of_interest_meta_add_param(
+      roi, gst_structure_new("classification", "label", G_TYPE_STRING, "red", "label_id",
+                             G_TYPE_INT, 0, "confidence", G_TYPE_DOUBLE, 1.0, nullptr));
+  GstBuffer* same = painted(info, {});
+  gst_buffer_add_torch_detection(same, "bolt 0.90: red", 0, 1.0, 20, 60, 200, 200, 320, 240);
+  GstBuffer* plain = painted(info, {});
+  gst_buffer_add_torch_detection(plain, "bolt", 0, 0.9, 20, 60, 200, 200, 320, 240);
+  const std::string a = bytes(draw(classified)), b = bytes(draw(same)), c = bytes(draw(plain));
+  EXPECT_TRUE(a == b) << "classification text differs from the expected label";
+  EXPECT_FALSE(a == c) << "the classification was not drawn";
+}
+
 // ---- settings ------------------------------------------------------------
 
 TEST(TorchInferRoi, CropWithRoiListFailsTheStartNamingTheFix) {
