@@ -8,7 +8,11 @@
       (object-padding 0.1, area resize, see defect_crops.py) and classified;
       the softmax is averaged over those frames and the part is rejected if
       the top class is not "ok". Compared with the truth's "defective".
-      Exit status 1 if any judged part is wrong.
+      Exit status 1 if any judged part is wrong. With --detector
+      models/demo/parts_detector.pt the crops are cut from that detector's
+      part boxes instead (score >= 0.5, NMS 0.45, the box with the highest
+      IoU >= 0.5 with the truth box; a frame without one is left out), as
+      the two-stage demo cuts them.
   eval_defect_classifier.py frames FILE.raw --seed S --count N
       crops of scenes S..S+N-1 preprocessed as the element does, in
       torchinfer-dump-frames' format (FILE.raw float32 NHWC + FILE.raw.json),
@@ -26,6 +30,7 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
 import defect_crops as dc  # noqa: E402
 import make_clip  # noqa: E402
 import make_detection_data as md  # noqa: E402
@@ -49,16 +54,44 @@ def probabilities(model, crops):
                           for i in range(0, len(x), 128)])
 
 
-def clip_verdicts(model_path, decoded=None, truth_path=None):
-    """Per-part verdicts on the decoded clip; returns (right, judged)."""
+def detector_part_boxes(detector_path, decoded):
+    """Per frame, the detector's part boxes (score >= 0.5) in frame pixels."""
+    import detection_metrics as dm
+    import eval_detector as ed
+    with open(os.path.splitext(detector_path)[0] + ".json") as f:
+        meta = json.load(f)
+    det = torch.jit.optimize_for_inference(torch.jit.freeze(load(detector_path)))
+    sx, sy = decoded.shape[2] / meta["input_width"], decoded.shape[1] / meta["input_height"]
+    boxes = []
+    with torch.no_grad():
+        for img in decoded:
+            out = det(ed.preprocess(np.ascontiguousarray(img), meta))[0]
+            boxes.append([ed.clip_box(x0 * sx, y0 * sy, x1 * sx, y1 * sy)
+                          for x0, y0, x1, y1, s, c in dm.decode(out, 0.5, 0.45, 100)
+                          if md.CLASSES[c] in md.PART_CLASSES])
+    return boxes
+
+
+def _iou(a, b):
+    w = min(a[2], b[2]) - max(a[0], b[0])
+    h = min(a[3], b[3]) - max(a[1], b[1])
+    if w <= 0 or h <= 0:
+        return 0.0
+    return w * h / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - w * h)
+
+
+def clip_verdicts(model_path, decoded=None, truth_path=None, det_boxes=None):
+    """Per-part verdicts on the decoded clip; returns (right, judged).
+    det_boxes (detector_part_boxes): crop those instead of the truth boxes."""
     truth_path = truth_path or os.path.join(HERE, "line.truth.json")
     with open(truth_path) as f:
         truth = json.load(f)
     if decoded is None:
         decoded = make_clip.decode(os.path.join(os.path.dirname(truth_path), truth["video"]))
     model = load(model_path)
-    right, judged, frames_right, frames = 0, 0, 0, 0
-    print(f"{os.path.basename(model_path)} on the decoded clip (truth boxes, padding "
+    right, judged, frames_right, frames, lost = 0, 0, 0, 0, 0
+    print(f"{os.path.basename(model_path)} on the decoded clip "
+          f"({'detector' if det_boxes else 'truth'} boxes, padding "
           f"{dc.PADDING}, mean softmax over the frames a part is whole):")
     for p in truth["parts"]:
         if p["first_full"] is None:
@@ -67,7 +100,17 @@ def clip_verdicts(model_path, decoded=None, truth_path=None):
         for t in range(p["first_full"], p["last_full"] + 1):
             box = next(o["bbox"] for o in truth["frames"][t]["objects"]
                        if o["part"] == p["id"] and o["class"] in md.PART_CLASSES)
+            if det_boxes is not None:
+                best = max(det_boxes[t], key=lambda b: _iou(b, box), default=None)
+                if best is None or _iou(best, box) < 0.5:
+                    lost += 1
+                    continue
+                box = best
             crops.append(dc.crop(decoded[t], box))
+        if not crops:
+            judged += 1
+            print(f"  part {p['id']:2d} {p['kind']:12s} never detected while whole  WRONG")
+            continue
         prob = probabilities(model, np.stack(crops))
         want = p["defects"][0] if p["defects"] else "ok"
         per_frame = prob.argmax(1).tolist()
@@ -82,7 +125,8 @@ def clip_verdicts(model_path, decoded=None, truth_path=None):
               f"(p={mean.max():.3f}, {len(crops)} frames) -> {'reject' if reject else 'pass'}"
               f"{'' if reject == p['defective'] else '  WRONG'}")
     print(f"  verdicts {right}/{judged} parts right; defect class per frame "
-          f"{frames_right}/{frames} ({frames_right / max(frames, 1):.3f})")
+          f"{frames_right}/{frames} ({frames_right / max(frames, 1):.3f})"
+          + (f"; {lost} part-frames without a detection" if det_boxes is not None else ""))
     return right, judged
 
 
@@ -124,6 +168,7 @@ def main():
     c = sub.add_parser("clip")
     c.add_argument("--model", action="append")
     c.add_argument("--truth", default=os.path.join(HERE, "line.truth.json"))
+    c.add_argument("--detector", help="crop this detector's part boxes instead of the truth's")
     f = sub.add_parser("frames")
     f.add_argument("out")
     f.add_argument("--seed", type=int, default=CALIB_SEED)
@@ -145,9 +190,10 @@ def main():
     with open(args.truth) as fh:
         video = json.load(fh)["video"]
     decoded = make_clip.decode(os.path.join(os.path.dirname(os.path.abspath(args.truth)), video))
+    det_boxes = detector_part_boxes(args.detector, decoded) if args.detector else None
     status = 0
     for m in models:
-        right, judged = clip_verdicts(m, decoded, args.truth)
+        right, judged = clip_verdicts(m, decoded, args.truth, det_boxes)
         status |= right != judged
     return status
 
