@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The launch lines of pipelines/README.md, one function each, after building:
 #   pipelines/launch_lines.sh LINE     (paths are relative to the repository root)
-# LINE: factory_camera from_file tracked rtsp_out rtsp_in rtsp_in_client four_cameras python_app qa_line
+# LINE: factory_camera from_file tracked two_stage rtsp_out rtsp_in rtsp_in_client four_cameras python_app qa_line
 #
 # Settings (environment):
 #   MODEL       detector (default models/demo/parts_detector.pt)
+#   CLASSIFIER  classifier of the part crops (default models/demo/defect_classifier.pt)
 #   CLIP        clip of the file lines (default models/demo/line.mkv)
 #   DEVICES     V4L2 cameras (default "/dev/video0 /dev/video1 /dev/video2 /dev/video3")
 #   SIMULATE=1  a live videotestsrc in YUY2 stands in for every camera (tests;
@@ -18,6 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 MODEL=${MODEL:-models/demo/parts_detector.pt}
+CLASSIFIER=${CLASSIFIER:-models/demo/defect_classifier.pt}
 CLIP=${CLIP:-models/demo/line.mkv}
 FRAMES=${FRAMES:-0}
 SINK=${SINK:-autovideosink}
@@ -70,6 +72,17 @@ tracked() {
     "$SINK"
 }
 
+# Two stages: the detector finds the parts, torchtrack gives each an id, a
+# classifier judges each part's crop (padded by 10 %); "classification" on
+# each part box in the JSON.
+two_stage() {
+  # shellcheck disable=SC2046
+  gst-launch-1.0 -e $(clip) ! torchinfer model="$MODEL" ! torchnms ! torchtrack ! \
+    torchinfer model="$CLASSIFIER" model-instance-id=parts inference-region=roi-list \
+    object-class=bracket,washer object-padding=0.1 ! \
+    torchmetaconvert location="$OUT/two_stage.jsonl" ! torchoverlay ! videoconvert ! "$SINK"
+}
+
 # RTSP out: the annotated camera as H.264 on rtsp://127.0.0.1:$PORT/stream.
 rtsp_out() {
   exec "$BUILD/pipelines/torchinfer-rtsp-server" --port "$PORT" --pipeline \
@@ -112,12 +125,12 @@ python_app() {
 
 # The QA station on the clip: one JSON decision per part, counts at the end.
 qa_line() {
-  "$BUILD/pipelines/torchinfer-qa-line" --model "$MODEL" --clip "$CLIP" \
+  "$BUILD/pipelines/torchinfer-qa-line" --model "$MODEL" --classifier "$CLASSIFIER" --clip "$CLIP" \
     --output "$OUT/decisions.jsonl"
 }
 
 case "${1:-}" in
-  factory_camera | from_file | tracked | rtsp_out | rtsp_in | rtsp_in_client | four_cameras | python_app | qa_line)
+  factory_camera | from_file | tracked | two_stage | rtsp_out | rtsp_in | rtsp_in_client | four_cameras | python_app | qa_line)
     "$1" ;;
   *)
     sed -n '2,4p' "$0" >&2

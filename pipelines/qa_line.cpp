@@ -1,12 +1,16 @@
-// torchinfer-qa-line: a factory QA station. Camera (or clip) -> torchinfer ->
-// torchnms -> part tracker -> one JSON decision per part (pass / reject /
-// incomplete) and final counts. SIGINT/SIGTERM end the stream cleanly: EOS
-// is sent into the pipeline, every frame already taken is analysed, open
-// parts are decided, the counts printed, exit 0. Usage in pipelines/README.md.
+// torchinfer-qa-line: a factory QA station. Camera (or clip) -> torchinfer
+// (detector) -> torchnms -> torchtrack -> torchinfer (classifier on each part
+// crop) -> one JSON decision per part id (pass / reject / incomplete) when it
+// leaves, and final counts. With --truth it scores itself (the README's
+// demo); with --out it writes the annotated video, a snapshot and the
+// per-frame JSON. SIGINT/SIGTERM end the stream cleanly: EOS is sent into
+// the pipeline, every frame already taken is analysed, open parts are
+// decided, the counts printed, exit 0. Usage in pipelines/README.md.
 #include <glib-unix.h>
 #include <gst/gst.h>
 #include <gst/video/video.h>
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -22,30 +26,48 @@
 #include <string>
 #include <vector>
 
+#include "app_numbers.h"
 #include "app_options.h"
 #include "common/file_check.h"
 #include "common/json_file.h"
 #include "common/utf8.h"
+#include "export/mqtt_publisher.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "qa/decision_json.h"
-#include "qa/part_tracker.h"
+#include "qa/part_verdicts.h"
+#include "qa_annotate.h"
+#include "qa_frames.h"
+#include "qa_scores.h"
 
 namespace app = torchinfer::app;
 
 namespace {
 
+constexpr const char* kNoClassifier = "none";
+
 struct Options {
   std::string clip, device, source, model = "models/demo/parts_detector.pt", output;
-  std::string part_classes, defect_classes;
+  std::string classifier = "models/demo/defect_classifier.pt";
+  std::string part_classes, defect_classes, tracking_type = "short-term", truth, out_dir;
+  std::string mqtt_host, mqtt_topic = "qa-line/decisions";
+  int mqtt_port = 1883;
   double defect_threshold = 0.5, part_threshold = 0.5;
-  int max_missed = 10;
+  int inference_interval = 1;
+  int reclassify_interval = 0;  // 0: the inference interval
   bool quiet = false;
 };
 
 struct App {
   Options opt;
   torchinfer::QaRules rules;
-  std::unique_ptr<torchinfer::PartTracker> tracker;
+  torchinfer::qa::ReadRules read;
+  std::unique_ptr<torchinfer::PartVerdicts> verdicts;
+  std::unique_ptr<torchinfer::qa::Scorer> scorer;
+  std::unique_ptr<torchinfer::MqttPublisher> mqtt;  // --mqtt-host: each line also published
+  std::uint64_t mqtt_messages = 0;
+  torchinfer::qa::Annotator annotator;
+  std::map<long long, std::string> verdict_of;  // part id -> verdict, for the scores
+  std::vector<double> detector_ms;              // forward() time of each inferred frame
   FILE* out = stdout;
   torchinfer::QaRunInfo info;
   GstElement* pipeline = nullptr;
@@ -99,9 +121,15 @@ std::vector<std::string> model_labels(const std::string& model) {
 }
 
 // Flushed per line: a line is written when its part is decided, not when a
-// buffer fills. A failure stops the run (see App::write_failed).
+// buffer fills. A failure stops the run (see App::write_failed). With
+// --mqtt-host the line is also published (never blocks; what the broker
+// did not get is counted at the end).
 void write_line(App& app, const std::string& line) {
   if (app.write_failed) return;
+  if (app.mqtt) {
+    app.mqtt->publish(app.opt.mqtt_topic, line);
+    app.mqtt_messages++;
+  }
   if (std::fputs(line.c_str(), app.out) < 0 || std::fputc('\n', app.out) == EOF ||
       std::fflush(app.out) != 0) {
     app.write_error = std::strerror(errno);
@@ -119,47 +147,34 @@ void write_line(App& app, const std::string& line) {
 
 void report(App& app, const std::vector<torchinfer::QaDecision>& decisions) {
   for (const auto& d : decisions) {
-    write_line(app, torchinfer::decision_json(d, app.rules.defect_threshold));
+    app.verdict_of[d.part] = torchinfer::verdict_name(d.verdict);
+    app.annotator.decided(d);
+    write_line(app, torchinfer::decision_json(d));
     if (app.opt.quiet) continue;
-    std::string what;
-    for (const auto& [label, c] : d.defects(app.rules.defect_threshold))
-      what += (what.empty() ? " (" : ", ") + label + " " + std::to_string(c).substr(0, 4);
-    if (!what.empty()) what += ")";
-    g_printerr("qa-line: part %d %s %s%s, %.2f-%.2f s\n", d.part, d.label.c_str(),
-               torchinfer::verdict_name(d.verdict), what.c_str(),
-               d.first_pts < 0 ? 0.0 : d.first_pts / 1e9, d.last_pts < 0 ? 0.0 : d.last_pts / 1e9);
+    char top[96] = "no evidence";
+    if (!d.top.empty()) std::snprintf(top, sizeof top, "%s %.2f", d.top.c_str(), d.top_score);
+    g_printerr("qa-line: part #%d %s %s (%s over %d views), frames %" G_GINT64_FORMAT
+               "-%" G_GINT64_FORMAT ", %s\n",
+               d.part, d.label.c_str(), torchinfer::verdict_name(d.verdict), top, d.frames_judged,
+               d.first_frame, d.last_frame, d.reason.c_str());
   }
 }
 
-// Runs on torchinfer's push thread, after torchnms attached the boxes. Only
-// frames with a result of their own are evidence: reused results (inferred =
-// FALSE) would count the same observation several times.
+// Runs on the last analysing element's push thread, once per frame in order.
 GstPadProbeReturn on_result(GstPad*, GstPadProbeInfo* info, gpointer user) {
   auto* app = static_cast<App*>(user);
   GstBuffer* buf = GST_PAD_PROBE_INFO_BUFFER(info);
   const std::int64_t frame = app->info.frames++;
-  GstTorchTensorMeta* tm = gst_buffer_get_torch_tensor_meta(buf);
-  if (!tm || !tm->inferred || tm->frame_width == 0 || tm->frame_height == 0)
-    return GST_PAD_PROBE_OK;
-  if (app->info.frames_inferred++ == 0)
-    g_printerr("qa-line: analysing (first frame at %" GST_TIME_FORMAT ")\n",
-               GST_TIME_ARGS(GST_BUFFER_PTS(buf)));
-  std::vector<torchinfer::QaDetection> dets;
-  gpointer iter = nullptr;
-  while (GstMeta* m = gst_buffer_iterate_meta_filtered(
-             buf, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
-    GstTorchDetection d;
-    if (!gst_torch_detection_from_roi(reinterpret_cast<GstVideoRegionOfInterestMeta*>(m), &d) ||
-        !d.label)
-      continue;
-    const double w = tm->frame_width, h = tm->frame_height;
-    dets.push_back({d.label, d.confidence, {d.x_min * w, d.y_min * h, d.x_max * w, d.y_max * h}});
-  }
-  const GstClockTime pts = GST_BUFFER_PTS(buf);
   try {
-    report(*app, app->tracker->add_frame(
-                     dets, GST_CLOCK_TIME_IS_VALID(pts) ? static_cast<std::int64_t>(pts) : -1,
-                     frame, static_cast<int>(tm->frame_width), static_cast<int>(tm->frame_height)));
+    const auto r = torchinfer::qa::read_frame(buf, frame, app->read);
+    if (app->scorer) app->scorer->add(r);
+    if (!r.has_detector) return GST_PAD_PROBE_OK;
+    if (r.detector_inferred && app->info.frames_inferred++ == 0)
+      g_printerr("qa-line: analysing (first frame at %" GST_TIME_FORMAT ")\n",
+                 GST_TIME_ARGS(GST_BUFFER_PTS(buf)));
+    if (r.detector_inferred) app->detector_ms.push_back(r.detector_ms);
+    report(*app, app->verdicts->add_frame(r.frame));
+    app->annotator.set_parts(r.frame.parts);
   } catch (const std::exception& e) {
     g_printerr("qa-line: frame %" G_GINT64_FORMAT " not analysed: %s\n", frame, e.what());
   }
@@ -208,7 +223,8 @@ gboolean on_bus(GstBus*, GstMessage* msg, gpointer user) {
 
 bool parse_args(int argc, char** argv, Options& o) {
   gchar *clip = nullptr, *device = nullptr, *source = nullptr, *model = nullptr, *output = nullptr,
-        *parts = nullptr, *defects = nullptr;
+        *parts = nullptr, *defects = nullptr, *classifier = nullptr, *tracking = nullptr,
+        *truth = nullptr, *out_dir = nullptr, *mqtt_host = nullptr, *mqtt_topic = nullptr;
   gboolean quiet = FALSE;
   GOptionEntry entries[] = {
       {"clip", 'c', 0, G_OPTION_ARG_FILENAME, &clip,
@@ -218,12 +234,34 @@ bool parse_args(int argc, char** argv, Options& o) {
        "any launch fragment ending in raw video (instead of --clip/--device)", "LAUNCH"},
       {"model", 'm', 0, G_OPTION_ARG_FILENAME, &model,
        "detector (default models/demo/parts_detector.pt)", "FILE"},
+      {"classifier", 0, 0, G_OPTION_ARG_FILENAME, &classifier,
+       "classifier of the part crops (default models/demo/defect_classifier.pt); 'none': judge "
+       "from the detector's defect boxes",
+       "FILE|none"},
+      {"inference-interval", 'i', 0, G_OPTION_ARG_INT, &o.inference_interval,
+       "run the detector on every Nth frame; torchtrack follows the parts between (default 1)",
+       "N"},
+      {"reclassify-interval", 0, 0, G_OPTION_ARG_INT, &o.reclassify_interval,
+       "classify each part on every Nth frame (default: the inference interval)", "N"},
+      {"tracking-type", 0, 0, G_OPTION_ARG_STRING, &tracking,
+       "torchtrack tracking-type: short-term (default) or zero-term", "TYPE"},
       {"defect-threshold", 't', 0, G_OPTION_ARG_DOUBLE, &o.defect_threshold,
-       "reject a part when a defect reaches this confidence (default 0.5)", "0..1"},
+       "with --classifier none: reject a part when a defect box reaches this confidence (default "
+       "0.5)",
+       "0..1"},
       {"part-threshold", 0, 0, G_OPTION_ARG_DOUBLE, &o.part_threshold,
-       "least confidence of a part detection that is tracked (default 0.5)", "0..1"},
-      {"max-missed", 0, 0, G_OPTION_ARG_INT, &o.max_missed,
-       "analysed frames a part may go unseen before it counts as gone (default 10)", "N"},
+       "least confidence of a part detection that is judged (default 0.5)", "0..1"},
+      {"truth", 0, 0, G_OPTION_ARG_FILENAME, &truth,
+       "ground truth of the clip (models/demo/line.truth.json): print detection, tracking and "
+       "verdict scores",
+       "FILE"},
+      {"mqtt-host", 0, 0, G_OPTION_ARG_STRING, &mqtt_host,
+       "also publish every decision and the summary to this MQTT broker (QoS 1)", "HOST"},
+      {"mqtt-port", 0, 0, G_OPTION_ARG_INT, &o.mqtt_port, "MQTT broker port (default 1883)", "N"},
+      {"mqtt-topic", 0, 0, G_OPTION_ARG_STRING, &mqtt_topic,
+       "topic of the decisions (default qa-line/decisions)", "TOPIC"},
+      {"out", 0, 0, G_OPTION_ARG_FILENAME, &out_dir,
+       "also write DIR/results.jsonl (per frame), DIR/annotated.mkv, DIR/snapshot.png", "DIR"},
       {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
        "JSON lines: one per part, a summary last (default stdout)", "FILE"},
       {"part-classes", 0, 0, G_OPTION_ARG_STRING, &parts, "default bracket,washer", "A,B"},
@@ -240,8 +278,28 @@ bool parse_args(int argc, char** argv, Options& o) {
   app::take(output, o.output);
   app::take(parts, o.part_classes);
   app::take(defects, o.defect_classes);
+  app::take(classifier, o.classifier);
+  app::take(tracking, o.tracking_type);
+  app::take(truth, o.truth);
+  app::take(out_dir, o.out_dir);
+  app::take(mqtt_host, o.mqtt_host);
+  app::take(mqtt_topic, o.mqtt_topic);
   o.quiet = quiet;
   if (!ok) return false;
+  if (!app::check_range("--inference-interval", static_cast<long long>(o.inference_interval), 1,
+                        1000))
+    return false;
+  if (o.reclassify_interval == 0) {
+    o.reclassify_interval = o.inference_interval;
+  } else if (!app::check_range("--reclassify-interval",
+                               static_cast<long long>(o.reclassify_interval), 1, 1000)) {
+    return false;
+  }
+  if (o.tracking_type != "short-term" && o.tracking_type != "zero-term") {
+    g_printerr("qa-line: --tracking-type '%s': give short-term or zero-term\n",
+               o.tracking_type.c_str());
+    return false;
+  }
   if (argc > 1) {
     g_printerr("qa-line: unexpected argument '%s'\n", argv[1]);
     return false;
@@ -253,20 +311,40 @@ bool parse_args(int argc, char** argv, Options& o) {
   return true;
 }
 
-// Part and defect classes, checked against the model's labels when known.
+bool has_classifier(const Options& o) {
+  return o.classifier != kNoClassifier;
+}
+
+// False, with a message, if a class is not among `labels` (when known).
+bool known_classes(const std::set<std::string>& classes, const std::vector<std::string>& labels,
+                   const std::string& model) {
+  for (const auto& c : classes)
+    if (!labels.empty() && std::find(labels.begin(), labels.end(), c) == labels.end()) {
+      g_printerr("qa-line: class '%s' is not a label of %s\n", c.c_str(), model.c_str());
+      return false;
+    }
+  return true;
+}
+
+// Part classes are the detector's; defect classes the classifier's (its
+// other labels, e.g. "ok", are good), or the detector's without one.
 bool make_rules(App& app) {
   const Options& o = app.opt;
-  std::vector<std::string> labels;
+  std::vector<std::string> labels, classifier_labels;
   try {
     labels = model_labels(o.model);
+    if (has_classifier(o)) classifier_labels = model_labels(o.classifier);
   } catch (const std::exception& e) {
     g_printerr("qa-line: %s\n", e.what());
     return false;
   }
+  if (!(o.part_threshold >= 0 && o.part_threshold <= 1)) {
+    g_printerr("qa-line: part threshold must lie in 0..1\n");
+    return false;
+  }
   auto& r = app.rules;
+  r.rule = has_classifier(o) ? torchinfer::QaRule::kVote : torchinfer::QaRule::kMax;
   r.defect_threshold = o.defect_threshold;
-  r.part_threshold = o.part_threshold;
-  r.max_missed = o.max_missed;
   if (!o.part_classes.empty()) r.part_classes = split_classes(o.part_classes);
   if (!o.defect_classes.empty()) {
     r.defect_classes = split_classes(o.defect_classes);
@@ -275,55 +353,148 @@ bool make_rules(App& app) {
     for (const auto& l : labels)
       if (!r.part_classes.count(l)) r.defect_classes.insert(l);
   }
-  if (!labels.empty()) {
-    for (const auto* set : {&r.part_classes, &r.defect_classes})
-      for (const auto& c : *set)
-        if (std::find(labels.begin(), labels.end(), c) == labels.end()) {
-          g_printerr("qa-line: class '%s' is not a label of %s\n", c.c_str(), o.model.c_str());
-          return false;
-        }
-  }
   try {
     torchinfer::validate(r);
   } catch (const std::exception& e) {
     g_printerr("qa-line: %s\n", e.what());
     return false;
   }
+  if (!known_classes(r.part_classes, labels, o.model) ||
+      !known_classes(r.defect_classes, has_classifier(o) ? classifier_labels : labels,
+                     has_classifier(o) ? o.classifier : o.model))
+    return false;
+  app.read.part_classes.assign(r.part_classes.begin(), r.part_classes.end());
+  app.read.part_threshold = o.part_threshold;
+  app.read.classifier = has_classifier(o);
   return true;
 }
 
+// torchtrack confirms a track after min-hits inferred frames (3 by default):
+// with the detector on every Nth frame that would leave a new part without
+// an id for 3N frames, so the app keeps the wait near 3 frames.
+int min_hits(int inference_interval) {
+  return std::max(1, 3 / inference_interval);
+}
+
+std::string quoted(const std::string& s) {
+  return "\"" + s + "\"";
+}
+
+// source ! detector ! torchnms ! torchtrack ! classifier on the part ROIs
+// (by default each part classified as often as the detector runs)
+// [! per-frame JSON ! overlay ! annotated video] ! sink. Results are read
+// at the src pad of the last analysing element ("analysed").
 std::string launch_line(const App& app) {
   const Options& o = app.opt;
   std::string src;
   if (!o.clip.empty())
-    src = "filesrc location=\"" + o.clip +
-          "\" ! matroskademux ! jpegdec ! videoconvert ! video/x-raw,format=YUY2";
+    src = "filesrc location=" + quoted(o.clip) +
+          " ! matroskademux ! jpegdec ! videoconvert ! video/x-raw,format=YUY2";
   else if (!o.device.empty())
-    src = "v4l2src device=\"" + o.device + "\" ! video/x-raw,format=YUY2";
+    src = "v4l2src device=" + quoted(o.device) + " ! video/x-raw,format=YUY2";
   else
     src = o.source;
-  // torchnms keeps weaker boxes than the rules need, so the decisions can show
-  // near misses (max_confidence) too.
-  const double keep = std::min({0.25, app.rules.defect_threshold, app.rules.part_threshold});
-  gchar* nms = g_strdup_printf("%.6g", keep);
-  std::string line = src + " ! torchinfer name=infer model=\"" + o.model +
-                     "\" ! torchnms name=nms confidence-threshold=" + nms +
-                     " ! fakesink sync=false";
+  std::string parts;
+  for (const auto& c : app.rules.part_classes) parts += (parts.empty() ? "" : ",") + c;
+  // torchnms keeps the weaker of the two thresholds; part boxes below
+  // --part-threshold are then tracked but not judged.
+  gchar* nms = g_strdup_printf("%.6g", std::min(app.rules.defect_threshold, o.part_threshold));
+  std::string line = src + " ! torchinfer name=infer model=" + quoted(o.model) +
+                     " model-instance-id=" + torchinfer::qa::kDetectorId +
+                     " inference-interval=" + std::to_string(o.inference_interval) +
+                     " ! torchnms name=nms confidence-threshold=" + nms +
+                     " ! torchtrack name=track tracking-type=" + o.tracking_type +
+                     " min-hits=" + std::to_string(min_hits(o.inference_interval));
   g_free(nms);
-  return line;
+  if (has_classifier(o))
+    line += std::string(" ! torchinfer name=") + torchinfer::qa::kClassifierElement +
+            " model=" + quoted(o.classifier) +
+            " model-instance-id=qa-classifier inference-region=roi-list object-class=" + parts +
+            " object-padding=0.1 reclassify-interval=" + std::to_string(o.reclassify_interval);
+  line += " ! identity name=analysed";
+  if (o.out_dir.empty()) return line + " ! fakesink sync=false";
+  return line + " ! torchmetaconvert location=" + quoted(o.out_dir + "/results.jsonl") +
+         " ! torchoverlay show-hud=true ! videoconvert ! video/x-raw,format=BGR"
+         " ! identity name=annotated ! jpegenc quality=85 ! matroskamux ! filesink location=" +
+         quoted(o.out_dir + "/annotated.mkv");
 }
 
 void print_counts(const App& app) {
-  const auto& c = app.tracker->counts();
+  const auto& c = app.verdicts->counts();
   std::string by;
   for (const auto& [label, n] : c.rejected_by_defect)
     by += (by.empty() ? " (" : ", ") + label + " " + std::to_string(n);
   if (!by.empty()) by += ")";
   g_printerr(
-      "qa-line: counts: %d passed, %d rejected%s, %d incomplete, %d spurious; %" G_GINT64_FORMAT
+      "qa-line: counts: %d passed, %d rejected%s, %d incomplete, %d duplicates; %" G_GINT64_FORMAT
       " frames, %" G_GINT64_FORMAT " analysed%s\n",
-      c.passed, c.rejected, by.c_str(), c.incomplete, c.spurious, app.info.frames,
+      c.passed, c.rejected, by.c_str(), c.incomplete, c.duplicates, app.info.frames,
       app.info.frames_inferred, app.info.interrupted ? "; stopped by signal" : "");
+}
+
+double process_cpu_s() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+// The detector's cost per frame of the stream (the figure inference-interval
+// lowers) and, with --truth, the scores; also printed for a person.
+nlohmann::ordered_json run_facts(App& app) {
+  nlohmann::ordered_json j;
+  const double frames = std::max<std::int64_t>(app.info.frames, 1);
+  std::vector<double> ms = app.detector_ms;
+  double sum = 0, p50 = 0;
+  for (double v : ms) sum += v;
+  if (!ms.empty()) {
+    std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+    p50 = ms[ms.size() / 2];
+  }
+  // Per frame of the stream: what --inference-interval divides. The median
+  // one is steadier than the mean on a shared machine.
+  const double share = static_cast<double>(app.detector_ms.size()) / frames;
+  j["detector"] = {{"inference_interval", app.opt.inference_interval},
+                   {"inference_ms_p50", p50},
+                   {"inference_ms_per_frame", sum / frames},
+                   {"inference_ms_p50_per_frame", p50 * share},
+                   {"process_cpu_s", process_cpu_s()}};
+  g_printerr("qa-line: detector: %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT
+             " frames inferred, inference %.2f ms (median), %.2f ms per frame of the stream "
+             "(median x share inferred; mean %.2f); process CPU %.1f s\n",
+             app.info.frames_inferred, app.info.frames, p50, p50 * share, sum / frames,
+             process_cpu_s());
+  if (!app.scorer) return j;
+  std::vector<std::string> wrong;
+  const auto s = app.scorer->finish(app.verdict_of, app.verdicts->duplicate_ids(), &wrong);
+  const auto &d = s["detection"], &t = s["tracking"], &a = s["tracking_all"], &v = s["verdicts"];
+  g_printerr(
+      "qa-line: detection against the truth (IoU >= 0.5, same class): recall %.1f%%, "
+      "precision %.1f%%\n",
+      100 * d["recall"].get<double>(), 100 * d["precision"].get<double>());
+  g_printerr(
+      "qa-line: tracking of the parts: MOTA %.3f, IDF1 %.3f, %d id switches, %d tracks for "
+      "%d parts (count error %d)\n",
+      t["mota"].get<double>(), t["idf1"].get<double>(), t["id_switches"].get<int>(),
+      t["tracks"].get<int>(), t["truth_parts"].get<int>(), t["count_error"].get<int>());
+  g_printerr(
+      "qa-line: every torchtrack track of a part class, duplicates too: MOTA %.3f, IDF1 %.3f, %d "
+      "id switches, %d tracks\n",
+      a["mota"].get<double>(), a["idf1"].get<double>(), a["id_switches"].get<int>(),
+      a["tracks"].get<int>());
+  g_printerr("qa-line: verdicts: %d of %d parts right (accuracy %.1f%%), %d missing, %d extra\n",
+             v["correct"].get<int>(), v["judged"].get<int>(), 100 * v["accuracy"].get<double>(),
+             v["missing"].get<int>(), v["extra"].get<int>());
+  for (const auto& w : wrong) g_printerr("qa-line:   wrong: %s\n", w.c_str());
+  j["scores"] = s;
+  return j;
+}
+
+GstPad* src_pad(GstElement* pipeline, const char* name) {
+  GstElement* e = gst_bin_get_by_name(GST_BIN(pipeline), name);
+  if (!e) return nullptr;
+  GstPad* p = gst_element_get_static_pad(e, "src");
+  gst_object_unref(e);
+  return p;
 }
 
 }  // namespace
@@ -333,7 +504,42 @@ int main(int argc, char** argv) {
   if (!parse_args(argc, argv, app.opt)) return 2;
   gst_init(nullptr, nullptr);
   if (!make_rules(app)) return 2;
-  app.tracker = std::make_unique<torchinfer::PartTracker>(app.rules);
+  app.verdicts = std::make_unique<torchinfer::PartVerdicts>(app.rules);
+  if (!app.opt.truth.empty()) {
+    try {
+      app.scorer = std::make_unique<torchinfer::qa::Scorer>(app.opt.truth, app.rules.part_classes);
+    } catch (const std::exception& e) {
+      g_printerr("qa-line: %s\n", e.what());
+      return 2;
+    }
+  }
+  if (!app.opt.mqtt_host.empty()) {
+    torchinfer::MqttOptions m;
+    m.host = app.opt.mqtt_host;
+    m.port = app.opt.mqtt_port;
+    m.qos = 1;
+    // A broker that is down is retried; the decisions wait (bounded) and
+    // what never arrives is counted at the end.
+    auto on_event = [host = m.host, port = m.port](torchinfer::MqttEvent e,
+                                                   const std::string& why) {
+      if (e == torchinfer::MqttEvent::kConnected)
+        g_printerr("qa-line: connected to MQTT broker %s:%d\n", host.c_str(), port);
+      else
+        g_printerr("qa-line: warning: MQTT broker %s:%d: %s\n", host.c_str(), port, why.c_str());
+    };
+    try {
+      if (const std::string why = torchinfer::mqtt_topic_problem(app.opt.mqtt_topic); !why.empty())
+        throw std::invalid_argument("--mqtt-topic '" + app.opt.mqtt_topic + "': " + why);
+      app.mqtt = std::make_unique<torchinfer::MqttPublisher>(m, on_event);
+    } catch (const std::exception& e) {
+      g_printerr("qa-line: %s\n", e.what());
+      return 2;
+    }
+  }
+  if (!app.opt.out_dir.empty() && g_mkdir_with_parents(app.opt.out_dir.c_str(), 0755) != 0) {
+    g_printerr("qa-line: cannot create %s: %s\n", app.opt.out_dir.c_str(), g_strerror(errno));
+    return 1;
+  }
   if (!app.opt.clip.empty() && !g_file_test(app.opt.clip.c_str(), G_FILE_TEST_IS_REGULAR)) {
     g_printerr("qa-line: clip %s not found\n", app.opt.clip.c_str());
     return 1;
@@ -354,11 +560,14 @@ int main(int argc, char** argv) {
     if (app.pipeline) gst_object_unref(app.pipeline);
     return 2;
   }
-  GstElement* nms = gst_bin_get_by_name(GST_BIN(app.pipeline), "nms");
-  GstPad* nms_src = gst_element_get_static_pad(nms, "src");
-  gst_pad_add_probe(nms_src, GST_PAD_PROBE_TYPE_BUFFER, on_result, &app, nullptr);
-  gst_object_unref(nms_src);
-  gst_object_unref(nms);
+  GstPad* analysed = src_pad(app.pipeline, "analysed");
+  gst_pad_add_probe(analysed, GST_PAD_PROBE_TYPE_BUFFER, on_result, &app, nullptr);
+  gst_object_unref(analysed);
+  if (GstPad* annotated = src_pad(app.pipeline, "annotated")) {
+    gst_pad_add_probe(annotated, GST_PAD_PROBE_TYPE_BUFFER, torchinfer::qa::Annotator::probe,
+                      &app.annotator, nullptr);
+    gst_object_unref(annotated);
+  }
 
   app.loop = g_main_loop_new(nullptr, FALSE);
   GstBus* bus = gst_element_get_bus(app.pipeline);
@@ -383,11 +592,38 @@ int main(int argc, char** argv) {
   gst_bus_remove_watch(bus);
   gst_object_unref(bus);
 
-  // No probe runs after NULL: the tracker is ours alone now.
+  // No probe runs after NULL: the verdicts are ours alone now.
   if (app.rc == 0 || app.info.frames > 0) {
-    report(app, app.tracker->flush());
-    write_line(app, torchinfer::summary_json(app.tracker->counts(), app.info));
+    report(app, app.verdicts->flush());
     print_counts(app);
+    nlohmann::ordered_json facts;
+    try {
+      facts = run_facts(app);
+    } catch (const std::exception& e) {
+      g_printerr("qa-line: error: cannot score against %s: %s\n", app.opt.truth.c_str(), e.what());
+      app.rc = 1;
+    }
+    write_line(app, torchinfer::summary_json(app.verdicts->counts(), app.info, facts));
+    if (!app.opt.out_dir.empty()) {
+      const std::string snap = app.opt.out_dir + "/snapshot.png";
+      if (app.annotator.write_snapshot(snap))
+        g_printerr("qa-line: wrote %s/results.jsonl, %s/annotated.mkv, %s\n",
+                   app.opt.out_dir.c_str(), app.opt.out_dir.c_str(), snap.c_str());
+      else if (app.rc == 0)
+        g_printerr("qa-line: warning: no snapshot written to %s\n", snap.c_str());
+    }
+  }
+  if (app.mqtt) {
+    app.mqtt->stop();
+    const auto c = app.mqtt->counters();
+    if (c.failed + c.dropped > 0) {
+      g_printerr("qa-line: error: %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
+                 " lines not delivered to MQTT broker %s:%d (topic %s); exit status 1\n",
+                 static_cast<guint64>(c.failed + c.dropped),
+                 static_cast<guint64>(app.mqtt_messages), app.opt.mqtt_host.c_str(),
+                 app.opt.mqtt_port, app.opt.mqtt_topic.c_str());
+      app.rc = 1;
+    }
   }
   if (app.out != stdout ? std::fclose(app.out) != 0 : std::fflush(app.out) != 0) {
     if (!app.write_failed)

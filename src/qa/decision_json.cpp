@@ -12,17 +12,22 @@ nlohmann::json pts_or_null(std::int64_t pts) {
 
 }  // namespace
 
-std::string decision_json(const QaDecision& d, double defect_threshold) {
+std::string decision_json(const QaDecision& d) {
   nlohmann::ordered_json j;
   j["event"] = "part";
   j["part"] = d.part;
   j["class"] = d.label;
   j["verdict"] = verdict_name(d.verdict);
+  j["reason"] = d.reason;
   auto& defects = j["defects"] = nlohmann::ordered_json::array();
-  for (const auto& [label, c] : d.defects(defect_threshold))
-    defects.push_back({{"class", label}, {"confidence", c}});
-  j["max_confidence"] = nlohmann::ordered_json::object();
-  for (const auto& [label, c] : d.max_defect) j["max_confidence"][label] = c;
+  for (const auto& [label, c] : d.defects) defects.push_back({{"class", label}, {"confidence", c}});
+  auto& e = j["evidence"];
+  e["rule"] = rule_name(d.rule);
+  e["frames_judged"] = d.frames_judged;
+  e["top"] = d.top.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(d.top);
+  e["confidence"] = d.top_score;
+  e["scores"] = nlohmann::ordered_json::object();
+  for (const auto& [label, s] : d.scores) e["scores"][label] = s;
   j["first_pts"] = pts_or_null(d.first_pts);
   j["last_pts"] = pts_or_null(d.last_pts);
   j["first_frame"] = d.first_frame;
@@ -32,18 +37,21 @@ std::string decision_json(const QaDecision& d, double defect_threshold) {
   return j.dump();
 }
 
-std::string summary_json(const QaCounts& c, const QaRunInfo& run) {
+std::string summary_json(const QaCounts& c, const QaRunInfo& run,
+                         const nlohmann::ordered_json& extra) {
   nlohmann::ordered_json j;
   j["event"] = "summary";
   j["passed"] = c.passed;
   j["rejected"] = c.rejected;
   j["incomplete"] = c.incomplete;
-  j["spurious"] = c.spurious;
+  j["duplicates"] = c.duplicates;
   j["rejected_by_defect"] = nlohmann::ordered_json::object();
   for (const auto& [label, n] : c.rejected_by_defect) j["rejected_by_defect"][label] = n;
   j["frames"] = run.frames;
   j["frames_inferred"] = run.frames_inferred;
   j["interrupted"] = run.interrupted;
+  if (extra.is_object())
+    for (const auto& [k, v] : extra.items()) j[k] = v;
   return j.dump();
 }
 

@@ -3,18 +3,21 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 
-#include "qa/part_tracker.h"
+#include "qa/part_verdicts.h"
 
 namespace torchinfer {
 
-std::string decision_json(const QaDecision& d, double defect_threshold);
+std::string decision_json(const QaDecision& d);
 
 struct QaRunInfo {
   std::int64_t frames = 0, frames_inferred = 0;
   bool interrupted = false;  // stopped by a signal, not by the end of the stream
 };
-std::string summary_json(const QaCounts& c, const QaRunInfo& run);
+// The members of `extra` (an object, e.g. scores against a truth) come last.
+std::string summary_json(const QaCounts& c, const QaRunInfo& run,
+                         const nlohmann::ordered_json& extra = nlohmann::ordered_json::object());
 
 }  // namespace torchinfer

@@ -148,6 +148,37 @@ TEST(LaunchLines, PythonAppReadsTheClipsDetections) {
   EXPECT_NE(r.out.find("frame 0: bracket (0) "), std::string::npos);
 }
 
+// Two stages: every part box with a track id carries the classifier's
+// result, one of its labels; the defects inside the parts do not.
+TEST(LaunchLines, TwoStageClassifiesEachTrackedPart) {
+  const std::string out = out_dir("two_stage");
+  const Result r = line("two_stage", settings(out));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = results(out + "/two_stage.jsonl");
+  EXPECT_EQ(check_frames(lines, 300, "two_stage"), 300);
+  const std::set<std::string> labels = {"ok", "scratch", "spot", "missing_hole", "chip"};
+  int parts = 0;
+  std::set<std::string> seen;
+  for (const json& l : lines)
+    for (const json& d : l["detections"]) {
+      const bool part = d["label"] == "bracket" || d["label"] == "washer";
+      if (!part || !d.contains("object_id")) {
+        if (!part) {
+          EXPECT_FALSE(d.contains("classification")) << d;
+        }
+        continue;
+      }
+      ++parts;
+      ASSERT_TRUE(d.contains("classification")) << "frame " << l["frame"] << ": " << d;
+      const json& c = d["classification"].is_array() ? d["classification"][0] : d["classification"];
+      EXPECT_TRUE(labels.count(c["label"].get<std::string>())) << c;
+      seen.insert(c["label"].get<std::string>());
+    }
+  EXPECT_GT(parts, 300);
+  EXPECT_TRUE(seen.count("ok")) << "the good parts";
+  EXPECT_GE(seen.size(), 3u) << "and several defects";
+}
+
 TEST(LaunchLines, QaLineOnTheClip) {
   const std::string out = out_dir("qa");
   const Result r = line("qa_line", settings(out));

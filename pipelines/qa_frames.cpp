@@ -1,0 +1,125 @@
+#include "qa_frames.h"
+
+#include <gst/video/video.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "gst/torchinfer/torchinfer-meta.h"
+
+namespace torchinfer::qa {
+
+namespace {
+
+GstTorchTensorMeta* detector_meta(GstBuffer* buf) {
+  gpointer iter = nullptr;
+  while (GstMeta* m =
+             gst_buffer_iterate_meta_filtered(buf, &iter, GST_TORCH_TENSOR_META_API_TYPE)) {
+    auto* tm = reinterpret_cast<GstTorchTensorMeta*>(m);
+    if (g_strcmp0(tm->model_instance_id, kDetectorId) == 0) return tm;
+  }
+  return nullptr;
+}
+
+// The classifier's result on a part: every label it reports (the top-k
+// arrays, the whole distribution when k covers the labels; else top-1).
+// False when the region has none, or only one reused from an earlier frame
+// (reclassify-interval): that view was judged already.
+bool classifier_evidence(GstVideoRegionOfInterestMeta* roi, std::map<std::string, double>& out) {
+  const GstStructure* s = gst_torch_roi_get_classification(roi, kClassifierElement);
+  gboolean inferred = TRUE;
+  if (!s || (gst_structure_get_boolean(s, "inferred", &inferred) && !inferred)) return false;
+  const GValue* labels = gst_structure_get_value(s, "labels");
+  const GValue* confs = gst_structure_get_value(s, "confidences");
+  if (labels && confs && GST_VALUE_HOLDS_ARRAY(labels) && GST_VALUE_HOLDS_ARRAY(confs) &&
+      gst_value_array_get_size(labels) == gst_value_array_get_size(confs)) {
+    for (guint i = 0; i < gst_value_array_get_size(labels); ++i) {
+      const GValue* l = gst_value_array_get_value(labels, i);
+      const GValue* c = gst_value_array_get_value(confs, i);
+      if (G_VALUE_HOLDS_STRING(l) && G_VALUE_HOLDS_DOUBLE(c))
+        out[g_value_get_string(l)] = g_value_get_double(c);
+    }
+  }
+  double conf = 0;
+  const gchar* label = gst_structure_get_string(s, "label");
+  if (out.empty() && label && gst_structure_get_double(s, "confidence", &conf)) out[label] = conf;
+  return !out.empty();
+}
+
+}  // namespace
+
+FrameResults read_frame(GstBuffer* buf, std::int64_t index, const ReadRules& rules) {
+  FrameResults r;
+  r.frame.index = index;
+  const GstClockTime pts = GST_BUFFER_PTS(buf);
+  r.frame.pts = GST_CLOCK_TIME_IS_VALID(pts) ? static_cast<std::int64_t>(pts) : -1;
+  GstTorchTensorMeta* tm = detector_meta(buf);
+  if (!tm || tm->frame_width == 0 || tm->frame_height == 0) return r;
+  r.has_detector = true;
+  r.detector_inferred = tm->inferred;
+  if (tm->inferred) r.detector_ms = tm->inference_ns / 1e6;
+  r.frame.width = static_cast<int>(tm->frame_width);
+  r.frame.height = static_cast<int>(tm->frame_height);
+  const double w = tm->frame_width, h = tm->frame_height;
+
+  std::vector<QaDefectBox> defects;
+  gpointer iter = nullptr;
+  while (GstMeta* m = gst_buffer_iterate_meta_filtered(
+             buf, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
+    auto* roi = reinterpret_cast<GstVideoRegionOfInterestMeta*>(m);
+    GstTorchDetection d;
+    if (!gst_torch_detection_from_roi(roi, &d) || !d.label) continue;
+    ScoredBox b;
+    b.label = d.label;
+    b.confidence = d.confidence;
+    b.box = {d.x_min * w, d.y_min * h, d.x_max * w, d.y_max * h};
+    if (const GstStructure* id = gst_video_region_of_interest_meta_get_param(roi, "object_id")) {
+      int v = 0;
+      gboolean predicted = FALSE;
+      if (gst_structure_get_int(id, "id", &v)) b.id = v;
+      gst_structure_get_boolean(id, "predicted", &predicted);
+      b.predicted = predicted;
+    }
+    const bool part = std::find(rules.part_classes.begin(), rules.part_classes.end(), b.label) !=
+                      rules.part_classes.end();
+    if (part && b.id >= 0 && b.confidence >= rules.part_threshold) {
+      QaPart p;
+      p.id = static_cast<int>(b.id);
+      p.label = b.label;
+      p.confidence = b.confidence;
+      p.box = b.box;
+      // The classifier looked at this frame's pixels, also in a predicted
+      // box; without it, the evidence is the detector's, which only an
+      // inferred frame has.
+      if (rules.classifier)
+        p.judged = classifier_evidence(roi, p.evidence);
+      else
+        p.judged = !b.predicted && tm->inferred;
+      r.frame.parts.push_back(std::move(p));
+    } else if (!part && !rules.classifier && !b.predicted && tm->inferred) {
+      defects.push_back({b.label, b.confidence, b.box});
+    }
+    r.boxes.push_back(std::move(b));
+  }
+  if (!rules.classifier) attach_defect_boxes(r.frame.parts, defects);
+  std::stable_sort(r.boxes.begin(), r.boxes.end(), [](const ScoredBox& a, const ScoredBox& b) {
+    return a.confidence > b.confidence;
+  });
+
+  if (GstCustomMeta* cm = gst_buffer_get_custom_meta(buf, "GstTorchTrackEventsMeta")) {
+    const GValue* events = gst_structure_get_value(gst_custom_meta_get_structure(cm), "events");
+    for (guint i = 0;
+         events && GST_VALUE_HOLDS_ARRAY(events) && i < gst_value_array_get_size(events); ++i) {
+      const GValue* e = gst_value_array_get_value(events, i);
+      if (!GST_VALUE_HOLDS_STRUCTURE(e)) continue;
+      const GstStructure* s = gst_value_get_structure(e);
+      int id = 0;
+      if (gst_structure_has_name(s, "torchtrack-track-ended") &&
+          gst_structure_get_int(s, "id", &id))
+        r.frame.ended.push_back(id);
+    }
+  }
+  return r;
+}
+
+}  // namespace torchinfer::qa

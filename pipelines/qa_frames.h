@@ -1,0 +1,48 @@
+// Reads what the QA line needs from one frame leaving the two-stage
+// pipeline (torchinfer detector -> torchnms -> torchtrack -> torchinfer
+// classifier on the part ROIs): the tracked parts with the classifier's (or
+// the detector's) evidence, the tracks that ended, and the boxes for scoring.
+#pragma once
+
+#include <gst/gst.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "qa/part_verdicts.h"
+
+namespace torchinfer::qa {
+
+// The model-instance-ids the app gives its two torchinfer elements: results
+// are told apart by them.
+constexpr const char* kDetectorId = "qa-detector";
+constexpr const char* kClassifierElement = "classify";
+
+struct ScoredBox {
+  long long id = -1;  // torchtrack's object id, -1 if not (yet) tracked
+  std::string label;
+  double confidence = 0;
+  QaBox box;
+  bool predicted = false;  // torchtrack's predicted box (short-term)
+};
+
+struct FrameResults {
+  QaFrame frame;                   // parts with evidence, ended tracks
+  std::vector<ScoredBox> boxes;    // every detection ROI, best first
+  bool has_detector = false;       // the detector's tensor meta is there
+  bool detector_inferred = false;  // its result is this frame's own
+  double detector_ms = 0;          // its forward() time (inferred frames)
+};
+
+struct ReadRules {
+  std::vector<std::string> part_classes;
+  double part_threshold = 0.5;
+  bool classifier = true;  // evidence from the classifier, else defect boxes
+};
+
+// `index` is the frame's number in the stream. The frame size comes from
+// the detector's tensor meta; without it the frame has no parts.
+FrameResults read_frame(GstBuffer* buf, std::int64_t index, const ReadRules& rules);
+
+}  // namespace torchinfer::qa

@@ -1,0 +1,42 @@
+// Scores of a QA-line run against the clip's truth (--truth): detection
+// recall/precision per frame (IoU >= 0.5, same class, as the detection demo),
+// tracking (MOTA, IDF1, id switches, count error: src/eval/mot_metrics.h) on
+// the part classes, and per-part verdict accuracy (src/eval/verdict_score.h).
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "eval/mot_metrics.h"
+#include "eval/truth_file.h"
+#include "eval/verdict_score.h"
+#include "qa_frames.h"
+
+namespace torchinfer::qa {
+
+class Scorer {
+ public:
+  // Throws torchinfer::Error naming the file when the truth is unusable.
+  Scorer(const std::string& truth_path, std::set<std::string> part_classes);
+
+  void add(const FrameResults& f);  // in frame order
+  // `verdicts`: part (track) id -> "pass"/"reject"/"incomplete". Tracking is
+  // scored twice: "tracking" on the parts the app judges (without the tracks
+  // in `duplicates`, boxes only ever nested in another part's), and
+  // "tracking_all" on every torchtrack track of a part class. Frames the run
+  // did not see (stopped early) count as empty: missed. `wrong` gets a line
+  // per part judged wrong or not at all.
+  nlohmann::ordered_json finish(const std::map<long long, std::string>& verdicts,
+                                const std::set<int>& duplicates, std::vector<std::string>* wrong);
+
+ private:
+  TruthClip truth_;
+  std::set<std::string> part_classes_;
+  std::vector<std::vector<TrackBox>> tracks_;
+  int true_pos_ = 0, false_pos_ = 0, false_neg_ = 0;
+};
+
+}  // namespace torchinfer::qa

@@ -1,0 +1,198 @@
+#include "qa/part_verdicts.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
+namespace torchinfer {
+
+namespace {
+
+double area(const QaBox& b) {
+  return std::max(0.0, b.x1 - b.x0) * std::max(0.0, b.y1 - b.y0);
+}
+
+double intersection(const QaBox& a, const QaBox& b) {
+  const double w = std::min(a.x1, b.x1) - std::max(a.x0, b.x0);
+  const double h = std::min(a.y1, b.y1) - std::max(a.y0, b.y0);
+  return w > 0 && h > 0 ? w * h : 0;
+}
+
+}  // namespace
+
+const char* verdict_name(QaVerdict v) {
+  switch (v) {
+    case QaVerdict::kPass:
+      return "pass";
+    case QaVerdict::kReject:
+      return "reject";
+    case QaVerdict::kIncomplete:
+      break;
+  }
+  return "incomplete";
+}
+
+const char* rule_name(QaRule r) {
+  return r == QaRule::kVote ? "vote" : "max";
+}
+
+void validate(const QaRules& r) {
+  auto in01 = [](double v) { return v >= 0 && v <= 1; };
+  if (!in01(r.defect_threshold)) throw std::invalid_argument("defect threshold must lie in 0..1");
+  if (!in01(r.nested_cover) || r.nested_cover == 0)
+    throw std::invalid_argument("nested cover must lie in (0, 1]");
+  if (!(r.edge_margin >= 0)) throw std::invalid_argument("edge margin must be >= 0");
+  if (r.part_classes.empty()) throw std::invalid_argument("no part classes");
+  if (r.defect_classes.empty()) throw std::invalid_argument("no defect classes");
+  for (const auto& c : r.part_classes)
+    if (r.defect_classes.count(c))
+      throw std::invalid_argument("class '" + c + "' is both a part and a defect class");
+}
+
+void attach_defect_boxes(std::vector<QaPart>& parts, const std::vector<QaDefectBox>& defects) {
+  for (const QaDefectBox& d : defects) {
+    const double cx = (d.box.x0 + d.box.x1) / 2, cy = (d.box.y0 + d.box.y1) / 2;
+    QaPart* best = nullptr;
+    double best_cover = -1;
+    for (QaPart& p : parts) {
+      if (cx < p.box.x0 || cx > p.box.x1 || cy < p.box.y0 || cy > p.box.y1) continue;
+      const double cover = intersection(p.box, d.box);
+      if (cover > best_cover) {
+        best = &p;
+        best_cover = cover;
+      }
+    }
+    if (!best) continue;
+    auto [it, fresh] = best->evidence.emplace(d.label, d.confidence);
+    if (!fresh) it->second = std::max(it->second, d.confidence);
+  }
+}
+
+PartVerdicts::PartVerdicts(QaRules rules) : rules_(std::move(rules)) {
+  validate(rules_);
+}
+
+std::vector<QaDecision> PartVerdicts::add_frame(const QaFrame& f) {
+  std::vector<const QaPart*> parts;
+  for (const auto& p : f.parts)
+    if (rules_.part_classes.count(p.label)) parts.push_back(&p);
+  // Most confident first: a nested box is the weaker of the two.
+  std::stable_sort(parts.begin(), parts.end(),
+                   [](const QaPart* a, const QaPart* b) { return a->confidence > b->confidence; });
+  std::vector<const QaPart*> primary;
+  std::vector<QaDecision> out;
+  for (const QaPart* p : parts) {
+    const bool nested = std::any_of(primary.begin(), primary.end(), [&](const QaPart* k) {
+      return intersection(k->box, p->box) >= rules_.nested_cover * area(p->box);
+    });
+    // A decided part still hides the boxes nested in it (a leaving bracket
+    // half boxed again), but gives no more evidence.
+    if (decided_.count(p->id)) {
+      if (!nested) primary.push_back(p);
+      continue;
+    }
+    auto [it, fresh] = open_.try_emplace(p->id);
+    Part& t = it->second;
+    if (fresh) {
+      t.d.part = p->id;
+      t.d.label = p->label;
+      t.d.rule = rules_.rule;
+      t.d.first_pts = f.pts;
+      t.d.first_frame = f.index;
+    }
+    t.d.last_pts = f.pts;
+    t.d.last_frame = f.index;
+    t.d.frames_seen++;
+    if (nested) continue;
+    primary.push_back(p);
+    t.ever_primary = true;
+    const QaBox& b = p->box;
+    const double m = rules_.edge_margin;
+    const bool cut_left =
+        b.x0<m, cut_top = b.y0<m, cut_right = b.x1> f.width - m, cut_bottom = b.y1> f.height - m;
+    const double cx = (b.x0 + b.x1) / 2, cy = (b.y0 + b.y1) / 2;
+    if (fresh) {
+      t.first_cx = cx;
+      t.first_cy = cy;
+    }
+    if (cut_left || cut_top || cut_right || cut_bottom) {
+      // Leaving: cut by an edge it has travelled towards (half its size at
+      // least since first seen). A part still entering can be seen whole
+      // for a frame and cut again when the detector's box jitters.
+      const double hw = (b.x1 - b.x0) / 2, hh = (b.y1 - b.y0) / 2;
+      const bool leaving =
+          (cut_left && t.first_cx - cx >= hw) || (cut_right && cx - t.first_cx >= hw) ||
+          (cut_top && t.first_cy - cy >= hh) || (cut_bottom && cy - t.first_cy >= hh);
+      if (t.was_whole && leaving) decide(t, "left", out);
+      continue;
+    }
+    t.was_whole = true;
+    t.d.frames_whole++;
+    if (!p->judged) continue;
+    t.d.frames_judged++;
+    for (const auto& [label, c] : p->evidence) {
+      auto [s, added] = t.sum.emplace(label, c);
+      if (added) continue;
+      s->second = rules_.rule == QaRule::kVote ? s->second + c : std::max(s->second, c);
+    }
+  }
+  for (int id : f.ended) {
+    auto it = open_.find(id);
+    if (it != open_.end()) decide(it->second, "ended", out);
+  }
+  for (auto it = open_.begin(); it != open_.end();)
+    it = decided_.count(it->first) ? open_.erase(it) : std::next(it);
+  return out;
+}
+
+std::vector<QaDecision> PartVerdicts::flush() {
+  std::vector<QaDecision> out;
+  for (auto& [id, p] : open_) decide(p, "eos", out);
+  open_.clear();
+  return out;
+}
+
+void PartVerdicts::decide(Part& p, const std::string& reason, std::vector<QaDecision>& out) {
+  decided_.insert(p.d.part);
+  if (!p.ever_primary) {
+    counts_.duplicates++;
+    duplicate_ids_.insert(p.d.part);
+    return;
+  }
+  QaDecision& d = p.d;
+  d.reason = reason;
+  for (const auto& [label, s] : p.sum)
+    d.scores[label] = rules_.rule == QaRule::kVote ? s / d.frames_judged : s;
+  // The winner: any label for a vote, defect classes only for kMax (it has
+  // no "good" label). Ties go to the first label in name order.
+  for (const auto& [label, s] : d.scores) {
+    if (rules_.rule == QaRule::kMax && !rules_.defect_classes.count(label)) continue;
+    if (d.top.empty() || s > d.top_score) {
+      d.top = label;
+      d.top_score = s;
+    }
+  }
+  if (rules_.rule == QaRule::kVote) {
+    if (rules_.defect_classes.count(d.top)) d.defects.emplace_back(d.top, d.top_score);
+  } else {
+    for (const auto& [label, s] : d.scores)
+      if (rules_.defect_classes.count(label) && s >= rules_.defect_threshold)
+        d.defects.emplace_back(label, s);
+    std::stable_sort(d.defects.begin(), d.defects.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+  }
+  if (d.frames_judged == 0) {
+    d.verdict = QaVerdict::kIncomplete;
+    counts_.incomplete++;
+  } else if (!d.defects.empty()) {
+    d.verdict = QaVerdict::kReject;
+    counts_.rejected++;
+    for (const auto& f : d.defects) counts_.rejected_by_defect[f.first]++;
+  } else {
+    d.verdict = QaVerdict::kPass;
+    counts_.passed++;
+  }
+  out.push_back(std::move(d));
+}
+
+}  // namespace torchinfer

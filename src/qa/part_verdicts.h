@@ -1,0 +1,145 @@
+// QA-line decisions: one verdict per tracked part (torchtrack's object id),
+// from the per-frame evidence on it, given when the part leaves.
+//
+// Rules (pipelines/README.md has the operator's version):
+// - Parts are observations of a part class carrying a track id. Ids come
+//   from torchtrack, so this class does no matching of its own.
+// - A part is "whole" in a frame when its box keeps edge_margin pixels from
+//   every frame edge. Evidence counts only from frames where it is whole and
+//   judged (the frame has a result of its own for it), so a part is judged on
+//   views where the camera sees all of it, each view once.
+// - A part box covered for nested_cover of its area by a more confident part
+//   box of the same frame is a partial duplicate (the detector boxing a
+//   feature of a part, e.g. half of a bracket): no evidence; a track that is
+//   never anything else is dropped as a duplicate, not a part.
+// - Aggregation (QaRule):
+//   kVote (a classifier on the part crop): each judged frame gives its top-1
+//     label and confidence; a label's score is the mean, over judged frames,
+//     of its confidence (0 on frames where it was not top-1): a
+//     confidence-weighted vote. The part is rejected when the winning label
+//     is a defect class; one bad view among many does not reject.
+//   kMax (defect boxes of the detector, no classifier): each judged frame
+//     gives the best confidence of each defect class found on the part; a
+//     label's score is its maximum; reject when a defect class reaches
+//     defect_threshold. Small defects are found in some views only, so one
+//     confident view is the evidence.
+// - A part is decided once: when torchtrack ends its track; when it was whole
+//   and is then cut by a frame edge it has travelled towards, by at least
+//   half its size since first seen (it is leaving the view; a part still
+//   entering is sometimes boxed whole for a frame, then cut again); or at
+//   the end of the stream. Later observations of a decided id are ignored.
+// - Verdict: "incomplete" if never judged whole; else reject / pass.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace torchinfer {
+
+struct QaBox {
+  double x0 = 0, y0 = 0, x1 = 0, y1 = 0;  // frame pixels
+};
+
+enum class QaRule { kVote, kMax };
+
+struct QaRules {
+  std::set<std::string> part_classes{"bracket", "washer"};
+  std::set<std::string> defect_classes{"scratch", "spot", "missing_hole", "chip"};
+  QaRule rule = QaRule::kVote;
+  double defect_threshold = 0.5;  // kMax only
+  double nested_cover = 0.7;
+  double edge_margin = 2;
+};
+
+// Throws std::invalid_argument on rules that cannot work (thresholds outside
+// 0..1, a class both part and defect, no part or defect classes).
+void validate(const QaRules& rules);
+
+enum class QaVerdict { kPass, kReject, kIncomplete };
+const char* verdict_name(QaVerdict v);
+const char* rule_name(QaRule r);
+
+// One tracked part box on one frame.
+struct QaPart {
+  int id = 0;  // torchtrack object id
+  std::string label;
+  double confidence = 0;
+  QaBox box;
+  // The frame has a result of its own for this part: evidence holds it
+  // (empty map = nothing found). False for reused or predicted boxes.
+  bool judged = false;
+  std::map<std::string, double> evidence;  // label -> confidence on this frame
+};
+
+struct QaFrame {
+  std::int64_t pts = -1;  // ns, -1 unknown
+  std::int64_t index = 0;
+  int width = 0, height = 0;
+  std::vector<QaPart> parts;  // other classes are ignored
+  std::vector<int> ended;     // ids whose track ended on this frame
+};
+
+struct QaDecision {
+  int part = 0;  // the track id
+  std::string label;
+  QaVerdict verdict = QaVerdict::kIncomplete;
+  QaRule rule = QaRule::kVote;
+  std::string reason;                    // "ended", "left", "eos"
+  std::map<std::string, double> scores;  // per label, per the rule
+  std::string top;  // winning label (kVote) or best defect (kMax); empty if none
+  double top_score = 0;
+  std::vector<std::pair<std::string, double>> defects;  // the defects that reject, best first
+  std::int64_t first_pts = -1, last_pts = -1;
+  std::int64_t first_frame = 0, last_frame = 0;
+  int frames_seen = 0, frames_whole = 0, frames_judged = 0;
+};
+
+struct QaCounts {
+  int passed = 0, rejected = 0, incomplete = 0, duplicates = 0;
+  std::map<std::string, int> rejected_by_defect;
+};
+
+// A defect box of the detector (no classifier): evidence for the part box
+// holding its centre, the one covering most of it when several do.
+struct QaDefectBox {
+  std::string label;
+  double confidence = 0;
+  QaBox box;
+};
+// Adds to each part's evidence the best confidence per defect class among
+// the boxes given to it. Boxes whose centre lies in no part are dropped.
+void attach_defect_boxes(std::vector<QaPart>& parts, const std::vector<QaDefectBox>& defects);
+
+class PartVerdicts {
+ public:
+  explicit PartVerdicts(QaRules rules);
+
+  // One frame; returns the decisions of the parts that left on it.
+  std::vector<QaDecision> add_frame(const QaFrame& frame);
+  // End of stream: decides every open part.
+  std::vector<QaDecision> flush();
+
+  const QaCounts& counts() const { return counts_; }
+  // Tracks dropped as duplicates (only ever nested in another part's box).
+  const std::set<int>& duplicate_ids() const { return duplicate_ids_; }
+  const QaRules& rules() const { return rules_; }
+
+ private:
+  struct Part {
+    QaDecision d;
+    bool was_whole = false, ever_primary = false;
+    double first_cx = 0, first_cy = 0;  // box centre when first seen
+    std::map<std::string, double> sum;  // kVote: summed confidences; kMax: max
+  };
+  void decide(Part& p, const std::string& reason, std::vector<QaDecision>& out);
+
+  QaRules rules_;
+  std::map<int, Part> open_;
+  std::set<int> decided_, duplicate_ids_;
+  QaCounts counts_;
+};
+
+}  // namespace torchinfer

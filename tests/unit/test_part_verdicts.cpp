@@ -1,0 +1,353 @@
+// PartVerdicts: one verdict per tracked part from the evidence of the frames
+// where it is whole, and the QA-line JSON lines.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "qa/decision_json.h"
+#include "qa/part_verdicts.h"
+
+using namespace torchinfer;
+
+namespace {
+
+constexpr int kW = 640, kH = 480;
+
+QaPart part(int id, double x0, double x1, std::map<std::string, double> evidence = {},
+            bool judged = true, const std::string& label = "bracket", double conf = 0.9) {
+  QaPart p;
+  p.id = id;
+  p.label = label;
+  p.confidence = conf;
+  p.box = {x0, 100, x1, 300};
+  p.judged = judged;
+  p.evidence = std::move(evidence);
+  return p;
+}
+
+QaFrame frame(std::int64_t i, std::vector<QaPart> parts, std::vector<int> ended = {}) {
+  QaFrame f;
+  f.index = i;
+  f.pts = i * 33333333;
+  f.width = kW;
+  f.height = kH;
+  f.parts = std::move(parts);
+  f.ended = std::move(ended);
+  return f;
+}
+
+QaRules max_rules(double threshold = 0.5) {
+  QaRules r;
+  r.rule = QaRule::kMax;
+  r.defect_threshold = threshold;
+  return r;
+}
+
+}  // namespace
+
+// Enters cut by the left edge, is whole for three frames, leaves by the
+// right edge: decided on the frame it is first cut again, once.
+TEST(PartVerdicts, PartCrossingTheViewIsDecidedOnceWhenItLeaves) {
+  PartVerdicts v({});
+  EXPECT_TRUE(v.add_frame(frame(0, {part(1, 0, 150, {{"scratch", 0.99}})})).empty());
+  for (int i = 1; i <= 3; ++i)
+    EXPECT_TRUE(v.add_frame(frame(i, {part(1, 100 * i, 100 * i + 200, {{"ok", 0.8}})})).empty());
+  const auto out = v.add_frame(frame(4, {part(1, 500, kW, {{"scratch", 0.99}})}));
+  ASSERT_EQ(out.size(), 1u);
+  const QaDecision& d = out[0];
+  EXPECT_EQ(d.part, 1);
+  EXPECT_EQ(d.label, "bracket");
+  EXPECT_EQ(d.verdict, QaVerdict::kPass);
+  EXPECT_EQ(d.reason, "left");
+  EXPECT_EQ(d.top, "ok");
+  EXPECT_DOUBLE_EQ(d.top_score, 0.8);
+  ASSERT_EQ(d.scores.size(), 1u);
+  EXPECT_DOUBLE_EQ(d.scores.at("ok"), 0.8);
+  EXPECT_TRUE(d.defects.empty());
+  EXPECT_EQ(d.first_frame, 0);
+  EXPECT_EQ(d.last_frame, 4);
+  EXPECT_EQ(d.first_pts, 0);
+  EXPECT_EQ(d.last_pts, 4 * 33333333);
+  EXPECT_EQ(d.frames_seen, 5);
+  EXPECT_EQ(d.frames_whole, 3);
+  EXPECT_EQ(d.frames_judged, 3);
+  // Still in view (cut, or even whole again after a box jitter): never
+  // decided twice, so every part is counted once.
+  EXPECT_TRUE(v.add_frame(frame(5, {part(1, 560, kW)})).empty());
+  EXPECT_TRUE(v.add_frame(frame(6, {part(1, 300, 500)}, {1})).empty());
+  EXPECT_TRUE(v.flush().empty());
+  EXPECT_EQ(v.counts().passed, 1);
+  EXPECT_EQ(v.counts().rejected, 0);
+  EXPECT_EQ(v.counts().incomplete, 0);
+}
+
+// Entering from the left, the box is whole for a frame, then cut by the left
+// edge again (detector jitter): still entering, not leaving; nor is a cut by
+// the top edge it moved towards by less than half its height. Leaving by the
+// right edge, half its width past where it was first seen, decides.
+TEST(PartVerdicts, OnlyACutTowardsWhereItTravelsIsLeaving) {
+  PartVerdicts v({});
+  EXPECT_TRUE(v.add_frame(frame(0, {part(1, 0, 190)})).empty());
+  EXPECT_TRUE(v.add_frame(frame(1, {part(1, 3, 200, {{"ok", 0.9}})})).empty());
+  EXPECT_TRUE(v.add_frame(frame(2, {part(1, 1, 205)})).empty());
+  EXPECT_TRUE(v.add_frame(frame(3, {part(1, 20, 220, {{"ok", 0.9}})})).empty());
+  QaPart top = part(1, 100, 300);
+  top.box.y0 = 0;
+  EXPECT_TRUE(v.add_frame(frame(4, {top})).empty());
+  const auto out = v.add_frame(frame(5, {part(1, 200, kW)}));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].reason, "left");
+  EXPECT_EQ(out[0].frames_judged, 2);
+}
+
+// Mean of the top-1 confidences per label: scratch (0.9 * 3) / 4 = 0.675
+// beats ok 0.8 / 4 = 0.2.
+TEST(PartVerdicts, VoteRejectsWhenADefectWinsTheMeanConfidence) {
+  PartVerdicts v({});
+  v.add_frame(frame(0, {part(7, 100, 300, {{"scratch", 0.9}})}));
+  v.add_frame(frame(1, {part(7, 110, 310, {{"ok", 0.8}})}));
+  v.add_frame(frame(2, {part(7, 120, 320, {{"scratch", 0.9}})}));
+  v.add_frame(frame(3, {part(7, 130, 330, {{"scratch", 0.9}})}));
+  const auto out = v.flush();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].verdict, QaVerdict::kReject);
+  EXPECT_EQ(out[0].reason, "eos");
+  EXPECT_EQ(out[0].top, "scratch");
+  EXPECT_DOUBLE_EQ(out[0].top_score, 0.675);
+  EXPECT_DOUBLE_EQ(out[0].scores.at("ok"), 0.2);
+  ASSERT_EQ(out[0].defects.size(), 1u);
+  EXPECT_EQ(out[0].defects[0].first, "scratch");
+  EXPECT_DOUBLE_EQ(out[0].defects[0].second, 0.675);
+  EXPECT_EQ(v.counts().rejected, 1);
+  EXPECT_EQ(v.counts().rejected_by_defect, (std::map<std::string, int>{{"scratch", 1}}));
+}
+
+// One confident bad view among four good ones does not reject; a frame
+// judged with nothing found counts as a view for no label.
+TEST(PartVerdicts, OneBadViewDoesNotOutvoteTheOthers) {
+  PartVerdicts v({});
+  for (int i = 0; i < 4; ++i) v.add_frame(frame(i, {part(2, 100, 300, {{"ok", 0.9}})}));
+  v.add_frame(frame(4, {part(2, 100, 300, {{"chip", 0.99}})}));
+  v.add_frame(frame(5, {part(2, 100, 300, {})}));
+  const auto out = v.flush();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].verdict, QaVerdict::kPass);
+  EXPECT_EQ(out[0].frames_judged, 6);
+  EXPECT_DOUBLE_EQ(out[0].scores.at("ok"), 0.6);
+  EXPECT_DOUBLE_EQ(out[0].scores.at("chip"), 0.165);
+}
+
+// Cut views and views without a result of their own (reused, predicted)
+// are no evidence.
+TEST(PartVerdicts, EvidenceOnlyFromWholeJudgedViews) {
+  PartVerdicts v(max_rules());
+  v.add_frame(frame(0, {part(3, 0, 200, {{"spot", 0.99}})}));
+  v.add_frame(frame(1, {part(3, 100, 300, {{"chip", 0.99}}, false)}));
+  v.add_frame(frame(2, {part(3, 100, 300, {{"spot", 0.3}})}));
+  const auto out = v.flush();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].verdict, QaVerdict::kPass);
+  EXPECT_EQ(out[0].scores, (std::map<std::string, double>{{"spot", 0.3}}));
+  EXPECT_EQ(out[0].top, "spot");
+  EXPECT_EQ(out[0].frames_seen, 3);
+  EXPECT_EQ(out[0].frames_whole, 2);
+  EXPECT_EQ(out[0].frames_judged, 1);
+}
+
+// Detector evidence: the best view of a defect class decides, at the
+// threshold exactly; several defects listed best first.
+TEST(PartVerdicts, MaxRuleRejectsAtTheThreshold) {
+  PartVerdicts v(max_rules(0.6));
+  v.add_frame(frame(0, {part(4, 100, 300, {{"spot", 0.6}})}));
+  v.add_frame(frame(1, {part(4, 100, 300, {{"spot", 0.2}, {"chip", 0.9}})}));
+  v.add_frame(frame(2, {part(5, 400, 600, {{"scratch", 0.59}})}));
+  const auto out = v.flush();
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].part, 4);
+  EXPECT_EQ(out[0].verdict, QaVerdict::kReject);
+  EXPECT_EQ(out[0].defects,
+            (std::vector<std::pair<std::string, double>>{{"chip", 0.9}, {"spot", 0.6}}));
+  EXPECT_EQ(out[0].top, "chip");
+  EXPECT_EQ(out[1].part, 5);
+  EXPECT_EQ(out[1].verdict, QaVerdict::kPass) << "0.59 is below 0.6";
+  EXPECT_EQ(out[1].top, "scratch");
+  EXPECT_EQ(v.counts().rejected_by_defect, (std::map<std::string, int>{{"chip", 1}, {"spot", 1}}));
+}
+
+// The max rule has no good label: a label that is not a defect class
+// (a classifier's "ok") neither wins nor rejects.
+TEST(PartVerdicts, MaxRuleIgnoresLabelsThatAreNotDefects) {
+  PartVerdicts v(max_rules());
+  v.add_frame(frame(0, {part(4, 100, 300, {{"ok", 0.99}})}));
+  const auto out = v.flush();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].verdict, QaVerdict::kPass);
+  EXPECT_EQ(out[0].top, "");
+}
+
+TEST(PartVerdicts, NeverWholeOrNeverJudgedIsIncomplete) {
+  PartVerdicts v({});
+  v.add_frame(frame(0, {part(1, 0, 200, {{"ok", 0.9}}), part(2, 300, 500, {}, false)}));
+  const auto out = v.flush();
+  ASSERT_EQ(out.size(), 2u);
+  for (const auto& d : out) EXPECT_EQ(d.verdict, QaVerdict::kIncomplete) << d.part;
+  EXPECT_EQ(out[0].frames_whole, 0);
+  EXPECT_EQ(out[1].frames_whole, 1);
+  EXPECT_EQ(out[1].frames_judged, 0);
+  EXPECT_EQ(v.counts().incomplete, 2);
+}
+
+TEST(PartVerdicts, EdgeMarginDecidesWhole) {
+  QaRules r;
+  r.edge_margin = 10;
+  auto whole = [&](double x0, double x1) {
+    PartVerdicts v(r);
+    v.add_frame(frame(0, {part(1, x0, x1, {{"ok", 0.9}})}));
+    const auto out = v.flush();
+    return out.size() == 1 && out[0].frames_whole == 1;
+  };
+  EXPECT_FALSE(whole(9, 200));
+  EXPECT_TRUE(whole(10, 200));
+  EXPECT_TRUE(whole(300, kW - 10));
+  EXPECT_FALSE(whole(300, kW - 9.5));
+}
+
+// torchtrack ended the track (lost): decided on that frame, even though
+// the part was never seen leaving.
+TEST(PartVerdicts, TrackEndDecides) {
+  PartVerdicts v({});
+  v.add_frame(frame(0, {part(9, 100, 300, {{"spot", 0.8}})}));
+  EXPECT_TRUE(v.add_frame(frame(1, {}, {42})).empty()) << "an id never seen is no part";
+  const auto out = v.add_frame(frame(2, {}, {9}));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].reason, "ended");
+  EXPECT_EQ(out[0].verdict, QaVerdict::kReject);
+  EXPECT_EQ(out[0].last_frame, 0);
+  EXPECT_TRUE(v.flush().empty());
+}
+
+// A weaker part box lying inside another (the detector boxing half of a
+// bracket) gives no evidence; a track that is only ever that is a
+// duplicate, not a part. A part already decided still hides such boxes.
+TEST(PartVerdicts, NestedPartBoxesAreDuplicatesNotParts) {
+  PartVerdicts v({});
+  auto inner = part(2, 110, 200, {{"chip", 0.99}}, true, "bracket", 0.6);
+  v.add_frame(frame(0, {part(1, 100, 300, {{"ok", 0.9}}), inner}));
+  inner.box.x0 = 510;
+  inner.box.x1 = 600;
+  v.add_frame(frame(1, {part(1, 500, kW), inner}));  // part 1 leaves
+  // Less than 70 % inside: a part of its own.
+  v.add_frame(frame(2, {part(3, 350, 450, {{"ok", 0.7}}, true, "washer", 0.5),
+                        part(4, 400, 600, {{"ok", 0.8}})}));
+  const auto out = v.flush();
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].part, 3);
+  EXPECT_EQ(out[0].label, "washer");
+  EXPECT_EQ(out[1].part, 4);
+  EXPECT_EQ(v.counts().duplicates, 1);
+  EXPECT_EQ(v.duplicate_ids(), (std::set<int>{2}));
+  EXPECT_EQ(v.counts().passed, 3);
+}
+
+// Each part keeps its own evidence; detections of other classes are not parts.
+TEST(PartVerdicts, PartsSideBySideKeepTheirOwnEvidence) {
+  PartVerdicts v({});
+  for (int i = 0; i < 3; ++i)
+    v.add_frame(frame(i, {part(1, 50, 250, {{"ok", 0.9}}),
+                          part(2, 350, 550, {{"missing_hole", 0.8}}, true, "washer"),
+                          part(3, 60, 90, {{"ok", 1.0}}, true, "scratch")}));
+  const auto out = v.flush();
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].verdict, QaVerdict::kPass);
+  EXPECT_EQ(out[1].verdict, QaVerdict::kReject);
+  EXPECT_EQ(out[1].top, "missing_hole");
+  EXPECT_EQ(out[1].frames_judged, 3);
+}
+
+// Detector mode: a defect box is evidence for the part holding its centre,
+// the one covering most of it; the best box per class counts.
+TEST(PartVerdicts, DefectBoxesGoToThePartHoldingTheirCentre) {
+  std::vector<QaPart> parts = {part(1, 100, 300), part(2, 250, 450)};
+  attach_defect_boxes(parts, {{"spot", 0.7, {120, 150, 140, 170}},
+                              {"spot", 0.9, {130, 150, 150, 170}},
+                              {"spot", 0.8, {140, 150, 160, 170}},
+                              {"chip", 0.6, {255, 150, 305, 170}},      // centre in both, more in 2
+                              {"scratch", 0.99, {460, 150, 500, 170}},  // centre in none
+                              {"chip", 0.5, {238, 150, 262, 170}}});    // centre in both, more in 1
+  EXPECT_EQ(parts[0].evidence, (std::map<std::string, double>{{"spot", 0.9}, {"chip", 0.5}}));
+  EXPECT_EQ(parts[1].evidence, (std::map<std::string, double>{{"chip", 0.6}}));
+}
+
+TEST(PartVerdicts, BadRulesAreRefused) {
+  auto refused = [](QaRules r, const std::string& why) {
+    try {
+      PartVerdicts v(r);
+      ADD_FAILURE() << "accepted: " << why;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()), why);
+    }
+  };
+  QaRules r;
+  r.defect_threshold = 1.5;
+  refused(r, "defect threshold must lie in 0..1");
+  r = {};
+  r.nested_cover = 0;
+  refused(r, "nested cover must lie in (0, 1]");
+  r = {};
+  r.edge_margin = -1;
+  refused(r, "edge margin must be >= 0");
+  r = {};
+  r.part_classes.clear();
+  refused(r, "no part classes");
+  r = {};
+  r.defect_classes.clear();
+  refused(r, "no defect classes");
+  r = {};
+  r.defect_classes.insert("washer");
+  refused(r, "class 'washer' is both a part and a defect class");
+}
+
+TEST(QaJson, DecisionLine) {
+  QaDecision d;
+  d.part = 3;
+  d.label = "washer";
+  d.verdict = QaVerdict::kReject;
+  d.reason = "left";
+  d.scores = {{"chip", 0.75}, {"ok", 0.2}};
+  d.top = "chip";
+  d.top_score = 0.75;
+  d.defects = {{"chip", 0.75}};
+  d.first_pts = 1000;
+  d.first_frame = 28;
+  d.last_frame = 87;
+  d.frames_seen = 60;
+  d.frames_whole = 40;
+  d.frames_judged = 20;
+  EXPECT_EQ(decision_json(d),
+            R"({"event":"part","part":3,"class":"washer","verdict":"reject","reason":"left",)"
+            R"("defects":[{"class":"chip","confidence":0.75}],"evidence":{"rule":"vote",)"
+            R"("frames_judged":20,"top":"chip","confidence":0.75,"scores":{"chip":0.75,"ok":0.2}},)"
+            R"("first_pts":1000,"last_pts":null,"first_frame":28,"last_frame":87,)"
+            R"("frames_seen":60,"frames_whole":40})");
+  d.top.clear();
+  EXPECT_NE(decision_json(d).find(R"("top":null)"), std::string::npos);
+}
+
+TEST(QaJson, SummaryLine) {
+  QaCounts c;
+  c.passed = 4;
+  c.rejected = 9;
+  c.duplicates = 1;
+  c.rejected_by_defect = {{"chip", 3}};
+  QaRunInfo run;
+  run.frames = 300;
+  run.frames_inferred = 100;
+  EXPECT_EQ(summary_json(c, run),
+            R"({"event":"summary","passed":4,"rejected":9,"incomplete":0,"duplicates":1,)"
+            R"("rejected_by_defect":{"chip":3},"frames":300,"frames_inferred":100,)"
+            R"("interrupted":false})");
+  EXPECT_EQ(
+      nlohmann::json::parse(summary_json(c, run, {{"scores", {{"mota", 0.95}}}}))["scores"]["mota"],
+      0.95);
+}
