@@ -108,7 +108,9 @@ TEST(LaunchLines, TrackedFileGivesEachObjectOneId) {
       const int id = d["object_id"];
       EXPECT_EQ(started.count(id), 1u) << "frame " << l["frame"] << " id " << id;
       EXPECT_EQ(ended.count(id), 0u) << "frame " << l["frame"] << " id " << id;
-      if (started.count(id)) EXPECT_EQ(d["label"], started[id]);
+      if (started.count(id)) {
+        EXPECT_EQ(d["label"], started[id]);
+      }
       if (d["predicted"].get<bool>()) {
         EXPECT_FALSE(l["inferred"].get<bool>()) << "frame " << l["frame"];
         predicted++;
