@@ -153,6 +153,14 @@ bool Camera::build(std::string* why) {
       return false;
     }
     g_signal_connect(decode, "pad-added", G_CALLBACK(on_pad_added), this);
+    if (spec_.loop) {
+      GstPad* pad = gst_element_get_static_pad(convert_, "sink");
+      gst_pad_add_probe(pad,
+                        static_cast<GstPadProbeType>(GST_PAD_PROBE_TYPE_BUFFER |
+                                                     GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM),
+                        before_loop, this, nullptr);
+      gst_object_unref(pad);
+    }
   } else if (!gst_element_link(source, convert_)) {
     *why = "cannot link the source to videoconvert";
     return false;
@@ -179,6 +187,37 @@ void Camera::on_pad_added(GstElement*, GstPad* pad, gpointer user) {
   GstPad* sinkpad = gst_element_get_static_pad(self->convert_, "sink");
   if (!gst_pad_is_linked(sinkpad)) gst_pad_link(pad, sinkpad);
   gst_object_unref(sinkpad);
+}
+
+// Looping with segment seeks: the end of each pass posts SEGMENT_DONE
+// instead of EOS, and the next pass starts without a flush, so downstream
+// (torchinfer's batches, the JSON) sees one unbroken stream. The first
+// segment seek flushes, so no frame may enter the analysis before it: the
+// probe drops frames until the segment of that seek arrives, and asks for
+// the seek at the first frame (when the demuxer can take it).
+GstPadProbeReturn Camera::before_loop(GstPad*, GstPadProbeInfo* info, gpointer user) {
+  auto* self = static_cast<Camera*>(user);
+  if (GST_PAD_PROBE_INFO_TYPE(info) & GST_PAD_PROBE_TYPE_BUFFER) {
+    if (!self->seeked_) {
+      self->seeked_ = true;
+      gst_element_call_async(
+          self->pipeline_,
+          [](GstElement* p, gpointer) {
+            gst_element_seek(p, 1.0, GST_FORMAT_TIME,
+                             static_cast<GstSeekFlags>(GST_SEEK_FLAG_FLUSH | GST_SEEK_FLAG_SEGMENT),
+                             GST_SEEK_TYPE_SET, 0, GST_SEEK_TYPE_NONE, GST_CLOCK_TIME_NONE);
+          },
+          nullptr, nullptr);
+    }
+    return GST_PAD_PROBE_DROP;
+  }
+  GstEvent* ev = GST_PAD_PROBE_INFO_EVENT(info);
+  if (GST_EVENT_TYPE(ev) == GST_EVENT_SEGMENT) {
+    const GstSegment* seg = nullptr;
+    gst_event_parse_segment(ev, &seg);
+    if (seg->flags & GST_SEGMENT_FLAG_SEGMENT) return GST_PAD_PROBE_REMOVE;
+  }
+  return GST_PAD_PROBE_OK;
 }
 
 bool Camera::start() {
@@ -268,18 +307,6 @@ void Camera::handle_message(GstMessage* msg) {
         health_.on_eos();
       }
       drained_ = true;
-      break;
-    case GST_MESSAGE_ASYNC_DONE:
-      // Loop with segment seeks: the end of each pass posts SEGMENT_DONE
-      // instead of EOS and the next pass starts without a flush, so
-      // downstream (torchinfer's batches, the JSON) sees one stream.
-      if (GST_MESSAGE_SRC(msg) == GST_OBJECT(pipeline_) && !seeked_ &&
-          spec_.kind == SourceKind::kFile && spec_.loop) {
-        seeked_ = true;
-        gst_element_seek(pipeline_, 1.0, GST_FORMAT_TIME,
-                         static_cast<GstSeekFlags>(GST_SEEK_FLAG_FLUSH | GST_SEEK_FLAG_SEGMENT),
-                         GST_SEEK_TYPE_SET, 0, GST_SEEK_TYPE_NONE, GST_CLOCK_TIME_NONE);
-      }
       break;
     case GST_MESSAGE_SEGMENT_DONE:
       if (!draining_)

@@ -68,6 +68,7 @@ class Camera {
  private:
   static gboolean on_bus(GstBus* bus, GstMessage* msg, gpointer user);
   static GstFlowReturn on_sample(GstAppSink* sink, gpointer user);
+  static GstPadProbeReturn before_loop(GstPad* pad, GstPadProbeInfo* info, gpointer user);
   static void on_pad_added(GstElement* decodebin, GstPad* pad, gpointer user);
   bool build(std::string* why);
   GstElement* make(const char* factory, const char* name, std::string* why);
@@ -86,7 +87,7 @@ class Camera {
   GstAppSrc* appsrc_ = nullptr;    // rtsp:// only
   std::unique_ptr<rtsp::ReconnectingSource> rtsp_;
   guint bus_watch_ = 0;
-  bool seeked_ = false;  // the first segment seek of a looped file is done
+  std::atomic<bool> seeked_{false};  // the first segment seek of a looped file is asked for
   std::atomic<bool> drained_{false}, draining_{false}, detached_{false}, stopped_{false};
 
   mutable std::mutex mu_;  // everything below

@@ -25,7 +25,12 @@ struct HttpReply {
 
 class Http {
  public:
-  Http() : session_(soup_session_new_with_options("timeout", 60u, nullptr)) {}
+  // No proxy lookup: everything here is on 127.0.0.1.
+  Http() {
+    GProxyResolver* direct = g_simple_proxy_resolver_new(nullptr, nullptr);
+    session_ = soup_session_new_with_options("timeout", 60u, "proxy-resolver", direct, nullptr);
+    g_object_unref(direct);
+  }
   ~Http() { g_object_unref(session_); }
 
   HttpReply request(const std::string& method, const std::string& url, const std::string& body = "",
@@ -70,7 +75,7 @@ class Http {
   }
 
  private:
-  SoupSession* session_;
+  SoupSession* session_ = nullptr;
 };
 
 // Polls `cond` every 100 ms until it holds or `timeout_s` passes; the
