@@ -73,8 +73,9 @@ std::string HttpApi::listen(const std::string& address, int port, std::string* w
   return url;
 }
 
-// Before the body is read: a declared length over the limit is refused
-// without reading it.
+// Before the body is read: a request declaring a body over the limit is
+// answered 413, and its body is read and thrown away as it comes instead of
+// being kept in memory (libsoup reads a declared body to the end).
 void HttpApi::on_early(SoupServer*, SoupServerMessage* msg, const char*, GHashTable*,
                        gpointer user) {
   auto* self = static_cast<HttpApi*>(user);
@@ -82,11 +83,29 @@ void HttpApi::on_early(SoupServer*, SoupServerMessage* msg, const char*, GHashTa
   const goffset len = soup_message_headers_get_content_length(h);
   const std::size_t max = self->app_->config().max_body_bytes;
   if (len > 0 && static_cast<std::size_t>(len) > max) {
-    self->reply(
-        msg,
-        {413, {{"error", "the body is larger than max_body_bytes (" + std::to_string(max) + ")"}}});
-    soup_message_headers_replace(soup_server_message_get_response_headers(msg), "Connection",
-                                 "close");
+    soup_message_body_set_accumulate(soup_server_message_get_request_body(msg), FALSE);
+    self->reply(msg,
+                {413,
+                 {{"error", "the body (Content-Length " + std::to_string(len) +
+                                ") is larger than max_body_bytes (" + std::to_string(max) + ")"}}});
+    return;
+  }
+  // A chunked body has no declared length: count it as it arrives and stop
+  // keeping it once over the limit (on_request then answers 413).
+  if (soup_message_headers_get_encoding(h) == SOUP_ENCODING_CHUNKED)
+    g_signal_connect(msg, "got-chunk", G_CALLBACK(on_chunk), self);
+}
+
+void HttpApi::on_chunk(SoupServerMessage* msg, GBytes* chunk, gpointer user) {
+  auto* self = static_cast<HttpApi*>(user);
+  auto total = GPOINTER_TO_SIZE(g_object_get_data(G_OBJECT(msg), "torchinfer-body-bytes"));
+  total += g_bytes_get_size(chunk);
+  g_object_set_data(G_OBJECT(msg), "torchinfer-body-bytes", GSIZE_TO_POINTER(total));
+  if (total > self->app_->config().max_body_bytes) {
+    SoupMessageBody* body = soup_server_message_get_request_body(msg);
+    soup_message_body_set_accumulate(body, FALSE);
+    soup_message_body_truncate(body);
+    g_object_set_data(G_OBJECT(msg), "torchinfer-body-too-large", GINT_TO_POINTER(1));
   }
 }
 
@@ -118,8 +137,13 @@ void HttpApi::reply_bytes(SoupServerMessage* msg, int status, const char* type, 
   soup_server_message_set_status(msg, status, nullptr);
   soup_server_message_set_response(msg, type, SOUP_MEMORY_COPY, static_cast<const char*>(data),
                                    size);
-  soup_message_headers_replace(soup_server_message_get_response_headers(msg), "Cache-Control",
-                               "no-store");
+  SoupMessageHeaders* h = soup_server_message_get_response_headers(msg);
+  soup_message_headers_replace(h, "Cache-Control", "no-store");
+  // libsoup 3.2 (Debian 12) never closes a kept-alive connection that the
+  // client closes while idle (fixed upstream in 3.3, commit d20c6601): every
+  // client would leak a descriptor. Closing after each reply avoids it; a
+  // request costs a loopback connect more.
+  soup_message_headers_replace(h, "Connection", "close");
   app_->count_reply(status);
 }
 
@@ -169,6 +193,10 @@ void HttpApi::handle(SoupServerMessage* msg, const std::string& method, const st
     if (get) return reply(msg, app_->list_streams());
     if (method != "POST") return not_allowed("GET, POST");
     if (!authorized(msg)) return unauthorized();
+    if (g_object_get_data(G_OBJECT(msg), "torchinfer-body-too-large"))
+      return reply(msg, {413,
+                         {{"error", "the body is larger than max_body_bytes (" +
+                                        std::to_string(app_->config().max_body_bytes) + ")"}}});
     SoupMessageBody* body = soup_server_message_get_request_body(msg);
     const std::string text = body && body->data ? std::string(body->data, body->length) : "";
     Reply r = app_->add_stream(text);

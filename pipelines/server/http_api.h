@@ -24,6 +24,7 @@ class HttpApi {
  private:
   static void on_early(SoupServer*, SoupServerMessage* msg, const char* path, GHashTable*,
                        gpointer user);
+  static void on_chunk(SoupServerMessage* msg, GBytes* chunk, gpointer user);
   static void on_request(SoupServer*, SoupServerMessage* msg, const char* path, GHashTable*,
                          gpointer user);
   void handle(SoupServerMessage* msg, const std::string& method, const std::string& path);

@@ -241,6 +241,7 @@ std::string ServerApp::metrics() {
       std::lock_guard<std::mutex> lock(m->mu);
       f.frames_inferred = m->retired_frames + live_frames[f.id];
       for (const auto& c : m->retiring) f.frames_inferred += c->frames_inferred();
+      s.streams_stopping += static_cast<int>(m->retiring.size());
     }
     s.models.push_back(f);
   }

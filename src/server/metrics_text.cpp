@@ -78,6 +78,9 @@ std::string render_prometheus(const MetricsSnapshot& m) {
   w.sample("torchinfer_streams", "", static_cast<std::uint64_t>(m.streams.size()));
   w.family("torchinfer_streams_max", "gauge", "Most streams the server accepts (max_streams).");
   w.sample("torchinfer_streams_max", "", static_cast<std::uint64_t>(m.max_streams));
+  w.family("torchinfer_streams_stopping", "gauge",
+           "Removed streams still shutting down (draining into their outputs).");
+  w.sample("torchinfer_streams_stopping", "", static_cast<std::uint64_t>(m.streams_stopping));
   w.family("torchinfer_streams_added_total", "counter", "Streams added since start.");
   w.sample("torchinfer_streams_added_total", "", m.streams_added);
   w.family("torchinfer_streams_removed_total", "counter", "Streams removed since start.");

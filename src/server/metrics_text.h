@@ -41,6 +41,7 @@ struct MetricsSnapshot {
   std::vector<ModelFigures> models;
   ProcessFigures process;
   std::uint64_t streams_added = 0, streams_removed = 0;
+  int streams_stopping = 0;  // removed, still shutting down
   int max_streams = 0;
   std::map<std::string, std::uint64_t> http_requests;  // by status code
 };

@@ -34,14 +34,21 @@ class Http {
   ~Http() { g_object_unref(session_); }
 
   HttpReply request(const std::string& method, const std::string& url, const std::string& body = "",
-                    const std::string& token = "", const char* content_type = "application/json") {
+                    const std::string& token = "", const char* content_type = "application/json",
+                    bool chunked = false) {
     HttpReply r;
     SoupMessage* msg = soup_message_new(method.c_str(), url.c_str());
     if (!msg) {
       r.error = "bad URL " + url;
       return r;
     }
-    if (!body.empty() || method == "POST") {
+    if (chunked) {
+      // A stream of unknown length: libsoup sends it chunked.
+      GInputStream* in = g_memory_input_stream_new_from_data(g_memdup2(body.data(), body.size()),
+                                                             body.size(), g_free);
+      soup_message_set_request_body(msg, content_type, in, -1);
+      g_object_unref(in);
+    } else if (!body.empty() || method == "POST") {
       GBytes* b = g_bytes_new(body.data(), body.size());
       soup_message_set_request_body_from_bytes(msg, content_type, b);
       g_bytes_unref(b);

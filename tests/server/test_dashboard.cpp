@@ -25,15 +25,14 @@ class WebDriver {
         },
         60);
     if (!ready_) return;
-    const json caps = {
-        {"capabilities",
-         {{"alwaysMatch",
-           {{"browserName", "chrome"},
-            {"goog:chromeOptions",
-             {{"binary", "/usr/bin/chromium"},
-              {"args",
-               {"--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--user-data-dir=" + profile_dir}}}}}}}}};
+    const json caps = {{"capabilities",
+                        {{"alwaysMatch",
+                          {{"browserName", "chrome"},
+                           {"goog:chromeOptions",
+                            {{"binary", "/usr/bin/chromium"},
+                             {"args",
+                              {"--headless=new", "--no-sandbox", "--disable-gpu",
+                               "--disable-dev-shm-usage", "--user-data-dir=" + profile_dir}}}}}}}}};
     const HttpReply r = http_.request("POST", base_ + "/session", caps.dump());
     session_ = r.json()["value"].value("sessionId", "");
     if (session_.empty()) error_ = r.body + r.error;
@@ -44,7 +43,8 @@ class WebDriver {
   bool ok() const { return ready_ && !session_.empty(); }
   std::string error() const { return error_ + driver_->err(); }
 
-  json command(const std::string& method, const std::string& path, const json& body = json::object()) {
+  json command(const std::string& method, const std::string& path,
+               const json& body = json::object()) {
     const HttpReply r = http_.request(method, base_ + "/session/" + session_ + path,
                                       method == "GET" ? "" : body.dump());
     EXPECT_EQ(r.status, 200) << path << ": " << r.body << r.error;
@@ -85,9 +85,8 @@ const char* kCardIds =
 }  // namespace
 
 TEST(Dashboard, ShowsAddsAndRemovesCameras) {
-  ServerProcess server(json{{"streams",
-                             {{{"id", "cam0"}, {"uri", clip_uri()}},
-                              {{"id", "cam1"}, {"uri", clip_uri()}}}}});
+  ServerProcess server(json{
+      {"streams", {{{"id", "cam0"}, {"uri", clip_uri()}}, {{"id", "cam1"}, {"uri", clip_uri()}}}}});
   ASSERT_TRUE(server.ready()) << server.child().err();
   Http http;
   WebDriver wd(http, free_port(), server.dir() + "/chromium-profile");
@@ -96,19 +95,24 @@ TEST(Dashboard, ShowsAddsAndRemovesCameras) {
 
   // Both cameras, each with its snapshot loaded (640x480 JPEG), its state
   // and figures, and the detector's classes.
-  ASSERT_TRUE(eventually([&] { return wd.script(kCardIds) == json({"cam0", "cam1"}); }, 60))
+  ASSERT_TRUE(eventually(
+      [&] {
+        return wd.script(kCardIds) == json({"cam0", "cam1"});
+      },
+      60))
       << wd.script(kCardIds);
   ASSERT_TRUE(eventually(
       [&] {
-        return wd.script("return Array.from(document.querySelectorAll('.stream img')).every("
-                         "i => i.complete && i.naturalWidth === 640 && i.naturalHeight === 480);") ==
+        return wd.script(
+                   "return Array.from(document.querySelectorAll('.stream img')).every("
+                   "i => i.complete && i.naturalWidth === 640 && i.naturalHeight === 480);") ==
                true;
       },
       60));
   ASSERT_TRUE(eventually(
       [&] {
-        const json t = wd.script(
-            "return document.querySelector('.stream[data-id=\"cam0\"]').innerText;");
+        const json t =
+            wd.script("return document.querySelector('.stream[data-id=\"cam0\"]').innerText;");
         const std::string s = t.is_string() ? t.get<std::string>() : "";
         return s.find("running") != std::string::npos && s.find("fps") != std::string::npos &&
                s.find("bracket") != std::string::npos;
@@ -132,13 +136,18 @@ TEST(Dashboard, ShowsAddsAndRemovesCameras) {
   // Add from the form: it appears on the page and in the server.
   wd.type("#add-id", "cam9");
   wd.click("#add-button");
-  ASSERT_TRUE(eventually([&] { return wd.script(kCardIds) == json({"cam0", "cam1", "cam9"}); }, 60))
+  ASSERT_TRUE(eventually(
+      [&] {
+        return wd.script(kCardIds) == json({"cam0", "cam1", "cam9"});
+      },
+      60))
       << wd.script("return document.body.innerText;");
   EXPECT_EQ(server_ids(http, server), std::vector<std::string>({"cam0", "cam1", "cam9"}));
   ASSERT_TRUE(eventually(
       [&] {
-        return wd.script("const i = document.querySelector('.stream[data-id=\"cam9\"] img');"
-                         "return i.complete && i.naturalWidth === 640;") == true;
+        return wd.script(
+                   "const i = document.querySelector('.stream[data-id=\"cam9\"] img');"
+                   "return i.complete && i.naturalWidth === 640;") == true;
       },
       60));
 

@@ -243,7 +243,15 @@ TEST_F(ServerApi, NoPipelineInjection) {
 TEST_F(ServerApi, BodySizeAndStreamLimits) {
   // Declared too large: refused from the headers, before the body is read.
   std::string big = json({{"id", "x"}, {"uri", clip_uri() + std::string(3000, 'a')}}).dump();
-  expect_refused(post(big), 413, "", "larger than max_body_bytes (2048)");
+  const HttpReply declared = post(big);
+  expect_refused(declared, 413, "", ") is larger than max_body_bytes (2048)");
+  EXPECT_NE(declared.body.find("(Content-Length " + std::to_string(big.size()) + ")"),
+            std::string::npos)
+      << declared.body;
+  // Without a declared length (chunked), counted as it arrives.
+  expect_refused(
+      http_.request("POST", server_->url("/streams"), big, kToken, "application/json", true), 413,
+      "", "the body is larger than max_body_bytes (2048)");
   expect_refused(post(json({{"id", "cam0"}, {"uri", clip_uri()}}).dump()), 409, "id",
                  "exists already");
   // max_streams is 4: two more fit, the fifth is refused.

@@ -80,9 +80,8 @@ TEST(ServerRtsp, ACameraWhoseServerDiesRecoversWhileTheOthersContinue) {
     return p;
   };
   auto rtsp = start_rtsp();
-  ServerProcess server(json{{"streams",
-                             {{{"id", "door"}, {"uri", rtsp_url}},
-                              {{"id", "line"}, {"uri", clip_uri()}}}}});
+  ServerProcess server(json{
+      {"streams", {{{"id", "door"}, {"uri", rtsp_url}}, {{"id", "line"}, {"uri", clip_uri()}}}}});
   ASSERT_TRUE(server.ready()) << server.child().err();
   Http http;
   ASSERT_TRUE(eventually([&] { return frames_out(http, server, "door") > 10; }, 120))
@@ -120,8 +119,9 @@ TEST(ServerRtsp, ACameraWhoseServerDiesRecoversWhileTheOthersContinue) {
   const std::string metrics = http.get(server.url("/metrics")).body;
   EXPECT_NE(metrics.find("torchinfer_stream_reconnects_total{stream=\"door\",model=\"parts\"} 1\n"),
             std::string::npos);
-  EXPECT_NE(metrics.find("torchinfer_stream_disconnects_total{stream=\"door\",model=\"parts\"} 1\n"),
-            std::string::npos);
+  EXPECT_NE(
+      metrics.find("torchinfer_stream_disconnects_total{stream=\"door\",model=\"parts\"} 1\n"),
+      std::string::npos);
 
   server.child().signal(SIGTERM);
   ASSERT_EQ(server.child().wait_exit(60), 0) << server.child().err();

@@ -39,6 +39,7 @@ MetricsSnapshot sample_snapshot() {
   m.models.push_back(md);
   m.streams_added = 3;
   m.streams_removed = 2;
+  m.streams_stopping = 1;
   m.max_streams = 32;
   m.http_requests = {{"200", 10}, {"404", 1}};
   m.process.cpu_seconds = 12.5;
@@ -79,6 +80,7 @@ TEST(MetricsText, StreamModelAndProcessSeries) {
            "torchinfer_streams 1",
            "torchinfer_streams_added_total 3",
            "torchinfer_streams_removed_total 2",
+           "torchinfer_streams_stopping 1",
            "torchinfer_http_requests_total{code=\"404\"} 1",
            "process_cpu_seconds_total 12.5",
            "process_resident_memory_bytes 1000",
@@ -89,7 +91,7 @@ TEST(MetricsText, StreamModelAndProcessSeries) {
   for (std::size_t p = 0; (p = t.find("# HELP ", p)) != std::string::npos; ++p) help++;
   for (std::size_t p = 0; (p = t.find("# TYPE ", p)) != std::string::npos; ++p) type++;
   EXPECT_EQ(help, type);
-  EXPECT_EQ(help, 27u);
+  EXPECT_EQ(help, 28u);
 }
 
 TEST(MetricsText, NoStreamsStillValid) {
