@@ -321,6 +321,9 @@ void Camera::handle_message(GstMessage* msg) {
         const char* reason = gst_structure_get_string(s, "reason");
         std::lock_guard<std::mutex> lock(mu_);
         health_.on_source_lost(std::string("rtsp: ") + (reason ? reason : "lost"));
+      } else if (gst_structure_has_name(s, "torchinfer-rtsp-resumed")) {
+        std::lock_guard<std::mutex> lock(mu_);
+        health_.on_source_resumed();
       }
       break;
     }

@@ -31,8 +31,12 @@ bool final_state(StreamState s) {
 }  // namespace
 
 void StreamHealth::on_frame() {
-  if (final_state(state_)) return;
-  if (lost_) reconnects_++;
+  if (state_ == StreamState::kStarting) state_ = StreamState::kRunning;
+}
+
+void StreamHealth::on_source_resumed() {
+  if (final_state(state_) || !lost_) return;
+  reconnects_++;
   lost_ = false;
   state_ = StreamState::kRunning;
 }

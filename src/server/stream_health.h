@@ -28,10 +28,13 @@ class StreamHealth {
   std::uint64_t disconnects() const { return disconnects_; }
   std::uint64_t errors() const { return errors_; }
 
-  // A frame reached the end of the pipeline.
+  // A frame reached the end of the pipeline. Frames still on their way
+  // after the source lost its server do not end an outage.
   void on_frame();
   // The RTSP source lost its server (error, end of stream, stall).
   void on_source_lost(const std::string& reason);
+  // The RTSP source delivers frames again after an outage.
+  void on_source_resumed();
   // The end of a file played once.
   void on_eos();
   // A pipeline error; the camera stays failed until removed.

@@ -23,18 +23,21 @@ TEST(StreamHealth, OutageCountsOnceAndReconnectOnResume) {
   StreamHealth h;
   h.on_frame();
   h.on_source_lost("rtsp: error: refused");
+  // Frames queued before the loss still come out: no recovery yet.
+  h.on_frame();
   h.on_source_lost("rtsp: error: refused again");  // retries of one outage
   EXPECT_EQ(h.state(), StreamState::kReconnecting);
   EXPECT_EQ(h.disconnects(), 1u);
   EXPECT_EQ(h.reconnects(), 0u);
   EXPECT_EQ(h.last_error(), "rtsp: error: refused again");
-  h.on_frame();
+  h.on_source_resumed();
   EXPECT_EQ(h.state(), StreamState::kRunning);
   EXPECT_EQ(h.reconnects(), 1u);
   h.on_frame();
+  h.on_source_resumed();  // not after an outage: nothing to count
   EXPECT_EQ(h.reconnects(), 1u);
   h.on_source_lost("rtsp: no frames");
-  h.on_frame();
+  h.on_source_resumed();
   EXPECT_EQ(h.disconnects(), 2u);
   EXPECT_EQ(h.reconnects(), 2u);
   // The last error stays visible after recovery, for the operator.
