@@ -17,6 +17,8 @@ PACKAGES=(
   libmosquitto-dev mosquitto mosquitto-clients  # mosquitto_sub in docs/elements.md
   python3-torch python3-torchvision python3-numpy python3-pil
   python3-opencv python3-matplotlib  # tests/bench/compare.sh: naive Python baseline, plots
+  libsoup-3.0-dev chromium chromium-driver prometheus  # torchinfer-server: HTTP server; dashboard test; promtool
+  curl jq  # tests/bench/server_churn.sh
 )
 
 missing=()

@@ -1,0 +1,524 @@
+#include "camera.h"
+
+#include <gst/video/video.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "gst/torchinfer/torchinfer-meta.h"
+#include "server/jpeg_snapshot.h"
+
+namespace torchinfer::server {
+
+namespace {
+
+std::uint64_t stat_u64(const GstStructure* s, const char* field) {
+  guint64 v = 0;
+  return s && gst_structure_get_uint64(s, field, &v) ? v : 0;
+}
+
+double stat_double(const GstStructure* s, const char* field) {
+  double v = 0;
+  return s && gst_structure_get_double(s, field, &v) ? v : 0;
+}
+
+// The torchinfer figures of a camera (a snapshot; the element computes it).
+GstStructure* infer_stats(GstElement* infer) {
+  GstStructure* s = nullptr;
+  if (infer) g_object_get(infer, "stats", &s, nullptr);
+  return s;
+}
+
+}  // namespace
+
+Camera::Camera(StreamSpec spec, ModelSpec model, std::string output_dir, MqttSpec mqtt)
+    : spec_(std::move(spec)),
+      model_(std::move(model)),
+      output_dir_(std::move(output_dir)),
+      mqtt_(std::move(mqtt)) {}
+
+Camera::~Camera() {
+  detach();
+  shutdown(0);
+  if (latest_) gst_sample_unref(latest_);
+  rtsp_.reset();
+  if (appsrc_) gst_object_unref(appsrc_);
+  if (infer_) gst_object_unref(infer_);
+  if (pipeline_) gst_object_unref(pipeline_);
+}
+
+GstElement* Camera::make(const char* factory, const char* name, std::string* why) {
+  GstElement* e = gst_element_factory_make(factory, name);
+  if (!e && why->empty())
+    *why = std::string("GStreamer element '") + factory +
+           "' is not installed (torchinfer's: set GST_PLUGIN_PATH to the plugin folder)";
+  return e;
+}
+
+bool Camera::build(std::string* why) {
+  pipeline_ = gst_pipeline_new(("stream-" + spec_.id).c_str());
+  std::vector<GstElement*> chain;  // linked in order after the source
+  GstElement* source = nullptr;
+  GstElement* decode = nullptr;
+  switch (spec_.kind) {
+    case SourceKind::kFile:
+      source = make("filesrc", "source", why);
+      decode = make("decodebin", "decode", why);
+      if (source) g_object_set(source, "location", spec_.location.c_str(), nullptr);
+      break;
+    case SourceKind::kV4l2:
+      source = make("v4l2src", "source", why);
+      if (source) g_object_set(source, "device", spec_.location.c_str(), nullptr);
+      break;
+    case SourceKind::kRtsp:
+      source = make("appsrc", "source", why);
+      if (source) {
+        g_object_set(source, "format", GST_FORMAT_TIME, "is-live", TRUE, "max-buffers",
+                     static_cast<guint64>(30), nullptr);
+        gst_util_set_object_arg(G_OBJECT(source), "leaky-type", "downstream");
+      }
+      break;
+  }
+  convert_ = make("videoconvert", "convert", why);
+  GstElement* caps = make("capsfilter", "caps", why);
+  infer_ = make("torchinfer", "infer", why);
+  GstElement* nms = make("torchnms", "nms", why);
+  GstElement* track = spec_.track ? make("torchtrack", "track", why) : nullptr;
+  GstElement* meta = spec_.json ? make("torchmetaconvert", "json", why) : nullptr;
+  GstElement* publish = spec_.mqtt_topic.empty() ? nullptr : make("torchpublish", "mqtt", why);
+  GstElement* overlay = make("torchoverlay", "overlay", why);
+  GstElement* sink = make("appsink", "snapshot", why);
+  for (GstElement* e :
+       {source, decode, convert_, caps, infer_, nms, track, meta, publish, overlay, sink})
+    if (e) gst_bin_add(GST_BIN(pipeline_), e);
+  if (!why->empty()) return false;
+  gst_object_ref(infer_);
+
+  // The formats the snapshot encoder reads; cameras' own YUY2/NV12 and a
+  // decoder's I420 pass without conversion.
+  GstCaps* raw = gst_caps_from_string("video/x-raw,format={YUY2,I420,NV12}");
+  g_object_set(caps, "caps", raw, nullptr);
+  gst_caps_unref(raw);
+
+  g_object_set(infer_, "model", model_.path.c_str(), "model-instance-id", model_.id.c_str(),
+               nullptr);
+  gst_util_set_object_arg(G_OBJECT(infer_), "batch-size",
+                          std::to_string(model_.batch_size).c_str());
+  gst_util_set_object_arg(G_OBJECT(infer_), "batch-timeout",
+                          std::to_string(model_.batch_timeout_us).c_str());
+  if (model_.threads > 0)
+    gst_util_set_object_arg(G_OBJECT(infer_), "threads", std::to_string(model_.threads).c_str());
+  gst_util_set_object_arg(G_OBJECT(infer_), "inference-interval",
+                          std::to_string(spec_.inference_interval).c_str());
+  if (spec_.roi) {
+    const std::string crop = std::to_string(spec_.roi->x) + "," + std::to_string(spec_.roi->y) +
+                             "," + std::to_string(spec_.roi->width) + "," +
+                             std::to_string(spec_.roi->height);
+    g_object_set(infer_, "crop", crop.c_str(), nullptr);
+  }
+  if (spec_.confidence_threshold)
+    g_object_set(nms, "confidence-threshold", *spec_.confidence_threshold, nullptr);
+  if (spec_.iou_threshold) g_object_set(nms, "iou-threshold", *spec_.iou_threshold, nullptr);
+  if (meta) {
+    const std::string path = output_dir_ + "/" + spec_.id + ".jsonl";
+    g_object_set(meta, "location", path.c_str(), nullptr);
+  }
+  if (publish) {
+    g_object_set(publish, "host", mqtt_.host.c_str(), "port", mqtt_.port, "topic",
+                 spec_.mqtt_topic.c_str(), "qos", mqtt_.qos, nullptr);
+  }
+  // Files play at their own pace, as a camera would; live sources are
+  // paced by the camera already.
+  g_object_set(sink, "max-buffers", 1u, "drop", TRUE, "sync", spec_.kind == SourceKind::kFile,
+               "enable-last-sample", FALSE, nullptr);
+  GstAppSinkCallbacks cb = {};
+  cb.new_sample = on_sample;
+  gst_app_sink_set_callbacks(GST_APP_SINK(sink), &cb, this, nullptr);
+
+  chain = {convert_, caps, infer_, nms};
+  if (track) chain.push_back(track);
+  if (meta) chain.push_back(meta);
+  if (publish) chain.push_back(publish);
+  chain.push_back(overlay);
+  chain.push_back(sink);
+  for (std::size_t i = 0; i + 1 < chain.size(); ++i)
+    if (!gst_element_link(chain[i], chain[i + 1])) {
+      *why = std::string("cannot link ") + GST_ELEMENT_NAME(chain[i]) + " to " +
+             GST_ELEMENT_NAME(chain[i + 1]);
+      return false;
+    }
+  if (decode) {
+    if (!gst_element_link(source, decode)) {
+      *why = "cannot link the file source to decodebin";
+      return false;
+    }
+    g_signal_connect(decode, "pad-added", G_CALLBACK(on_pad_added), this);
+    if (spec_.loop) {
+      GstPad* pad = gst_element_get_static_pad(convert_, "sink");
+      gst_pad_add_probe(pad,
+                        static_cast<GstPadProbeType>(GST_PAD_PROBE_TYPE_BUFFER |
+                                                     GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM),
+                        before_loop, this, nullptr);
+      gst_object_unref(pad);
+    }
+  } else if (!gst_element_link(source, convert_)) {
+    *why = "cannot link the source to videoconvert";
+    return false;
+  }
+  if (spec_.kind == SourceKind::kRtsp) {
+    appsrc_ = GST_APP_SRC(gst_object_ref(source));
+    rtsp::SourceOptions opt;
+    opt.url = spec_.location;
+    rtsp_ = std::make_unique<rtsp::ReconnectingSource>(opt, appsrc_);
+    if (!rtsp_->validate(why)) return false;
+  }
+  return true;
+}
+
+void Camera::on_pad_added(GstElement*, GstPad* pad, gpointer user) {
+  auto* self = static_cast<Camera*>(user);
+  GstCaps* caps = gst_pad_get_current_caps(pad);
+  if (!caps) caps = gst_pad_query_caps(pad, nullptr);
+  const bool video =
+      caps && gst_caps_get_size(caps) > 0 &&
+      g_str_has_prefix(gst_structure_get_name(gst_caps_get_structure(caps, 0)), "video/");
+  if (caps) gst_caps_unref(caps);
+  if (!video) return;
+  GstPad* sinkpad = gst_element_get_static_pad(self->convert_, "sink");
+  if (!gst_pad_is_linked(sinkpad)) gst_pad_link(pad, sinkpad);
+  gst_object_unref(sinkpad);
+}
+
+// Looping with segment seeks: the end of each pass posts SEGMENT_DONE
+// instead of EOS, and the next pass starts without a flush, so downstream
+// (torchinfer's batches, the JSON) sees one unbroken stream. The first
+// segment seek flushes, so no frame may enter the analysis before it: the
+// probe drops frames until the segment of that seek arrives, and asks for
+// the seek at the first frame (when the demuxer can take it).
+GstPadProbeReturn Camera::before_loop(GstPad*, GstPadProbeInfo* info, gpointer user) {
+  auto* self = static_cast<Camera*>(user);
+  if (GST_PAD_PROBE_INFO_TYPE(info) & GST_PAD_PROBE_TYPE_BUFFER) {
+    if (!self->seeked_) {
+      self->seeked_ = true;
+      gst_element_call_async(
+          self->pipeline_,
+          [](GstElement* p, gpointer) {
+            gst_element_seek(p, 1.0, GST_FORMAT_TIME,
+                             static_cast<GstSeekFlags>(GST_SEEK_FLAG_FLUSH | GST_SEEK_FLAG_SEGMENT),
+                             GST_SEEK_TYPE_SET, 0, GST_SEEK_TYPE_NONE, GST_CLOCK_TIME_NONE);
+          },
+          nullptr, nullptr);
+    }
+    return GST_PAD_PROBE_DROP;
+  }
+  GstEvent* ev = GST_PAD_PROBE_INFO_EVENT(info);
+  if (GST_EVENT_TYPE(ev) == GST_EVENT_SEGMENT) {
+    const GstSegment* seg = nullptr;
+    gst_event_parse_segment(ev, &seg);
+    if (seg->flags & GST_SEGMENT_FLAG_SEGMENT) return GST_PAD_PROBE_REMOVE;
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+bool Camera::start() {
+  std::string why;
+  if (!build(&why)) {
+    fail(why);
+    return false;
+  }
+  GstBus* bus = gst_element_get_bus(pipeline_);
+  bus_watch_ = gst_bus_add_watch(bus, on_bus, this);
+  gst_object_unref(bus);
+  if (gst_element_set_state(pipeline_, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
+    // The error message on the bus says why (model, device); it arrives
+    // through the watch. Without one, say it here.
+    GstBus* b = gst_element_get_bus(pipeline_);
+    GstMessage* m = gst_bus_pop_filtered(b, GST_MESSAGE_ERROR);
+    gst_object_unref(b);
+    if (m) {
+      handle_message(m);
+      gst_message_unref(m);
+    } else {
+      fail("the pipeline cannot start");
+    }
+    return false;
+  }
+  if (rtsp_) rtsp_->start();
+  return true;
+}
+
+void Camera::fail(const std::string& message) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const bool first = health_.state() != StreamState::kFailed;
+    health_.on_error(message);
+    if (!first) return;  // the first error says why; the rest follow from it
+  }
+  drained_ = true;  // nothing more will come out of it
+  g_printerr("torchinfer-server: stream %s failed: %s\n", spec_.id.c_str(), message.c_str());
+  if (pipeline_ && !detached_) {
+    // Release the camera, the files and the model now; on GStreamer's own
+    // thread pool, since a state change may wait on streaming threads.
+    gst_element_call_async(
+        pipeline_, [](GstElement* p, gpointer) { gst_element_set_state(p, GST_STATE_NULL); },
+        nullptr, nullptr);
+  }
+}
+
+gboolean Camera::on_bus(GstBus*, GstMessage* msg, gpointer user) {
+  static_cast<Camera*>(user)->handle_message(msg);
+  return G_SOURCE_CONTINUE;
+}
+
+void Camera::handle_message(GstMessage* msg) {
+  switch (GST_MESSAGE_TYPE(msg)) {
+    case GST_MESSAGE_ERROR: {
+      GError* err = nullptr;
+      gchar* dbg = nullptr;
+      gst_message_parse_error(msg, &err, &dbg);
+      std::string text = std::string(GST_OBJECT_NAME(GST_MESSAGE_SRC(msg))) + ": " +
+                         (err ? err->message : "unknown error");
+      // Source elements' messages are generic ("Resource not found."); the
+      // last line of their debug text names the file or device.
+      if (const char* nl = dbg ? std::strrchr(dbg, '\n') : nullptr)
+        if (nl[1]) text += std::string(" (") + (nl + 1) + ")";
+      g_clear_error(&err);
+      g_free(dbg);
+      if (rtsp_) rtsp_->stop();
+      fail(text);
+      break;
+    }
+    case GST_MESSAGE_WARNING: {
+      GError* err = nullptr;
+      gst_message_parse_warning(msg, &err, nullptr);
+      g_printerr("torchinfer-server: stream %s: warning from %s: %s\n", spec_.id.c_str(),
+                 GST_OBJECT_NAME(GST_MESSAGE_SRC(msg)), err ? err->message : "");
+      g_clear_error(&err);
+      break;
+    }
+    case GST_MESSAGE_EOS:
+      if (!draining_ && spec_.kind == SourceKind::kFile && spec_.loop) {
+        // A demuxer that does not do segment seeks ends instead: start over.
+        gst_element_seek_simple(pipeline_, GST_FORMAT_TIME, GST_SEEK_FLAG_FLUSH, 0);
+        break;
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        health_.on_eos();
+      }
+      drained_ = true;
+      break;
+    case GST_MESSAGE_SEGMENT_DONE:
+      if (!draining_)
+        gst_element_seek(pipeline_, 1.0, GST_FORMAT_TIME, GST_SEEK_FLAG_SEGMENT, GST_SEEK_TYPE_SET,
+                         0, GST_SEEK_TYPE_NONE, GST_CLOCK_TIME_NONE);
+      else
+        send_eos();
+      break;
+    case GST_MESSAGE_APPLICATION: {
+      const GstStructure* s = gst_message_get_structure(msg);
+      if (gst_structure_has_name(s, "torchinfer-rtsp-lost")) {
+        const char* reason = gst_structure_get_string(s, "reason");
+        std::lock_guard<std::mutex> lock(mu_);
+        health_.on_source_lost(std::string("rtsp: ") + (reason ? reason : "lost"));
+      } else if (gst_structure_has_name(s, "torchinfer-rtsp-resumed")) {
+        std::lock_guard<std::mutex> lock(mu_);
+        health_.on_source_resumed();
+      }
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+GstFlowReturn Camera::on_sample(GstAppSink* sink, gpointer user) {
+  GstSample* sample = gst_app_sink_pull_sample(sink);
+  if (!sample) return GST_FLOW_EOS;
+  static_cast<Camera*>(user)->take_sample(sample);
+  return GST_FLOW_OK;
+}
+
+void Camera::take_sample(GstSample* sample) {
+  GstBuffer* buf = gst_sample_get_buffer(sample);
+  GstTorchTensorMeta* tm = buf ? gst_buffer_get_torch_tensor_meta(buf) : nullptr;
+  const bool inferred = tm && tm->inferred;
+  std::vector<std::string> labels;
+  if (inferred) {
+    gpointer iter = nullptr;
+    while (GstMeta* m = gst_buffer_iterate_meta_filtered(
+               buf, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
+      GstTorchDetection d;
+      if (gst_torch_detection_from_roi(reinterpret_cast<GstVideoRegionOfInterestMeta*>(m), &d))
+        labels.emplace_back(d.label ? d.label : "?");
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  frames_out_++;
+  health_.on_frame();
+  if (inferred) {
+    latency_.add((tm->queue_ns + tm->preprocess_ns + tm->inference_ns) / 1e9);
+    for (const auto& l : labels) detections_[l]++;
+  }
+  // A sample of our own: appsink reuses the one it hands out, and changes
+  // its caps in place on the next caps event.
+  GstSample* own = gst_sample_new(buf, gst_sample_get_caps(sample), nullptr, nullptr);
+  gst_sample_unref(sample);
+  if (latest_) gst_sample_unref(latest_);
+  latest_ = own;
+}
+
+void Camera::begin_drain() {
+  if (draining_.exchange(true)) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (health_.state() == StreamState::kFailed || health_.state() == StreamState::kEnded)
+      drained_ = true;
+    health_.on_stopping();
+  }
+  if (drained_ || !pipeline_) {
+    drained_ = true;
+    return;
+  }
+  if (rtsp_) rtsp_->stop();
+  send_eos();
+}
+
+// Into videoconvert, not the pipeline: a demuxer pulling from filesrc (the
+// file case) never sees an EOS sent to its source. EOS is serialized, so it
+// leaves after the frames already on their way.
+void Camera::send_eos() {
+  if (appsrc_) {
+    gst_app_src_end_of_stream(appsrc_);
+    return;
+  }
+  GstPad* pad = gst_element_get_static_pad(convert_, "sink");
+  gst_pad_send_event(pad, gst_event_new_eos());
+  gst_object_unref(pad);
+}
+
+void Camera::detach() {
+  if (detached_.exchange(true)) return;
+  if (bus_watch_) g_source_remove(bus_watch_);
+  bus_watch_ = 0;
+  if (rtsp_) rtsp_->stop();
+  std::lock_guard<std::mutex> lock(mu_);
+  health_.on_stopping();
+}
+
+void Camera::shutdown(double timeout_s) {
+  if (stopped_.exchange(true) || !pipeline_) return;
+  if (!drained_ && timeout_s > 0) {
+    if (!draining_.exchange(true)) send_eos();
+    GstBus* bus = gst_element_get_bus(pipeline_);
+    GstMessage* m = gst_bus_timed_pop_filtered(
+        bus, static_cast<GstClockTime>(timeout_s * GST_SECOND),
+        static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
+    if (m) gst_message_unref(m);
+    gst_object_unref(bus);
+  }
+  gst_element_set_state(pipeline_, GST_STATE_NULL);
+}
+
+std::uint64_t Camera::frames_inferred() const {
+  GstStructure* s = infer_stats(infer_);
+  const std::uint64_t n = stat_u64(s, "frames-inferred");
+  if (s) gst_structure_free(s);
+  return n;
+}
+
+StreamFigures Camera::figures() const {
+  StreamFigures f;
+  f.id = spec_.id;
+  f.model = spec_.model;
+  GstStructure* s = infer_stats(infer_);
+  f.frames_in = stat_u64(s, "frames-in");
+  f.frames_inferred = stat_u64(s, "frames-inferred");
+  f.frames_dropped = stat_u64(s, "frames-dropped");
+  f.fps = stat_double(s, "fps");
+  if (s) gst_structure_free(s);
+  std::lock_guard<std::mutex> lock(mu_);
+  f.state = to_string(health_.state());
+  f.frames_out = frames_out_;
+  f.latency_p50_s = latency_.quantile(0.5);
+  f.latency_p99_s = latency_.quantile(0.99);
+  f.latency_sum_s = latency_.sum();
+  f.latency_count = latency_.count();
+  f.reconnects = health_.reconnects();
+  f.disconnects = health_.disconnects();
+  f.errors = health_.errors();
+  f.detections = detections_;
+  return f;
+}
+
+nlohmann::json Camera::status() const {
+  const StreamFigures f = figures();
+  std::string last_error;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_error = health_.last_error();
+  }
+  nlohmann::json j = {
+      {"id", f.id},
+      {"uri", spec_.uri},
+      {"model", f.model},
+      {"state", f.state},
+      {"last_error", last_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(last_error)},
+      {"fps", f.fps},
+      {"frames",
+       {{"in", f.frames_in},
+        {"inferred", f.frames_inferred},
+        {"dropped", f.frames_dropped},
+        {"out", f.frames_out}}},
+      {"latency_ms", {{"p50", f.latency_p50_s * 1e3}, {"p99", f.latency_p99_s * 1e3}}},
+      {"reconnects", f.reconnects},
+      {"disconnects", f.disconnects},
+      {"detections", f.detections},
+      {"config", to_json(spec_)}};
+  return j;
+}
+
+std::vector<std::uint8_t> Camera::snapshot_jpeg(std::string* why) const {
+  GstSample* sample = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (latest_) sample = gst_sample_ref(latest_);
+  }
+  if (!sample) {
+    *why = "no frame yet";
+    return {};
+  }
+  std::vector<std::uint8_t> jpeg;
+  GstVideoInfo info;
+  GstCaps* caps = gst_sample_get_caps(sample);
+  GstBuffer* buf = gst_sample_get_buffer(sample);
+  RawFormat format;
+  if (!caps || !buf || !gst_video_info_from_caps(&info, caps) ||
+      !raw_format_from_name(gst_video_format_to_string(GST_VIDEO_INFO_FORMAT(&info)), &format)) {
+    *why = "the frame's format cannot be encoded";
+  } else {
+    GstVideoFrame frame;
+    if (gst_video_frame_map(&frame, &info, buf, GST_MAP_READ)) {
+      RawImage img;
+      img.format = format;
+      img.width = GST_VIDEO_FRAME_WIDTH(&frame);
+      img.height = GST_VIDEO_FRAME_HEIGHT(&frame);
+      for (guint p = 0; p < GST_VIDEO_FRAME_N_PLANES(&frame) && p < 3; ++p) {
+        img.planes[p] = static_cast<const std::uint8_t*>(GST_VIDEO_FRAME_PLANE_DATA(&frame, p));
+        img.strides[p] = GST_VIDEO_FRAME_PLANE_STRIDE(&frame, p);
+      }
+      try {
+        jpeg = encode_jpeg(img);
+      } catch (const std::exception& e) {
+        *why = e.what();
+      }
+      gst_video_frame_unmap(&frame);
+    } else {
+      *why = "the frame cannot be read";
+    }
+  }
+  gst_sample_unref(sample);
+  return jpeg;
+}
+
+}  // namespace torchinfer::server

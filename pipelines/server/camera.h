@@ -1,0 +1,101 @@
+// One camera of torchinfer-server: its own GstPipeline (so adding, failing
+// or removing one never changes the state of another), sharing the loaded
+// model with the other cameras through torchinfer's model-instance-id:
+//
+//   source ! videoconvert ! capsfilter ! torchinfer ! torchnms [! torchtrack]
+//     [! torchmetaconvert location=<output_dir>/<id>.jsonl] [! torchpublish topic=...]
+//     ! torchoverlay ! appsink (max-buffers=1 drop=true: the latest annotated frame)
+//
+// source: file:// filesrc ! decodebin (looped with segment seeks, or once),
+// v4l2:// v4l2src, rtsp:// an appsrc fed by rtsp::ReconnectingSource.
+// Every element is made and set by property: nothing from a request is ever
+// parsed as a launch description.
+//
+// Threads: construction, start(), bus messages and stop requests run on the
+// main loop; frames arrive on streaming threads (guarded by mu_).
+#pragma once
+
+#include <gst/app/gstappsink.h>
+#include <gst/app/gstappsrc.h>
+#include <gst/gst.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "rtsp_source.h"
+#include "server/metrics_text.h"
+#include "server/server_config.h"
+#include "server/stream_health.h"
+
+namespace torchinfer::server {
+
+class Camera {
+ public:
+  Camera(StreamSpec spec, ModelSpec model, std::string output_dir, MqttSpec mqtt);
+  ~Camera();
+  Camera(const Camera&) = delete;
+  Camera& operator=(const Camera&) = delete;
+
+  const StreamSpec& spec() const { return spec_; }
+
+  // Builds the pipeline and sets it playing. False (with the reason in the
+  // camera's health, state failed) when it cannot even start.
+  bool start();
+  // Ends the stream: EOS in, so the JSON and MQTT outputs get every frame
+  // already captured. Returns at once; drained() turns true at the EOS.
+  void begin_drain();
+  bool drained() const { return drained_.load(); }
+  // Takes the pipeline away from the main loop (no more bus handling, the
+  // RTSP source stopped) so shutdown() can run on another thread.
+  void detach();
+  // EOS (if not yet), waits up to `timeout_s` for it, then NULL. Any thread,
+  // after detach().
+  void shutdown(double timeout_s);
+
+  // Frames inferred so far (torchinfer's counter), for the model's total.
+  std::uint64_t frames_inferred() const;
+  StreamFigures figures() const;
+  nlohmann::json status() const;
+  // The latest annotated frame as JPEG; empty if none yet.
+  std::vector<std::uint8_t> snapshot_jpeg(std::string* why) const;
+
+ private:
+  static gboolean on_bus(GstBus* bus, GstMessage* msg, gpointer user);
+  static GstFlowReturn on_sample(GstAppSink* sink, gpointer user);
+  static GstPadProbeReturn before_loop(GstPad* pad, GstPadProbeInfo* info, gpointer user);
+  static void on_pad_added(GstElement* decodebin, GstPad* pad, gpointer user);
+  bool build(std::string* why);
+  GstElement* make(const char* factory, const char* name, std::string* why);
+  void handle_message(GstMessage* msg);
+  void fail(const std::string& message);
+  void take_sample(GstSample* sample);
+  void send_eos();
+
+  const StreamSpec spec_;
+  const ModelSpec model_;
+  const std::string output_dir_;
+  const MqttSpec mqtt_;
+  GstElement* pipeline_ = nullptr;
+  GstElement* infer_ = nullptr;    // owned by the pipeline
+  GstElement* convert_ = nullptr;  // decodebin links its pad here
+  GstAppSrc* appsrc_ = nullptr;    // rtsp:// only
+  std::unique_ptr<rtsp::ReconnectingSource> rtsp_;
+  guint bus_watch_ = 0;
+  std::atomic<bool> seeked_{false};  // the first segment seek of a looped file is asked for
+  std::atomic<bool> drained_{false}, draining_{false}, detached_{false}, stopped_{false};
+
+  mutable std::mutex mu_;  // everything below
+  StreamHealth health_;
+  LatencyWindow latency_;
+  std::map<std::string, std::uint64_t> detections_;
+  std::uint64_t frames_out_ = 0;
+  GstSample* latest_ = nullptr;
+};
+
+}  // namespace torchinfer::server

@@ -1,0 +1,41 @@
+// The REST API and the dashboard on libsoup 3's SoupServer:
+//   GET /streams, POST /streams, GET|DELETE /streams/{id},
+//   GET /streams/{id}/snapshot.jpg, GET /models, GET /metrics, GET /healthz,
+//   GET / (the dashboard page, embedded in the binary as a GResource).
+// With a token, every POST/DELETE and /metrics need "Authorization: Bearer T".
+#pragma once
+
+#include <libsoup/soup.h>
+
+#include <string>
+
+#include "server_app.h"
+
+namespace torchinfer::server {
+
+class HttpApi {
+ public:
+  HttpApi(ServerApp* app, std::string token);
+  ~HttpApi();
+  // address "127.0.0.1", "0.0.0.0", "::1", ...; port 0 picks one. Returns the
+  // base URL served, or "" with the reason in *why.
+  std::string listen(const std::string& address, int port, std::string* why);
+
+ private:
+  static void on_early(SoupServer*, SoupServerMessage* msg, const char* path, GHashTable*,
+                       gpointer user);
+  static void on_chunk(SoupServerMessage* msg, GBytes* chunk, gpointer user);
+  static void on_request(SoupServer*, SoupServerMessage* msg, const char* path, GHashTable*,
+                         gpointer user);
+  void handle(SoupServerMessage* msg, const std::string& method, const std::string& path);
+  bool authorized(SoupServerMessage* msg) const;
+  void reply(SoupServerMessage* msg, const Reply& r);
+  void reply_bytes(SoupServerMessage* msg, int status, const char* type, const void* data,
+                   std::size_t size);
+
+  ServerApp* app_;
+  std::string token_;
+  SoupServer* server_;
+};
+
+}  // namespace torchinfer::server

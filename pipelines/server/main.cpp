@@ -1,0 +1,207 @@
+// torchinfer-server: one process, N cameras sharing a model, a REST API, a
+// dashboard and Prometheus metrics (docs/server.md).
+//
+// Exit codes: 0 stopped by SIGTERM/SIGINT after draining; 1 cannot start
+// (a model does not load, the address is taken); 2 bad command line or
+// configuration (the message names the field).
+#include <glib-unix.h>
+#include <gst/gst.h>
+#include <malloc.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "../app_numbers.h"
+#include "../app_options.h"
+#include "common/file_check.h"
+#include "common/json_file.h"
+#include "http_api.h"
+#include "server_app.h"
+
+namespace app = torchinfer::app;
+using namespace torchinfer::server;
+
+namespace {
+
+struct Options {
+  std::string config, model, listen = "127.0.0.1:8080", token_file, output_dir;
+  std::vector<std::string> streams;
+};
+
+bool parse_args(int argc, char** argv, Options& o) {
+  gchar *config = nullptr, *model = nullptr, *listen = nullptr, *token = nullptr, *out = nullptr;
+  gchar** streams = nullptr;
+  GOptionEntry entries[] = {
+      {"config", 'c', 0, G_OPTION_ARG_FILENAME, &config,
+       "JSON configuration: models, cameras, limits (docs/server.md)", "FILE"},
+      {"model", 'm', 0, G_OPTION_ARG_FILENAME, &model,
+       "Without --config: the one model (id 'default', batch 4)", "FILE"},
+      {"stream", 's', 0, G_OPTION_ARG_STRING_ARRAY, &streams,
+       "A camera to start with (repeat; ids cam0, cam1, ...): file:///clip.mkv, "
+       "v4l2:///dev/video0, rtsp://host/path",
+       "URI"},
+      {"listen", 'l', 0, G_OPTION_ARG_STRING, &listen,
+       "Address and port of the API (default 127.0.0.1:8080; 0.0.0.0:8080 opens it)", "ADDR:PORT"},
+      {"token-file", 't', 0, G_OPTION_ARG_FILENAME, &token,
+       "File holding a bearer token required on POST, DELETE and /metrics", "FILE"},
+      {"output-dir", 'o', 0, G_OPTION_ARG_FILENAME, &out,
+       "Folder of the cameras' JSON lines files (overrides output_dir)", "DIR"},
+      {nullptr, 0, 0, G_OPTION_ARG_NONE, nullptr, nullptr, nullptr}};
+  const bool ok =
+      app::parse_options(&argc, &argv, entries, "- analyse many cameras with one model, REST API",
+                         "torchinfer-server: error: ");
+  app::take(config, o.config);
+  app::take(model, o.model);
+  app::take(listen, o.listen);
+  app::take(token, o.token_file);
+  app::take(out, o.output_dir);
+  for (gchar** s = streams; s && *s; ++s) o.streams.push_back(*s);
+  g_strfreev(streams);
+  if (!ok) return false;
+  if (o.config.empty() == o.model.empty()) {
+    g_printerr("torchinfer-server: error: give exactly one of --config FILE and --model FILE\n");
+    return false;
+  }
+  return true;
+}
+
+// "ADDR:PORT", "[v6]:PORT" or "PORT".
+bool split_listen(const std::string& s, std::string* addr, int* port) {
+  std::string p = s;
+  *addr = "127.0.0.1";
+  const std::size_t colon = s.rfind(':');
+  if (colon != std::string::npos) {
+    *addr = s.substr(0, colon);
+    if (addr->size() > 2 && addr->front() == '[' && addr->back() == ']')
+      *addr = addr->substr(1, addr->size() - 2);
+    p = s.substr(colon + 1);
+  }
+  char* end = nullptr;
+  const long v = p.empty() ? -1 : std::strtol(p.c_str(), &end, 10);
+  if (v < 0 || v > 65535 || *end) {
+    g_printerr("torchinfer-server: error: --listen '%s': give ADDR:PORT, e.g. 127.0.0.1:8080\n",
+               s.c_str());
+    return false;
+  }
+  *port = static_cast<int>(v);
+  return true;
+}
+
+struct Run {
+  GMainLoop* loop = nullptr;
+  ServerApp* app = nullptr;
+  bool draining = false;
+  gint64 drain_deadline_us = 0;
+};
+
+gboolean on_drain_tick(gpointer user) {
+  auto* run = static_cast<Run*>(user);
+  if (run->app->drained() || g_get_monotonic_time() >= run->drain_deadline_us) {
+    if (!run->app->drained())
+      g_printerr("torchinfer-server: drain timeout; stopping the streams still running\n");
+    g_main_loop_quit(run->loop);
+    return G_SOURCE_REMOVE;
+  }
+  return G_SOURCE_CONTINUE;
+}
+
+gboolean on_signal(gpointer user) {
+  auto* run = static_cast<Run*>(user);
+  if (run->draining) {
+    g_main_loop_quit(run->loop);  // a second signal: stop now
+    return G_SOURCE_CONTINUE;
+  }
+  run->draining = true;
+  g_printerr("torchinfer-server: draining (EOS to every stream)\n");
+  run->drain_deadline_us =
+      g_get_monotonic_time() + static_cast<gint64>(run->app->config().drain_timeout_s * 1e6);
+  run->app->begin_drain();
+  g_timeout_add(20, on_drain_tick, run);
+  return G_SOURCE_CONTINUE;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Every camera added brings streaming threads, and glibc gives new
+  // threads arenas of their own (up to 8 per core) that keep their freed
+  // pages: 200 add/remove cycles grew RSS by 19 % with the default, 2 % with
+  // two arenas (tests/bench/server_churn.sh, docs/server.md). The
+  // environment's MALLOC_ARENA_MAX still wins.
+  if (!g_getenv("MALLOC_ARENA_MAX")) mallopt(M_ARENA_MAX, 2);
+  Options opt;
+  if (!parse_args(argc, argv, opt)) return app::kBadCommandLine;
+  gst_init(nullptr, nullptr);
+
+  ServerConfig config;
+  std::string token;
+  try {
+    if (!opt.config.empty()) {
+      config = parse_server_config(
+          torchinfer::read_json_file(opt.config, "server config", 1u << 20), opt.config);
+    } else {
+      config.models.push_back({"default", opt.model});
+    }
+    if (!opt.output_dir.empty()) config.output_dir = opt.output_dir;
+    for (std::size_t i = 0; i < opt.streams.size(); ++i) {
+      const nlohmann::json j = {{"id", "cam" + std::to_string(config.streams.size())},
+                                {"uri", opt.streams[i]}};
+      config.streams.push_back(parse_stream_spec(j, config.models, config.mqtt,
+                                                 "--stream " + std::to_string(i + 1), ""));
+    }
+    if (static_cast<int>(config.streams.size()) > config.max_streams)
+      throw torchinfer::Error(
+          torchinfer::ErrorKind::kConfigInvalid,
+          "more streams than max_streams (" + std::to_string(config.max_streams) + ")");
+    if (!opt.token_file.empty()) {
+      token = torchinfer::read_regular_file(opt.token_file, "token file", 4096);
+      token.erase(token.find_last_not_of(" \t\r\n") + 1);
+      token.erase(0, token.find_first_not_of(" \t\r\n"));
+      if (token.empty() || token.find_first_of(" \t\r\n") != std::string::npos)
+        throw torchinfer::Error(torchinfer::ErrorKind::kConfigInvalid,
+                                "token file '" + opt.token_file +
+                                    "': must hold one token (no spaces), e.g. from "
+                                    "`openssl rand -hex 32`");
+    }
+  } catch (const std::exception& e) {
+    g_printerr("torchinfer-server: error: %s\n", e.what());
+    return app::kBadCommandLine;
+  }
+  std::string address;
+  int port = 0;
+  if (!split_listen(opt.listen, &address, &port)) return app::kBadCommandLine;
+
+  auto server = std::make_unique<ServerApp>(config);
+  std::string why;
+  if (!server->load_models(&why)) {
+    g_printerr("torchinfer-server: error: %s\n", why.c_str());
+    return 1;
+  }
+  auto http = std::make_unique<HttpApi>(server.get(), token);
+  const std::string url = http->listen(address, port, &why);
+  if (url.empty()) {
+    g_printerr("torchinfer-server: error: %s\n", why.c_str());
+    return 1;
+  }
+  if (token.empty() && address != "127.0.0.1" && address != "::1")
+    g_printerr(
+        "torchinfer-server: warning: listening on %s without --token-file: anyone who "
+        "reaches this address can add and remove cameras\n",
+        address.c_str());
+  server->start_configured_streams();
+  g_printerr("torchinfer-server: serving %s (%zu streams)\n", url.c_str(), config.streams.size());
+
+  Run run;
+  run.loop = g_main_loop_new(nullptr, FALSE);
+  run.app = server.get();
+  g_unix_signal_add(SIGTERM, on_signal, &run);
+  g_unix_signal_add(SIGINT, on_signal, &run);
+  g_main_loop_run(run.loop);
+  http.reset();
+  server->stop_all();
+  server.reset();
+  g_main_loop_unref(run.loop);
+  g_printerr("torchinfer-server: stopped\n");
+  return 0;
+}

@@ -1,0 +1,87 @@
+// torchinfer-server's state: the shared models, the cameras by id, and what
+// each REST call does to them. HTTP itself (SoupServer) is in http_api.cpp;
+// this class answers with a status and a body.
+#pragma once
+
+#include <gst/gst.h>
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "camera.h"
+#include "server/server_config.h"
+#include "server/stream_registry.h"
+
+namespace torchinfer::server {
+
+struct Reply {
+  int status = 200;
+  nlohmann::json body;
+};
+
+class ServerApp {
+ public:
+  explicit ServerApp(ServerConfig config);
+  ~ServerApp();
+
+  const ServerConfig& config() const { return config_; }
+  // Loads every model once (a torchinfer of each held in PAUSED, so the
+  // model stays loaded while no camera uses it). False with the reason.
+  bool load_models(std::string* why);
+  // The cameras of the configuration file; a camera that fails is reported
+  // in its state, not fatal.
+  void start_configured_streams();
+
+  Reply add_stream(const std::string& body);
+  Reply remove_stream(const std::string& id);
+  Reply list_streams() const;
+  Reply get_stream(const std::string& id) const;
+  Reply list_models() const;
+  Reply health() const;
+  // 200 with JPEG bytes, or 404/503 with the reason in *why.
+  int snapshot(const std::string& id, std::vector<std::uint8_t>* jpeg, std::string* why) const;
+  std::string metrics();
+  void count_reply(int status);
+
+  // SIGTERM: EOS into every camera; true once all have drained.
+  void begin_drain();
+  bool drained() const;
+  // Stops everything (the pipelines to NULL) and waits for removed cameras.
+  void stop_all();
+
+ private:
+  struct Model {
+    ModelSpec spec;
+    GstElement* holder = nullptr;  // pipeline with a lone torchinfer
+    GstElement* infer = nullptr;
+    double load_seconds = 0;
+    std::mutex mu;  // retired, retiring
+    std::uint64_t retired_frames = 0;
+    std::vector<std::shared_ptr<Camera>> retiring;
+  };
+  Model* model(const std::string& id) const;
+  std::shared_ptr<Camera> launch(const StreamSpec& spec);
+  void reap();
+
+  ServerConfig config_;
+  std::vector<std::unique_ptr<Model>> models_;
+  StreamRegistry<Camera> cameras_;
+  std::map<std::string, std::uint64_t> replies_;
+
+  // Removed cameras are stopped (EOS, drain, NULL) one by one here, off the
+  // main loop, so a removal never holds up the API or the other cameras.
+  std::thread reaper_;
+  std::mutex reap_mu_;
+  std::condition_variable reap_cv_;
+  std::deque<std::pair<std::shared_ptr<Camera>, Model*>> dead_;
+  bool reap_stop_ = false;
+};
+
+}  // namespace torchinfer::server

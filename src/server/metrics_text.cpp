@@ -1,0 +1,216 @@
+#include "server/metrics_text.h"
+
+#include <dirent.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "server/stream_health.h"
+
+namespace torchinfer::server {
+
+std::string escape_label(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
+  }
+  return out;
+}
+
+namespace {
+
+// Go's %g-like shortest round trip is not needed; 17 significant digits is
+// exact and promtool parses it.
+std::string num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+class Writer {
+ public:
+  void family(const std::string& name, const char* type, const std::string& help) {
+    out_ << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n";
+  }
+  void sample(const std::string& name, const std::string& labels, double v) {
+    out_ << name;
+    if (!labels.empty()) out_ << "{" << labels << "}";
+    out_ << " " << num(v) << "\n";
+  }
+  void sample(const std::string& name, const std::string& labels, std::uint64_t v) {
+    out_ << name;
+    if (!labels.empty()) out_ << "{" << labels << "}";
+    out_ << " " << v << "\n";
+  }
+  std::string str() const { return out_.str(); }
+
+ private:
+  std::ostringstream out_;
+};
+
+std::string stream_labels(const StreamFigures& s) {
+  return "stream=\"" + escape_label(s.id) + "\",model=\"" + escape_label(s.model) + "\"";
+}
+
+template <typename Get>
+void stream_counter(Writer& w, const MetricsSnapshot& m, const std::string& name,
+                    const std::string& help, Get get) {
+  w.family(name, "counter", help);
+  for (const auto& s : m.streams)
+    w.sample(name, stream_labels(s), static_cast<std::uint64_t>(get(s)));
+}
+
+}  // namespace
+
+std::string render_prometheus(const MetricsSnapshot& m) {
+  Writer w;
+  w.family("torchinfer_streams", "gauge", "Streams configured now.");
+  w.sample("torchinfer_streams", "", static_cast<std::uint64_t>(m.streams.size()));
+  w.family("torchinfer_streams_max", "gauge", "Most streams the server accepts (max_streams).");
+  w.sample("torchinfer_streams_max", "", static_cast<std::uint64_t>(m.max_streams));
+  w.family("torchinfer_streams_stopping", "gauge",
+           "Removed streams still shutting down (draining into their outputs).");
+  w.sample("torchinfer_streams_stopping", "", static_cast<std::uint64_t>(m.streams_stopping));
+  w.family("torchinfer_streams_added_total", "counter", "Streams added since start.");
+  w.sample("torchinfer_streams_added_total", "", m.streams_added);
+  w.family("torchinfer_streams_removed_total", "counter", "Streams removed since start.");
+  w.sample("torchinfer_streams_removed_total", "", m.streams_removed);
+
+  w.family("torchinfer_stream_state", "gauge",
+           "1 for the state the stream is in (starting, running, reconnecting, ended, failed, "
+           "stopping), 0 for the others.");
+  for (const auto& s : m.streams)
+    for (int i = 0; i < kStreamStateCount; ++i) {
+      const std::string st = to_string(static_cast<StreamState>(i));
+      w.sample("torchinfer_stream_state", stream_labels(s) + ",state=\"" + st + "\"",
+               static_cast<std::uint64_t>(s.state == st));
+    }
+  stream_counter(w, m, "torchinfer_stream_frames_in_total", "Frames that entered torchinfer.",
+                 [](const StreamFigures& s) { return s.frames_in; });
+  stream_counter(w, m, "torchinfer_stream_frames_inferred_total",
+                 "Frames that got an inference of their own.",
+                 [](const StreamFigures& s) { return s.frames_inferred; });
+  stream_counter(w, m, "torchinfer_stream_frames_dropped_total",
+                 "Frames passed on without inference because the model was busy (drop-policy).",
+                 [](const StreamFigures& s) { return s.frames_dropped; });
+  stream_counter(w, m, "torchinfer_stream_frames_out_total",
+                 "Frames that reached the end of the stream's pipeline.",
+                 [](const StreamFigures& s) { return s.frames_out; });
+  stream_counter(w, m, "torchinfer_stream_reconnects_total",
+                 "Times an RTSP source delivered frames again after losing its server.",
+                 [](const StreamFigures& s) { return s.reconnects; });
+  stream_counter(w, m, "torchinfer_stream_disconnects_total",
+                 "Times an RTSP source lost its server (error, end of stream or stall).",
+                 [](const StreamFigures& s) { return s.disconnects; });
+  stream_counter(w, m, "torchinfer_stream_errors_total", "Pipeline errors of the stream.",
+                 [](const StreamFigures& s) { return s.errors; });
+  w.family("torchinfer_stream_fps", "gauge", "Frames per second through torchinfer, recent.");
+  for (const auto& s : m.streams) w.sample("torchinfer_stream_fps", stream_labels(s), s.fps);
+  w.family("torchinfer_stream_latency_seconds", "summary",
+           "Queue + preprocessing + inference time of inferred frames; quantiles over the "
+           "latest 1024.");
+  for (const auto& s : m.streams) {
+    w.sample("torchinfer_stream_latency_seconds", stream_labels(s) + ",quantile=\"0.5\"",
+             s.latency_p50_s);
+    w.sample("torchinfer_stream_latency_seconds", stream_labels(s) + ",quantile=\"0.99\"",
+             s.latency_p99_s);
+    w.sample("torchinfer_stream_latency_seconds_sum", stream_labels(s), s.latency_sum_s);
+    w.sample("torchinfer_stream_latency_seconds_count", stream_labels(s), s.latency_count);
+  }
+  w.family("torchinfer_stream_detections_total", "counter",
+           "Detections on inferred frames, per class.");
+  for (const auto& s : m.streams)
+    for (const auto& [label, n] : s.detections)
+      w.sample("torchinfer_stream_detections_total",
+               stream_labels(s) + ",class=\"" + escape_label(label) + "\"", n);
+
+  w.family("torchinfer_model_loaded", "gauge", "1 when the model is loaded.");
+  for (const auto& md : m.models)
+    w.sample("torchinfer_model_loaded", "model=\"" + escape_label(md.id) + "\"",
+             static_cast<std::uint64_t>(md.loaded));
+  w.family("torchinfer_model_load_seconds", "gauge",
+           "Time to load, optimise and warm up the model.");
+  for (const auto& md : m.models)
+    w.sample("torchinfer_model_load_seconds", "model=\"" + escape_label(md.id) + "\"",
+             md.load_seconds);
+  w.family("torchinfer_model_streams", "gauge", "Streams sharing the model now.");
+  for (const auto& md : m.models)
+    w.sample("torchinfer_model_streams", "model=\"" + escape_label(md.id) + "\"",
+             static_cast<std::uint64_t>(md.streams));
+  w.family("torchinfer_model_frames_inferred_total", "counter",
+           "Frames the model inferred, every stream since start (removed ones included).");
+  for (const auto& md : m.models)
+    w.sample("torchinfer_model_frames_inferred_total", "model=\"" + escape_label(md.id) + "\"",
+             md.frames_inferred);
+
+  w.family("torchinfer_http_requests_total", "counter", "REST requests answered, by status code.");
+  for (const auto& [code, n] : m.http_requests)
+    w.sample("torchinfer_http_requests_total", "code=\"" + escape_label(code) + "\"", n);
+
+  const ProcessFigures& p = m.process;
+  w.family("process_cpu_seconds_total", "counter", "User and system CPU time spent in seconds.");
+  w.sample("process_cpu_seconds_total", "", p.cpu_seconds);
+  w.family("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
+  w.sample("process_resident_memory_bytes", "", p.resident_bytes);
+  w.family("process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.");
+  w.sample("process_virtual_memory_bytes", "", p.virtual_bytes);
+  w.family("process_open_fds", "gauge", "Number of open file descriptors.");
+  w.sample("process_open_fds", "", p.open_fds);
+  w.family("process_max_fds", "gauge", "Maximum number of open file descriptors.");
+  w.sample("process_max_fds", "", p.max_fds);
+  w.family("process_threads", "gauge", "Number of OS threads in the process.");
+  w.sample("process_threads", "", static_cast<std::uint64_t>(p.threads));
+  w.family("process_start_time_seconds", "gauge",
+           "Start time of the process since unix epoch in seconds.");
+  w.sample("process_start_time_seconds", "", p.start_time_seconds);
+  return w.str();
+}
+
+ProcessFigures read_process_figures() {
+  ProcessFigures p;
+  const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+  const double page = static_cast<double>(sysconf(_SC_PAGESIZE));
+  std::ifstream stat("/proc/self/stat");
+  std::string line;
+  if (std::getline(stat, line)) {
+    // The command name (field 2) may hold spaces; fields resume after ')'.
+    std::istringstream rest(line.substr(line.rfind(')') + 2));
+    std::string f[24];
+    for (auto& x : f) rest >> x;
+    // rest starts at field 3 (state): utime 14, stime 15, threads 20,
+    // starttime 22, vsize 23, rss 24.
+    try {
+      p.cpu_seconds = (std::stod(f[11]) + std::stod(f[12])) / tick;
+      p.threads = std::stoi(f[17]);
+      const double start_ticks = std::stod(f[19]);
+      p.virtual_bytes = std::stoull(f[20]);
+      p.resident_bytes = static_cast<std::uint64_t>(std::stod(f[21]) * page);
+      std::ifstream s("/proc/stat");
+      for (std::string l; std::getline(s, l);)
+        if (l.rfind("btime ", 0) == 0)
+          p.start_time_seconds = std::stod(l.substr(6)) + start_ticks / tick;
+    } catch (const std::exception&) {
+      // A kernel without these fields: the figures stay 0.
+    }
+  }
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (dirent* e = readdir(d)) p.open_fds += e->d_name[0] != '.';
+    closedir(d);
+    p.open_fds--;  // the descriptor of the listing itself
+  }
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0) p.max_fds = rl.rlim_cur;
+  return p;
+}
+
+}  // namespace torchinfer::server

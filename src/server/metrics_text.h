@@ -1,0 +1,57 @@
+// The Prometheus text exposition (format 0.0.4) of a server's figures:
+// per-stream and per-model counters, gauges and latency summaries, and the
+// process's CPU, memory and descriptors under the standard process_* names.
+// The glue gathers a MetricsSnapshot; rendering is pure and tested here
+// (and the output is checked with `promtool check metrics`).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace torchinfer::server {
+
+struct StreamFigures {
+  std::string id, model, state;
+  std::uint64_t frames_in = 0, frames_inferred = 0, frames_dropped = 0, frames_out = 0;
+  double fps = 0;
+  double latency_p50_s = 0, latency_p99_s = 0, latency_sum_s = 0;
+  std::uint64_t latency_count = 0;
+  std::uint64_t reconnects = 0, disconnects = 0, errors = 0;
+  std::map<std::string, std::uint64_t> detections;  // per class label
+};
+
+struct ModelFigures {
+  std::string id;
+  double load_seconds = 0;
+  std::uint64_t frames_inferred = 0;  // every stream's since start, removed ones included
+  int streams = 0;
+  bool loaded = false;
+};
+
+struct ProcessFigures {
+  double cpu_seconds = 0, start_time_seconds = 0;
+  std::uint64_t resident_bytes = 0, virtual_bytes = 0, open_fds = 0, max_fds = 0;
+  int threads = 0;
+};
+
+struct MetricsSnapshot {
+  std::vector<StreamFigures> streams;
+  std::vector<ModelFigures> models;
+  ProcessFigures process;
+  std::uint64_t streams_added = 0, streams_removed = 0;
+  int streams_stopping = 0;  // removed, still shutting down
+  int max_streams = 0;
+  std::map<std::string, std::uint64_t> http_requests;  // by status code
+};
+
+std::string render_prometheus(const MetricsSnapshot& m);
+
+// A label value escaped for the text format (backslash, quote, newline).
+std::string escape_label(const std::string& v);
+
+// The process's own figures from /proc/self (Linux).
+ProcessFigures read_process_figures();
+
+}  // namespace torchinfer::server

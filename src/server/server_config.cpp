@@ -1,0 +1,320 @@
+#include "server/server_config.h"
+
+#include <cctype>
+#include <cmath>
+#include <limits>
+#include <set>
+
+namespace torchinfer::server {
+
+using nlohmann::json;
+
+namespace {
+
+std::string join(const std::set<std::string>& keys) {
+  std::string out;
+  for (const auto& k : keys) out += (out.empty() ? "" : ", ") + k;
+  return out;
+}
+
+std::string type_name(const json& v) {
+  return v.is_number_integer() ? "integer" : v.type_name();
+}
+
+// Reads one JSON object field by field; anything not asked for is refused
+// by finish(), so a typo ("confidence_treshold") is an error, not a default.
+class Fields {
+ public:
+  Fields(const json& j, std::string prefix, std::string origin, std::set<std::string> known)
+      : j_(j), prefix_(std::move(prefix)), origin_(std::move(origin)), known_(std::move(known)) {
+    if (!j_.is_object())
+      throw FieldError(origin_, prefix_.empty() ? "(body)" : prefix_,
+                       "must be a JSON object, not " + type_name(j_));
+    for (const auto& [k, v] : j_.items())
+      if (!known_.count(k))
+        throw FieldError(origin_, path(k), "unknown field; the fields are " + join(known_));
+  }
+
+  std::string path(const std::string& key) const {
+    return prefix_.empty() ? key : prefix_ + "." + key;
+  }
+  bool has(const std::string& key) const { return j_.contains(key); }
+  const json& raw(const std::string& key) const { return j_.at(key); }
+
+  std::string str(const std::string& key, bool required, std::string fallback = "") const {
+    if (!has(key)) {
+      if (required) throw FieldError(origin_, path(key), "missing (a string is required)");
+      return fallback;
+    }
+    const json& v = j_.at(key);
+    if (!v.is_string())
+      throw FieldError(origin_, path(key), "must be a string, not " + type_name(v));
+    const std::string s = v.get<std::string>();
+    if (s.size() > 4096) throw FieldError(origin_, path(key), "longer than 4096 characters");
+    for (unsigned char c : s)
+      if (c < 0x20 || c == 0x7f) throw FieldError(origin_, path(key), "holds a control character");
+    return s;
+  }
+
+  long long integer(const std::string& key, long long fallback, long long lo, long long hi) const {
+    if (!has(key)) return fallback;
+    const json& v = j_.at(key);
+    if (!v.is_number_integer())
+      throw FieldError(origin_, path(key), "must be an integer, not " + type_name(v));
+    long long x;
+    if (v.is_number_unsigned()) {
+      const auto u = v.get<unsigned long long>();
+      x = u > static_cast<unsigned long long>(hi) ? hi + 1 : static_cast<long long>(u);
+      if (u > static_cast<unsigned long long>(std::numeric_limits<long long>::max())) x = hi + 1;
+    } else {
+      x = v.get<long long>();
+    }
+    if (x < lo || x > hi)
+      throw FieldError(origin_, path(key),
+                       "out of range: give an integer from " + std::to_string(lo) + " to " +
+                           std::to_string(hi) + " (got " + v.dump() + ")");
+    return x;
+  }
+
+  double number(const std::string& key, double fallback, double lo, double hi) const {
+    if (!has(key)) return fallback;
+    const json& v = j_.at(key);
+    if (!v.is_number())
+      throw FieldError(origin_, path(key), "must be a number, not " + type_name(v));
+    const double x = v.get<double>();
+    if (!std::isfinite(x) || x < lo || x > hi)
+      throw FieldError(origin_, path(key),
+                       "out of range: give a number from " + num(lo) + " to " + num(hi) + " (got " +
+                           v.dump() + ")");
+    return x;
+  }
+
+  bool boolean(const std::string& key, bool fallback) const {
+    if (!has(key)) return fallback;
+    const json& v = j_.at(key);
+    if (!v.is_boolean())
+      throw FieldError(origin_, path(key), "must be true or false, not " + type_name(v));
+    return v.get<bool>();
+  }
+
+  [[noreturn]] void fail(const std::string& key, const std::string& problem) const {
+    throw FieldError(origin_, path(key), problem);
+  }
+
+ private:
+  static std::string num(double d) {
+    std::string s = std::to_string(d);
+    s.erase(s.find_last_not_of('0') + 1);
+    if (!s.empty() && s.back() == '.') s.pop_back();
+    return s;
+  }
+  const json& j_;
+  std::string prefix_, origin_;
+  std::set<std::string> known_;
+};
+
+int hex(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Fills kind and location from the URI, or says why it is not one of the
+// three accepted forms.
+bool parse_uri(StreamSpec& s, std::string* why) {
+  const std::string& u = s.uri;
+  for (unsigned char c : u)
+    if (c <= 0x20 || c >= 0x7f || c == '"' || c == '\'' || c == '\\' || c == '!') {
+      *why =
+          "may hold only printable ASCII without spaces, quotes, backslashes or '!' "
+          "(percent-encode them)";
+      return false;
+    }
+  if (u.rfind("file://", 0) == 0) {
+    std::string rest = u.substr(7);
+    if (rest.rfind("localhost/", 0) == 0) rest = rest.substr(9);
+    if (rest.empty() || rest[0] != '/') {
+      *why = "a file URI needs an absolute path: file:///path/to/clip.mkv";
+      return false;
+    }
+    std::string path;
+    for (std::size_t i = 0; i < rest.size(); ++i) {
+      if (rest[i] == '%') {
+        const int a = i + 2 < rest.size() ? hex(rest[i + 1]) : -1;
+        const int b = i + 2 < rest.size() ? hex(rest[i + 2]) : -1;
+        if (a < 0 || b < 0 || (a == 0 && b == 0)) {
+          *why = "a bad percent escape in the path";
+          return false;
+        }
+        path += static_cast<char>(a * 16 + b);
+        i += 2;
+      } else {
+        path += rest[i];
+      }
+    }
+    s.kind = SourceKind::kFile;
+    s.location = path;
+    return true;
+  }
+  if (u.rfind("v4l2://", 0) == 0) {
+    const std::string dev = u.substr(7);
+    bool ok = dev.rfind("/dev/video", 0) == 0 && dev.size() > 10 && dev.size() <= 13;
+    for (std::size_t i = 10; ok && i < dev.size(); ++i) ok = std::isdigit((unsigned char)dev[i]);
+    if (!ok) {
+      *why = "a V4L2 URI names a video device: v4l2:///dev/video0";
+      return false;
+    }
+    s.kind = SourceKind::kV4l2;
+    s.location = dev;
+    return true;
+  }
+  if (u.rfind("rtsp://", 0) == 0) {
+    const std::string rest = u.substr(7);
+    const std::size_t slash = rest.find('/');
+    const std::string host = rest.substr(0, slash);
+    if (host.empty() || host[0] == ':' || host.back() == ':' || host.back() == '@') {
+      *why = "an RTSP URI needs a host: rtsp://host[:port]/path";
+      return false;
+    }
+    s.kind = SourceKind::kRtsp;
+    s.location = u;
+    return true;
+  }
+  *why = "must start with file://, v4l2:// or rtsp:// (launch descriptions are not accepted)";
+  return false;
+}
+
+}  // namespace
+
+bool valid_stream_id(const std::string& id) {
+  if (id.empty() || id.size() > 64) return false;
+  for (unsigned char c : id)
+    if (!std::isalnum(c) && c != '_' && c != '-') return false;
+  return true;
+}
+
+StreamSpec parse_stream_spec(const json& j, const std::vector<ModelSpec>& models,
+                             const MqttSpec& mqtt, const std::string& prefix,
+                             const std::string& origin) {
+  Fields f(j, prefix, origin,
+           {"id", "uri", "model", "loop", "confidence_threshold", "iou_threshold",
+            "inference_interval", "roi", "track", "json", "mqtt_topic"});
+  StreamSpec s;
+  s.id = f.str("id", true);
+  if (!valid_stream_id(s.id))
+    f.fail("id", "'" + s.id + "' is not a stream id: use 1 to 64 letters, digits, '_' or '-'");
+  s.uri = f.str("uri", true);
+  std::string why;
+  if (!parse_uri(s, &why)) f.fail("uri", why);
+  const std::string model_default = models.size() == 1 ? models[0].id : "";
+  s.model = f.str("model", model_default.empty(), model_default);
+  bool known = false;
+  for (const auto& m : models) known = known || m.id == s.model;
+  if (!known) {
+    std::string ids;
+    for (const auto& m : models) ids += (ids.empty() ? "" : ", ") + m.id;
+    f.fail("model", "no model '" + s.model + "' is configured; the models are " + ids);
+  }
+  s.loop = f.boolean("loop", true);
+  if (f.has("loop") && s.kind != SourceKind::kFile)
+    f.fail("loop", "applies to file:// sources only");
+  if (f.has("confidence_threshold"))
+    s.confidence_threshold = f.number("confidence_threshold", 0, 0.0, 1.0);
+  if (f.has("iou_threshold")) s.iou_threshold = f.number("iou_threshold", 0, 0.0, 1.0);
+  s.inference_interval = static_cast<int>(f.integer("inference_interval", 1, 1, 1000));
+  if (f.has("roi")) {
+    Fields r(f.raw("roi"), f.path("roi"), origin, {"x", "y", "width", "height"});
+    Roi roi;
+    roi.x = static_cast<int>(r.integer("x", 0, 0, 100000));
+    roi.y = static_cast<int>(r.integer("y", 0, 0, 100000));
+    if (!r.has("width") || !r.has("height"))
+      r.fail(r.has("width") ? "height" : "width", "missing (an integer is required)");
+    roi.width = static_cast<int>(r.integer("width", 0, 1, 100000));
+    roi.height = static_cast<int>(r.integer("height", 0, 1, 100000));
+    s.roi = roi;
+  }
+  s.track = f.boolean("track", false);
+  s.json = f.boolean("json", true);
+  s.mqtt_topic = f.str("mqtt_topic", false);
+  if (!s.mqtt_topic.empty()) {
+    if (mqtt.host.empty())
+      f.fail("mqtt_topic", "no MQTT broker is configured (set mqtt.host in the server config)");
+    if (s.mqtt_topic.find_first_of("+#") != std::string::npos || s.mqtt_topic.size() > 256)
+      f.fail("mqtt_topic", "a topic has at most 256 characters and no '+' or '#' wildcards");
+  }
+  return s;
+}
+
+ServerConfig parse_server_config(const json& j, const std::string& origin) {
+  Fields f(j, "", origin,
+           {"models", "streams", "output_dir", "mqtt", "max_streams", "max_body_bytes",
+            "drain_timeout_s"});
+  ServerConfig c;
+  if (!f.has("models")) f.fail("models", "missing: list at least one model");
+  const json& models = f.raw("models");
+  if (!models.is_array() || models.empty() || models.size() > 16)
+    f.fail("models", "must be a list of 1 to 16 models");
+  for (std::size_t i = 0; i < models.size(); ++i) {
+    Fields m(models[i], "models[" + std::to_string(i) + "]", origin,
+             {"id", "path", "batch_size", "batch_timeout_us", "threads"});
+    ModelSpec spec;
+    spec.id = m.str("id", true);
+    if (!valid_stream_id(spec.id))
+      m.fail("id", "'" + spec.id + "' is not a model id: use 1 to 64 letters, digits, '_' or '-'");
+    for (const auto& other : c.models)
+      if (other.id == spec.id) m.fail("id", "'" + spec.id + "' is used by another model");
+    spec.path = m.str("path", true);
+    if (spec.path.empty()) m.fail("path", "empty: name a TorchScript .pt file");
+    spec.batch_size = static_cast<int>(m.integer("batch_size", spec.batch_size, 1, 64));
+    spec.batch_timeout_us =
+        static_cast<int>(m.integer("batch_timeout_us", spec.batch_timeout_us, 0, 10000000));
+    spec.threads = static_cast<int>(m.integer("threads", 0, 0, 1024));
+    c.models.push_back(spec);
+  }
+  c.output_dir = f.str("output_dir", false, c.output_dir);
+  if (c.output_dir.empty()) f.fail("output_dir", "empty: name a folder for the JSON lines files");
+  if (f.has("mqtt")) {
+    Fields m(f.raw("mqtt"), "mqtt", origin, {"host", "port", "qos"});
+    c.mqtt.host = m.str("host", true);
+    if (c.mqtt.host.empty()) m.fail("host", "empty: name the broker's host");
+    c.mqtt.port = static_cast<int>(m.integer("port", 1883, 1, 65535));
+    c.mqtt.qos = static_cast<int>(m.integer("qos", 0, 0, 2));
+  }
+  c.max_streams = static_cast<int>(f.integer("max_streams", c.max_streams, 1, 256));
+  c.max_body_bytes =
+      static_cast<std::size_t>(f.integer("max_body_bytes", 64 * 1024, 256, 16 * 1024 * 1024));
+  c.drain_timeout_s = f.number("drain_timeout_s", c.drain_timeout_s, 0.1, 600);
+  if (f.has("streams")) {
+    const json& streams = f.raw("streams");
+    if (!streams.is_array()) f.fail("streams", "must be a list of streams");
+    if (static_cast<int>(streams.size()) > c.max_streams)
+      f.fail("streams", std::to_string(streams.size()) + " streams exceed max_streams (" +
+                            std::to_string(c.max_streams) + ")");
+    for (std::size_t i = 0; i < streams.size(); ++i) {
+      const std::string prefix = "streams[" + std::to_string(i) + "]";
+      StreamSpec s = parse_stream_spec(streams[i], c.models, c.mqtt, prefix, origin);
+      for (const auto& other : c.streams)
+        if (other.id == s.id)
+          throw FieldError(origin, prefix + ".id", "'" + s.id + "' is used by another stream");
+      c.streams.push_back(std::move(s));
+    }
+  }
+  return c;
+}
+
+json to_json(const StreamSpec& s) {
+  json j = {{"id", s.id},       {"uri", s.uri},
+            {"model", s.model}, {"inference_interval", s.inference_interval},
+            {"track", s.track}, {"json", s.json}};
+  if (s.kind == SourceKind::kFile) j["loop"] = s.loop;
+  if (s.confidence_threshold) j["confidence_threshold"] = *s.confidence_threshold;
+  if (s.iou_threshold) j["iou_threshold"] = *s.iou_threshold;
+  if (s.roi)
+    j["roi"] = {
+        {"x", s.roi->x}, {"y", s.roi->y}, {"width", s.roi->width}, {"height", s.roi->height}};
+  if (!s.mqtt_topic.empty()) j["mqtt_topic"] = s.mqtt_topic;
+  return j;
+}
+
+}  // namespace torchinfer::server

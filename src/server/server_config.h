@@ -1,0 +1,103 @@
+// torchinfer-server's configuration: the models, the server's own settings
+// and the cameras, from a JSON file at start and (one camera at a time) from
+// REST bodies. Both are hostile input: every field is checked for type and
+// range, unknown fields are refused, and each error names the field by its
+// path ("streams[2].uri") so the operator can find it. No GStreamer here.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+
+namespace torchinfer::server {
+
+// One loaded model shared by every camera that names it (torchinfer's
+// model-instance-id is the model's id, so their frames batch together).
+struct ModelSpec {
+  std::string id;
+  std::string path;  // TorchScript file, its sidecar beside it
+  int batch_size = 4;
+  int batch_timeout_us = 40000;
+  int threads = 0;  // 0: torchinfer's default
+};
+
+enum class SourceKind { kFile, kV4l2, kRtsp };
+
+struct Roi {
+  int x = 0, y = 0, width = 0, height = 0;
+};
+
+// A camera. `uri` is one of file:///abs/path, v4l2:///dev/videoN or
+// rtsp://host[:port]/path; nothing from it is ever parsed as a launch line.
+struct StreamSpec {
+  std::string id;
+  std::string uri;
+  SourceKind kind = SourceKind::kFile;
+  std::string location;  // file path, device path or the RTSP URL itself
+  std::string model;     // a ModelSpec id
+  bool loop = true;      // file:// only: start again at the end
+  // Unset: the model sidecar's (torchnms's rule), else torchnms's default.
+  std::optional<double> confidence_threshold, iou_threshold;
+  int inference_interval = 1;
+  std::optional<Roi> roi;  // torchinfer crop
+  bool track = false;      // torchtrack after torchnms
+  bool json = true;        // <output_dir>/<id>.jsonl
+  std::string mqtt_topic;  // empty: no MQTT
+};
+
+struct MqttSpec {
+  std::string host;  // empty: MQTT off; a stream with a topic is then refused
+  int port = 1883;
+  int qos = 0;
+};
+
+struct ServerConfig {
+  std::vector<ModelSpec> models;
+  std::vector<StreamSpec> streams;
+  std::string output_dir = "out/server";
+  MqttSpec mqtt;
+  int max_streams = 32;
+  std::size_t max_body_bytes = 64 * 1024;
+  double drain_timeout_s = 5.0;
+};
+
+// Whole configuration (the file). Throws Error(kConfigInvalid) naming the
+// field; `origin` (the file name) starts the message.
+ServerConfig parse_server_config(const nlohmann::json& j, const std::string& origin);
+
+// One camera (a REST body or an entry of "streams"); `prefix` is the field
+// path of the object ("streams[1]" or "" for a REST body). Models are the
+// configured ones the stream may name.
+StreamSpec parse_stream_spec(const nlohmann::json& j, const std::vector<ModelSpec>& models,
+                             const MqttSpec& mqtt, const std::string& prefix,
+                             const std::string& origin);
+
+// The stream as JSON, in the same schema parse_stream_spec reads.
+nlohmann::json to_json(const StreamSpec& s);
+
+// What the parsers throw: an Error(kConfigInvalid) reading
+// "<origin>: <field>: <problem>" that also carries the field path alone
+// (REST replies put it in {"field": ...}).
+class FieldError : public Error {
+ public:
+  FieldError(const std::string& origin, const std::string& field, const std::string& problem)
+      : Error(ErrorKind::kConfigInvalid, (origin.empty() ? "" : origin + ": ") +
+                                             (field.empty() ? "" : field + ": ") + problem),
+        field_(field),
+        problem_(problem) {}
+  const std::string& field() const { return field_; }
+  const std::string& problem() const { return problem_; }
+
+ private:
+  std::string field_, problem_;
+};
+
+// Stream ids: 1..64 of [A-Za-z0-9_-] (they become file names, MQTT
+// defaults, URL path segments and Prometheus label values).
+bool valid_stream_id(const std::string& id);
+
+}  // namespace torchinfer::server

@@ -1,0 +1,159 @@
+// The dashboard in a real headless Chromium, driven over chromedriver's W3C
+// WebDriver API: the page shows the cameras with their live snapshots and
+// figures, adds one from the form, shows a refused add's reason, removes one.
+#include <gtest/gtest.h>
+
+#include "server_process.h"
+
+using nlohmann::json;
+using namespace torchinfer::test;
+
+namespace {
+
+const char* kElementKey = "element-6066-11e4-a52e-4f735466cecf";
+
+class WebDriver {
+ public:
+  WebDriver(Http& http, int port, const std::string& profile_dir) : http_(http) {
+    base_ = "http://127.0.0.1:" + std::to_string(port);
+    driver_ = std::make_unique<Child>(std::vector<std::string>{
+        "chromedriver", "--port=" + std::to_string(port), "--allowed-ips=127.0.0.1"});
+    ready_ = eventually(
+        [&] {
+          const HttpReply r = http_.get(base_ + "/status");
+          return r.status == 200 && r.json()["value"]["ready"] == true;
+        },
+        60);
+    if (!ready_) return;
+    const json caps = {{"capabilities",
+                        {{"alwaysMatch",
+                          {{"browserName", "chrome"},
+                           {"goog:chromeOptions",
+                            {{"binary", "/usr/bin/chromium"},
+                             {"args",
+                              {"--headless=new", "--no-sandbox", "--disable-gpu",
+                               "--disable-dev-shm-usage", "--user-data-dir=" + profile_dir}}}}}}}}};
+    const HttpReply r = http_.request("POST", base_ + "/session", caps.dump());
+    session_ = r.json()["value"].value("sessionId", "");
+    if (session_.empty()) error_ = r.body + r.error;
+  }
+  ~WebDriver() {
+    if (!session_.empty()) http_.request("DELETE", base_ + "/session/" + session_);
+  }
+  bool ok() const { return ready_ && !session_.empty(); }
+  std::string error() const { return error_ + driver_->err(); }
+
+  json command(const std::string& method, const std::string& path,
+               const json& body = json::object()) {
+    const HttpReply r = http_.request(method, base_ + "/session/" + session_ + path,
+                                      method == "GET" ? "" : body.dump());
+    EXPECT_EQ(r.status, 200) << path << ": " << r.body << r.error;
+    return r.json()["value"];
+  }
+  void go(const std::string& url) { command("POST", "/url", {{"url", url}}); }
+  json script(const std::string& js) {
+    return command("POST", "/execute/sync", {{"script", js}, {"args", json::array()}});
+  }
+  std::string element(const std::string& css) {
+    return command("POST", "/element", {{"using", "css selector"}, {"value", css}})
+        .value(kElementKey, "");
+  }
+  void type(const std::string& css, const std::string& text) {
+    const std::string e = element(css);
+    command("POST", "/element/" + e + "/clear");
+    command("POST", "/element/" + e + "/value", {{"text", text}});
+  }
+  void click(const std::string& css) { command("POST", "/element/" + element(css) + "/click"); }
+
+ private:
+  Http& http_;
+  std::string base_, session_, error_;
+  bool ready_ = false;
+  std::unique_ptr<Child> driver_;
+};
+
+std::vector<std::string> server_ids(Http& http, const ServerProcess& server) {
+  std::vector<std::string> ids;
+  const json list = http.get(server.url("/streams")).json();
+  for (const auto& s : list["streams"]) ids.push_back(s["id"]);
+  return ids;
+}
+
+const char* kCardIds =
+    "return Array.from(document.querySelectorAll('.stream')).map(c => c.dataset.id);";
+
+}  // namespace
+
+TEST(Dashboard, ShowsAddsAndRemovesCameras) {
+  ServerProcess server(json{
+      {"streams", {{{"id", "cam0"}, {"uri", clip_uri()}}, {{"id", "cam1"}, {"uri", clip_uri()}}}}});
+  ASSERT_TRUE(server.ready()) << server.child().err();
+  Http http;
+  WebDriver wd(http, free_port(), server.dir() + "/chromium-profile");
+  ASSERT_TRUE(wd.ok()) << wd.error();
+  wd.go(server.url("/"));
+
+  // Both cameras, each with its snapshot loaded (640x480 JPEG), its state
+  // and figures, and the detector's classes.
+  ASSERT_TRUE(eventually(
+      [&] {
+        return wd.script(kCardIds) == json({"cam0", "cam1"});
+      },
+      60))
+      << wd.script(kCardIds);
+  ASSERT_TRUE(eventually(
+      [&] {
+        return wd.script(
+                   "return Array.from(document.querySelectorAll('.stream img')).every("
+                   "i => i.complete && i.naturalWidth === 640 && i.naturalHeight === 480);") ==
+               true;
+      },
+      60));
+  ASSERT_TRUE(eventually(
+      [&] {
+        const json t =
+            wd.script("return document.querySelector('.stream[data-id=\"cam0\"]').innerText;");
+        const std::string s = t.is_string() ? t.get<std::string>() : "";
+        return s.find("running") != std::string::npos && s.find("fps") != std::string::npos &&
+               s.find("bracket") != std::string::npos;
+      },
+      60))
+      << wd.script("return document.body.innerText;");
+  EXPECT_EQ(wd.script("return document.getElementById('add-model').value;"), "parts");
+
+  // A refused add shows the server's reason and adds nothing.
+  wd.type("#add-id", "bad id");
+  wd.type("#add-uri", clip_uri());
+  wd.click("#add-button");
+  ASSERT_TRUE(eventually(
+      [&] {
+        const json m = wd.script("return document.getElementById('message').textContent;");
+        return m.is_string() && m.get<std::string>().find("not a stream id") != std::string::npos;
+      },
+      30));
+  EXPECT_EQ(server_ids(http, server), std::vector<std::string>({"cam0", "cam1"}));
+
+  // Add from the form: it appears on the page and in the server.
+  wd.type("#add-id", "cam9");
+  wd.click("#add-button");
+  ASSERT_TRUE(eventually(
+      [&] {
+        return wd.script(kCardIds) == json({"cam0", "cam1", "cam9"});
+      },
+      60))
+      << wd.script("return document.body.innerText;");
+  EXPECT_EQ(server_ids(http, server), std::vector<std::string>({"cam0", "cam1", "cam9"}));
+  ASSERT_TRUE(eventually(
+      [&] {
+        return wd.script(
+                   "const i = document.querySelector('.stream[data-id=\"cam9\"] img');"
+                   "return i.complete && i.naturalWidth === 640;") == true;
+      },
+      60));
+
+  // Remove it with its button.
+  wd.click(".stream[data-id=\"cam9\"] .remove");
+  ASSERT_TRUE(eventually([&] { return wd.script(kCardIds) == json({"cam0", "cam1"}); }, 30));
+  EXPECT_EQ(server_ids(http, server), std::vector<std::string>({"cam0", "cam1"}));
+  EXPECT_EQ(wd.script("return document.getElementById('message').textContent;"), "");
+}

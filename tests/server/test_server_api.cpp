@@ -1,0 +1,315 @@
+// torchinfer-server's REST API as a client sees it: every endpoint, every
+// class of bad request, a failing camera, /metrics through promtool, and the
+// drain at SIGTERM. One server (two looped cameras on the demo clip) for the
+// whole suite: the model loads once.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <opencv2/imgcodecs.hpp>
+
+#include "server_process.h"
+
+using nlohmann::json;
+using namespace torchinfer::test;
+
+namespace {
+
+const std::string kToken = "0123456789abcdef";
+
+class ServerApi : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new ServerProcess(
+        {{"max_streams", 4},
+         {"max_body_bytes", 2048},
+         {"streams",
+          {{{"id", "cam0"}, {"uri", clip_uri()}, {"confidence_threshold", 0.3}},
+           {{"id", "cam1"}, {"uri", clip_uri()}, {"inference_interval", 2}, {"track", true}}}}},
+        kToken);
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_TRUE(server_->ready()) << server_->child().err();
+    // Both cameras deliver frames before any test looks at them.
+    ASSERT_TRUE(eventually(
+        [&] {
+          for (const char* id : {"cam0", "cam1"}) {
+            const json s = server_->stream(http_, id);
+            if (s.is_null() || s["state"] != "running" || s["frames"]["out"] < 1) return false;
+          }
+          return true;
+        },
+        120))
+        << server_->child().err();
+  }
+
+  HttpReply post(const std::string& body, const std::string& token = kToken) {
+    return http_.request("POST", server_->url("/streams"), body, token);
+  }
+  // A refused request: the status, and the field named in the reply.
+  void expect_refused(const HttpReply& r, int status, const std::string& field,
+                      const std::string& words) {
+    EXPECT_EQ(r.status, status) << r.body;
+    const json j = r.json();
+    ASSERT_TRUE(j.is_object()) << r.body;
+    EXPECT_EQ(r.content_type, "application/json");
+    if (field.empty())
+      EXPECT_FALSE(j.contains("field")) << r.body;
+    else
+      EXPECT_EQ(j.value("field", ""), field) << r.body;
+    EXPECT_NE(j.value("error", "").find(words), std::string::npos) << r.body;
+  }
+  std::size_t stream_count() {
+    return http_.get(server_->url("/streams")).json()["streams"].size();
+  }
+
+  static ServerProcess* server_;
+  Http http_;
+};
+ServerProcess* ServerApi::server_ = nullptr;
+
+}  // namespace
+
+TEST_F(ServerApi, Healthz) {
+  const HttpReply r = http_.get(server_->url("/healthz"));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.json(), json({{"status", "ok"}, {"streams", 2}, {"failed_streams", 0}}));
+}
+
+TEST_F(ServerApi, ListAndGetStreams) {
+  const HttpReply r = http_.get(server_->url("/streams"));
+  ASSERT_EQ(r.status, 200);
+  const json j = r.json();
+  EXPECT_EQ(j["max_streams"], 4);
+  ASSERT_EQ(j["streams"].size(), 2u);
+  EXPECT_EQ(j["streams"][0]["id"], "cam0");
+  EXPECT_EQ(j["streams"][1]["id"], "cam1");
+  const json s = server_->stream(http_, "cam1");
+  EXPECT_EQ(s["uri"], clip_uri());
+  EXPECT_EQ(s["model"], "parts");
+  EXPECT_EQ(s["state"], "running");
+  EXPECT_TRUE(s["last_error"].is_null());
+  EXPECT_GE(s["frames"]["in"], s["frames"]["out"]);
+  EXPECT_GE(s["frames"]["inferred"], 1);
+  EXPECT_EQ(s["frames"]["dropped"], 0);  // a file is never live: torchinfer blocks, never drops
+  EXPECT_GT(s["latency_ms"]["p99"].get<double>(), 0);
+  EXPECT_GE(s["latency_ms"]["p99"], s["latency_ms"]["p50"]);
+  EXPECT_EQ(s["reconnects"], 0);
+  EXPECT_EQ(s["config"]["inference_interval"], 2);
+  EXPECT_EQ(s["config"]["track"], true);
+  EXPECT_EQ(server_->stream(http_, "cam0")["config"]["confidence_threshold"], 0.3);
+  // The detector finds parts on the clip: brackets and washers at least.
+  ASSERT_TRUE(eventually(
+      [&] {
+        const json d = server_->stream(http_, "cam0")["detections"];
+        return d.contains("bracket") && d.contains("washer");
+      },
+      60));
+}
+
+TEST_F(ServerApi, UnknownResources) {
+  expect_refused(http_.get(server_->url("/streams/nope")), 404, "", "no stream 'nope'");
+  expect_refused(http_.get(server_->url("/streams/nope/snapshot.jpg")), 404, "", "no stream");
+  expect_refused(http_.request("DELETE", server_->url("/streams/nope"), "", kToken), 404, "",
+                 "no stream 'nope'");
+  expect_refused(http_.get(server_->url("/nothing")), 404, "", "no such resource");
+  expect_refused(http_.get(server_->url("/streams/cam0/other")), 404, "", "no such resource");
+  expect_refused(http_.get(server_->url("/streams/a/b/c")), 404, "", "no such resource");
+}
+
+TEST_F(ServerApi, MethodsNotAllowed) {
+  HttpReply r = http_.request("PUT", server_->url("/streams"), "{}", kToken);
+  expect_refused(r, 405, "", "PUT is not allowed");
+  EXPECT_EQ(r.headers["Allow"], "GET, POST");
+  r = http_.request("POST", server_->url("/streams/cam0"), "{}", kToken);
+  expect_refused(r, 405, "", "POST is not allowed");
+  EXPECT_EQ(r.headers["Allow"], "GET, DELETE");
+  expect_refused(http_.request("DELETE", server_->url("/metrics"), "", kToken), 405, "", "DELETE");
+}
+
+TEST_F(ServerApi, Snapshot) {
+  HttpReply r = http_.get(server_->url("/streams/cam0/snapshot.jpg"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.content_type, "image/jpeg");
+  EXPECT_EQ(r.headers["Cache-Control"], "no-store");
+  const cv::Mat img =
+      cv::imdecode(std::vector<unsigned char>(r.body.begin(), r.body.end()), cv::IMREAD_COLOR);
+  ASSERT_FALSE(img.empty());
+  EXPECT_EQ(img.cols, 640);
+  EXPECT_EQ(img.rows, 480);
+}
+
+TEST_F(ServerApi, MetricsNeedTheTokenAndPassPromtool) {
+  HttpReply r = http_.get(server_->url("/metrics"));
+  EXPECT_EQ(r.status, 401);
+  EXPECT_EQ(r.headers["WWW-Authenticate"], "Bearer");
+  EXPECT_EQ(http_.get(server_->url("/metrics"), "wrong").status, 401);
+  r = http_.get(server_->url("/metrics"), kToken);
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.content_type, "text/plain");
+  for (const char* series :
+       {"torchinfer_stream_frames_in_total{stream=\"cam0\",model=\"parts\"} ",
+        "torchinfer_stream_frames_inferred_total{stream=\"cam1\",model=\"parts\"} ",
+        "torchinfer_stream_state{stream=\"cam0\",model=\"parts\",state=\"running\"} 1",
+        "torchinfer_stream_latency_seconds{stream=\"cam0\",model=\"parts\",quantile=\"0.99\"} ",
+        "torchinfer_stream_detections_total{stream=\"cam0\",model=\"parts\",class=\"bracket\"} ",
+        "torchinfer_model_load_seconds{model=\"parts\"} ",
+        "torchinfer_model_loaded{model=\"parts\"} 1", "torchinfer_model_streams{model=\"parts\"} 2",
+        "process_cpu_seconds_total ", "process_resident_memory_bytes ", "process_open_fds "})
+    EXPECT_NE(r.body.find(series), std::string::npos) << series << "\n" << r.body;
+  const std::string path = server_->dir() + "/metrics.txt";
+  std::ofstream(path) << r.body;
+  const Result check = run({"sh", "-c", "promtool check metrics < '" + path + "'"});
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  // promtool prints lint problems (e.g. a counter without _total) and still exits 0.
+  EXPECT_EQ(check.out + check.err, "");
+}
+
+TEST_F(ServerApi, MutatingCallsNeedTheToken) {
+  const std::string body = json({{"id", "cam7"}, {"uri", clip_uri()}}).dump();
+  HttpReply r = post(body, "");
+  expect_refused(r, 401, "", "bearer token");
+  EXPECT_EQ(post(body, "wrong").status, 401);
+  expect_refused(http_.request("DELETE", server_->url("/streams/cam0"), "", ""), 401, "",
+                 "bearer token");
+  EXPECT_EQ(stream_count(), 2u);
+  // Reading needs none.
+  EXPECT_EQ(http_.get(server_->url("/streams")).status, 200);
+  EXPECT_EQ(http_.get(server_->url("/")).status, 200);
+}
+
+TEST_F(ServerApi, AddThenRemove) {
+  HttpReply r = post(json({{"id", "cam2"}, {"uri", clip_uri()}, {"iou_threshold", 0.5}}).dump());
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(r.headers["Location"], "/streams/cam2");
+  EXPECT_EQ(r.json()["id"], "cam2");
+  EXPECT_EQ(r.json()["config"]["iou_threshold"], 0.5);
+  ASSERT_TRUE(eventually(
+      [&] {
+        const json s = server_->stream(http_, "cam2");
+        return s["state"] == "running" && s["frames"]["out"] > 5;
+      },
+      60));
+  EXPECT_EQ(stream_count(), 3u);
+  r = http_.request("DELETE", server_->url("/streams/cam2"), "", kToken);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json()["id"], "cam2");
+  EXPECT_EQ(r.json()["state"], "stopping");
+  EXPECT_EQ(http_.get(server_->url("/streams/cam2")).status, 404);
+  EXPECT_EQ(http_.request("DELETE", server_->url("/streams/cam2"), "", kToken).status, 404);
+  EXPECT_EQ(stream_count(), 2u);
+  // The same id can come back.
+  ASSERT_EQ(post(json({{"id", "cam2"}, {"uri", clip_uri()}}).dump()).status, 201);
+  EXPECT_EQ(http_.request("DELETE", server_->url("/streams/cam2"), "", kToken).status, 200);
+}
+
+TEST_F(ServerApi, BadBodiesAre400WithTheField) {
+  const std::string uri = clip_uri();
+  expect_refused(post("{\"id\": \"x\", "), 400, "", "not valid JSON");
+  expect_refused(post(""), 400, "", "not valid JSON");
+  expect_refused(post("[1,2]"), 400, "(body)", "must be a JSON object");
+  expect_refused(post(json({{"id", "x"}, {"uri", uri}, {"colour", "red"}}).dump()), 400, "colour",
+                 "unknown field");
+  expect_refused(post(json({{"id", 7}, {"uri", uri}}).dump()), 400, "id", "must be a string");
+  expect_refused(post(json({{"id", "x"}, {"uri", uri}, {"inference_interval", "2"}}).dump()), 400,
+                 "inference_interval", "must be an integer");
+  expect_refused(post(json({{"id", "x"}, {"uri", uri}, {"confidence_threshold", 2}}).dump()), 400,
+                 "confidence_threshold", "out of range");
+  expect_refused(post(json({{"id", "x"}, {"uri", uri}, {"roi", {{"x", 0}}}}).dump()), 400,
+                 "roi.width", "missing");
+  expect_refused(post(json({{"uri", uri}}).dump()), 400, "id", "missing");
+  expect_refused(post(json({{"id", "../etc"}, {"uri", uri}}).dump()), 400, "id", "not a stream id");
+  expect_refused(post(json({{"id", "x"}, {"uri", uri}, {"model", "other"}}).dump()), 400, "model",
+                 "no model 'other'");
+  expect_refused(post(json({{"id", "x"}, {"uri", uri}, {"mqtt_topic", "a/b"}}).dump()), 400,
+                 "mqtt_topic", "no MQTT broker");
+  std::string deep = std::string(20, '[') + std::string(20, ']');
+  expect_refused(post(deep), 400, "", "nested deeper");
+  EXPECT_EQ(stream_count(), 2u);
+}
+
+TEST_F(ServerApi, NoPipelineInjection) {
+  for (const std::string& uri :
+       {std::string("videotestsrc ! fakesink"), std::string("filesrc location=/etc/passwd"),
+        clip_uri() + " ! fakesink", std::string("v4l2:///dev/video0 ! x"),
+        std::string("rtsp://host/a\" ! fakesink"), std::string("http://example.com/x.mkv")})
+    expect_refused(post(json({{"id", "x"}, {"uri", uri}}).dump()), 400, "uri", "");
+  EXPECT_EQ(stream_count(), 2u);
+}
+
+TEST_F(ServerApi, BodySizeAndStreamLimits) {
+  // Declared too large: refused from the headers, before the body is read.
+  std::string big = json({{"id", "x"}, {"uri", clip_uri() + std::string(3000, 'a')}}).dump();
+  const HttpReply declared = post(big);
+  expect_refused(declared, 413, "", ") is larger than max_body_bytes (2048)");
+  EXPECT_NE(declared.body.find("(Content-Length " + std::to_string(big.size()) + ")"),
+            std::string::npos)
+      << declared.body;
+  // Without a declared length (chunked), counted as it arrives.
+  expect_refused(
+      http_.request("POST", server_->url("/streams"), big, kToken, "application/json", true), 413,
+      "", "the body is larger than max_body_bytes (2048)");
+  expect_refused(post(json({{"id", "cam0"}, {"uri", clip_uri()}}).dump()), 409, "id",
+                 "exists already");
+  // max_streams is 4: two more fit, the fifth is refused.
+  ASSERT_EQ(post(json({{"id", "f2"}, {"uri", "file:///nonexistent/a.mkv"}}).dump()).status, 201);
+  ASSERT_EQ(post(json({{"id", "f3"}, {"uri", "file:///nonexistent/b.mkv"}}).dump()).status, 201);
+  expect_refused(post(json({{"id", "f4"}, {"uri", clip_uri()}}).dump()), 409, "",
+                 "max_streams (4)");
+  EXPECT_EQ(http_.request("DELETE", server_->url("/streams/f2"), "", kToken).status, 200);
+  EXPECT_EQ(http_.request("DELETE", server_->url("/streams/f3"), "", kToken).status, 200);
+  EXPECT_EQ(stream_count(), 2u);
+}
+
+TEST_F(ServerApi, AFailingCameraIsReportedAndHarmsNoOther) {
+  const json before = server_->stream(http_, "cam0");
+  ASSERT_EQ(post(json({{"id", "broken"}, {"uri", "file:///nonexistent/clip.mkv"}}).dump()).status,
+            201);
+  ASSERT_TRUE(
+      eventually([&] { return server_->stream(http_, "broken")["state"] == "failed"; }, 30));
+  const json s = server_->stream(http_, "broken");
+  EXPECT_NE(s["last_error"].get<std::string>().find("/nonexistent/clip.mkv"), std::string::npos)
+      << s;
+  EXPECT_EQ(http_.get(server_->url("/healthz")).json()["failed_streams"], 1);
+  const std::string m = http_.get(server_->url("/metrics"), kToken).body;
+  EXPECT_NE(m.find("torchinfer_stream_state{stream=\"broken\",model=\"parts\",state=\"failed\"} 1"),
+            std::string::npos);
+  EXPECT_NE(m.find("torchinfer_stream_errors_total{stream=\"broken\",model=\"parts\"} "),
+            std::string::npos);
+  expect_refused(http_.get(server_->url("/streams/broken/snapshot.jpg")), 503, "", "no frame yet");
+  // The others go on.
+  ASSERT_TRUE(eventually(
+      [&] { return server_->stream(http_, "cam0")["frames"]["out"] > before["frames"]["out"]; },
+      30));
+  EXPECT_EQ(server_->stream(http_, "cam0")["state"], "running");
+  EXPECT_EQ(http_.request("DELETE", server_->url("/streams/broken"), "", kToken).status, 200);
+}
+
+TEST_F(ServerApi, ModelsAndDashboardPage) {
+  const json models = http_.get(server_->url("/models")).json();
+  ASSERT_EQ(models["models"].size(), 1u);
+  EXPECT_EQ(models["models"][0]["id"], "parts");
+  EXPECT_EQ(models["models"][0]["batch_size"], 4);
+  EXPECT_GT(models["models"][0]["load_seconds"].get<double>(), 0);
+  const HttpReply page = http_.get(server_->url("/"));
+  EXPECT_EQ(page.status, 200);
+  EXPECT_EQ(page.content_type, "text/html");
+  EXPECT_NE(page.body.find("<title>torchinfer-server</title>"), std::string::npos);
+}
+
+// Last (gtest runs tests in order within a file): SIGTERM drains every
+// camera into its JSON file and exits 0.
+TEST_F(ServerApi, ZzSigtermDrains) {
+  server_->child().signal(SIGTERM);
+  EXPECT_EQ(server_->child().wait_exit(30), 0) << server_->child().err();
+  EXPECT_EQ(server_->child().count_err("drain timeout"), 0) << server_->child().err();
+  EXPECT_EQ(server_->child().count_err("torchinfer-server: stopped"), 1);
+  for (const char* id : {"cam0", "cam1"}) {
+    std::size_t n = 0;
+    EXPECT_TRUE(no_frame_lost(server_->out_dir() + "/" + id + ".jsonl", &n));
+    EXPECT_GT(n, 10u);
+  }
+}
