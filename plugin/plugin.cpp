@@ -1,8 +1,13 @@
 // The plugin file GStreamer loads. It does not link libtorch: libgomp reads
-// OMP_WAIT_POLICY once, when it is loaded, and its default busy-waiting
-// costs 100x on a machine where anything else wants the cores (measured on 2
-// cores: 120 ms instead of 1.6 ms per inference). So set a passive wait
-// policy unless the user chose one, then load the runtime with the elements.
+// its wait settings once, when it is loaded. Its default (spin ~3 ms before
+// sleeping) costs 100x on a machine where anything else wants the cores
+// (measured on 2 cores: 120 ms instead of 1.6 ms per inference), while a
+// passive team sleeps between the dozens of parallel regions of one
+// forward() and pays a futex wake-up for each (MobileNetV2 batch 1: half
+// the speed of ACTIVE on idle cores). A short bounded spin covers the gaps
+// inside a forward() and sleeps between batches and whenever the partner
+// thread is descheduled: so set it unless the user chose a policy, then
+// load the runtime with the elements. docs/tuning.md has the measurements.
 #include <gmodule.h>
 #include <gst/gst.h>
 
@@ -14,6 +19,11 @@ GST_DEBUG_CATEGORY_STATIC(torchinfer_loader_debug);
 #define GST_CAT_DEFAULT torchinfer_loader_debug
 
 namespace {
+
+// libgomp spins of its busy-wait loop (~100 per microsecond on the 2-core
+// EPYC measured) before a waiting thread sleeps; chosen by
+// tests/bench/wait_policy.sh, which reads this line.
+constexpr const char* kDefaultSpinCount = "10000";
 
 // Installed: <libdir>/gstreamer-1.0/plugin and <libdir>/runtime; in the build
 // folder: build/plugin/plugin and build/runtime. Outside the plugin folder so
@@ -32,7 +42,8 @@ gchar* runtime_path(GstPlugin* plugin) {
 static gboolean plugin_init(GstPlugin* plugin) {
   GST_DEBUG_CATEGORY_INIT(torchinfer_loader_debug, "torchinfer-loader", 0,
                           "torchinfer plugin loader");
-  if (!g_getenv("OMP_WAIT_POLICY")) g_setenv("OMP_WAIT_POLICY", "PASSIVE", FALSE);
+  if (!g_getenv("OMP_WAIT_POLICY") && !g_getenv("GOMP_SPINCOUNT"))
+    g_setenv("GOMP_SPINCOUNT", kDefaultSpinCount, FALSE);
   gchar* path = runtime_path(plugin);
   GModule* module = g_module_open(path, G_MODULE_BIND_LOCAL);
   if (!module) {
@@ -48,7 +59,8 @@ static gboolean plugin_init(GstPlugin* plugin) {
     g_free(path);
     return FALSE;
   }
-  GST_INFO("runtime %s, OMP_WAIT_POLICY=%s", path, g_getenv("OMP_WAIT_POLICY"));
+  GST_INFO("runtime %s, OMP_WAIT_POLICY=%s, GOMP_SPINCOUNT=%s", path, g_getenv("OMP_WAIT_POLICY"),
+           g_getenv("GOMP_SPINCOUNT"));
   g_free(path);
   return register_elements(plugin);
 }
