@@ -8,11 +8,12 @@
 #
 #   tests/bench/wait_policy.sh [--reps 3] [--iters 40] [--work-us 0]
 #       [--models "mobilenet_v2 resnet18"] [--batches "1 4"]
-#       [--policies "active passive default"] [--conditions "idle contended"]
+#       [--policies "active passive bounded"] [--conditions "idle contended"]
 #
 # Policies: active (OMP_WAIT_POLICY=ACTIVE), passive (OMP_WAIT_POLICY=PASSIVE),
-# spin:N (GOMP_SPINCOUNT=N, OMP_WAIT_POLICY unset), default (what the plugin
-# sets when the user set neither variable: plugin/plugin.cpp).
+# spin:N (GOMP_SPINCOUNT=N, OMP_WAIT_POLICY unset), bounded (the spin the
+# plugin sets on idle cores, kIdleSpinCount in src/engine/wait_policy.h; on
+# busy cores it sets passive).
 # Models: torchvision names (exported with random weights into
 # build/bench-models by tests/bench/compare.py's rules) or paths; NAME:int8
 # runs the quantized copy. --work-us adds that much busy work per frame on
@@ -26,7 +27,7 @@ cd "$(dirname "$0")/../.."
 build=${BUILD:-$PWD/build}
 reps=3 iters=40 work=0
 models="mobilenet_v2 resnet18" batches="1 4"
-policies="active passive default" conditions="idle contended"
+policies="active passive bounded" conditions="idle contended"
 while [ $# -gt 0 ]; do
   case $1 in
     --reps) reps=$2 ;;
@@ -42,8 +43,8 @@ while [ $# -gt 0 ]; do
   shift 2
 done
 bench=$build/tests/bench/torchinfer-bench
-# The plugin's default when neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set.
-default_spin=$(grep -o 'kDefaultSpinCount = "[0-9]*"' plugin/plugin.cpp | grep -o '[0-9][0-9]*')
+# The spin the plugin sets on idle cores.
+default_spin=$(grep -o 'kIdleSpinCount = "[0-9]*"' src/engine/wait_policy.h | grep -o '[0-9][0-9]*')
 tmp=$(mktemp -d)
 hog=
 cleanup() { [ -n "$hog" ] && kill "$hog" 2>/dev/null; rm -rf "$tmp"; }
@@ -65,7 +66,7 @@ policy_env() {  # policy -> env assignments for `env -u ... VAR=...`
   case $1 in
     active) echo "-u GOMP_SPINCOUNT OMP_WAIT_POLICY=ACTIVE" ;;
     passive) echo "-u GOMP_SPINCOUNT OMP_WAIT_POLICY=PASSIVE" ;;
-    default) echo "-u OMP_WAIT_POLICY GOMP_SPINCOUNT=$default_spin" ;;
+    bounded) echo "-u OMP_WAIT_POLICY GOMP_SPINCOUNT=$default_spin" ;;
     spin:*) echo "-u OMP_WAIT_POLICY GOMP_SPINCOUNT=${1#spin:}" ;;
     *) echo "unknown policy $1" >&2; exit 2 ;;
   esac
@@ -76,7 +77,7 @@ for m in $models; do paths[$m]=$(model_path "$m"); done
 
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
 echo "command: $0 --reps $reps --iters $iters --work-us $work --models \"$models\" --batches \"$batches\" --policies \"$policies\" --conditions \"$conditions\""
-echo "default policy: GOMP_SPINCOUNT=$default_spin; load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "bounded: GOMP_SPINCOUNT=$default_spin; load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq "$reps"); do
   for c in $conditions; do
     if [ "$c" = contended ]; then
