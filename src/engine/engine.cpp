@@ -418,6 +418,23 @@ struct Engine::Impl {
   // One forward() at a time, whichever thread runs it (the module is not
   // reentrant); uncontended in a pipeline, where one thread runs batches.
   std::mutex forward_mu;
+  // A RunInferenceHere thread ran this engine: the engine thread's own team
+  // is then released between its uses. libgomp counts every team's threads,
+  // idle or not, and once they outnumber the CPUs it cuts every wait's spin
+  // to 100 iterations (the bounded-spin policy would silently vanish).
+  std::atomic<bool> handed_over{false};
+  bool team_released = false;  // inference thread only
+
+  // Inference thread only: its team pinned again if it was released.
+  void own_team() {
+    if (!team_released) return;
+    setup_threads();
+    team_released = false;
+  }
+  void release_own_team() {
+    omp_pause_resource_all(omp_pause_soft);
+    team_released = true;
+  }
 
   // Inference thread (or a RunInferenceHere thread), under forward_mu.
   std::shared_ptr<const BatchOutput> forward(const void* input, int batch) {
@@ -884,10 +901,13 @@ std::shared_ptr<const BatchOutput> Engine::run(const void* input, int batch) {
         impl_->setup_threads();
         run_here_detail::team_engine = impl_->id;
       }
+      if (!impl_->handed_over.exchange(true))
+        impl_->thread->call([this] { impl_->release_own_team(); });
       out = impl_->forward(input, batch);
     } else {
       impl_->thread->call([&] {
         std::lock_guard<std::mutex> lk(impl_->forward_mu);
+        impl_->own_team();
         out = impl_->forward(input, batch);
       });
     }
@@ -902,6 +922,7 @@ std::shared_ptr<const BatchOutput> Engine::run(const void* input, int batch) {
 void Engine::first_touch(void* data, std::size_t bytes) {
   if (!data || bytes == 0) return;
   impl_->thread->call([&] {
+    impl_->own_team();
     // Page-sized pieces split statically over the team: each thread first
     // writes one contiguous run of pages.
     constexpr std::size_t kPage = 4096;
@@ -912,6 +933,7 @@ void Engine::first_touch(void* data, std::size_t bytes) {
       const std::size_t off = static_cast<std::size_t>(i) * kPage;
       std::memset(p + off, 0, std::min(kPage, bytes - off));
     }
+    if (impl_->handed_over) impl_->release_own_team();
   });
 }
 

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <iterator>
@@ -299,6 +300,35 @@ TEST(EngineThreads, RunInferenceHereRunsOnTheCallerPinnedWithTheSameResults) {
   // The engine's own team is what EngineInfo names, unchanged.
   ASSERT_EQ(e.info().thread_ids.size(), 1u);
   EXPECT_EQ(cpus_allowed_of(e.info().thread_ids[0]), core);
+  // Its own thread still runs batches handed to it, and buffers it zeroes.
+  auto again = e.run(in.data(), 2);
+  const float* p = static_cast<const float*>(again->tensors()[0].data);
+  EXPECT_EQ(std::vector<float>(p, p + on_engine_thread.size()), on_engine_thread);
+  AlignedBuffer more = floats(64);
+  std::fill(more.data<float>(), more.data<float>() + 64, 1.f);
+  e.first_touch(more.data(), more.bytes());
+  EXPECT_EQ(std::count(more.data<float>(), more.data<float>() + 64, 0.f), 64);
+}
+
+TEST(EngineThreads, RunInferenceHereReleasesTheEngineThreadsIdleTeam) {
+  EngineOptions o = opts("tiny_classifier.pt", 48, 32);
+  o.threads = 2;  // a team of 2 on any machine
+  Engine e(o);
+  ASSERT_EQ(e.info().thread_ids.size(), 2u);
+  const int helper = e.info().thread_ids[1];
+  EXPECT_NE(cpus_allowed_of(helper), "?") << "the engine team's helper runs";
+  AlignedBuffer in = floats(32 * 48 * 3);
+  std::thread caller([&] {
+    RunInferenceHere scope;
+    e.run(in.data(), 1);
+  });
+  caller.join();
+  // libgomp's pool threads exit once released; wait for it to happen.
+  for (int i = 0; i < 200 && cpus_allowed_of(helper) != "?"; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(cpus_allowed_of(helper), "?") << "the idle team outlived the hand-over";
+  e.run(in.data(), 1);  // the engine thread builds its team again
+  EXPECT_EQ(e.info().thread_ids.size(), 2u);
 }
 
 TEST(EngineThreads, Bf16OrFallbackIsExplained) {
