@@ -1,5 +1,6 @@
 #include "batching/batcher.h"
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 
@@ -20,8 +21,18 @@ std::size_t bytes_for(const LoadedModel& m, int batch) {
 
 }  // namespace
 
+namespace {
+
+BatcherOptions kept_buffers(BatcherOptions o) {
+  if (o.batch_size >= 1)
+    o.buffers = std::min(o.buffers, std::max(2, kMaxQueuedSlots / o.batch_size));
+  return o;
+}
+
+}  // namespace
+
 Batcher::Batcher(std::shared_ptr<const LoadedModel> model, BatcherOptions options)
-    : opts_(options), model_(std::move(model)) {
+    : opts_(kept_buffers(options)), model_(std::move(model)) {
   if (opts_.batch_size < 1) throw Error(ErrorKind::kInvalidArgument, "batch size must be >= 1");
   if (opts_.buffers < 1) throw Error(ErrorKind::kInvalidArgument, "need at least one buffer");
   if (opts_.queue_budget.count() < 0)
@@ -48,7 +59,11 @@ std::shared_ptr<const LoadedModel> Batcher::model() const {
 }
 
 bool Batcher::may_open_locked() const {
-  if (closed_.empty()) return true;
+  // Two buffers in use at most (one running, one filling or waiting) as
+  // always; beyond that only while the queued batches fit the budget.
+  int in_use = 0;
+  for (const Batch& b : batches_) in_use += b.state != State::kFree;
+  if (in_use < 2) return true;
   // A model without a measured batch time (0) queues no further.
   if (model_->batch_ms <= 0) return false;
   const double budget_ms = std::chrono::duration<double, std::milli>(opts_.queue_budget).count();

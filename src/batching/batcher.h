@@ -47,15 +47,22 @@ using FrameCallback = std::function<void(FrameResult&&)>;
 struct BatcherOptions {
   int batch_size = 1;
   std::chrono::microseconds timeout{40000};
-  // Batch buffers at most (allocated when first needed).
+  // Batch buffers at most (allocated when first needed). The batcher keeps
+  // fewer when batches are large: no more than kMaxQueuedSlots frames in
+  // all beyond two buffers, since every stream's queue and the upstream
+  // buffer pool are sized for what the buffers can hold.
   int buffers = 8;
-  // A new batch may open behind q closed ones waiting to run when q == 0,
-  // or when q x the model's measured batch time (LoadedModel::batch_ms, if
-  // measured: not 0) is within this budget: a model slower than its sources still skips frames
+  // A new batch may open when fewer than two buffers are in use, or behind
+  // q closed ones waiting to run when q x the model's measured batch time (LoadedModel::batch_ms,
+  // if measured: not 0) is within this budget: a model slower than its sources still skips frames
   // at once rather than building a standing queue, a fast one absorbs
   // bursts from many cameras.
   std::chrono::microseconds queue_budget{40000};
 };
+
+// Frames the batch buffers may hold in all when more than two buffers are
+// used (options().buffers says what a batcher kept).
+constexpr int kMaxQueuedSlots = 32;
 
 class Batcher {
  public:

@@ -204,6 +204,44 @@ TEST(Batcher, QueuesBatchesWhileTheirWaitFitsTheBudget) {
   EXPECT_EQ(queued_until_refused(10, o), 1);
 }
 
+TEST(Batcher, TwoBuffersAlwaysServeASlowModelAsBefore) {
+  FakeModel fake;
+  Results res;
+  auto model = std::const_pointer_cast<LoadedModel>(fake.make());
+  model->batch_ms = 1000;  // far over the budget
+  BatcherOptions o = opts(1);
+  o.queue_budget = 25ms;
+  Batcher b(model, o);
+  // The first batch is closed but not running yet (its frame is still being
+  // preprocessed): a second buffer is still there.
+  Batcher::Slot first = b.acquire(false, kNotCancelled);
+  ASSERT_TRUE(first);
+  Batcher::Slot second = b.acquire(false, kNotCancelled);
+  ASSERT_TRUE(second);
+  EXPECT_FALSE(b.acquire(false, kNotCancelled)) << "a third waits for the budget";
+  int v = 1;
+  std::memcpy(first.data, &v, sizeof v);
+  b.commit(first, res.cb(1));
+  v = 2;
+  std::memcpy(second.data, &v, sizeof v);
+  b.commit(second, res.cb(2));
+  res.wait_for(2);
+  EXPECT_EQ(res.got[0].first, 1);
+  EXPECT_EQ(res.got[1].first, 2);
+}
+
+TEST(Batcher, LargeBatchesKeepFewerBuffers) {
+  FakeModel fake;
+  const std::vector<std::pair<int, int>> expected{{1, 8}, {4, 8}, {8, 4}, {16, 2}, {64, 2}};
+  for (auto [batch, buffers] : expected) {
+    Batcher b(fake.make(), opts(batch));
+    EXPECT_EQ(b.options().buffers, buffers) << "batch " << batch;
+  }
+  BatcherOptions one = opts(4);
+  one.buffers = 1;
+  EXPECT_EQ(Batcher(fake.make(), one).options().buffers, 1) << "a smaller choice is kept";
+}
+
 TEST(Batcher, ForwardRunsOnTheWorkerThreadInARunInferenceHereScope) {
   std::mutex mu;
   std::set<std::thread::id> threads;
