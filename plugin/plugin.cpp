@@ -1,10 +1,20 @@
 // The plugin file GStreamer loads. It does not link libtorch: libgomp reads
-// OMP_WAIT_POLICY once, when it is loaded, and its default busy-waiting
-// costs 100x on a machine where anything else wants the cores (measured on 2
-// cores: 120 ms instead of 1.6 ms per inference). So set a passive wait
-// policy unless the user chose one, then load the runtime with the elements.
+// its wait settings once, when it is loaded, and no fixed setting wins both
+// ways — libgomp's default and ACTIVE spin, which costs 100x when anything
+// else wants the cores (measured on 2 cores: 120 ms instead of 1.6 ms per
+// inference), while PASSIVE pays a futex wake-up at each of the dozens of
+// barriers of one forward() (MobileNetV2 batch 1: half the speed of ACTIVE
+// on idle cores). So unless the user chose a policy, look at how busy this
+// process's cores are for a moment and pick a bounded spin (idle) or
+// PASSIVE (shared) — src/engine/wait_policy.h — then load the runtime.
 #include <gmodule.h>
 #include <gst/gst.h>
+#include <sched.h>
+
+#include <string>
+#include <vector>
+
+#include "engine/wait_policy.h"
 
 #ifndef PACKAGE
 #define PACKAGE "torchinfer"
@@ -14,6 +24,28 @@ GST_DEBUG_CATEGORY_STATIC(torchinfer_loader_debug);
 #define GST_CAT_DEFAULT torchinfer_loader_debug
 
 namespace {
+
+std::string read_proc_stat() {
+  gchar* text = nullptr;
+  if (!g_file_get_contents("/proc/stat", &text, nullptr, nullptr)) return {};
+  std::string s(text);
+  g_free(text);
+  return s;
+}
+
+// Busy share of the cores this process may run on over 50 ms (5 jiffies of
+// /proc/stat per core at the usual 100 Hz).
+std::optional<double> sample_core_load() {
+  std::vector<int> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  const std::string before = read_proc_stat();
+  g_usleep(50000);
+  return torchinfer::busy_share(before, read_proc_stat(), cpus);
+}
 
 // Installed: <libdir>/gstreamer-1.0/plugin and <libdir>/runtime; in the build
 // folder: build/plugin/plugin and build/runtime. Outside the plugin folder so
@@ -32,7 +64,11 @@ gchar* runtime_path(GstPlugin* plugin) {
 static gboolean plugin_init(GstPlugin* plugin) {
   GST_DEBUG_CATEGORY_INIT(torchinfer_loader_debug, "torchinfer-loader", 0,
                           "torchinfer plugin loader");
-  if (!g_getenv("OMP_WAIT_POLICY")) g_setenv("OMP_WAIT_POLICY", "PASSIVE", FALSE);
+  const char* policy = g_getenv("OMP_WAIT_POLICY");
+  const char* spin = g_getenv("GOMP_SPINCOUNT");
+  const torchinfer::WaitPolicyChoice wait = torchinfer::choose_wait_policy(
+      policy, spin, policy || spin ? std::nullopt : sample_core_load());
+  if (!wait.variable.empty()) g_setenv(wait.variable.c_str(), wait.value.c_str(), FALSE);
   gchar* path = runtime_path(plugin);
   GModule* module = g_module_open(path, G_MODULE_BIND_LOCAL);
   if (!module) {
@@ -48,7 +84,8 @@ static gboolean plugin_init(GstPlugin* plugin) {
     g_free(path);
     return FALSE;
   }
-  GST_INFO("runtime %s, OMP_WAIT_POLICY=%s", path, g_getenv("OMP_WAIT_POLICY"));
+  GST_INFO("runtime %s; OpenMP wait policy: %s (OMP_WAIT_POLICY=%s, GOMP_SPINCOUNT=%s)", path,
+           wait.reason.c_str(), g_getenv("OMP_WAIT_POLICY"), g_getenv("GOMP_SPINCOUNT"));
   g_free(path);
   return register_elements(plugin);
 }

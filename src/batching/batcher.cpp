@@ -1,9 +1,11 @@
 #include "batching/batcher.h"
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 
 #include "common/error.h"
+#include "engine/run_here.h"
 
 namespace torchinfer {
 namespace {
@@ -19,10 +21,22 @@ std::size_t bytes_for(const LoadedModel& m, int batch) {
 
 }  // namespace
 
+namespace {
+
+BatcherOptions kept_buffers(BatcherOptions o) {
+  if (o.batch_size >= 1)
+    o.buffers = std::min(o.buffers, std::max(2, kMaxQueuedSlots / o.batch_size));
+  return o;
+}
+
+}  // namespace
+
 Batcher::Batcher(std::shared_ptr<const LoadedModel> model, BatcherOptions options)
-    : opts_(options), model_(std::move(model)) {
+    : opts_(kept_buffers(options)), model_(std::move(model)) {
   if (opts_.batch_size < 1) throw Error(ErrorKind::kInvalidArgument, "batch size must be >= 1");
   if (opts_.buffers < 1) throw Error(ErrorKind::kInvalidArgument, "need at least one buffer");
+  if (opts_.queue_budget.count() < 0)
+    throw Error(ErrorKind::kInvalidArgument, "queue budget must be >= 0");
   if (!model_ || !model_->run || model_->slot_bytes == 0)
     throw Error(ErrorKind::kInvalidArgument, "batcher needs a runnable model");
   batches_.resize(opts_.buffers);
@@ -44,7 +58,20 @@ std::shared_ptr<const LoadedModel> Batcher::model() const {
   return model_;
 }
 
+bool Batcher::may_open_locked() const {
+  // Two buffers in use at most (one running, one filling or waiting) as
+  // always; beyond that only while the queued batches fit the budget.
+  int in_use = 0;
+  for (const Batch& b : batches_) in_use += b.state != State::kFree;
+  if (in_use < 2) return true;
+  // A model without a measured batch time (0) queues no further.
+  if (model_->batch_ms <= 0) return false;
+  const double budget_ms = std::chrono::duration<double, std::milli>(opts_.queue_budget).count();
+  return static_cast<double>(closed_.size()) * model_->batch_ms <= budget_ms;
+}
+
 int Batcher::open_batch_locked() {
+  if (!may_open_locked()) return -1;
   for (int i = 0; i < static_cast<int>(batches_.size()); ++i) {
     Batch& b = batches_[i];
     if (b.state != State::kFree) continue;
@@ -142,12 +169,16 @@ void Batcher::replace_model(std::shared_ptr<const LoadedModel> model) {
 }
 
 void Batcher::worker() {
+  // forward() runs on this thread with its own pinned OpenMP team, not
+  // handed on to the engine's thread: one hand-off less per batch.
+  RunInferenceHere here;
   std::unique_lock<std::mutex> lk(mu_);
   while (!stop_) {
     if (!closed_.empty()) {
       const int b = closed_.front();
       if (batches_[b].committed == batches_[b].reserved) {
         closed_.pop_front();
+        space_cv_.notify_all();  // one batch less queued: may_open_locked() may now allow one
         run_batch(lk, b);
       } else {
         work_cv_.wait(lk);  // a stream is still preprocessing into it

@@ -6,9 +6,12 @@
 // callback. A batch runs when it is full, when its oldest frame has waited
 // `timeout`, or when a caller asks (EOS, caps change). Batches run in the
 // order they were filled, so each stream's results come back in its order.
-// Two batch buffers let the next batch fill while one runs; when both are
-// busy acquire() blocks (back-pressure) or, non-blocking, fails (the caller's
-// drop policy decides).
+// While one batch runs the next one fills; more batches may queue behind
+// it while the wait they add stays within `queue_budget` (see
+// BatcherOptions), so that frames of many cameras arriving together queue
+// instead of being skipped while the cores could still serve them. Beyond
+// that acquire() blocks (back-pressure) or, non-blocking, fails (the
+// caller's drop policy decides).
 #pragma once
 
 #include <atomic>
@@ -23,8 +26,8 @@
 #include <thread>
 #include <vector>
 
-#include "model/loaded_model.h"
 #include "common/aligned_buffer.h"
+#include "model/loaded_model.h"
 
 namespace torchinfer {
 
@@ -44,8 +47,22 @@ using FrameCallback = std::function<void(FrameResult&&)>;
 struct BatcherOptions {
   int batch_size = 1;
   std::chrono::microseconds timeout{40000};
-  int buffers = 2;
+  // Batch buffers at most (allocated when first needed). The batcher keeps
+  // fewer when batches are large: no more than kMaxQueuedSlots frames in
+  // all beyond two buffers, since every stream's queue and the upstream
+  // buffer pool are sized for what the buffers can hold.
+  int buffers = 8;
+  // A new batch may open when fewer than two buffers are in use, or behind
+  // q closed ones waiting to run when q x the model's measured batch time (LoadedModel::batch_ms,
+  // if measured: not 0) is within this budget: a model slower than its sources still skips frames
+  // at once rather than building a standing queue, a fast one absorbs
+  // bursts from many cameras.
+  std::chrono::microseconds queue_budget{40000};
 };
+
+// Frames the batch buffers may hold in all when more than two buffers are
+// used (options().buffers says what a batcher kept).
+constexpr int kMaxQueuedSlots = 32;
 
 class Batcher {
  public:
@@ -92,6 +109,7 @@ class Batcher {
     std::vector<std::chrono::steady_clock::time_point> commit_times;
   };
 
+  bool may_open_locked() const;
   int open_batch_locked();
   void close_filling_locked();
   void worker();

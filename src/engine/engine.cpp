@@ -9,6 +9,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <condition_variable>
@@ -287,6 +288,9 @@ class InferenceThread {
   std::thread thread_;  // last: starts after the fields it reads exist
 };
 
+// Engine ids for RunInferenceHere: never reused, unlike addresses.
+std::atomic<std::uint64_t> next_engine_id{1};
+
 }  // namespace
 
 const char* to_string(LoadProgress::Stage s) {
@@ -410,8 +414,29 @@ struct Engine::Impl {
   // Set when the engine quantizes the input itself (see input_quant.h).
   std::optional<InputQuantization> input_quant;
   std::unique_ptr<InferenceThread> thread;
+  const std::uint64_t id = next_engine_id++;
+  // One forward() at a time, whichever thread runs it (the module is not
+  // reentrant); uncontended in a pipeline, where one thread runs batches.
+  std::mutex forward_mu;
+  // A RunInferenceHere thread ran this engine: the engine thread's own team
+  // is then released between its uses. libgomp counts every team's threads,
+  // idle or not, and once they outnumber the CPUs it cuts every wait's spin
+  // to 100 iterations (the bounded-spin policy would silently vanish).
+  std::atomic<bool> handed_over{false};
+  bool team_released = false;  // inference thread only
 
-  // Inference thread only.
+  // Inference thread only: its team pinned again if it was released.
+  void own_team() {
+    if (!team_released) return;
+    setup_threads();
+    team_released = false;
+  }
+  void release_own_team() {
+    omp_pause_resource_all(omp_pause_soft);
+    team_released = true;
+  }
+
+  // Inference thread (or a RunInferenceHere thread), under forward_mu.
   std::shared_ptr<const BatchOutput> forward(const void* input, int batch) {
     const auto t0 = Clock::now();
     const int64_t H = opts.input_height, W = opts.input_width, C = opts.channels;
@@ -464,6 +489,9 @@ struct Engine::Impl {
   // Inference thread only. libgomp reuses this thread's team for every later
   // parallel region (ATen's and oneDNN's), so pinning it once here sticks.
   void setup_threads() {
+    // ATen sets a thread's count from its global one at the thread's first
+    // parallel call: let that happen now, not after ours.
+    at::internal::lazy_init_num_threads();
     at::set_num_threads(info.threads);
     std::vector<int> tids(static_cast<std::size_t>(info.threads), 0);
     std::vector<std::string> errors(tids.size());
@@ -483,8 +511,9 @@ struct Engine::Impl {
     }
     for (const auto& e : errors)
       if (!e.empty()) throw Error(ErrorKind::kConfigInvalid, e);
-    info.thread_ids = tids;
+    if (std::this_thread::get_id() == own_thread) info.thread_ids = tids;
   }
+  std::thread::id own_thread;
 
   double time_runs(const float* input, int batch, int runs) {
     std::vector<double> t;
@@ -745,6 +774,7 @@ struct Engine::Impl {
 
   // Inference thread only.
   void load() {
+    own_thread = std::this_thread::get_id();
     const std::string& path = opts.model_path;
     auto t0 = Clock::now();
     load_start = t0;
@@ -865,7 +895,22 @@ std::shared_ptr<const BatchOutput> Engine::run(const void* input, int batch) {
   if (!input || batch < 1) throw Error(ErrorKind::kInvalidArgument, "empty batch");
   std::shared_ptr<const BatchOutput> out;
   try {
-    impl_->thread->call([&] { out = impl_->forward(input, batch); });
+    if (run_here_detail::active) {
+      std::lock_guard<std::mutex> lk(impl_->forward_mu);
+      if (run_here_detail::team_engine != impl_->id) {
+        impl_->setup_threads();
+        run_here_detail::team_engine = impl_->id;
+      }
+      if (!impl_->handed_over.exchange(true))
+        impl_->thread->call([this] { impl_->release_own_team(); });
+      out = impl_->forward(input, batch);
+    } else {
+      impl_->thread->call([&] {
+        std::lock_guard<std::mutex> lk(impl_->forward_mu);
+        impl_->own_team();
+        out = impl_->forward(input, batch);
+      });
+    }
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
@@ -877,6 +922,7 @@ std::shared_ptr<const BatchOutput> Engine::run(const void* input, int batch) {
 void Engine::first_touch(void* data, std::size_t bytes) {
   if (!data || bytes == 0) return;
   impl_->thread->call([&] {
+    impl_->own_team();
     // Page-sized pieces split statically over the team: each thread first
     // writes one contiguous run of pages.
     constexpr std::size_t kPage = 4096;
@@ -887,6 +933,7 @@ void Engine::first_touch(void* data, std::size_t bytes) {
       const std::size_t off = static_cast<std::size_t>(i) * kPage;
       std::memset(p + off, 0, std::min(kPage, bytes - off));
     }
+    if (impl_->handed_over) impl_->release_own_team();
   });
 }
 

@@ -5,7 +5,10 @@
 // Every forward() runs on one thread owned by the engine. libgomp keeps an
 // OpenMP team per calling thread and the thread count is a per-thread
 // setting, so a dedicated thread is what lets the engine pin its team once
-// and keep it pinned, whichever GStreamer thread submits the batch.
+// and keep it pinned, whichever GStreamer thread submits the batch. A thread
+// that runs batches in a loop (the batcher's worker) can instead take the
+// engine's work on itself (RunInferenceHere): its own team is then set up
+// and pinned the same way, and a batch costs no hand-off.
 #pragma once
 
 #include <functional>
@@ -15,6 +18,7 @@
 #include <vector>
 
 #include "common/tensor.h"
+#include "engine/run_here.h"
 
 namespace torchinfer {
 

@@ -18,9 +18,16 @@
 //       A partial batch of `fill` frames on an engine warmed at `batch` only:
 //       padded to `batch` vs run at `fill` unwarmed, first call (fresh engine
 //       per rep) and steady state, interleaved.
+//   loop --model M.pt [--batch 1] [--threads 2] [--iters 40] [--precision int8]
+//       [--work-us 0]: Engine::run back to back, with `work-us` of busy work
+//       per frame on the calling thread between batches (what the streaming
+//       thread's preprocessing costs in a pipeline); one key=value line:
+//       images/s, p50 and p99 of run(), CPU ms per image. The OpenMP wait
+//       policy is read from the environment (tests/bench/wait_policy.sh).
 // Add --cores LIST to pin the engine. --iters 1 is the smoke test meson runs.
 #include <ATen/Parallel.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <torch/script.h>
 
 #include <algorithm>
@@ -232,6 +239,47 @@ int table() {
   return 0;
 }
 
+// Busy work for `us` microseconds of this thread's CPU time: stands in for
+// preprocessing, which competes with spinning OpenMP workers for the cores.
+void burn_cpu_us(double us) {
+  if (us <= 0) return;
+  timespec t0{}, t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+  volatile double sink = 0;
+  do {
+    for (int i = 0; i < 200; ++i) sink = sink + i * 0.5;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  } while ((t.tv_sec - t0.tv_sec) * 1e6 + (t.tv_nsec - t0.tv_nsec) / 1e3 < us);
+}
+
+int loop() {
+  const int batch = iarg("batch", 1), iters = iarg("iters", 40);
+  EngineOptions o = engine_opts(arg("model", ""), batch, iarg("threads", 2));
+  if (arg("precision", "fp32") == "int8") o.precision = Precision::kInt8;
+  const double work_us = std::atof(arg("work-us", "0").c_str()) * batch;
+  Engine e(o);
+  AlignedBuffer in = input(batch);
+  for (int i = 0; i < 2; ++i) e.run(in.data(), batch);
+  rusage u0{}, u1{};
+  getrusage(RUSAGE_SELF, &u0);
+  std::vector<double> t;
+  const auto start = Clock::now();
+  for (int i = 0; i < iters; ++i) {
+    burn_cpu_us(work_us);
+    const auto t0 = Clock::now();
+    e.run(in.data(), batch);
+    t.push_back(ms(t0, Clock::now()));
+  }
+  const double wall = ms(start, Clock::now());
+  getrusage(RUSAGE_SELF, &u1);
+  auto sec = [](const timeval& a) { return a.tv_sec + a.tv_usec / 1e6; };
+  const double cpu = sec(u1.ru_utime) - sec(u0.ru_utime) + sec(u1.ru_stime) - sec(u0.ru_stime);
+  std::printf("frames=%d fps=%.3f p50=%.3f p99=%.3f cpu_ms=%.3f\n", iters * batch,
+              1000.0 * iters * batch / wall, pct(t, 0.5), pct(t, 0.99),
+              1000.0 * cpu / (iters * batch));
+  return 0;
+}
+
 std::vector<int> warm_sizes(int batch, bool pow2) {
   std::vector<int> out;
   if (pow2) {
@@ -301,6 +349,7 @@ int main(int argc, char** argv) {
     if (mode == "bare") return bare();
     if (mode == "startup") return startup();
     if (mode == "partial") return partial();
+    if (mode == "loop") return loop();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

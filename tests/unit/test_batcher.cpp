@@ -17,6 +17,7 @@
 #include "batching/in_order_queue.h"
 #include "common/error.h"
 #include "common/stream_stats.h"
+#include "engine/run_here.h"
 #include "held_forward.h"
 #include "model/model_registry.h"
 
@@ -136,7 +137,9 @@ TEST(Batcher, BlocksWhenBothBuffersAreBusyAndCancels) {
   FakeModel fake;
   fake.hold = true;
   Results res;
-  Batcher b(fake.make(), opts(1));
+  BatcherOptions o = opts(1);
+  o.buffers = 2;
+  Batcher b(fake.make(), o);
   put(b, 1, res);  // buffer 0: running, held
   fake.wait_inside(1);
   put(b, 2, res);  // buffer 1: closed, waiting for the worker
@@ -152,6 +155,122 @@ TEST(Batcher, BlocksWhenBothBuffersAreBusyAndCancels) {
   res.wait_for(2);
   EXPECT_EQ(res.got[0].first, 1);
   EXPECT_EQ(res.got[1].first, 2);
+}
+
+namespace {
+
+// Puts frames at batch 1 behind a held forward() until a non-blocking
+// acquire fails; returns how many batches were queued behind the running one.
+int queued_until_refused(double batch_ms, BatcherOptions o) {
+  FakeModel fake;
+  fake.hold = true;
+  Results res;
+  auto model = std::const_pointer_cast<LoadedModel>(fake.make());
+  model->batch_ms = batch_ms;
+  Batcher b(model, o);
+  put(b, 0, res);
+  fake.wait_inside(1);  // batch 0 runs: nothing queued behind it yet
+  int queued = 0;
+  for (;;) {
+    Batcher::Slot s = b.acquire(false, kNotCancelled);
+    if (!s) break;
+    b.commit(s, res.cb(++queued));
+    if (queued > 100) break;
+  }
+  fake.release();
+  res.wait_for(static_cast<std::size_t>(queued) + 1);
+  for (int i = 0; i <= queued; ++i) EXPECT_EQ(res.got[i].first, i) << "fill order";
+  return queued;
+}
+
+}  // namespace
+
+TEST(Batcher, QueuesBatchesWhileTheirWaitFitsTheBudget) {
+  BatcherOptions o = opts(1);
+  o.queue_budget = 25ms;
+  // 10 ms a batch: the 2nd queued batch starts 20 ms out, the 3rd 30 ms.
+  EXPECT_EQ(queued_until_refused(10, o), 3) << "one free, then 10 and 20 ms <= 25 ms";
+  // A model slower than the budget: one batch behind the running one, as
+  // with two buffers, then skip.
+  EXPECT_EQ(queued_until_refused(100, o), 1);
+  // The buffer count caps it whatever the budget.
+  o.buffers = 3;
+  EXPECT_EQ(queued_until_refused(1, o), 2);
+  // A batch time never measured: one behind the running batch, no more.
+  o.buffers = 8;
+  EXPECT_EQ(queued_until_refused(0, o), 1);
+  o.buffers = 8;
+  o.queue_budget = 0ms;
+  EXPECT_EQ(queued_until_refused(10, o), 1);
+}
+
+TEST(Batcher, TwoBuffersAlwaysServeASlowModelAsBefore) {
+  FakeModel fake;
+  Results res;
+  auto model = std::const_pointer_cast<LoadedModel>(fake.make());
+  model->batch_ms = 1000;  // far over the budget
+  BatcherOptions o = opts(1);
+  o.queue_budget = 25ms;
+  Batcher b(model, o);
+  // The first batch is closed but not running yet (its frame is still being
+  // preprocessed): a second buffer is still there.
+  Batcher::Slot first = b.acquire(false, kNotCancelled);
+  ASSERT_TRUE(first);
+  Batcher::Slot second = b.acquire(false, kNotCancelled);
+  ASSERT_TRUE(second);
+  EXPECT_FALSE(b.acquire(false, kNotCancelled)) << "a third waits for the budget";
+  int v = 1;
+  std::memcpy(first.data, &v, sizeof v);
+  b.commit(first, res.cb(1));
+  v = 2;
+  std::memcpy(second.data, &v, sizeof v);
+  b.commit(second, res.cb(2));
+  res.wait_for(2);
+  EXPECT_EQ(res.got[0].first, 1);
+  EXPECT_EQ(res.got[1].first, 2);
+}
+
+TEST(Batcher, LargeBatchesKeepFewerBuffers) {
+  FakeModel fake;
+  const std::vector<std::pair<int, int>> expected{{1, 8}, {4, 8}, {8, 4}, {16, 2}, {64, 2}};
+  for (auto [batch, buffers] : expected) {
+    Batcher b(fake.make(), opts(batch));
+    EXPECT_EQ(b.options().buffers, buffers) << "batch " << batch;
+  }
+  BatcherOptions one = opts(4);
+  one.buffers = 1;
+  EXPECT_EQ(Batcher(fake.make(), one).options().buffers, 1) << "a smaller choice is kept";
+}
+
+TEST(Batcher, ForwardRunsOnTheWorkerThreadInARunInferenceHereScope) {
+  std::mutex mu;
+  std::set<std::thread::id> threads;
+  int outside = 0;
+  FakeModel fake;
+  auto model = std::const_pointer_cast<LoadedModel>(fake.make());
+  auto record = model->run;
+  model->run = [&, record](const void* data, int n) {
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      threads.insert(std::this_thread::get_id());
+      if (!RunInferenceHere::active()) ++outside;
+    }
+    return record(data, n);
+  };
+  Results res;
+  {
+    Batcher b(model, opts(2, 1ms));
+    for (int v = 0; v < 9; ++v) put(b, v, res);
+    b.submit_partial();
+    res.wait_for(9);
+  }
+  EXPECT_FALSE(RunInferenceHere::active()) << "the caller's thread is not in the scope";
+  EXPECT_EQ(outside, 0);
+  ASSERT_EQ(threads.size(), 1u) << "every batch on the one worker thread";
+  EXPECT_NE(*threads.begin(), std::this_thread::get_id());
+  for (int i = 0; i < 9; ++i) EXPECT_EQ(res.got[i].first, i);
+  ASSERT_EQ(fake.batches.size(), 5u);
+  EXPECT_EQ(fake.batches[4], (std::vector<int>{8}));
 }
 
 TEST(Batcher, ForwardErrorReachesEveryFrame) {
@@ -227,6 +346,9 @@ TEST(Batcher, ManyStreamsShareBatchesAndKeepTheirOrder) {
 TEST(Batcher, RejectsBadOptions) {
   FakeModel fake;
   EXPECT_THROW(Batcher(fake.make(), opts(0)), Error);
+  BatcherOptions negative = opts(1);
+  negative.queue_budget = -1ms;
+  EXPECT_THROW(Batcher(fake.make(), negative), Error);
   EXPECT_THROW(Batcher(nullptr, opts(1)), Error);
   auto no_run = std::make_shared<LoadedModel>();
   no_run->slot_bytes = 4;

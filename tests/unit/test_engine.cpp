@@ -1,11 +1,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <iterator>
 #include <numeric>
 #include <set>
+#include <thread>
 
 #include "common/aligned_buffer.h"
 #include "common/cpu_set.h"
@@ -248,6 +250,85 @@ TEST(EngineThreads, ThreadCountDefaultsAndOverride) {
   EXPECT_EQ(one.info().thread_ids.size(), 1u);
   // Callers on other threads are not pinned by the engine.
   EXPECT_EQ(parse_cpu_list(cpus_allowed_of(current_tid())), allowed_cpus());
+}
+
+TEST(EngineThreads, RunInferenceHereRunsOnTheCallerPinnedWithTheSameResults) {
+  const auto allowed = allowed_cpus();
+  const std::string core = std::to_string(allowed.back());
+  EngineOptions o = opts("tiny_classifier.pt", 48, 32);
+  o.cores = core;
+  o.warmup_batch_sizes = {2};
+  Engine e(o);
+  AlignedBuffer in = floats(2 * 32 * 48 * 3);
+  fill_ramp(in);
+  const std::vector<float> on_engine_thread = [&] {
+    auto out = e.run(in.data(), 2);
+    const TensorView& v = out->tensors()[0];
+    const float* p = static_cast<const float*>(v.data);
+    return std::vector<float>(p, p + v.bytes / sizeof(float));
+  }();
+  std::vector<float> here;
+  std::string affinity_before, affinity_after;
+  bool active_inside = false, nested_refused = false;
+  std::thread caller([&] {
+    affinity_before = cpus_allowed_of(current_tid());
+    {
+      RunInferenceHere scope;
+      active_inside = RunInferenceHere::active();
+      try {
+        RunInferenceHere nested;
+      } catch (const Error& err) {
+        nested_refused = err.kind() == ErrorKind::kInvalidArgument;
+      }
+      for (int i = 0; i < 2; ++i) {
+        auto out = e.run(in.data(), 2);
+        const TensorView& v = out->tensors()[0];
+        const float* p = static_cast<const float*>(v.data);
+        here.assign(p, p + v.bytes / sizeof(float));
+      }
+      affinity_after = cpus_allowed_of(current_tid());
+    }
+    EXPECT_FALSE(RunInferenceHere::active());
+  });
+  caller.join();
+  EXPECT_TRUE(active_inside);
+  EXPECT_TRUE(nested_refused);
+  EXPECT_EQ(parse_cpu_list(affinity_before), allowed) << "not pinned before its first run()";
+  // The caller is thread 0 of its own team: pinned to the engine's core.
+  EXPECT_EQ(affinity_after, core);
+  EXPECT_EQ(here, on_engine_thread);
+  // The engine's own team is what EngineInfo names, unchanged.
+  ASSERT_EQ(e.info().thread_ids.size(), 1u);
+  EXPECT_EQ(cpus_allowed_of(e.info().thread_ids[0]), core);
+  // Its own thread still runs batches handed to it, and buffers it zeroes.
+  auto again = e.run(in.data(), 2);
+  const float* p = static_cast<const float*>(again->tensors()[0].data);
+  EXPECT_EQ(std::vector<float>(p, p + on_engine_thread.size()), on_engine_thread);
+  AlignedBuffer more = floats(64);
+  std::fill(more.data<float>(), more.data<float>() + 64, 1.f);
+  e.first_touch(more.data(), more.bytes());
+  EXPECT_EQ(std::count(more.data<float>(), more.data<float>() + 64, 0.f), 64);
+}
+
+TEST(EngineThreads, RunInferenceHereReleasesTheEngineThreadsIdleTeam) {
+  EngineOptions o = opts("tiny_classifier.pt", 48, 32);
+  o.threads = 2;  // a team of 2 on any machine
+  Engine e(o);
+  ASSERT_EQ(e.info().thread_ids.size(), 2u);
+  const int helper = e.info().thread_ids[1];
+  EXPECT_NE(cpus_allowed_of(helper), "?") << "the engine team's helper runs";
+  AlignedBuffer in = floats(32 * 48 * 3);
+  std::thread caller([&] {
+    RunInferenceHere scope;
+    e.run(in.data(), 1);
+  });
+  caller.join();
+  // libgomp's pool threads exit once released; wait for it to happen.
+  for (int i = 0; i < 200 && cpus_allowed_of(helper) != "?"; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(cpus_allowed_of(helper), "?") << "the idle team outlived the hand-over";
+  e.run(in.data(), 1);  // the engine thread builds its team again
+  EXPECT_EQ(e.info().thread_ids.size(), 2u);
 }
 
 TEST(EngineThreads, Bf16OrFallbackIsExplained) {
