@@ -89,7 +89,7 @@ grep -qx "  Filename                 $dest$libdir/gstreamer-1.0/libgsttorchinfer
 run GST_DEBUG=torchinfer-loader:4 "$tmp/torchinfer-sdk-app" "$model" \
   "videotestsrc pattern=white num-buffers=2 ! video/x-raw,format=YUY2,width=640,height=512" \
   >"$tmp/out.txt" 2>"$tmp/err.txt" || { cat "$tmp/out.txt" "$tmp/err.txt" >&2; fail "the app failed"; }
-grep -q "runtime $dest$libdir/gstreamer-1.0/../libtorchinfer-runtime.so," "$tmp/err.txt" ||
+grep -qF "runtime $dest$libdir/gstreamer-1.0/../libtorchinfer-runtime.so;" "$tmp/err.txt" ||
   { cat "$tmp/err.txt" >&2; fail "the loader did not open the installed runtime"; }
 
 # yolo_candidates on a white 640x512 frame: the six boxes worked out in
