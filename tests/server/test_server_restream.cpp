@@ -1,0 +1,181 @@
+// The RTSP re-stream of a camera's annotated video, as an RTSP client sees
+// it: decoded frames of the camera's size, the end of the stream when the
+// camera is removed (the other camera running on), no mount for a camera
+// without re-stream, and a server without RTSP refusing one.
+#include <gst/app/gstappsink.h>
+#include <gst/gst.h>
+#include <gtest/gtest.h>
+
+#include "server_process.h"
+
+using nlohmann::json;
+using namespace torchinfer::test;
+
+namespace {
+
+// models/demo/line.mkv
+constexpr int kClipWidth = 640, kClipHeight = 480;
+
+// An RTSP client decoding H.264 into an appsink.
+class RtspClient {
+ public:
+  explicit RtspClient(const std::string& url) {
+    const std::string desc = "rtspsrc location=" + url +
+                             " latency=0 ! rtph264depay ! h264parse ! openh264dec ! videoconvert "
+                             "! video/x-raw,format=I420 ! appsink name=sink sync=false";
+    GError* err = nullptr;
+    pipeline_ = gst_parse_launch(desc.c_str(), &err);
+    EXPECT_EQ(err, nullptr) << (err ? err->message : "");
+    g_clear_error(&err);
+    sink_ = gst_bin_get_by_name(GST_BIN(pipeline_), "sink");
+    gst_element_set_state(pipeline_, GST_STATE_PLAYING);
+  }
+  ~RtspClient() {
+    gst_element_set_state(pipeline_, GST_STATE_NULL);
+    gst_object_unref(sink_);
+    gst_object_unref(pipeline_);
+  }
+  // The next decoded frame's size; false at the end of the stream or after
+  // `timeout_s` without one.
+  bool frame(double timeout_s, int* width, int* height) {
+    GstSample* s = gst_app_sink_try_pull_sample(GST_APP_SINK(sink_),
+                                                static_cast<GstClockTime>(timeout_s * GST_SECOND));
+    if (!s) return false;
+    GstStructure* st = gst_caps_get_structure(gst_sample_get_caps(s), 0);
+    gst_structure_get_int(st, "width", width);
+    gst_structure_get_int(st, "height", height);
+    gst_sample_unref(s);
+    return true;
+  }
+  // The stream ended within `timeout_s`: EOS or an error on the bus.
+  bool ended(double timeout_s, std::string* why) {
+    GstBus* bus = gst_element_get_bus(pipeline_);
+    GstMessage* m = gst_bus_timed_pop_filtered(
+        bus, static_cast<GstClockTime>(timeout_s * GST_SECOND),
+        static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
+    gst_object_unref(bus);
+    if (!m) return false;
+    if (GST_MESSAGE_TYPE(m) == GST_MESSAGE_ERROR) {
+      GError* err = nullptr;
+      gst_message_parse_error(m, &err, nullptr);
+      *why = err ? err->message : "error";
+      g_clear_error(&err);
+    } else {
+      *why = "EOS";
+    }
+    gst_message_unref(m);
+    return true;
+  }
+
+ private:
+  GstElement* pipeline_ = nullptr;
+  GstElement* sink_ = nullptr;
+};
+
+std::uint64_t frames_out(Http& http, const ServerProcess& s, const std::string& id) {
+  const json j = s.stream(http, id);
+  return j.is_null() ? 0 : j["frames"]["out"].get<std::uint64_t>();
+}
+
+std::string metric_line(const std::string& name, const std::string& id) {
+  return name + "{stream=\"" + id + "\",model=\"parts\"} ";
+}
+
+// The value of one series in /metrics, -1 if absent.
+long long metric(Http& http, const ServerProcess& s, const std::string& name,
+                 const std::string& id) {
+  const std::string body = http.get(s.url("/metrics")).body;
+  const std::string key = "\n" + metric_line(name, id);
+  const std::size_t p = body.find(key);
+  return p == std::string::npos ? -1 : std::stoll(body.substr(p + key.size()));
+}
+
+}  // namespace
+
+TEST(ServerRestream, AClientWatchesTheAnnotatedVideoUntilTheCameraGoes) {
+  ServerProcess server(json{{"streams",
+                             {{{"id", "door"}, {"uri", clip_uri()}, {"restream", true}},
+                              {{"id", "line"}, {"uri", clip_uri()}}}}});
+  ASSERT_TRUE(server.ready()) << server.child().err();
+  Http http;
+  for (const char* id : {"door", "line"})
+    ASSERT_TRUE(eventually([&] { return frames_out(http, server, id) > 0; }, 120)) << id;
+  json door = server.stream(http, "door");
+  EXPECT_EQ(door["rtsp_url"], server.rtsp_url("door")) << door;
+  EXPECT_EQ(door["rtsp_clients"], 0) << door;
+  EXPECT_EQ(door["config"]["restream"], true);
+  // Nobody watches: nothing is encoded.
+  EXPECT_EQ(door["rtsp_frames"], json({{"sent", 0}, {"dropped", 0}})) << door;
+  EXPECT_TRUE(server.stream(http, "line")["rtsp_url"].is_null());
+  EXPECT_EQ(metric(http, server, "torchinfer_stream_restream_clients", "line"), -1);
+
+  {
+    RtspClient client(server.rtsp_url("door"));
+    constexpr int kFrames = 30;
+    for (int i = 0; i < kFrames; ++i) {
+      int w = 0, h = 0;
+      ASSERT_TRUE(client.frame(20, &w, &h)) << "frame " << i << "\n" << server.child().err();
+      ASSERT_EQ(w, kClipWidth);
+      ASSERT_EQ(h, kClipHeight);
+    }
+    door = server.stream(http, "door");
+    EXPECT_EQ(door["rtsp_clients"], 1) << door;
+    EXPECT_GE(door["rtsp_frames"]["sent"].get<std::uint64_t>(), 30u) << door;
+    EXPECT_EQ(metric(http, server, "torchinfer_stream_restream_clients", "door"), 1);
+    EXPECT_GE(metric(http, server, "torchinfer_stream_restream_frames_sent_total", "door"), 30);
+    EXPECT_GE(metric(http, server, "torchinfer_stream_restream_frames_dropped_total", "door"), 0);
+
+    const std::uint64_t line_before = frames_out(http, server, "line");
+    ASSERT_EQ(http.request("DELETE", server.url("/streams/door")).status, 200);
+    std::string why;
+    EXPECT_TRUE(client.ended(10, &why)) << "the client's stream did not end";
+    // The other camera runs on.
+    EXPECT_TRUE(
+        eventually([&] { return frames_out(http, server, "line") > line_before + 30; }, 30));
+    EXPECT_EQ(server.stream(http, "line")["state"], "running");
+  }
+  // The mount went with the camera.
+  {
+    RtspClient late(server.rtsp_url("door"));
+    std::string why;
+    ASSERT_TRUE(late.ended(10, &why));
+    EXPECT_NE(why, "EOS");
+  }
+  const json line = server.stream(http, "line");
+  EXPECT_EQ(line["frames"]["dropped"], 0) << line;
+  server.child().signal(SIGTERM);
+  ASSERT_EQ(server.child().wait_exit(60), 0) << server.child().err();
+}
+
+TEST(ServerRestream, ACameraWithoutRestreamHasNoMount) {
+  ServerProcess server(json{{"streams", {{{"id", "line"}, {"uri", clip_uri()}}}}});
+  ASSERT_TRUE(server.ready()) << server.child().err();
+  Http http;
+  ASSERT_TRUE(eventually([&] { return frames_out(http, server, "line") > 0; }, 120));
+  RtspClient client(server.rtsp_url("line"));
+  std::string why;
+  ASSERT_TRUE(client.ended(10, &why));
+  EXPECT_NE(why, "EOS");
+  int w = 0, h = 0;
+  EXPECT_FALSE(client.frame(0, &w, &h));
+  EXPECT_TRUE(server.stream(http, "line")["rtsp_url"].is_null());
+}
+
+TEST(ServerRestream, AServerWithoutRtspRefusesARestream) {
+  ServerProcess server(json::object(), "", {"--rtsp-port", "0"});
+  ASSERT_TRUE(server.ready()) << server.child().err();
+  Http http;
+  const HttpReply r =
+      http.request("POST", server.url("/streams"),
+                   json({{"id", "door"}, {"uri", clip_uri()}, {"restream", true}}).dump());
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(r.json().value("field", ""), "restream") << r.body;
+  EXPECT_NE(r.json().value("error", "").find("--rtsp-port"), std::string::npos) << r.body;
+  EXPECT_EQ(http.get(server.url("/streams")).json()["streams"].size(), 0u);
+}
+
+int main(int argc, char** argv) {
+  gst_init(&argc, &argv);
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
