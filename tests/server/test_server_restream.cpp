@@ -47,12 +47,19 @@ class RtspClient {
     gst_sample_unref(s);
     return true;
   }
-  // The stream ended within `timeout_s`: EOS or an error on the bus.
+  // The stream ended within `timeout_s`: EOS or an error on the bus. The
+  // frames still queued are taken meanwhile (appsink holds the EOS back
+  // until they are).
   bool ended(double timeout_s, std::string* why) {
     GstBus* bus = gst_element_get_bus(pipeline_);
-    GstMessage* m = gst_bus_timed_pop_filtered(
-        bus, static_cast<GstClockTime>(timeout_s * GST_SECOND),
-        static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
+    const gint64 end = g_get_monotonic_time() + static_cast<gint64>(timeout_s * 1e6);
+    GstMessage* m = nullptr;
+    while (!m && g_get_monotonic_time() < end) {
+      if (GstSample* s = gst_app_sink_try_pull_sample(GST_APP_SINK(sink_), 100 * GST_MSECOND))
+        gst_sample_unref(s);
+      m = gst_bus_pop_filtered(bus,
+                               static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
+    }
     gst_object_unref(bus);
     if (!m) return false;
     if (GST_MESSAGE_TYPE(m) == GST_MESSAGE_ERROR) {
