@@ -27,13 +27,14 @@ namespace {
 struct Options {
   std::string config, model, listen = "127.0.0.1:8080", token_file, output_dir;
   int rtsp_port = 8554;
+  bool rtsp_port_given = false;  // a taken default port only turns re-streams off
   std::vector<std::string> streams;
 };
 
 bool parse_args(int argc, char** argv, Options& o) {
   gchar *config = nullptr, *model = nullptr, *listen = nullptr, *token = nullptr, *out = nullptr;
   gchar** streams = nullptr;
-  gint rtsp_port = o.rtsp_port;
+  gint rtsp_port = G_MININT;
   GOptionEntry entries[] = {
       {"config", 'c', 0, G_OPTION_ARG_FILENAME, &config,
        "JSON configuration: models, cameras, limits (docs/server.md)", "FILE"},
@@ -51,7 +52,7 @@ bool parse_args(int argc, char** argv, Options& o) {
        "Folder of the cameras' JSON lines files (overrides output_dir)", "DIR"},
       {"rtsp-port", 'r', 0, G_OPTION_ARG_INT, &rtsp_port,
        "Port of the cameras' RTSP re-streams (\"restream\": true), on the --listen address "
-       "(default 8554; 0: no re-stream)",
+       "(default 8554, re-streams off with a warning when it is taken; 0: no re-stream)",
        "PORT"},
       {nullptr, 0, 0, G_OPTION_ARG_NONE, nullptr, nullptr, nullptr}};
   const bool ok =
@@ -64,7 +65,8 @@ bool parse_args(int argc, char** argv, Options& o) {
   app::take(out, o.output_dir);
   for (gchar** s = streams; s && *s; ++s) o.streams.push_back(*s);
   g_strfreev(streams);
-  o.rtsp_port = rtsp_port;
+  o.rtsp_port_given = rtsp_port != G_MININT;
+  if (o.rtsp_port_given) o.rtsp_port = rtsp_port;
   if (!ok) return false;
   if (o.rtsp_port < 0 || o.rtsp_port > 65535) {
     g_printerr("torchinfer-server: error: --rtsp-port %d: give 1 to 65535, or 0 for no re-stream\n",
@@ -197,15 +199,32 @@ int main(int argc, char** argv) {
     g_printerr("torchinfer-server: error: %s\n", why.c_str());
     return 1;
   }
-  // Before the cameras: they mount on it.
+  // Before the cameras: they mount on it. Without it, a stream asking for a
+  // re-stream is refused with the reason: at start (exit 1) or at its POST.
   std::unique_ptr<RestreamServer> restream;
   if (opt.rtsp_port) {
-    restream = std::make_unique<RestreamServer>();
-    if (!restream->listen(address, opt.rtsp_port, &why)) {
-      g_printerr("torchinfer-server: error: %s\n", why.c_str());
-      return 1;
+    std::string off;
+    if (RestreamServer::elements_installed(&off)) {
+      restream = std::make_unique<RestreamServer>();
+      if (!restream->listen(address, opt.rtsp_port, &off)) restream.reset();
     }
-    server->set_restream(restream.get());
+    if (!restream) {
+      std::size_t asked = 0;
+      while (asked < config.streams.size() && !config.streams[asked].restream) asked++;
+      if (opt.rtsp_port_given || asked < config.streams.size()) {
+        g_printerr(
+            "torchinfer-server: error: %s%s\n",
+            asked < config.streams.size()
+                ? (opt.config + ": streams[" + std::to_string(asked) + "].restream: ").c_str()
+                : "",
+            off.c_str());
+        return 1;
+      }
+      g_printerr("torchinfer-server: warning: RTSP re-streams are off: %s\n", off.c_str());
+      server->set_restream(nullptr, "RTSP re-streams are off: " + off);
+    } else {
+      server->set_restream(restream.get());
+    }
   }
   auto http = std::make_unique<HttpApi>(server.get(), token);
   const std::string url = http->listen(address, port, &why);

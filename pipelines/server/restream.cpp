@@ -171,6 +171,19 @@ RestreamServer::~RestreamServer() {
   g_object_unref(server_);
 }
 
+bool RestreamServer::elements_installed(std::string* why) {
+  for (const char* name : {"appsrc", "videoconvert", "openh264enc", "rtph264pay"}) {
+    GstElementFactory* f = gst_element_factory_find(name);
+    if (!f) {
+      *why = std::string("GStreamer element '") + name +
+             "' is not installed (openh264enc: Debian's gstreamer1.0-plugins-bad)";
+      return false;
+    }
+    gst_object_unref(f);
+  }
+  return true;
+}
+
 bool RestreamServer::listen(const std::string& address, int port, std::string* why) {
   gst_rtsp_server_set_address(server_, address.c_str());
   gst_rtsp_server_set_service(server_, std::to_string(port).c_str());

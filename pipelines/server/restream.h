@@ -80,6 +80,8 @@ class RestreamServer {
   bool listen(const std::string& address, int port, std::string* why);
   // "rtsp://host:port"
   const std::string& base_url() const { return base_; }
+  // False with the reason when the encoding elements are not installed.
+  static bool elements_installed(std::string* why);
   // Mounts /streams/<id>. Main loop.
   std::shared_ptr<RestreamFeed> add(const std::string& id);
   // Unmounts, ends the stream, and closes the connections of clients still

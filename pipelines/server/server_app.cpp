@@ -121,10 +121,7 @@ Reply ServerApp::add_stream(const std::string& body) {
     return error_reply(400, e.what());
   }
   if (spec.restream && !restream_)
-    return error_reply(400,
-                       "restream: the server runs without RTSP (--rtsp-port 0); start it with "
-                       "--rtsp-port PORT",
-                       "restream");
+    return error_reply(400, "restream: " + restream_off_, "restream");
   switch (cameras_.check(spec.id)) {
     case AddResult::kDuplicateId:
       return error_reply(409, "a stream '" + spec.id + "' exists already", "id");

@@ -181,6 +181,26 @@ TEST(ServerRestream, AServerWithoutRtspRefusesARestream) {
   EXPECT_EQ(http.get(server.url("/streams")).json()["streams"].size(), 0u);
 }
 
+// A port someone else holds: the re-stream asked for on the command line
+// cannot be served, so the server does not start (exit 1, the port named).
+TEST(ServerRestream, ATakenRtspPortIsExit1) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(listen(fd, 1), 0);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  const std::string port = std::to_string(ntohs(a.sin_port));
+  const Result r =
+      run({env_or("TORCHINFER_SERVER", "torchinfer-server"), "--model", detector(), "--listen",
+           "127.0.0.1:" + std::to_string(free_port()), "--rtsp-port", port});
+  close(fd);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("cannot listen for RTSP on 127.0.0.1:" + port), std::string::npos) << r.err;
+}
+
 int main(int argc, char** argv) {
   gst_init(&argc, &argv);
   ::testing::InitGoogleTest(&argc, argv);
