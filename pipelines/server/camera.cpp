@@ -31,11 +31,13 @@ GstStructure* infer_stats(GstElement* infer) {
 
 }  // namespace
 
-Camera::Camera(StreamSpec spec, ModelSpec model, std::string output_dir, MqttSpec mqtt)
+Camera::Camera(StreamSpec spec, ModelSpec model, std::string output_dir, MqttSpec mqtt,
+               std::shared_ptr<RestreamFeed> restream)
     : spec_(std::move(spec)),
       model_(std::move(model)),
       output_dir_(std::move(output_dir)),
-      mqtt_(std::move(mqtt)) {}
+      mqtt_(std::move(mqtt)),
+      restream_(std::move(restream)) {}
 
 Camera::~Camera() {
   detach();
@@ -353,6 +355,7 @@ void Camera::take_sample(GstSample* sample) {
         labels.emplace_back(d.label ? d.label : "?");
     }
   }
+  if (restream_) restream_->push(buf, gst_sample_get_caps(sample));
   std::lock_guard<std::mutex> lock(mu_);
   frames_out_++;
   health_.on_frame();
@@ -448,6 +451,12 @@ StreamFigures Camera::figures() const {
   f.disconnects = health_.disconnects();
   f.errors = health_.errors();
   f.detections = detections_;
+  if (restream_) {
+    f.restream = true;
+    f.restream_clients = restream_->clients();
+    f.restream_frames_sent = restream_->frames_sent();
+    f.restream_frames_dropped = restream_->frames_dropped();
+  }
   return f;
 }
 
@@ -474,6 +483,9 @@ nlohmann::json Camera::status() const {
       {"reconnects", f.reconnects},
       {"disconnects", f.disconnects},
       {"detections", f.detections},
+      {"rtsp_url", restream_ ? nlohmann::json(restream_->url()) : nlohmann::json(nullptr)},
+      {"rtsp_clients", f.restream_clients},
+      {"rtsp_frames", {{"sent", f.restream_frames_sent}, {"dropped", f.restream_frames_dropped}}},
       {"config", to_json(spec_)}};
   return j;
 }

@@ -6,6 +6,10 @@
 //     [! torchmetaconvert location=<output_dir>/<id>.jsonl] [! torchpublish topic=...]
 //     ! torchoverlay ! appsink (max-buffers=1 drop=true: the latest annotated frame)
 //
+// With "restream": true the appsink also hands each annotated frame to the
+// camera's RestreamFeed (restream.h), which encodes only while an RTSP
+// client watches and never holds up this pipeline.
+//
 // source: file:// filesrc ! decodebin (looped with segment seeks, or once),
 // v4l2:// v4l2src, rtsp:// an appsrc fed by rtsp::ReconnectingSource.
 // Every element is made and set by property: nothing from a request is ever
@@ -28,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "restream.h"
 #include "rtsp_source.h"
 #include "server/metrics_text.h"
 #include "server/server_config.h"
@@ -37,12 +42,15 @@ namespace torchinfer::server {
 
 class Camera {
  public:
-  Camera(StreamSpec spec, ModelSpec model, std::string output_dir, MqttSpec mqtt);
+  // `restream`: the camera's RTSP mount, or null when re-stream is off.
+  Camera(StreamSpec spec, ModelSpec model, std::string output_dir, MqttSpec mqtt,
+         std::shared_ptr<RestreamFeed> restream = nullptr);
   ~Camera();
   Camera(const Camera&) = delete;
   Camera& operator=(const Camera&) = delete;
 
   const StreamSpec& spec() const { return spec_; }
+  const std::shared_ptr<RestreamFeed>& restream() const { return restream_; }
 
   // Builds the pipeline and sets it playing. False (with the reason in the
   // camera's health, state failed) when it cannot even start.
@@ -81,6 +89,7 @@ class Camera {
   const ModelSpec model_;
   const std::string output_dir_;
   const MqttSpec mqtt_;
+  const std::shared_ptr<RestreamFeed> restream_;
   GstElement* pipeline_ = nullptr;
   GstElement* infer_ = nullptr;    // owned by the pipeline
   GstElement* convert_ = nullptr;  // decodebin links its pad here

@@ -26,12 +26,15 @@ namespace {
 
 struct Options {
   std::string config, model, listen = "127.0.0.1:8080", token_file, output_dir;
+  int rtsp_port = 8554;
+  bool rtsp_port_given = false;  // a taken default port only turns re-streams off
   std::vector<std::string> streams;
 };
 
 bool parse_args(int argc, char** argv, Options& o) {
   gchar *config = nullptr, *model = nullptr, *listen = nullptr, *token = nullptr, *out = nullptr;
   gchar** streams = nullptr;
+  gint rtsp_port = G_MININT;
   GOptionEntry entries[] = {
       {"config", 'c', 0, G_OPTION_ARG_FILENAME, &config,
        "JSON configuration: models, cameras, limits (docs/server.md)", "FILE"},
@@ -47,6 +50,10 @@ bool parse_args(int argc, char** argv, Options& o) {
        "File holding a bearer token required on POST, DELETE and /metrics", "FILE"},
       {"output-dir", 'o', 0, G_OPTION_ARG_FILENAME, &out,
        "Folder of the cameras' JSON lines files (overrides output_dir)", "DIR"},
+      {"rtsp-port", 'r', 0, G_OPTION_ARG_INT, &rtsp_port,
+       "Port of the cameras' RTSP re-streams (\"restream\": true), on the --listen address "
+       "(default 8554, re-streams off with a warning when it is taken; 0: no re-stream)",
+       "PORT"},
       {nullptr, 0, 0, G_OPTION_ARG_NONE, nullptr, nullptr, nullptr}};
   const bool ok =
       app::parse_options(&argc, &argv, entries, "- analyse many cameras with one model, REST API",
@@ -58,7 +65,14 @@ bool parse_args(int argc, char** argv, Options& o) {
   app::take(out, o.output_dir);
   for (gchar** s = streams; s && *s; ++s) o.streams.push_back(*s);
   g_strfreev(streams);
+  o.rtsp_port_given = rtsp_port != G_MININT;
+  if (o.rtsp_port_given) o.rtsp_port = rtsp_port;
   if (!ok) return false;
+  if (o.rtsp_port < 0 || o.rtsp_port > 65535) {
+    g_printerr("torchinfer-server: error: --rtsp-port %d: give 1 to 65535, or 0 for no re-stream\n",
+               o.rtsp_port);
+    return false;
+  }
   if (o.config.empty() == o.model.empty()) {
     g_printerr("torchinfer-server: error: give exactly one of --config FILE and --model FILE\n");
     return false;
@@ -154,6 +168,13 @@ int main(int argc, char** argv) {
       throw torchinfer::Error(
           torchinfer::ErrorKind::kConfigInvalid,
           "more streams than max_streams (" + std::to_string(config.max_streams) + ")");
+    if (opt.rtsp_port == 0)
+      for (std::size_t i = 0; i < config.streams.size(); ++i)
+        if (config.streams[i].restream)
+          throw torchinfer::Error(torchinfer::ErrorKind::kConfigInvalid,
+                                  opt.config + ": streams[" + std::to_string(i) +
+                                      "].restream: the server runs without RTSP (--rtsp-port "
+                                      "0); give --rtsp-port PORT");
     if (!opt.token_file.empty()) {
       token = torchinfer::read_regular_file(opt.token_file, "token file", 4096);
       token.erase(token.find_last_not_of(" \t\r\n") + 1);
@@ -178,6 +199,33 @@ int main(int argc, char** argv) {
     g_printerr("torchinfer-server: error: %s\n", why.c_str());
     return 1;
   }
+  // Before the cameras: they mount on it. Without it, a stream asking for a
+  // re-stream is refused with the reason: at start (exit 1) or at its POST.
+  std::unique_ptr<RestreamServer> restream;
+  if (opt.rtsp_port) {
+    std::string off;
+    if (RestreamServer::elements_installed(&off)) {
+      restream = std::make_unique<RestreamServer>();
+      if (!restream->listen(address, opt.rtsp_port, &off)) restream.reset();
+    }
+    if (!restream) {
+      std::size_t asked = 0;
+      while (asked < config.streams.size() && !config.streams[asked].restream) asked++;
+      if (opt.rtsp_port_given || asked < config.streams.size()) {
+        g_printerr(
+            "torchinfer-server: error: %s%s\n",
+            asked < config.streams.size()
+                ? (opt.config + ": streams[" + std::to_string(asked) + "].restream: ").c_str()
+                : "",
+            off.c_str());
+        return 1;
+      }
+      g_printerr("torchinfer-server: warning: RTSP re-streams are off: %s\n", off.c_str());
+      server->set_restream(nullptr, "RTSP re-streams are off: " + off);
+    } else {
+      server->set_restream(restream.get());
+    }
+  }
   auto http = std::make_unique<HttpApi>(server.get(), token);
   const std::string url = http->listen(address, port, &why);
   if (url.empty()) {
@@ -190,6 +238,8 @@ int main(int argc, char** argv) {
         "reaches this address can add and remove cameras\n",
         address.c_str());
   server->start_configured_streams();
+  if (restream)
+    g_printerr("torchinfer-server: re-streams on %s/streams/<id>\n", restream->base_url().c_str());
   g_printerr("torchinfer-server: serving %s (%zu streams)\n", url.c_str(), config.streams.size());
 
   Run run;

@@ -95,7 +95,9 @@ bool ServerApp::load_models(std::string* why) {
 
 std::shared_ptr<Camera> ServerApp::launch(const StreamSpec& spec) {
   Model* m = model(spec.model);
-  auto cam = std::make_shared<Camera>(spec, m->spec, config_.output_dir, config_.mqtt);
+  std::shared_ptr<RestreamFeed> feed;
+  if (spec.restream && restream_) feed = restream_->add(spec.id);
+  auto cam = std::make_shared<Camera>(spec, m->spec, config_.output_dir, config_.mqtt, feed);
   cameras_.add(spec.id, cam);
   cam->start();
   return cam;
@@ -118,6 +120,8 @@ Reply ServerApp::add_stream(const std::string& body) {
   } catch (const std::exception& e) {
     return error_reply(400, e.what());
   }
+  if (spec.restream && !restream_)
+    return error_reply(400, "restream: " + restream_off_, "restream");
   switch (cameras_.check(spec.id)) {
     case AddResult::kDuplicateId:
       return error_reply(409, "a stream '" + spec.id + "' exists already", "id");
@@ -139,6 +143,8 @@ Reply ServerApp::remove_stream(const std::string& id) {
   Model* m = model(cam->spec().model);
   json last = cam->status();
   cam->detach();
+  // Its clients get the end of the stream now, not after the drain.
+  if (cam->restream()) restream_->remove(cam->restream());
   {
     std::lock_guard<std::mutex> lock(m->mu);
     cameras_.remove(id);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "camera.h"
+#include "restream.h"
 #include "server/server_config.h"
 #include "server/stream_registry.h"
 
@@ -32,6 +33,13 @@ class ServerApp {
   ~ServerApp();
 
   const ServerConfig& config() const { return config_; }
+  // The RTSP server of the re-streams; it outlives this object. Null with
+  // the reason a stream asking for a re-stream is refused. Before
+  // start_configured_streams().
+  void set_restream(RestreamServer* server, std::string why_not = "") {
+    restream_ = server;
+    restream_off_ = std::move(why_not);
+  }
   // Loads every model once (a torchinfer of each held in PAUSED, so the
   // model stays loaded while no camera uses it). False with the reason.
   bool load_models(std::string* why);
@@ -71,6 +79,8 @@ class ServerApp {
   void reap();
 
   ServerConfig config_;
+  RestreamServer* restream_ = nullptr;
+  std::string restream_off_ = "the server runs without RTSP (--rtsp-port 0)";
   std::vector<std::unique_ptr<Model>> models_;
   StreamRegistry<Camera> cameras_;
   std::map<std::string, std::uint64_t> replies_;

@@ -133,6 +133,25 @@ std::string render_prometheus(const MetricsSnapshot& m) {
     for (const auto& [label, n] : s.detections)
       w.sample("torchinfer_stream_detections_total",
                stream_labels(s) + ",class=\"" + escape_label(label) + "\"", n);
+  w.family("torchinfer_stream_restream_clients", "gauge",
+           "RTSP clients watching the stream's re-stream now (streams with restream on).");
+  for (const auto& s : m.streams)
+    if (s.restream)
+      w.sample("torchinfer_stream_restream_clients", stream_labels(s),
+               static_cast<std::uint64_t>(s.restream_clients));
+  w.family("torchinfer_stream_restream_frames_sent_total", "counter",
+           "Annotated frames handed to the RTSP re-stream's encoder.");
+  for (const auto& s : m.streams)
+    if (s.restream)
+      w.sample("torchinfer_stream_restream_frames_sent_total", stream_labels(s),
+               s.restream_frames_sent);
+  w.family("torchinfer_stream_restream_frames_dropped_total", "counter",
+           "Annotated frames the RTSP re-stream lost because its encoder was behind (the "
+           "analysis never waits for it).");
+  for (const auto& s : m.streams)
+    if (s.restream)
+      w.sample("torchinfer_stream_restream_frames_dropped_total", stream_labels(s),
+               s.restream_frames_dropped);
 
   w.family("torchinfer_model_loaded", "gauge", "1 when the model is loaded.");
   for (const auto& md : m.models)

@@ -20,6 +20,10 @@ struct StreamFigures {
   std::uint64_t latency_count = 0;
   std::uint64_t reconnects = 0, disconnects = 0, errors = 0;
   std::map<std::string, std::uint64_t> detections;  // per class label
+  // The RTSP re-stream ("restream": true only).
+  bool restream = false;
+  int restream_clients = 0;
+  std::uint64_t restream_frames_sent = 0, restream_frames_dropped = 0;
 };
 
 struct ModelFigures {

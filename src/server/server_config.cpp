@@ -199,7 +199,7 @@ StreamSpec parse_stream_spec(const json& j, const std::vector<ModelSpec>& models
                              const std::string& origin) {
   Fields f(j, prefix, origin,
            {"id", "uri", "model", "loop", "confidence_threshold", "iou_threshold",
-            "inference_interval", "roi", "track", "json", "mqtt_topic"});
+            "inference_interval", "roi", "track", "json", "mqtt_topic", "restream"});
   StreamSpec s;
   s.id = f.str("id", true);
   if (!valid_stream_id(s.id))
@@ -243,6 +243,7 @@ StreamSpec parse_stream_spec(const json& j, const std::vector<ModelSpec>& models
     if (s.mqtt_topic.find_first_of("+#") != std::string::npos || s.mqtt_topic.size() > 256)
       f.fail("mqtt_topic", "a topic has at most 256 characters and no '+' or '#' wildcards");
   }
+  s.restream = f.boolean("restream", false);
   return s;
 }
 
@@ -314,6 +315,7 @@ json to_json(const StreamSpec& s) {
     j["roi"] = {
         {"x", s.roi->x}, {"y", s.roi->y}, {"width", s.roi->width}, {"height", s.roi->height}};
   if (!s.mqtt_topic.empty()) j["mqtt_topic"] = s.mqtt_topic;
+  j["restream"] = s.restream;
   return j;
 }
 

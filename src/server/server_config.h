@@ -47,6 +47,9 @@ struct StreamSpec {
   bool track = false;      // torchtrack after torchnms
   bool json = true;        // <output_dir>/<id>.jsonl
   std::string mqtt_topic;  // empty: no MQTT
+  // The annotated video as rtsp://<server>/streams/<id> (the server's
+  // --rtsp-port; refused when that is 0).
+  bool restream = false;
 };
 
 struct MqttSpec {

@@ -30,7 +30,10 @@ class ServerProcess {
  public:
   // `config` without "models" and "output_dir" gets the demo detector as
   // model "parts" and a scratch output folder.
-  explicit ServerProcess(nlohmann::json config, const std::string& token = "") {
+  // The re-streams listen on a free port too (never the default 8554, which
+  // another test or a real server may hold); `extra` ends the command line.
+  explicit ServerProcess(nlohmann::json config, const std::string& token = "",
+                         const std::vector<std::string>& extra = {}) {
     char tmpl[] = "/tmp/torchinfer-server-test-XXXXXX";
     dir_ = g_mkdtemp(tmpl);
     if (!config.contains("models"))
@@ -38,14 +41,21 @@ class ServerProcess {
     if (!config.contains("output_dir")) config["output_dir"] = dir_ + "/out";
     std::ofstream(dir_ + "/server.json") << config.dump(2);
     port_ = free_port();
-    std::vector<std::string> argv{env_or("TORCHINFER_SERVER", "torchinfer-server"), "--config",
-                                  dir_ + "/server.json", "--listen",
-                                  "127.0.0.1:" + std::to_string(port_)};
+    do rtsp_port_ = free_port();
+    while (rtsp_port_ == port_);
+    std::vector<std::string> argv{env_or("TORCHINFER_SERVER", "torchinfer-server"),
+                                  "--config",
+                                  dir_ + "/server.json",
+                                  "--listen",
+                                  "127.0.0.1:" + std::to_string(port_),
+                                  "--rtsp-port",
+                                  std::to_string(rtsp_port_)};
     if (!token.empty()) {
       std::ofstream(dir_ + "/token") << token << "\n";
       argv.push_back("--token-file");
       argv.push_back(dir_ + "/token");
     }
+    argv.insert(argv.end(), extra.begin(), extra.end());
     child_ = std::make_unique<Child>(argv);
     ready_ = child_->wait_line_index(true, "torchinfer-server: serving http://", 120) >= 0;
   }
@@ -59,6 +69,9 @@ class ServerProcess {
   std::string url(const std::string& path = "") const {
     return "http://127.0.0.1:" + std::to_string(port_) + path;
   }
+  std::string rtsp_url(const std::string& id) const {
+    return "rtsp://127.0.0.1:" + std::to_string(rtsp_port_) + "/streams/" + id;
+  }
   std::string out_dir() const { return dir_ + "/out"; }
   std::string dir() const { return dir_; }
   Child& child() { return *child_; }
@@ -71,7 +84,7 @@ class ServerProcess {
 
  private:
   std::string dir_;
-  int port_ = 0;
+  int port_ = 0, rtsp_port_ = 0;
   bool ready_ = false;
   std::unique_ptr<Child> child_;
 };

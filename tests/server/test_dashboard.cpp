@@ -85,8 +85,9 @@ const char* kCardIds =
 }  // namespace
 
 TEST(Dashboard, ShowsAddsAndRemovesCameras) {
-  ServerProcess server(json{
-      {"streams", {{{"id", "cam0"}, {"uri", clip_uri()}}, {{"id", "cam1"}, {"uri", clip_uri()}}}}});
+  ServerProcess server(json{{"streams",
+                             {{{"id", "cam0"}, {"uri", clip_uri()}, {"restream", true}},
+                              {{"id", "cam1"}, {"uri", clip_uri()}}}}});
   ASSERT_TRUE(server.ready()) << server.child().err();
   Http http;
   WebDriver wd(http, free_port(), server.dir() + "/chromium-profile");
@@ -120,6 +121,13 @@ TEST(Dashboard, ShowsAddsAndRemovesCameras) {
       60))
       << wd.script("return document.body.innerText;");
   EXPECT_EQ(wd.script("return document.getElementById('add-model').value;"), "parts");
+  // The re-stream's URL on the camera that has one, nothing on the other.
+  EXPECT_EQ(wd.script("return document.querySelector('.stream[data-id=\"cam0\"] .rtsp')"
+                      ".textContent;"),
+            "RTSP: " + server.rtsp_url("cam0") + " (0 watching)");
+  EXPECT_EQ(
+      wd.script("return document.querySelector('.stream[data-id=\"cam1\"] .rtsp').textContent;"),
+      "");
 
   // A refused add shows the server's reason and adds nothing.
   wd.type("#add-id", "bad id");
@@ -133,8 +141,10 @@ TEST(Dashboard, ShowsAddsAndRemovesCameras) {
       30));
   EXPECT_EQ(server_ids(http, server), std::vector<std::string>({"cam0", "cam1"}));
 
-  // Add from the form: it appears on the page and in the server.
+  // Add from the form, re-stream ticked: it appears on the page and in the
+  // server.
   wd.type("#add-id", "cam9");
+  wd.click("#add-restream");
   wd.click("#add-button");
   ASSERT_TRUE(eventually(
       [&] {
@@ -143,6 +153,7 @@ TEST(Dashboard, ShowsAddsAndRemovesCameras) {
       60))
       << wd.script("return document.body.innerText;");
   EXPECT_EQ(server_ids(http, server), std::vector<std::string>({"cam0", "cam1", "cam9"}));
+  EXPECT_EQ(server.stream(http, "cam9")["rtsp_url"], server.rtsp_url("cam9"));
   ASSERT_TRUE(eventually(
       [&] {
         return wd.script(

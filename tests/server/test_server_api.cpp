@@ -23,7 +23,7 @@ class ServerApi : public ::testing::Test {
         {{"max_streams", 4},
          {"max_body_bytes", 2048},
          {"streams",
-          {{{"id", "cam0"}, {"uri", clip_uri()}, {"confidence_threshold", 0.3}},
+          {{{"id", "cam0"}, {"uri", clip_uri()}, {"confidence_threshold", 0.3}, {"restream", true}},
            {{"id", "cam1"}, {"uri", clip_uri()}, {"inference_interval", 2}, {"track", true}}}}},
         kToken);
   }
@@ -158,6 +158,8 @@ TEST_F(ServerApi, MetricsNeedTheTokenAndPassPromtool) {
         "torchinfer_stream_detections_total{stream=\"cam0\",model=\"parts\",class=\"bracket\"} ",
         "torchinfer_model_load_seconds{model=\"parts\"} ",
         "torchinfer_model_loaded{model=\"parts\"} 1", "torchinfer_model_streams{model=\"parts\"} 2",
+        "torchinfer_stream_restream_clients{stream=\"cam0\",model=\"parts\"} 0",
+        "torchinfer_stream_restream_frames_dropped_total{stream=\"cam0\",model=\"parts\"} 0",
         "process_cpu_seconds_total ", "process_resident_memory_bytes ", "process_open_fds "})
     EXPECT_NE(r.body.find(series), std::string::npos) << series << "\n" << r.body;
   const std::string path = server_->dir() + "/metrics.txt";
@@ -226,6 +228,8 @@ TEST_F(ServerApi, BadBodiesAre400WithTheField) {
                  "no model 'other'");
   expect_refused(post(json({{"id", "x"}, {"uri", uri}, {"mqtt_topic", "a/b"}}).dump()), 400,
                  "mqtt_topic", "no MQTT broker");
+  expect_refused(post(json({{"id", "x"}, {"uri", uri}, {"restream", "yes"}}).dump()), 400,
+                 "restream", "must be true or false");
   std::string deep = std::string(20, '[') + std::string(20, ']');
   expect_refused(post(deep), 400, "", "nested deeper");
   EXPECT_EQ(stream_count(), 2u);

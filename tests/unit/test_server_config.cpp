@@ -56,7 +56,8 @@ TEST(ServerConfig, ReadsEveryField) {
                      {"roi", {{"x", 10}, {"y", 20}, {"width", 300}, {"height", 200}}},
                      {"track", true},
                      {"json", false},
-                     {"mqtt_topic", "line1/cam0"}},
+                     {"mqtt_topic", "line1/cam0"},
+                     {"restream", true}},
                     {{"id", "cam-1"}, {"uri", "v4l2:///dev/video2"}},
                     {{"id", "cam_2"}, {"uri", "rtsp://10.0.0.5:8554/stream"}}}}};
   const ServerConfig c = parse_server_config(j, "server.json");
@@ -90,6 +91,8 @@ TEST(ServerConfig, ReadsEveryField) {
   EXPECT_TRUE(s.track);
   EXPECT_FALSE(s.json);
   EXPECT_EQ(s.mqtt_topic, "line1/cam0");
+  EXPECT_TRUE(s.restream);
+  EXPECT_EQ(to_json(s)["restream"], true);
   EXPECT_EQ(c.streams[1].kind, SourceKind::kV4l2);
   EXPECT_EQ(c.streams[1].location, "/dev/video2");
   EXPECT_EQ(c.streams[1].model, "parts");  // the only model is the default
@@ -117,6 +120,27 @@ TEST(ServerConfig, Defaults) {
   EXPECT_FALSE(s.track);
   EXPECT_TRUE(s.json);
   EXPECT_TRUE(s.mqtt_topic.empty());
+  EXPECT_FALSE(s.restream);
+  EXPECT_EQ(to_json(s)["restream"], false);
+}
+
+// The re-stream switch is a boolean, in the file and in a REST body alike.
+TEST(ServerConfig, RestreamIsABoolean) {
+  for (const json& bad : {json("yes"), json(1), json(nullptr), json({{"enabled", true}})}) {
+    auto [field, msg] = stream_error({{"id", "a"}, {"uri", "file:///x"}, {"restream", bad}});
+    EXPECT_EQ(field, "streams[0].restream") << bad;
+    EXPECT_NE(msg.find("streams[0].restream"), std::string::npos) << msg;
+  }
+  try {
+    parse_stream_spec({{"id", "a"}, {"uri", "file:///x"}, {"restream", "on"}}, {{"parts", "m.pt"}},
+                      {}, "", "");
+    ADD_FAILURE() << "a string restream was accepted";
+  } catch (const FieldError& e) {
+    EXPECT_EQ(e.field(), "restream");
+  }
+  const StreamSpec off = parse_stream_spec({{"id", "a"}, {"uri", "file:///x"}, {"restream", false}},
+                                           {{"parts", "m.pt"}}, {}, "", "");
+  EXPECT_FALSE(off.restream);
 }
 
 TEST(ServerConfig, UnknownFieldsAreNamed) {

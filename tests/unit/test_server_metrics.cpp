@@ -29,7 +29,17 @@ MetricsSnapshot sample_snapshot() {
   s.reconnects = 1;
   s.disconnects = 1;
   s.detections = {{"bracket", 7}, {"odd \"label\"\\", 1}};
+  s.restream = true;
+  s.restream_clients = 2;
+  s.restream_frames_sent = 90;
+  s.restream_frames_dropped = 4;
   m.streams.push_back(s);
+  // A stream without re-stream has no re-stream series.
+  StreamFigures plain;
+  plain.id = "cam1";
+  plain.model = "parts";
+  plain.state = "running";
+  m.streams.push_back(plain);
   ModelFigures md;
   md.id = "parts";
   md.loaded = true;
@@ -74,10 +84,14 @@ TEST(MetricsText, StreamModelAndProcessSeries) {
            "7",
            "torchinfer_stream_detections_total{stream=\"cam0\",model=\"parts\",class=\"odd "
            "\\\"label\\\"\\\\\"} 1",
+           "torchinfer_stream_restream_clients{stream=\"cam0\",model=\"parts\"} 2",
+           "torchinfer_stream_restream_frames_sent_total{stream=\"cam0\",model=\"parts\"} 90",
+           "# TYPE torchinfer_stream_restream_frames_dropped_total counter",
+           "torchinfer_stream_restream_frames_dropped_total{stream=\"cam0\",model=\"parts\"} 4",
            "torchinfer_model_load_seconds{model=\"parts\"} 1.25",
            "torchinfer_model_frames_inferred_total{model=\"parts\"} 500",
            "torchinfer_model_streams{model=\"parts\"} 1",
-           "torchinfer_streams 1",
+           "torchinfer_streams 2",
            "torchinfer_streams_added_total 3",
            "torchinfer_streams_removed_total 2",
            "torchinfer_streams_stopping 1",
@@ -91,7 +105,9 @@ TEST(MetricsText, StreamModelAndProcessSeries) {
   for (std::size_t p = 0; (p = t.find("# HELP ", p)) != std::string::npos; ++p) help++;
   for (std::size_t p = 0; (p = t.find("# TYPE ", p)) != std::string::npos; ++p) type++;
   EXPECT_EQ(help, type);
-  EXPECT_EQ(help, 28u);
+  EXPECT_EQ(help, 31u);
+  EXPECT_EQ(t.find("restream_clients{stream=\"cam1\""), std::string::npos) << t;
+  EXPECT_EQ(t.find("restream_frames_dropped_total{stream=\"cam1\""), std::string::npos) << t;
 }
 
 TEST(MetricsText, NoStreamsStillValid) {
