@@ -108,6 +108,14 @@ SubmitResult StreamSession::fill_slot(std::uint64_t seq, std::size_t index, Batc
     return {SubmitStatus::kPrepareFailed, e.what()};
   }
   pixels.unmap();
+  commit_slot(slot, seq, index, tf, pre_ms);
+  return {SubmitStatus::kQueued, {}};
+}
+
+// The result lands in its frame's slot; the frame leaves once its last slot
+// has delivered.
+void StreamSession::commit_slot(Batcher::Slot& slot, std::uint64_t seq, std::size_t index,
+                                const FrameTransform& tf, double pre_ms) {
   std::shared_ptr<Queue> queue = queue_;
   batcher_->commit(slot, [queue, seq, index, tf, pre_ms](FrameResult&& r) {
     queue->complete(seq, [&](Item& it) {
@@ -119,7 +127,6 @@ SubmitResult StreamSession::fill_slot(std::uint64_t seq, std::size_t index, Batc
       return --it.pending == 0;
     });
   });
-  return {SubmitStatus::kQueued, {}};
 }
 
 std::vector<std::size_t> StreamSession::plan_regions(FrameInference& rec, bool infer,
@@ -209,17 +216,7 @@ SubmitResult StreamSession::fill_regions(std::uint64_t seq,
       pixels.unmap();
       mapped = false;
     }
-    std::shared_ptr<Queue> queue = queue_;
-    batcher_->commit(slot, [queue, seq, index, tf, pre_ms](FrameResult&& r) {
-      queue->complete(seq, [&](Item& it) {
-        SlotResult& s = it.rec->slots[index];
-        s.result = std::move(r);
-        s.transform = tf;
-        s.preprocess_ms = pre_ms;
-        s.delivered = true;
-        return --it.pending == 0;
-      });
-    });
+    commit_slot(slot, seq, index, tf, pre_ms);
     if (object_id) submitted_.put(*object_id, frame_no, frame_no);
   }
   return {SubmitStatus::kQueued, {}};

@@ -207,6 +207,8 @@ class StreamSession {
                             const std::vector<std::size_t>& to_infer, std::uint64_t frame_no,
                             FramePixels& pixels);
   void prepare(const Batcher::Slot& slot);
+  void commit_slot(Batcher::Slot& slot, std::uint64_t seq, std::size_t index,
+                   const FrameTransform& tf, double pre_ms);
   // Output thread: remembers inferred regions' results and attaches the
   // latest result to regions that reuse one.
   void resolve_regions(FrameInference& rec);
