@@ -85,6 +85,24 @@ void StreamSession::prepare(const Batcher::Slot& slot) {
   }
 }
 
+// Whole frame (crop = nullptr) or one region into the slot, for the slot's
+// model (a reload may have changed its input size).
+FrameTransform StreamSession::preprocess_into(const Batcher::Slot& slot, const FrameView& view,
+                                              const Crop* crop, double& ms) {
+  prepare(slot);
+  const auto t0 = Clock::now();
+  FrameTransform tf;
+  if (slot.model->config.input_uint8) {
+    auto* dst = static_cast<std::uint8_t*>(slot.data);
+    tf = crop ? pre_->run(view, *crop, dst) : pre_->run(view, dst);
+  } else {
+    auto* dst = static_cast<float*>(slot.data);
+    tf = crop ? pre_->run(view, *crop, dst) : pre_->run(view, dst);
+  }
+  ms = ms_since(t0);
+  return tf;
+}
+
 SubmitResult StreamSession::fill_slot(std::uint64_t seq, std::size_t index, Batcher::Slot& slot,
                                       FramePixels& pixels) {
   FrameView view;
@@ -96,11 +114,7 @@ SubmitResult StreamSession::fill_slot(std::uint64_t seq, std::size_t index, Batc
   FrameTransform tf;
   double pre_ms = 0;
   try {
-    prepare(slot);
-    const auto t0 = Clock::now();
-    tf = slot.model->config.input_uint8 ? pre_->run(view, static_cast<std::uint8_t*>(slot.data))
-                                        : pre_->run(view, static_cast<float*>(slot.data));
-    pre_ms = ms_since(t0);
+    tf = preprocess_into(slot, view, nullptr, pre_ms);
   } catch (const std::exception& e) {
     pixels.unmap();
     batcher_->commit(slot, nullptr);
@@ -201,13 +215,9 @@ SubmitResult StreamSession::fill_regions(std::uint64_t seq,
     FrameTransform tf;
     double pre_ms = 0;
     try {
-      prepare(slot);
-      const auto t0 = Clock::now();
-      tf = slot.model->config.input_uint8
-               ? pre_->run(view, box, static_cast<std::uint8_t*>(slot.data))
-               : pre_->run(view, box, static_cast<float*>(slot.data));
-      pre_ms = ms_since(t0);
+      tf = preprocess_into(slot, view, &box, pre_ms);
     } catch (const std::exception& e) {
+      pixels.unmap();
       batcher_->commit(slot, nullptr);
       give_up_from(k);
       return {SubmitStatus::kPrepareFailed, e.what()};

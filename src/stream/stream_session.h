@@ -207,6 +207,8 @@ class StreamSession {
                             const std::vector<std::size_t>& to_infer, std::uint64_t frame_no,
                             FramePixels& pixels);
   void prepare(const Batcher::Slot& slot);
+  FrameTransform preprocess_into(const Batcher::Slot& slot, const FrameView& view, const Crop* crop,
+                                 double& ms);
   void commit_slot(Batcher::Slot& slot, std::uint64_t seq, std::size_t index,
                    const FrameTransform& tf, double pre_ms);
   // Output thread: remembers inferred regions' results and attaches the
