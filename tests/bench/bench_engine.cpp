@@ -39,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_args.h"
 #include "common/aligned_buffer.h"
 #include "engine/engine.h"
 
@@ -47,23 +48,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-std::map<std::string, std::string> args;
-
-std::string arg(const std::string& k, const std::string& def) {
-  auto it = args.find(k);
-  return it == args.end() ? def : it->second;
-}
-int iarg(const std::string& k, int def) {
-  return std::atoi(arg(k, std::to_string(def)).c_str());
-}
-std::vector<int> ilist(const std::string& k, const std::string& def) {
-  std::vector<int> out;
-  std::stringstream ss(arg(k, def));
-  std::string item;
-  while (std::getline(ss, item, ',')) out.push_back(std::atoi(item.c_str()));
-  return out;
-}
-
+bench::Args args;
 double pct(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
   return v[std::min(v.size() - 1, static_cast<std::size_t>(p * (v.size() - 1) + 0.5))];
@@ -76,19 +61,20 @@ double ms(Clock::time_point a, Clock::time_point b) {
 EngineOptions engine_opts(const std::string& model, int batch, int threads) {
   EngineOptions o;
   o.model_path = model;
-  o.input_width = iarg("width", iarg("size", 224));
-  o.input_height = iarg("height", iarg("size", 224));
+  o.input_width = args.num("width", args.num("size", 224));
+  o.input_height = args.num("height", args.num("size", 224));
   o.warmup_batch_sizes = {batch};
   o.threads = threads;
   o.precision = Precision::kFp32;
-  o.optimize = iarg("optimize", 1) != 0;
-  if (args.count("cores")) o.cores = args["cores"];
+  o.optimize = args.num("optimize", 1) != 0;
+  if (args.has("cores")) o.cores = args.str("cores", "");
   return o;
 }
 
 AlignedBuffer input(int batch) {
-  const int s = iarg("size", 224);
-  const std::size_t n = static_cast<std::size_t>(batch) * iarg("width", s) * iarg("height", s) * 3;
+  const int s = args.num("size", 224);
+  const std::size_t n =
+      static_cast<std::size_t>(batch) * args.num("width", s) * args.num("height", s) * 3;
   AlignedBuffer b(n * sizeof(float));
   float* v = b.data<float>();
   for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>(i % 255) / 128.f - 1;
@@ -96,9 +82,10 @@ AlignedBuffer input(int batch) {
 }
 
 int overhead() {
-  const std::string model = arg("model", "");
-  const int batch = iarg("batch", 1), threads = iarg("threads", 2), iters = iarg("iters", 30);
-  const int s = iarg("size", 224);
+  const std::string model = args.str("model", "");
+  const int batch = args.num("batch", 1), threads = args.num("threads", 2),
+            iters = args.num("iters", 30);
+  const int s = args.num("size", 224);
   Engine engine(engine_opts(model, batch, threads));
   AlignedBuffer in = input(batch);
 
@@ -139,13 +126,15 @@ int overhead() {
 }
 
 int bare() {
-  const std::string model = arg("model", "");
-  const int batch = iarg("batch", 1), threads = iarg("threads", 2), iters = iarg("iters", 30);
-  const int w = iarg("width", iarg("size", 224)), h = iarg("height", iarg("size", 224));
-  const bool int8 = arg("precision", "fp32") == "int8";
+  const std::string model = args.str("model", "");
+  const int batch = args.num("batch", 1), threads = args.num("threads", 2),
+            iters = args.num("iters", 30);
+  const int w = args.num("width", args.num("size", 224)),
+            h = args.num("height", args.num("size", 224));
+  const bool int8 = args.str("precision", "fp32") == "int8";
   // bf16 as the engine runs it: weights converted, frozen only, input cast
   // inside the timed call.
-  const bool bf16 = arg("precision", "fp32") == "bf16";
+  const bool bf16 = args.str("precision", "fp32") == "bf16";
   if (int8) {
     const auto& q = at::globalContext().supportedQEngines();
     if (std::find(q.begin(), q.end(), at::QEngine::ONEDNN) != q.end())
@@ -187,18 +176,19 @@ int bare() {
 }
 
 int compare() {
-  const int batch = iarg("batch", 1), threads = iarg("threads", 2), iters = iarg("iters", 30);
-  EngineOptions fo = engine_opts(arg("fp32", ""), batch, threads);
-  EngineOptions qo = engine_opts(arg("int8", ""), batch, threads);
+  const int batch = args.num("batch", 1), threads = args.num("threads", 2),
+            iters = args.num("iters", 30);
+  EngineOptions fo = engine_opts(args.str("fp32", ""), batch, threads);
+  EngineOptions qo = engine_opts(args.str("int8", ""), batch, threads);
   qo.precision = Precision::kInt8;
-  qo.optimize = iarg("int8-optimize", 1) != 0;
+  qo.optimize = args.num("int8-optimize", 1) != 0;
   Engine f(fo), q(qo);
   AlignedBuffer in = input(batch);
   // Alternating blocks, so both see the same machine load. The first run of
   // each block is dropped: in a pipeline one model runs alone with its
   // weights in cache, while the run right after a switch pays for reloading
   // them (an int8 MobileNetV2 after the fp32 one: ~1.3x slower).
-  const int block = std::max(2, iarg("block", 6));
+  const int block = std::max(2, args.num("block", 6));
   std::vector<double> tf, tq;
   for (int done = 0; done < iters; done += block - 1) {
     for (int i = 0; i < block; ++i) {
@@ -219,14 +209,14 @@ int compare() {
 }
 
 int table() {
-  const std::string model = arg("model", "");
-  const int iters = iarg("iters", 20);
+  const std::string model = args.str("model", "");
+  const int iters = args.num("iters", 20);
   std::printf(
       "| model | batch | threads | images/s | p50 ms | p99 ms |\n|---|---|---|---|---|---|\n");
-  for (int threads : ilist("threads-list", "1,2"))
-    for (int batch : ilist("batches", "1,2,4,8")) {
+  for (int threads : args.nums("threads-list", "1,2"))
+    for (int batch : args.nums("batches", "1,2,4,8")) {
       EngineOptions o = engine_opts(model, batch, threads);
-      if (args.count("precision") && args["precision"] == "int8") o.precision = Precision::kInt8;
+      if (args.str("precision", "") == "int8") o.precision = Precision::kInt8;
       Engine e(o);
       AlignedBuffer in = input(batch);
       std::vector<double> t;
@@ -253,10 +243,10 @@ void burn_cpu_us(double us) {
 }
 
 int loop() {
-  const int batch = iarg("batch", 1), iters = iarg("iters", 40);
-  EngineOptions o = engine_opts(arg("model", ""), batch, iarg("threads", 2));
-  if (arg("precision", "fp32") == "int8") o.precision = Precision::kInt8;
-  const double work_us = std::atof(arg("work-us", "0").c_str()) * batch;
+  const int batch = args.num("batch", 1), iters = args.num("iters", 40);
+  EngineOptions o = engine_opts(args.str("model", ""), batch, args.num("threads", 2));
+  if (args.str("precision", "fp32") == "int8") o.precision = Precision::kInt8;
+  const double work_us = std::atof(args.str("work-us", "0").c_str()) * batch;
   Engine e(o);
   AlignedBuffer in = input(batch);
   for (int i = 0; i < 2; ++i) e.run(in.data(), batch);
@@ -293,24 +283,24 @@ std::vector<int> warm_sizes(int batch, bool pow2) {
 }
 
 int startup() {
-  const int batch = iarg("batch", 64);
-  EngineOptions o = engine_opts(arg("model", ""), batch, iarg("threads", 2));
-  o.warmup_batch_sizes = warm_sizes(batch, arg("warm", "pow2") == "pow2");
+  const int batch = args.num("batch", 64);
+  EngineOptions o = engine_opts(args.str("model", ""), batch, args.num("threads", 2));
+  o.warmup_batch_sizes = warm_sizes(batch, args.str("warm", "pow2") == "pow2");
   const auto t0 = Clock::now();
   Engine engine(o);
   std::printf("startup batch=%d warm=%s sizes=%zu load_ms=%.0f\n", batch,
-              arg("warm", "pow2").c_str(), o.warmup_batch_sizes.size(), ms(t0, Clock::now()));
+              args.str("warm", "pow2").c_str(), o.warmup_batch_sizes.size(), ms(t0, Clock::now()));
   return 0;
 }
 
 int partial() {
-  const int batch = iarg("batch", 8), fill = iarg("fill", 5), iters = iarg("iters", 20);
+  const int batch = args.num("batch", 8), fill = args.num("fill", 5), iters = args.num("iters", 20);
   // The profiling executor may specialise again on a new size's 2nd call:
   // the first three calls at `fill` are kept apart.
   std::vector<double> first[3], pad, unpadded;
   AlignedBuffer in = input(batch);
-  for (int rep = 0; rep < iarg("reps", 3); ++rep) {
-    Engine engine(engine_opts(arg("model", ""), batch, iarg("threads", 2)));
+  for (int rep = 0; rep < args.num("reps", 3); ++rep) {
+    Engine engine(engine_opts(args.str("model", ""), batch, args.num("threads", 2)));
     auto timed = [&](int b) {
       auto t0 = Clock::now();
       engine.run(in.data(), b);
@@ -340,7 +330,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: torchinfer-bench overhead|compare|table|bare --key value ...\n");
     return 64;
   }
-  for (int i = 2; i + 1 < argc; i += 2) args[std::string(argv[i]).substr(2)] = argv[i + 1];
+  args.parse(argc, argv);
   const std::string mode = argv[1];
   try {
     if (mode == "overhead") return overhead();

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_args.h"
 #include "common/aligned_buffer.h"
 #include "engine/engine.h"
 #include "frames.h"
@@ -39,15 +40,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-std::map<std::string, std::string> args;
-
-std::string arg(const std::string& k, const std::string& def) {
-  auto it = args.find(k);
-  return it == args.end() ? def : it->second;
-}
-int iarg(const std::string& k, int def) {
-  return std::atoi(arg(k, std::to_string(def)).c_str());
-}
+bench::Args args;
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -77,13 +70,15 @@ struct Counter {
 };
 
 int throughput() {
-  const std::string model = arg("model", "");
-  const int batch = iarg("batch", 8), objects = iarg("objects", 16), frames = iarg("frames", 40);
-  const int rounds = iarg("rounds", 5), threads = iarg("threads", 2), box = iarg("box", 128);
+  const std::string model = args.str("model", "");
+  const int batch = args.num("batch", 8), objects = args.num("objects", 16),
+            frames = args.num("frames", 40);
+  const int rounds = args.num("rounds", 5), threads = args.num("threads", 2),
+            box = args.num("box", 128);
   const int W = 1280, H = 720;
   // --region full-frame: the same number of images as whole frames, for
   // comparison (no ROIs; each frame is one image).
-  const bool full = arg("region", "roi-list") == "full-frame";
+  const bool full = args.str("region", "roi-list") == "full-frame";
   const std::string line =
       "appsrc name=src is-live=false format=time ! torchinfer name=ti model=" + model +
       " inference-region=" + (full ? "full-frame" : "roi-list") +
@@ -126,8 +121,8 @@ int throughput() {
 
   EngineOptions eo;
   eo.model_path = model;
-  eo.input_width = iarg("width", 96);
-  eo.input_height = iarg("height", 96);
+  eo.input_width = args.num("width", 96);
+  eo.input_height = args.num("height", 96);
   eo.threads = threads;
   eo.warmup_batch_sizes = {batch};
   eo.precision = Precision::kFp32;
@@ -180,7 +175,7 @@ int throughput() {
 }
 
 int crop() {
-  const int out = iarg("out", 96), box = iarg("box", 128), iters = iarg("iters", 200);
+  const int out = args.num("out", 96), box = args.num("box", 128), iters = args.num("iters", 200);
   const test::OwnedFrame f =
       test::make_frame(test::make_rgb_image(1920, 1080, 3), PixelFormat::kNV12);
   PreprocessOptions o;
@@ -214,7 +209,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: roi-bench throughput|crop --key value ...\n");
     return 2;
   }
-  for (int i = 2; i + 1 < argc; i += 2) args[std::string(argv[i]).substr(2)] = argv[i + 1];
+  args.parse(argc, argv);
   const std::string mode = argv[1];
   try {
     if (mode == "throughput") return throughput();
