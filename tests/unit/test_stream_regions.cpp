@@ -15,7 +15,7 @@
 #include <memory>
 #include <vector>
 
-#include "held_forward.h"
+#include "grey_model.h"
 #include "stream/regions.h"
 #include "stream/stream_session.h"
 
@@ -24,26 +24,9 @@ using namespace std::chrono_literals;
 
 namespace {
 
-constexpr int kW = 8, kH = 2, kOut = 2;
-constexpr std::size_t kSlotBytes = kOut * kOut * 3 * sizeof(float);
+constexpr int kW = 8, kH = 2, kOut = test::kModelSide;
 
-struct FakeModel : test::HeldForward {
-  std::shared_ptr<const LoadedModel> make() {
-    auto m = std::make_shared<LoadedModel>();
-    m->slot_bytes = kSlotBytes;
-    m->config.input_width = kOut;
-    m->config.input_height = kOut;
-    m->run = [this](const void* data, int n) -> std::shared_ptr<const BatchOutput> {
-      std::vector<int> seen;
-      for (int k = 0; k < n; ++k)
-        seen.push_back(static_cast<int>(
-            static_cast<const float*>(data)[k * kSlotBytes / sizeof(float)] + 0.5f));
-      enter(std::move(seen));
-      return nullptr;
-    };
-    return m;
-  }
-};
+using FakeModel = test::GreyModel;
 
 struct Pixels : FramePixels {
   std::array<std::uint8_t, kW * kH * 3> px{};

@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "held_forward.h"
+#include "grey_model.h"
 #include "stream/stream_session.h"
 
 using namespace torchinfer;
@@ -25,27 +25,9 @@ using namespace std::chrono_literals;
 
 namespace {
 
-constexpr int kSide = 2;
-constexpr std::size_t kSlotBytes = kSide * kSide * 3 * sizeof(float);
+constexpr int kSide = test::kModelSide;
 
-struct FakeModel : test::HeldForward {
-  std::shared_ptr<const LoadedModel> make(int generation = 1) {
-    auto m = std::make_shared<LoadedModel>();
-    m->slot_bytes = kSlotBytes;
-    m->generation = generation;
-    m->config.input_width = kSide;
-    m->config.input_height = kSide;
-    m->run = [this](const void* data, int n) -> std::shared_ptr<const BatchOutput> {
-      std::vector<int> seen;
-      for (int k = 0; k < n; ++k)
-        seen.push_back(static_cast<int>(
-            static_cast<const float*>(data)[k * kSlotBytes / sizeof(float)] + 0.5f));
-      enter(std::move(seen));
-      return nullptr;
-    };
-    return m;
-  }
-};
+using FakeModel = test::GreyModel;
 
 // A frame as the element would hand it over: its pixels, and a token the
 // session returns in order. Releasing the token counts the reference.
