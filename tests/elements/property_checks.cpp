@@ -110,4 +110,22 @@ void expect_property_list(GstElement* e, const ExpectedProperty* expected, std::
   }
 }
 
+int expect_defaults(GstElement* e) {
+  int compared = 0;
+  for (GParamSpec* p : own_specs(e)) {
+    if (G_IS_PARAM_SPEC_BOXED(p)) continue;
+    GValue got = G_VALUE_INIT, def = G_VALUE_INIT;
+    g_value_init(&got, G_PARAM_SPEC_VALUE_TYPE(p));
+    g_value_init(&def, G_PARAM_SPEC_VALUE_TYPE(p));
+    g_object_get_property(G_OBJECT(e), p->name, &got);
+    g_param_value_set_default(p, &def);
+    EXPECT_EQ(g_param_values_cmp(p, &got, &def), 0)
+        << p->name << ": " << contents(&got) << " vs default " << contents(&def);
+    g_value_unset(&got);
+    g_value_unset(&def);
+    ++compared;
+  }
+  return compared;
+}
+
 }  // namespace torchinfer::test

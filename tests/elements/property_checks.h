@@ -32,6 +32,11 @@ std::string read(GstElement* e, GParamSpec* p);
 // back; returns how many were written.
 int round_trip_writable(GstElement* e, const std::map<std::string, std::string>& strings);
 
+// Each of the element's own properties reads its ParamSpec default; boxed
+// ones (structures of counters) are left to the caller. Returns how many
+// were compared.
+int expect_defaults(GstElement* e);
+
 // One row of an element's fixed property list. access: 'r' writable in
 // NULL/READY, 'p' also while PLAYING, 'o' read-only.
 struct ExpectedProperty {

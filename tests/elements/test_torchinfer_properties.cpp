@@ -95,28 +95,15 @@ TEST(TorchInferProperties, NamesTypesAndAccessAreTheFixedList) {
 
 TEST(TorchInferProperties, FreshElementReadsTheParamSpecDefaults) {
   GstElement* e = make();
-  int compared = 0;
-  for (GParamSpec* p : own_specs(e)) {
-    GValue got = G_VALUE_INIT, def = G_VALUE_INIT;
-    g_value_init(&got, G_PARAM_SPEC_VALUE_TYPE(p));
-    g_value_init(&def, G_PARAM_SPEC_VALUE_TYPE(p));
-    g_object_get_property(G_OBJECT(e), p->name, &got);
-    g_param_value_set_default(p, &def);
-    if (G_IS_PARAM_SPEC_BOXED(p)) {  // "stats": a structure of zero counters
-      const GstStructure* s = gst_value_get_structure(&got);
-      ASSERT_NE(s, nullptr);
-      guint64 frames_in = 1;
-      EXPECT_TRUE(gst_structure_get_uint64(s, "frames-in", &frames_in));
-      EXPECT_EQ(frames_in, 0u);
-    } else {
-      EXPECT_EQ(g_param_values_cmp(p, &got, &def), 0)
-          << p->name << ": " << contents(&got) << " vs default " << contents(&def);
-      ++compared;
-    }
-    g_value_unset(&got);
-    g_value_unset(&def);
-  }
-  EXPECT_EQ(compared, static_cast<int>(std::size(kExpected)) - 1);
+  EXPECT_EQ(expect_defaults(e), static_cast<int>(std::size(kExpected)) - 1);
+  // "stats", the one boxed property: a structure of zero counters
+  GstStructure* s = nullptr;
+  g_object_get(e, "stats", &s, nullptr);
+  ASSERT_NE(s, nullptr);
+  guint64 frames_in = 1;
+  EXPECT_TRUE(gst_structure_get_uint64(s, "frames-in", &frames_in));
+  EXPECT_EQ(frames_in, 0u);
+  gst_structure_free(s);
   gst_object_unref(e);
 }
 
