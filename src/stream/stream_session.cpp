@@ -217,7 +217,6 @@ SubmitResult StreamSession::fill_regions(std::uint64_t seq,
     try {
       tf = preprocess_into(slot, view, &box, pre_ms);
     } catch (const std::exception& e) {
-      pixels.unmap();
       batcher_->commit(slot, nullptr);
       give_up_from(k);
       return {SubmitStatus::kPrepareFailed, e.what()};
