@@ -26,6 +26,7 @@
 #include <thread>
 #include <utility>
 
+#include "common/cpu_set.h"
 #include "common/error.h"
 #include "element-errors.h"
 #include "gst/torchinfer/torchinfer-meta.h"
@@ -190,6 +191,12 @@ static bool gst_torchinfer_start(GstTorchInfer* self) {
     so.regions.min_size = s.min_object_size;
     so.regions.padding = s.object_padding;
     so.regions.reclassify_interval = s.reclassify_interval;
+    so.preprocess_in_batch =
+        s.preprocess_on == PREPROCESS_INFERENCE_THREADS ||
+        (s.preprocess_on == PREPROCESS_AUTO &&
+         preprocess_in_batch_by_default(model->threads, static_cast<int>(allowed_cpus().size())));
+    GST_INFO_OBJECT(self, "preprocessing on the %s",
+                    so.preprocess_in_batch ? "inference threads" : "streaming thread");
     std::lock_guard<std::mutex> lock(st->reload_lock);
     st->session.start(std::move(batcher), std::move(so));
     st->session.set_skip_when_busy(s.drop_policy == DROP_SKIP);
@@ -356,11 +363,11 @@ static GstFlowReturn gst_torchinfer_chain(GstPad*, GstObject* parent, GstBuffer*
   }
   std::vector<RegionOfInterest> regions;
   if (st->run.inference_region == REGION_ROI_LIST) regions = regions_of(buf);
-  BufferPixels pixels(&st->info, buf);
   const GstClockTime pts = GST_BUFFER_PTS(buf);
-  const SubmitResult r = st->session.submit_frame(
-      own(GST_MINI_OBJECT(gst_buffer_ref(buf))), GST_VIDEO_INFO_WIDTH(&st->info),
-      GST_VIDEO_INFO_HEIGHT(&st->info), pts, pixels, &regions);
+  const SubmitResult r =
+      st->session.submit_frame(own(GST_MINI_OBJECT(gst_buffer_ref(buf))),
+                               GST_VIDEO_INFO_WIDTH(&st->info), GST_VIDEO_INFO_HEIGHT(&st->info),
+                               pts, std::make_unique<BufferPixels>(&st->info, buf), &regions);
   return flow_of(self, r);
 }
 

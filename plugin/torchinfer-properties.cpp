@@ -228,13 +228,19 @@ constexpr Property kProperties[] = {
       "roi-list: a tracked ROI (object_id param, torchtrack) is inferred again only every Nth "
       "frame; in between it carries its latest result, marked inferred=false. ROIs without an "
       "id are inferred on every inferred frame", 1, 1000000, 1, f); }),
+  ready<&Settings::preprocess_on>(PROP_PREPROCESS_ON, [](GParamFlags f) {
+    return g_param_spec_enum("preprocess-on", "Preprocess on",
+      "Threads that resize and normalise frames: the streaming thread (overlaps forward() when "
+      "a core is spare) or the inference threads right before each batch (no stream competes "
+      "with them for the cores); auto picks by the cores left over",
+      preprocess_on_type(), PREPROCESS_AUTO, f); }),
 };
 // clang-format on
 
 constexpr bool table_matches_ids() {
   for (std::size_t i = 0; i < std::size(kProperties); ++i)
     if (kProperties[i].id != static_cast<Prop>(i + 1)) return false;
-  return std::size(kProperties) == PROP_RECLASSIFY_INTERVAL;
+  return std::size(kProperties) == PROP_PREPROCESS_ON;
 }
 static_assert(table_matches_ids(), "kProperties lists every Prop once, in enum order");
 

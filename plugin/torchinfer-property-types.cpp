@@ -116,4 +116,20 @@ GType inference_region_type() {
   return register_once(&t, "GstTorchInferInferenceRegion", values);
 }
 
+GType preprocess_on_type() {
+  static GType t = 0;
+  static const GEnumValue values[] = {
+      {PREPROCESS_AUTO,
+       "inference-threads when they take every core this process may use, else streaming-thread",
+       "auto"},
+      {PREPROCESS_STREAMING_THREAD,
+       "Each stream's own thread, overlapping the model's forward() on a spare core",
+       "streaming-thread"},
+      {PREPROCESS_INFERENCE_THREADS,
+       "The model's inference threads, split over them just before each batch's forward()",
+       "inference-threads"},
+      {0, nullptr, nullptr}};
+  return register_once(&t, "GstTorchInferPreprocessOn", values);
+}
+
 }  // namespace torchinfer::gst

@@ -15,5 +15,6 @@ GType input_layout_type();
 GType drop_policy_type();
 GType precision_type();
 GType inference_region_type();
+GType preprocess_on_type();
 
 }  // namespace torchinfer::gst

@@ -66,6 +66,7 @@ enum Prop {
   PROP_MIN_OBJECT_SIZE,
   PROP_OBJECT_PADDING,
   PROP_RECLASSIFY_INTERVAL,
+  PROP_PREPROCESS_ON,
 };
 
 // Enum values 0 mean "take it from the sidecar".
@@ -80,6 +81,8 @@ enum DropPolicy { DROP_AUTO, DROP_BLOCK, DROP_SKIP };
 // What one inference covers: the whole frame, or each region-of-interest
 // meta on it.
 enum InferenceRegion { REGION_FULL_FRAME, REGION_ROI_LIST };
+// Which threads preprocess frames (StreamSession's preprocess_in_batch).
+enum PreprocessOn { PREPROCESS_AUTO, PREPROCESS_STREAMING_THREAD, PREPROCESS_INFERENCE_THREADS };
 
 struct Settings {
   std::string model, model_config, labels, model_instance_id;
@@ -110,6 +113,7 @@ struct Settings {
   int min_object_size = 0;
   double object_padding = 0.0;
   int reclassify_interval = 1;
+  PreprocessOn preprocess_on = PREPROCESS_AUTO;
 
   ConfigOverrides overrides() const;
 };

@@ -89,6 +89,7 @@ int Batcher::open_batch_locked() {
     b.model = model_;
     b.reserved = b.committed = 0;
     b.callbacks.assign(opts_.batch_size, nullptr);
+    b.prepares.assign(opts_.batch_size, nullptr);
     b.commit_times.assign(opts_.batch_size, {});
     filling_ = i;
     return i;
@@ -139,11 +140,12 @@ Batcher::Slot Batcher::acquire(bool block, const std::atomic<bool>& cancelled) {
   }
 }
 
-void Batcher::commit(Slot& slot, FrameCallback done) {
+void Batcher::commit(Slot& slot, FrameCallback done, SlotPrepare prepare) {
   {
     std::lock_guard<std::mutex> lk(mu_);
     Batch& b = batches_[slot.buffer];
     b.callbacks[slot.index] = std::move(done);
+    b.prepares[slot.index] = std::move(prepare);
     b.commit_times[slot.index] = std::chrono::steady_clock::now();
     b.committed++;
   }
@@ -203,9 +205,16 @@ void Batcher::run_batch(std::unique_lock<std::mutex>& lk, int index) {
   b.state = State::kRunning;
   const int n = b.reserved;
   std::shared_ptr<const LoadedModel> model = b.model;
-  const void* data = b.memory.data();
+  auto* data = b.memory.data<std::uint8_t>();
+  std::vector<SlotPrepare> prepares;
+  prepares.swap(b.prepares);
   const auto start = std::chrono::steady_clock::now();
   lk.unlock();
+
+  std::vector<std::string> errors;
+  std::vector<double> prepare_ms;
+  prepare_batch(*model, data, prepares, errors, prepare_ms);
+  const auto forward_start = std::chrono::steady_clock::now();
 
   FrameResult common;
   common.model = model;
@@ -218,7 +227,7 @@ void Batcher::run_batch(std::unique_lock<std::mutex>& lk, int index) {
     common.error = "unknown error in forward()";
   }
   const auto end = std::chrono::steady_clock::now();
-  common.inference_ms = ms_between(start, end);
+  common.inference_ms = ms_between(forward_start, end);
 
   lk.lock();
   std::vector<FrameCallback> callbacks;
@@ -236,10 +245,60 @@ void Batcher::run_batch(std::unique_lock<std::mutex>& lk, int index) {
     FrameResult r = common;
     r.index = k;
     r.queue_ms = ms_between(commits[k], start);
+    if (!prepare_ms.empty()) r.prepare_ms = prepare_ms[k];
+    if (!errors.empty() && !errors[k].empty()) {
+      r.output.reset();
+      r.error = "could not prepare a frame: " + errors[k];
+    }
     callbacks[k](std::move(r));
   }
   callbacks.clear();  // callbacks may own stream state: release it unlocked
   lk.lock();
+}
+
+void Batcher::prepare_batch(const LoadedModel& model, std::uint8_t* data,
+                            std::vector<SlotPrepare>& prepares, std::vector<std::string>& errors,
+                            std::vector<double>& prepare_ms) {
+  const int n = static_cast<int>(prepares.size());
+  std::vector<int> slots;  // the slots that left their preprocessing to the batch
+  for (int k = 0; k < n; ++k)
+    if (prepares[k]) slots.push_back(k);
+  if (slots.empty()) return;
+  errors.assign(n, {});
+  prepare_ms.assign(n, 0.0);
+  // Fewer frames than threads: each frame is split into row bands so that
+  // every thread has a share (a batch of one still uses the whole team).
+  const int threads = model.parallel_for ? std::max(1, model.threads) : 1;
+  const int frames = static_cast<int>(slots.size());
+  const int bands = frames >= threads ? 1 : (threads + frames - 1) / frames;
+  std::vector<std::string> band_errors(static_cast<std::size_t>(frames) * bands);
+  std::vector<double> band_ms(band_errors.size(), 0.0);
+  auto one = [&](int i, int worker) {
+    const int k = slots[i / bands];
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      band_errors[i] = prepares[k](data + k * model.slot_bytes, model, worker, i % bands, bands);
+    } catch (const std::exception& e) {
+      band_errors[i] = e.what();
+    } catch (...) {
+      band_errors[i] = "unknown error";
+    }
+    band_ms[i] = ms_between(t0, std::chrono::steady_clock::now());
+  };
+  const int items = frames * bands;
+  if (model.parallel_for && items > 1) {
+    model.parallel_for(items, one);
+  } else {
+    for (int i = 0; i < items; ++i) one(i, 0);
+  }
+  for (int i = 0; i < items; ++i) {
+    const int k = slots[i / bands];
+    prepare_ms[k] += band_ms[i];
+    if (errors[k].empty()) errors[k] = std::move(band_errors[i]);
+  }
+  // The frames' pixels (held by the closures) are released before any
+  // result goes out: the frames may leave as soon as their results do.
+  prepares.clear();
 }
 
 }  // namespace torchinfer

@@ -37,12 +37,24 @@ struct FrameResult {
   int index = 0;                              // this frame's slot in the batch
   int batch_fill = 0;                         // frames in the batch that ran
   double queue_ms = 0;                        // commit -> batch start
+  double prepare_ms = 0;                      // this slot's SlotPrepare calls, summed
   double inference_ms = 0;                    // the batch's forward()
   std::string error;
 };
 
 // Called on the worker thread, without the batcher's lock; must not block.
 using FrameCallback = std::function<void(FrameResult&&)>;
+
+// Preprocessing a stream leaves to the batch: called just before the
+// batch's forward() on the model's inference threads (LoadedModel::
+// parallel_for), so that it never competes with them for the cores. A slot
+// is split into `bands` row bands when the batch has fewer slots than
+// threads; each call writes band `band` of the slot at `dst`. `worker`
+// (0..LoadedModel::threads - 1) is unique among the calls running at the
+// same moment. Returns "" or why the frame could not be prepared (its
+// FrameCallback then gets that error). Must not throw.
+using SlotPrepare = std::function<std::string(void* dst, const LoadedModel& model, int worker,
+                                              int band, int bands)>;
 
 struct BatcherOptions {
   int batch_size = 1;
@@ -84,9 +96,10 @@ class Batcher {
   // Reserves the next slot. With block, waits while every buffer is busy;
   // returns an empty Slot if `cancelled` becomes true (checked on wake()).
   Slot acquire(bool block, const std::atomic<bool>& cancelled);
-  // The slot holds the frame now; done(result) is called once the batch ran.
-  // A null callback discards the frame's result (e.g. preprocessing failed).
-  void commit(Slot& slot, FrameCallback done);
+  // The slot holds the frame now (or will, once `prepare` ran: see
+  // SlotPrepare); done(result) is called once the batch ran. A null
+  // callback discards the frame's result (e.g. preprocessing failed).
+  void commit(Slot& slot, FrameCallback done, SlotPrepare prepare = nullptr);
   // Runs the filling batch now, however full.
   void submit_partial();
   // Wakes acquire() calls so that they re-check their cancel flag.
@@ -106,6 +119,7 @@ class Batcher {
     int reserved = 0, committed = 0;
     std::chrono::steady_clock::time_point opened;
     std::vector<FrameCallback> callbacks;
+    std::vector<SlotPrepare> prepares;
     std::vector<std::chrono::steady_clock::time_point> commit_times;
   };
 
@@ -114,6 +128,11 @@ class Batcher {
   void close_filling_locked();
   void worker();
   void run_batch(std::unique_lock<std::mutex>& lk, int b);
+  // Runs the batch's deferred preprocessing; fills errors and prepare_ms per
+  // slot.
+  static void prepare_batch(const LoadedModel& model, std::uint8_t* data,
+                            std::vector<SlotPrepare>& prepares, std::vector<std::string>& errors,
+                            std::vector<double>& prepare_ms);
 
   const BatcherOptions opts_;
   mutable std::mutex mu_;

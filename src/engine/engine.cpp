@@ -919,6 +919,35 @@ std::shared_ptr<const BatchOutput> Engine::run(const void* input, int batch) {
   return out;
 }
 
+void Engine::parallel_for(int n, const std::function<void(int, int)>& fn) {
+  if (n < 1) return;
+  auto team = [&] {
+    const int threads = std::min(n, impl_->info.threads);
+    if (threads <= 1) {
+      for (int i = 0; i < n; ++i) fn(i, 0);
+      return;
+    }
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+    for (int i = 0; i < n; ++i) fn(i, omp_get_thread_num());
+  };
+  if (run_here_detail::active) {
+    std::lock_guard<std::mutex> lk(impl_->forward_mu);
+    if (run_here_detail::team_engine != impl_->id) {
+      impl_->setup_threads();
+      run_here_detail::team_engine = impl_->id;
+    }
+    if (!impl_->handed_over.exchange(true))
+      impl_->thread->call([this] { impl_->release_own_team(); });
+    team();
+  } else {
+    impl_->thread->call([&] {
+      std::lock_guard<std::mutex> lk(impl_->forward_mu);
+      impl_->own_team();
+      team();
+    });
+  }
+}
+
 void Engine::first_touch(void* data, std::size_t bytes) {
   if (!data || bytes == 0) return;
   impl_->thread->call([&] {

@@ -124,6 +124,13 @@ class Engine {
   // its pages are placed on the node of the engine's cores (first touch).
   void first_touch(void* data, std::size_t bytes);
 
+  // Calls fn(i, worker) for i in 0..n-1 on the threads run() uses, from
+  // where run() is called (the engine's thread, or a RunInferenceHere
+  // thread's own team), worker = the OpenMP thread number. fn must not
+  // throw. Lets a batch's preprocessing use the inference team instead of
+  // competing with it for the cores.
+  void parallel_for(int n, const std::function<void(int i, int worker)>& fn);
+
   const EngineInfo& info() const;
   const EngineOptions& options() const;
 

@@ -28,6 +28,13 @@ struct LoadedModel {
   // Zero-fills a new batch buffer from the inference threads (NUMA first
   // touch); optional.
   std::function<void(void* data, std::size_t bytes)> first_touch;
+  // Calls fn(i, worker) for every i in 0..n-1 on the threads `run` uses
+  // (from the thread that calls `run`); worker is 0..threads-1, unique among
+  // the calls running at once. Optional: without it the batcher calls fn
+  // on its own thread with worker 0. fn must not throw.
+  using ParallelFn = std::function<void(int n, const std::function<void(int i, int worker)>& fn)>;
+  ParallelFn parallel_for;
+  int threads = 1;  // the inference threads: workers parallel_for may use
 };
 
 }  // namespace torchinfer

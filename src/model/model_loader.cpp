@@ -29,6 +29,8 @@ std::shared_ptr<const LoadedModel> load_model(EngineOptions options, const Model
   Engine* e = engine.get();
   m->run = [e](const void* input, int batch) { return e->run(input, batch); };
   m->first_touch = [e](void* data, std::size_t bytes) { e->first_touch(data, bytes); };
+  m->parallel_for = [e](int n, const std::function<void(int, int)>& fn) { e->parallel_for(n, fn); };
+  m->threads = engine->info().threads;
 
   try {
     const AlignedBuffer zeros(m->slot_bytes * static_cast<std::size_t>(batch_size));

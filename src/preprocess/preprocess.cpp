@@ -137,6 +137,20 @@ Geometry geometry(const PreprocessOptions& o, const Crop& crop, const PixelLayou
   return g;
 }
 
+// The frame's planes and the crop, checked as run() checks them.
+Geometry checked_geometry(const PreprocessOptions& o, const FrameView& f, const Crop& crop) {
+  if (f.width < 1 || f.height < 1) throw Error(ErrorKind::kStreamData, "empty frame");
+  const PixelLayout& L = layout_of(f.format);
+  for (int p = 0; p < L.n_planes; ++p) {
+    const int pw = L.plane_half_w[p] ? (f.width + 1) / 2 : f.width;
+    if (!f.planes[p]) throw Error(ErrorKind::kStreamData, "missing plane " + std::to_string(p));
+    if (f.strides[p] < pw * L.plane_bpp[p])
+      throw Error(ErrorKind::kStreamData,
+                  "plane " + std::to_string(p) + " stride smaller than a row");
+  }
+  return geometry(o, crop, L, f.width, f.height);
+}
+
 }  // namespace
 
 const char* to_string(ResizeMethod m) {
@@ -187,40 +201,50 @@ Preprocessor::~Preprocessor() = default;
 FrameTransform Preprocessor::run(const FrameView& frame, float* dst) {
   if (opts_.output != OutputType::kFloat32)
     throw Error(ErrorKind::kInvalidArgument, "preprocessor writes bytes");
-  return run_impl(frame, opts_.crop, dst);
+  return run_impl(frame, opts_.crop, dst, 0, opts_.out_height);
 }
 
 FrameTransform Preprocessor::run(const FrameView& frame, std::uint8_t* dst) {
   if (opts_.output != OutputType::kUInt8)
     throw Error(ErrorKind::kInvalidArgument, "preprocessor writes floats");
-  return run_impl(frame, opts_.crop, dst);
+  return run_impl(frame, opts_.crop, dst, 0, opts_.out_height);
 }
 
 FrameTransform Preprocessor::run(const FrameView& frame, const Crop& crop, float* dst) {
   if (opts_.output != OutputType::kFloat32)
     throw Error(ErrorKind::kInvalidArgument, "preprocessor writes bytes");
-  return run_impl(frame, crop, dst);
+  return run_impl(frame, crop, dst, 0, opts_.out_height);
 }
 
 FrameTransform Preprocessor::run(const FrameView& frame, const Crop& crop, std::uint8_t* dst) {
   if (opts_.output != OutputType::kUInt8)
     throw Error(ErrorKind::kInvalidArgument, "preprocessor writes floats");
-  return run_impl(frame, crop, dst);
+  return run_impl(frame, crop, dst, 0, opts_.out_height);
+}
+
+void Preprocessor::check(const FrameView& frame, const Crop* crop) const {
+  checked_geometry(opts_, frame, crop ? *crop : opts_.crop);
+}
+
+FrameTransform Preprocessor::run_band(const FrameView& frame, const Crop* crop, void* dst, int band,
+                                      int bands) {
+  if (bands < 1 || band < 0 || band >= bands)
+    throw Error(ErrorKind::kInvalidArgument, "row band out of range");
+  const int h = opts_.out_height;
+  const int begin = static_cast<int>(static_cast<std::int64_t>(h) * band / bands);
+  const int end = static_cast<int>(static_cast<std::int64_t>(h) * (band + 1) / bands);
+  const Crop& c = crop ? *crop : opts_.crop;
+  if (opts_.output == OutputType::kUInt8)
+    return run_impl(frame, c, static_cast<std::uint8_t*>(dst), begin, end);
+  return run_impl(frame, c, static_cast<float*>(dst), begin, end);
 }
 
 template <typename Out>
-FrameTransform Preprocessor::run_impl(const FrameView& f, const Crop& crop, Out* dst) {
+FrameTransform Preprocessor::run_impl(const FrameView& f, const Crop& crop, Out* dst, int row_begin,
+                                      int row_end) {
   if (!dst) throw Error(ErrorKind::kInvalidArgument, "no output buffer");
-  if (f.width < 1 || f.height < 1) throw Error(ErrorKind::kStreamData, "empty frame");
   const PixelLayout& L = layout_of(f.format);
-  for (int p = 0; p < L.n_planes; ++p) {
-    const int pw = L.plane_half_w[p] ? (f.width + 1) / 2 : f.width;
-    if (!f.planes[p]) throw Error(ErrorKind::kStreamData, "missing plane " + std::to_string(p));
-    if (f.strides[p] < pw * L.plane_bpp[p])
-      throw Error(ErrorKind::kStreamData,
-                  "plane " + std::to_string(p) + " stride smaller than a row");
-  }
-  const Geometry g = geometry(opts_, crop, L, f.width, f.height);
+  const Geometry g = checked_geometry(opts_, f, crop);
   const Region& r = g.r;
   const int new_w = g.new_w, new_h = g.new_h, off_x = g.off_x, off_y = g.off_y;
   const int cw = (r.width + 1) / 2;
@@ -255,8 +279,9 @@ FrameTransform Preprocessor::run_impl(const FrameView& f, const Crop& crop, Out*
   if (new_w != opts_.out_width || new_h != opts_.out_height) {
     Out pad[3];
     w.put_gray(static_cast<float>(opts_.pad_value), pad);
-    const std::size_t n = static_cast<std::size_t>(opts_.out_width) * opts_.out_height;
-    for (std::size_t i = 0; i < n; ++i)
+    const std::size_t first = static_cast<std::size_t>(opts_.out_width) * row_begin;
+    const std::size_t n = static_cast<std::size_t>(opts_.out_width) * row_end;
+    for (std::size_t i = first; i < n; ++i)
       for (int c = 0; c < C; ++c) dst[i * C + c] = pad[c];
   }
 
@@ -270,7 +295,8 @@ FrameTransform Preprocessor::run_impl(const FrameView& f, const Crop& crop, Out*
   }
 
   const YuvCoefficients k = yuv_coefficients(f.matrix, f.full_range);
-  for (int oy = 0; oy < new_h; ++oy) {
+  const int oy_end = std::min(new_h, row_end - off_y);
+  for (int oy = std::max(0, row_begin - off_y); oy < oy_end; ++oy) {
     for (int p = 0; p < L.n_planes; ++p) {
       const Taps& ty = L.plane_half_h[p] ? s.half_y : s.full_y;
       const int n = ty.count(oy);

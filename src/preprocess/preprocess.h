@@ -68,11 +68,21 @@ class Preprocessor {
   // inference-region=roi-list); same rounding and clipping.
   FrameTransform run(const FrameView& frame, const Crop& crop, float* dst);
   FrameTransform run(const FrameView& frame, const Crop& crop, std::uint8_t* dst);
+  // Only output rows [out_height * band / bands, out_height * (band + 1) /
+  // bands) of the same slot (crop: null = options().crop): `bands` calls on
+  // as many Preprocessors, one per thread, write exactly what one run()
+  // writes, so one frame can be shared by the inference threads.
+  FrameTransform run_band(const FrameView& frame, const Crop* crop, void* dst, int band, int bands);
+  // Throws what run() would throw for this frame and crop (null =
+  // options().crop), without touching pixels: a frame whose preprocessing
+  // is deferred still fails on its own thread.
+  void check(const FrameView& frame, const Crop* crop) const;
 
  private:
   struct Scratch;
   template <typename Out>
-  FrameTransform run_impl(const FrameView& frame, const Crop& crop, Out* dst);
+  FrameTransform run_impl(const FrameView& frame, const Crop& crop, Out* dst, int row_begin,
+                          int row_end);
   PreprocessOptions opts_;
   std::unique_ptr<Scratch> scratch_;
 };

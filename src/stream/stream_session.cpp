@@ -13,6 +13,50 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
+// A frame kept mapped until every batch slot that reads it was prepared
+// (the last holder is a batch's prepare step, on an inference thread).
+struct StreamSession::MappedFrame {
+  std::unique_ptr<FramePixels> pixels;
+  FrameView view;
+  ~MappedFrame() {
+    if (pixels) pixels->unmap();
+  }
+};
+
+// One Preprocessor per inference thread (SlotPrepare's worker): a batch
+// prepares its slots on several threads at once, and a Preprocessor keeps
+// per-geometry scratch. An entry is only touched by its worker, and one
+// batch of a batcher runs at a time.
+class StreamSession::TeamPreprocessors {
+ public:
+  TeamPreprocessors(std::function<PreprocessOptions(const ModelConfig&)> options_for, int workers)
+      : options_for_(std::move(options_for)), entries_(static_cast<std::size_t>(workers)) {}
+
+  Preprocessor& get(const LoadedModel& model, int worker, std::unique_ptr<Preprocessor>& spare) {
+    if (worker < 0 || worker >= static_cast<int>(entries_.size())) {
+      spare = std::make_unique<Preprocessor>(options_for_(model.config));
+      return *spare;
+    }
+    Entry& e = entries_[static_cast<std::size_t>(worker)];
+    // A reload builds a new model (new generation), maybe of another size.
+    if (!e.pre || e.model != &model || e.generation != model.generation) {
+      e.pre = std::make_unique<Preprocessor>(options_for_(model.config));
+      e.model = &model;
+      e.generation = model.generation;
+    }
+    return *e.pre;
+  }
+
+ private:
+  struct Entry {
+    const LoadedModel* model = nullptr;
+    int generation = 0;
+    std::unique_ptr<Preprocessor> pre;
+  };
+  std::function<PreprocessOptions(const ModelConfig&)> options_for_;
+  std::vector<Entry> entries_;
+};
+
 bool FrameInference::ok() const {
   bool ran = false;
   for (const SlotResult& s : slots) {
@@ -41,6 +85,10 @@ void StreamSession::start(std::shared_ptr<Batcher> batcher, SessionOptions optio
   queue_->set_capacity(in_batches * options.inference_interval + 8);
   opts_ = std::move(options);
   batcher_ = std::move(batcher);
+  team_pre_.reset();
+  if (opts_.preprocess_in_batch)
+    team_pre_ = std::make_shared<TeamPreprocessors>(opts_.preprocess_for,
+                                                    std::max(1, batcher_->model()->threads));
   pre_.reset();
   pre_model_.reset();
   frame_counter_ = 0;
@@ -62,6 +110,7 @@ void StreamSession::start(std::shared_ptr<Batcher> batcher, SessionOptions optio
 void StreamSession::stop() {
   queue_->set_flushing(true);
   batcher_.reset();
+  team_pre_.reset();
   pre_.reset();
   pre_model_.reset();
   last_.reset();
@@ -103,26 +152,43 @@ FrameTransform StreamSession::preprocess_into(const Batcher::Slot& slot, const F
   return tf;
 }
 
-SubmitResult StreamSession::fill_slot(std::uint64_t seq, std::size_t index, Batcher::Slot& slot,
-                                      FramePixels& pixels) {
+SubmitResult StreamSession::fill_slot(std::uint64_t seq, const std::shared_ptr<FrameInference>& rec,
+                                      Batcher::Slot& slot, std::unique_ptr<FramePixels> pixels) {
   FrameView view;
-  if (!pixels.map(&view)) {
+  if (!pixels->map(&view)) {
     batcher_->commit(slot, nullptr);
-    give_up_slot(seq, index);
+    give_up_slot(seq, 0);
     return {SubmitStatus::kMapFailed, {}};
+  }
+  if (opts_.preprocess_in_batch) {
+    // A frame the preprocessing would refuse fails here, on its own thread.
+    try {
+      prepare(slot);
+      pre_->check(view, nullptr);
+    } catch (const std::exception& e) {
+      pixels->unmap();
+      batcher_->commit(slot, nullptr);
+      give_up_slot(seq, 0);
+      return {SubmitStatus::kPrepareFailed, e.what()};
+    }
+    auto mapped = std::make_shared<MappedFrame>();
+    mapped->pixels = std::move(pixels);
+    mapped->view = view;
+    commit_deferred(slot, seq, 0, rec, std::move(mapped), nullptr);
+    return {SubmitStatus::kQueued, {}};
   }
   FrameTransform tf;
   double pre_ms = 0;
   try {
     tf = preprocess_into(slot, view, nullptr, pre_ms);
   } catch (const std::exception& e) {
-    pixels.unmap();
+    pixels->unmap();
     batcher_->commit(slot, nullptr);
-    give_up_slot(seq, index);
+    give_up_slot(seq, 0);
     return {SubmitStatus::kPrepareFailed, e.what()};
   }
-  pixels.unmap();
-  commit_slot(slot, seq, index, tf, pre_ms);
+  pixels->unmap();
+  commit_slot(slot, seq, 0, tf, pre_ms);
   return {SubmitStatus::kQueued, {}};
 }
 
@@ -141,6 +207,39 @@ void StreamSession::commit_slot(Batcher::Slot& slot, std::uint64_t seq, std::siz
       return --it.pending == 0;
     });
   });
+}
+
+void StreamSession::commit_deferred(Batcher::Slot& slot, std::uint64_t seq, std::size_t index,
+                                    std::shared_ptr<FrameInference> rec,
+                                    std::shared_ptr<MappedFrame> frame, const Crop* crop) {
+  std::shared_ptr<Queue> queue = queue_;
+  std::shared_ptr<TeamPreprocessors> team = team_pre_;
+  const bool cropped = crop != nullptr;
+  const Crop box = crop ? *crop : Crop{};
+  // The batch's worker writes the transform (band 0) before forward() and
+  // the result after it: the output thread reads both once the slot
+  // completes.
+  auto prepare = [team, frame = std::move(frame), rec, index, cropped, box](
+                     void* dst, const LoadedModel& model, int worker, int band,
+                     int bands) -> std::string {
+    std::unique_ptr<Preprocessor> spare;
+    Preprocessor& pre = team->get(model, worker, spare);
+    const FrameTransform tf = pre.run_band(frame->view, cropped ? &box : nullptr, dst, band, bands);
+    if (band == 0) rec->slots[index].transform = tf;
+    return {};
+  };
+  batcher_->commit(
+      slot,
+      [queue, seq, index](FrameResult&& r) {
+        queue->complete(seq, [&](Item& it) {
+          SlotResult& s = it.rec->slots[index];
+          s.preprocess_ms = r.prepare_ms;
+          s.result = std::move(r);
+          s.delivered = true;
+          return --it.pending == 0;
+        });
+      },
+      std::move(prepare));
 }
 
 std::vector<std::size_t> StreamSession::plan_regions(FrameInference& rec, bool infer,
@@ -176,13 +275,18 @@ std::vector<std::size_t> StreamSession::plan_regions(FrameInference& rec, bool i
 SubmitResult StreamSession::fill_regions(std::uint64_t seq,
                                          const std::shared_ptr<FrameInference>& rec,
                                          const std::vector<std::size_t>& to_infer,
-                                         std::uint64_t frame_no, FramePixels& pixels) {
+                                         std::uint64_t frame_no,
+                                         std::unique_ptr<FramePixels> owned) {
   const std::size_t n = to_infer.size();
   const bool skip_when_busy = skip_when_busy_;
+  FramePixels& pixels = *owned;
   FrameView view;
   bool mapped = false;
+  // preprocess_in_batch: the frame stays mapped for its slots' batches.
+  std::shared_ptr<MappedFrame> shared;
   // The frame may leave (and be written downstream) once its last slot is
-  // committed or given up: unmap before that.
+  // committed or given up: unmap before that (a shared mapping is released
+  // by the batches holding it).
   auto give_up_from = [&](std::size_t k) {
     if (mapped) pixels.unmap();
     mapped = false;
@@ -207,10 +311,29 @@ SubmitResult StreamSession::fill_regions(std::uint64_t seq,
       stats_.frame_dropped();
       return {SubmitStatus::kDropped, {}};
     }
-    if (!mapped && !(mapped = pixels.map(&view))) {
+    if (!mapped && !shared && !(mapped = pixels.map(&view))) {
       batcher_->commit(slot, nullptr);
       give_up_from(k);
       return {SubmitStatus::kMapFailed, {}};
+    }
+    if (opts_.preprocess_in_batch) {
+      try {
+        prepare(slot);
+        pre_->check(view, &box);
+      } catch (const std::exception& e) {
+        batcher_->commit(slot, nullptr);
+        give_up_from(k);
+        return {SubmitStatus::kPrepareFailed, e.what()};
+      }
+      if (!shared) {
+        mapped = false;  // from now on the shared mapping owns it
+        shared = std::make_shared<MappedFrame>();
+        shared->pixels = std::move(owned);
+        shared->view = view;
+      }
+      commit_deferred(slot, seq, index, rec, shared, &box);
+      if (object_id) submitted_.put(*object_id, frame_no, frame_no);
+      continue;
     }
     FrameTransform tf;
     double pre_ms = 0;
@@ -232,7 +355,7 @@ SubmitResult StreamSession::fill_regions(std::uint64_t seq,
 }
 
 SubmitResult StreamSession::submit_frame(OwnedRef frame, int width, int height, std::uint64_t pts,
-                                         FramePixels& pixels,
+                                         std::unique_ptr<FramePixels> pixels,
                                          const std::vector<RegionOfInterest>* regions) {
   if (flushing_) return {SubmitStatus::kFlushing, {}};
   if (output_code_ != 0) return {SubmitStatus::kStopped, {}};
@@ -281,7 +404,7 @@ SubmitResult StreamSession::submit_frame(OwnedRef frame, int width, int height, 
       stats_.frame_without_regions();
       return {SubmitStatus::kNoRegions, {}};
     }
-    return fill_regions(*seq, rec, to_infer, frame_no, pixels);
+    return fill_regions(*seq, rec, to_infer, frame_no, std::move(pixels));
   }
 
   Batcher::Slot slot = batcher_->acquire(!skip_when_busy, flushing_);
@@ -292,7 +415,7 @@ SubmitResult StreamSession::submit_frame(OwnedRef frame, int width, int height, 
     stats_.frame_dropped();
     return {SubmitStatus::kDropped, {}};
   }
-  return fill_slot(*seq, 0, slot, pixels);
+  return fill_slot(*seq, rec, slot, std::move(pixels));
 }
 
 bool StreamSession::push_event(OwnedRef event) {

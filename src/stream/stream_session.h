@@ -70,7 +70,20 @@ struct SessionOptions {
   // the whole frame (the preprocessing's own crop is not used).
   bool region_mode = false;
   RegionOptions regions;
+  // Preprocessing runs on the model's inference threads just before each
+  // batch's forward() (Batcher SlotPrepare) instead of on the streaming
+  // thread: for when those threads take every core, where a streaming
+  // thread preprocessing meanwhile would stall the whole team. Frames stay
+  // mapped until their batch runs.
+  bool preprocess_in_batch = false;
 };
+
+// preprocess-on=auto: the inference threads preprocess when they leave no
+// core spare for the streaming threads (a stream preprocessing then takes a
+// core from the team, and every thread of the team waits for that one).
+inline bool preprocess_in_batch_by_default(int inference_threads, int usable_cpus) {
+  return inference_threads >= usable_cpus;
+}
 
 // What the owner must do with a frame handed to submit_frame().
 enum class SubmitStatus {
@@ -141,8 +154,10 @@ class StreamSession {
   // possibly several batches: it blocks only on batch buffers, never on its
   // own queue entry. skip_when_busy drops a frame whose first region finds
   // no free slot (all its regions); a frame that got one waits for the rest.
+  // `pixels` are read before this returns, or (preprocess_in_batch) kept
+  // mapped until the frame's batches have run.
   SubmitResult submit_frame(OwnedRef frame, int width, int height, std::uint64_t pts,
-                            FramePixels& pixels,
+                            std::unique_ptr<FramePixels> pixels,
                             const std::vector<RegionOfInterest>* regions = nullptr);
   // Queues a serialized event behind the frames before it; false when
   // flushing.
@@ -195,22 +210,28 @@ class StreamSession {
     SlotResult slot;
     std::uint64_t pts = kNoTimestamp;
   };
+  struct MappedFrame;
+  class TeamPreprocessors;
 
   void give_up_slot(std::uint64_t seq, std::size_t slot);
-  SubmitResult fill_slot(std::uint64_t seq, std::size_t index, Batcher::Slot& slot,
-                         FramePixels& pixels);
+  SubmitResult fill_slot(std::uint64_t seq, const std::shared_ptr<FrameInference>& rec,
+                         Batcher::Slot& slot, std::unique_ptr<FramePixels> pixels);
   // Plans the frame's regions into rec; returns the slots to fill (region
   // indices in rec->regions).
   std::vector<std::size_t> plan_regions(FrameInference& rec, bool infer, std::uint64_t frame_no,
                                         const std::vector<RegionOfInterest>* regions);
   SubmitResult fill_regions(std::uint64_t seq, const std::shared_ptr<FrameInference>& rec,
                             const std::vector<std::size_t>& to_infer, std::uint64_t frame_no,
-                            FramePixels& pixels);
+                            std::unique_ptr<FramePixels> pixels);
   void prepare(const Batcher::Slot& slot);
   FrameTransform preprocess_into(const Batcher::Slot& slot, const FrameView& view, const Crop* crop,
                                  double& ms);
   void commit_slot(Batcher::Slot& slot, std::uint64_t seq, std::size_t index,
                    const FrameTransform& tf, double pre_ms);
+  // preprocess_in_batch: the slot is preprocessed when its batch runs.
+  void commit_deferred(Batcher::Slot& slot, std::uint64_t seq, std::size_t index,
+                       std::shared_ptr<FrameInference> rec, std::shared_ptr<MappedFrame> frame,
+                       const Crop* crop);
   // Output thread: remembers inferred regions' results and attaches the
   // latest result to regions that reuse one.
   void resolve_regions(FrameInference& rec);
@@ -222,6 +243,10 @@ class StreamSession {
   std::atomic<bool> flushing_{true};
   std::atomic<int> output_code_{0};
   std::atomic<bool> skip_when_busy_{false};
+
+  // The inference threads' preprocessors (preprocess_in_batch); shared with
+  // batches that may outlive a run.
+  std::shared_ptr<TeamPreprocessors> team_pre_;
 
   // Streaming thread only.
   std::shared_ptr<const LoadedModel> pre_model_;

@@ -8,9 +8,12 @@
 //   table --model M.pt [--batches 1,2,4,8] [--threads-list 1,2] [--iters 20]
 //       images/s, p50 and p99 latency per batch x threads.
 //   bare --model M.pt [--batch 1] [--threads 2] [--iters 30] [--width W --height H]
-//       [--precision int8]: only the bare libtorch loop (the upper bound of
-//       tests/bench/compare.sh): one key=value line with images/s, p50, p99,
-//       CPU ms per image and peak RSS.
+//       [--precision int8] [--camera 1920x1080]: only the bare libtorch loop
+//       (the upper bound of tests/bench/compare.sh): one key=value line with
+//       images/s, p50, p99, CPU ms per image and peak RSS. --camera: each
+//       iteration first preprocesses `batch` YUY2 frames of that size with
+//       the project's Preprocessor on the calling thread, as a hand-written
+//       app would (tests/bench/element_vs_bare.sh).
 //   startup --model M.pt [--batch 64] [--warm all|pow2] [--threads 2]
 //       Engine load time (read, optimise, warm-up) with warm-up at every size
 //       1..batch (all) or at the powers of two below batch plus batch (pow2).
@@ -42,6 +45,7 @@
 #include "bench_args.h"
 #include "common/aligned_buffer.h"
 #include "engine/engine.h"
+#include "preprocess/preprocess.h"
 
 using namespace torchinfer;
 using Clock = std::chrono::steady_clock;
@@ -148,7 +152,27 @@ int bare() {
   // optimize_for_inference slows the quantized kernels down (docs/tuning.md).
   if (!int8 && !bf16) m = torch::jit::optimize_for_inference(m);
   AlignedBuffer in = input(batch);
+  // A camera frame (mid grey, one allocation reused) for --camera.
+  const std::string camera = args.str("camera", "");
+  int cw = 0, ch = 0;
+  if (!camera.empty() && std::sscanf(camera.c_str(), "%dx%d", &cw, &ch) != 2) {
+    std::fprintf(stderr, "--camera wants WIDTHxHEIGHT\n");
+    return 2;
+  }
+  std::vector<std::uint8_t> yuy2(static_cast<std::size_t>(cw) * ch * 2, 128);
+  FrameView frame;
+  frame.format = PixelFormat::kYUY2;
+  frame.width = cw;
+  frame.height = ch;
+  frame.planes[0] = yuy2.data();
+  frame.strides[0] = cw * 2;
+  PreprocessOptions po;
+  po.out_width = w;
+  po.out_height = h;
+  Preprocessor pre(po);
   auto once = [&] {
+    for (int k = 0; camera.size() && k < batch; ++k)
+      pre.run(frame, in.data<float>() + static_cast<std::size_t>(k) * w * h * 3);
     c10::InferenceMode guard;
     at::Tensor x = torch::from_blob(in.data(), {batch, 3, h, w}, {h * w * 3, 1, w * 3, 3});
     at::IValue out = m.forward({bf16 ? x.to(at::kBFloat16) : x});

@@ -158,6 +158,47 @@ TEST(TorchInferBatching, ThirtySevenFramesKeepOrderTimestampsAndResults) {
   gst_harness_teardown(h);
 }
 
+// preprocess-on=inference-threads splits frames (batch 1: into row bands)
+// over the inference threads: every tensor must equal the streaming
+// thread's, in order, with the video and timestamps untouched.
+TEST(TorchInferBatching, PreprocessingOnEitherThreadsGivesTheSameTensors) {
+  const char* caps = "video/x-raw,format=YUY2,width=320,height=240,framerate=30/1";
+  const GstVideoInfo info = info_of(caps);
+  for (const char* batch : {"1", "3"}) {
+    std::vector<std::vector<float>> seen[2];
+    const char* modes[2] = {"streaming-thread", "inference-threads"};
+    for (int m = 0; m < 2; ++m) {
+      GstHarness* h = torchinfer_harness("model=" + model("grid_probe.pt") +
+                                             " threads=2 drop-policy=block batch-size=" + batch +
+                                             " preprocess-on=" + modes[m],
+                                         caps);
+      for (unsigned i = 0; i < 7; ++i) {
+        GstBuffer* in = make_video_buffer(info, i);
+        GST_BUFFER_PTS(in) = i * 33 * GST_MSECOND;
+        ASSERT_EQ(gst_harness_push(h, in), GST_FLOW_OK);
+      }
+      gst_harness_push_event(h, gst_event_new_eos());
+      EXPECT_EQ(buffers_at_eos(h), 7u);
+      for (unsigned i = 0; i < 7; ++i) {
+        GstBuffer* out = gst_harness_pull(h);
+        ASSERT_NE(out, nullptr);
+        EXPECT_EQ(GST_BUFFER_PTS(out), i * 33 * GST_MSECOND);
+        GstTorchTensorMeta* meta = gst_buffer_get_torch_tensor_meta(out);
+        ASSERT_NE(meta, nullptr);
+        ASSERT_EQ(meta->n_tensors, 1u);
+        const auto* v = static_cast<const float*>(meta->tensors[0].data);
+        seen[m].emplace_back(v, v + meta->tensors[0].size / sizeof(float));
+        gst_buffer_unref(out);
+      }
+      gst_harness_teardown(h);
+    }
+    ASSERT_EQ(seen[0].size(), 7u);
+    EXPECT_EQ(seen[0][0].size(), 48u);  // 4 x 4 cells x 3 channels
+    EXPECT_NE(seen[0][0], seen[0][1]) << "frames differ, so equal tensors mean equal inputs";
+    for (unsigned i = 0; i < 7; ++i) EXPECT_EQ(seen[0][i], seen[1][i]) << "batch " << batch;
+  }
+}
+
 // batch-size=8 warms 8, 4, 2, 1 only: a batch of 5 at EOS runs at a size
 // never warmed and must still give each frame its own result.
 TEST(TorchInferBatching, UnwarmedPartialBatchAtEosGivesEachFrameItsResult) {

@@ -64,6 +64,7 @@ const ExpectedProperty kExpected[] = {
     {"min-object-size", "gint", 'r'},
     {"object-padding", "gdouble", 'r'},
     {"reclassify-interval", "gint", 'r'},
+    {"preprocess-on", "GstTorchInferPreprocessOn", 'r'},
 };
 
 // A valid value, different from the default, for each string property.
@@ -111,7 +112,7 @@ TEST(TorchInferProperties, EveryWritablePropertyRoundTrips) {
   GstElement* e = make();
   WarningCatcher w;
   const int written = round_trip_writable(e, kStringValues);
-  EXPECT_EQ(written, 35);
+  EXPECT_EQ(written, 36);
   EXPECT_TRUE(w.messages().empty()) << w.messages().front();
   gst_object_unref(e);
 }
@@ -138,7 +139,7 @@ TEST(TorchInferPropertiesErrors, ReadyOnlyPropertiesRefusedWhilePlaying) {
     EXPECT_EQ(read(h->element, p), before) << p->name;
     ++refused;
   }
-  EXPECT_EQ(refused, 34);
+  EXPECT_EQ(refused, 35);
   gst_harness_teardown(h);
 }
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <iterator>
 #include <opencv2/imgproc.hpp>
 
@@ -228,6 +229,60 @@ TEST(Preprocess, Uint8OutputForRawByteModels) {
   for (int i = 0; i < 20 * 15 * 3; ++i) EXPECT_NEAR(dst[i], small.data[i], 1) << i;
   float* floats = nullptr;
   EXPECT_THROW(pre.run(f.view, floats), Error);
+}
+
+// preprocess-on=inference-threads splits a frame into row bands, one per
+// thread: the bands, each on its own Preprocessor, must write exactly the
+// bytes of one run (letterbox rows, crops and both output types included).
+TEST(Preprocess, RowBandsWriteExactlyWhatOneRunWrites) {
+  const cv::Mat rgb = make_rgb_image(121, 67, 5);
+  for (PixelFormat fmt : {PixelFormat::kYUY2, PixelFormat::kNV12, PixelFormat::kRGB}) {
+    const OwnedFrame f = make_frame(rgb, fmt);
+    for (bool letterbox : {false, true})
+      for (OutputType out : {OutputType::kFloat32, OutputType::kUInt8}) {
+        PreprocessOptions o = imagenet(40, 29);
+        o.keep_aspect_ratio = letterbox;
+        o.output = out;
+        const Crop crop{13, 7, 90, 50};
+        Preprocessor whole(o);
+        AlignedBuffer ref(o.slot_bytes()), ref_crop(o.slot_bytes());
+        const FrameTransform t = whole.run_band(f.view, nullptr, ref.data(), 0, 1);
+        const FrameTransform tc = whole.run_band(f.view, &crop, ref_crop.data(), 0, 1);
+        for (int bands : {2, 3, 7, 29, 40}) {
+          AlignedBuffer got(o.slot_bytes()), got_crop(o.slot_bytes());
+          std::memset(got.data(), 0xAB, o.slot_bytes());
+          std::memset(got_crop.data(), 0xAB, o.slot_bytes());
+          for (int b = 0; b < bands; ++b) {
+            Preprocessor mine(o);
+            const FrameTransform tb = mine.run_band(f.view, nullptr, got.data(), b, bands);
+            EXPECT_EQ(tb.scale_x, t.scale_x);
+            EXPECT_EQ(tb.offset_y, t.offset_y);
+            const FrameTransform tcb = mine.run_band(f.view, &crop, got_crop.data(), b, bands);
+            EXPECT_EQ(tcb.offset_x, tc.offset_x);
+          }
+          const std::string what = std::string(to_string(fmt)) + (letterbox ? " letterbox" : "") +
+                                   (out == OutputType::kUInt8 ? " uint8" : " float") + " bands " +
+                                   std::to_string(bands);
+          EXPECT_EQ(std::memcmp(got.data(), ref.data(), o.slot_bytes()), 0) << what;
+          EXPECT_EQ(std::memcmp(got_crop.data(), ref_crop.data(), o.slot_bytes()), 0) << what;
+        }
+      }
+  }
+}
+
+TEST(PreprocessErrors, RowBandOutOfRange) {
+  const OwnedFrame f = make_frame(make_rgb_image(16, 16, 1), PixelFormat::kRGB);
+  PreprocessOptions o = imagenet(8, 8);
+  Preprocessor pre(o);
+  AlignedBuffer dst(o.slot_bytes());
+  for (auto [band, bands] : {std::pair{0, 0}, {-1, 2}, {2, 2}}) {
+    try {
+      pre.run_band(f.view, nullptr, dst.data(), band, bands);
+      ADD_FAILURE() << band << "/" << bands;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    }
+  }
 }
 
 TEST(Preprocess, ReusesPlansAcrossSizeChanges) {

@@ -28,17 +28,21 @@ constexpr int kW = 8, kH = 2, kOut = test::kModelSide;
 
 using FakeModel = test::GreyModel;
 
+struct MapCounts {
+  int maps = 0, unmaps = 0;
+};
+
 struct Pixels : FramePixels {
   std::array<std::uint8_t, kW * kH * 3> px{};
-  int maps = 0, unmaps = 0;
-  Pixels() {
+  MapCounts* counts;  // outlives the pixels the session owns
+  explicit Pixels(MapCounts* c) : counts(c) {
     for (int y = 0; y < kH; ++y)
       for (int x = 0; x < kW; ++x)
         for (int c = 0; c < 3; ++c)
           px[(y * kW + x) * 3 + c] = static_cast<std::uint8_t>(10 * (x + 1));
   }
   bool map(FrameView* v) override {
-    ++maps;
+    ++counts->maps;
     v->format = PixelFormat::kRGB;
     v->width = kW;
     v->height = kH;
@@ -46,7 +50,7 @@ struct Pixels : FramePixels {
     v->strides[0] = kW * 3;
     return true;
   }
-  void unmap() override { ++unmaps; }
+  void unmap() override { ++counts->unmaps; }
 };
 
 OwnedRef token(int value) {
@@ -91,11 +95,12 @@ class StreamRegionsTest : public ::testing::Test {
   }
   SubmitResult submit(int value, const std::vector<RegionOfInterest>& regions,
                       int* maps = nullptr) {
-    Pixels px;
-    SubmitResult r = session.submit_frame(token(value), kW, kH,
-                                          static_cast<std::uint64_t>(value) * 1000, px, &regions);
-    EXPECT_EQ(px.maps, px.unmaps);
-    if (maps) *maps = px.maps;
+    MapCounts c;
+    SubmitResult r =
+        session.submit_frame(token(value), kW, kH, static_cast<std::uint64_t>(value) * 1000,
+                             std::make_unique<Pixels>(&c), &regions);
+    EXPECT_EQ(c.maps, c.unmaps);
+    if (maps) *maps = c.maps;
     return r;
   }
   // The next frame's region results (fails the test if none).

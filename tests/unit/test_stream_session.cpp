@@ -70,15 +70,19 @@ std::shared_ptr<Batcher> batcher(FakeModel& fake, int batch,
   return std::make_shared<Batcher>(fake.make(), bo);
 }
 
-// Counts map/unmap calls; `readable` false plays a buffer too short for
-// its caps.
+struct MapCounts {
+  int maps = 0, unmaps = 0;
+};
+
+// Counts map/unmap calls (in `counts`, which outlives the pixels the session
+// owns); `readable` false plays a buffer too short for its caps.
 struct Pixels : FramePixels {
   Frame frame;
   bool readable = true;
-  int maps = 0, unmaps = 0;
-  explicit Pixels(int v) : frame(v) {}
+  MapCounts* counts;
+  Pixels(int v, MapCounts* c) : frame(v), counts(c) {}
   bool map(FrameView* v) override {
-    ++maps;
+    ++counts->maps;
     if (!readable) return false;
     v->format = PixelFormat::kRGB;
     v->width = kSide;
@@ -87,15 +91,16 @@ struct Pixels : FramePixels {
     v->strides[0] = kSide * 3;
     return true;
   }
-  void unmap() override { ++unmaps; }
+  void unmap() override { ++counts->unmaps; }
 };
 
 SubmitResult submit(StreamSession& s, int value, int width = kSide, int* maps = nullptr) {
-  Pixels px(value);
+  MapCounts c;
   SubmitResult r =
-      s.submit_frame(token(value), width, kSide, static_cast<std::uint64_t>(value) * 1000, px);
-  EXPECT_EQ(px.maps, px.unmaps) << "every mapped frame is unmapped before its slot is committed";
-  if (maps) *maps += px.maps;
+      s.submit_frame(token(value), width, kSide, static_cast<std::uint64_t>(value) * 1000,
+                     std::make_unique<Pixels>(value, &c));
+  EXPECT_EQ(c.maps, c.unmaps) << "every mapped frame is unmapped before its slot is committed";
+  if (maps) *maps += c.maps;
   return r;
 }
 
@@ -298,9 +303,10 @@ TEST_F(StreamSessionTest, ForwardErrorReachesTheFrameAndStopsTheStream) {
 TEST_F(StreamSessionTest, UnreadableFrameGivesUpItsSlotAndKeepsOrder) {
   begin(2);
   submit(session, 1);
-  Pixels unreadable(2);
-  unreadable.readable = false;
-  EXPECT_EQ(session.submit_frame(token(2), kSide, kSide, 2000, unreadable).status,
+  MapCounts counts;
+  auto unreadable = std::make_unique<Pixels>(2, &counts);
+  unreadable->readable = false;
+  EXPECT_EQ(session.submit_frame(token(2), kSide, kSide, 2000, std::move(unreadable)).status,
             SubmitStatus::kMapFailed);
   submit(session, 3);
   session.submit_partial();

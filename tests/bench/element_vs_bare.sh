@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# torchinfer against bare libtorch on a camera-like source (issue 16): the
+# element on 1920x1080 YUY2 frames from imagefreeze (one frame re-sent, no
+# pixel work), as fast as it goes, against two bare loops on the same
+# optimised model, batch and threads, interleaved per rep:
+#   forward   torchinfer-bench bare: forward() alone on a ready input (the
+#             upper bound; no preprocessing at all)
+#   app       torchinfer-bench bare --camera 1920x1080: the same loop that
+#             first preprocesses each frame with the project's Preprocessor
+#             on its one thread, as a hand-written app would
+# Element fps = 2n / (wall(3n frames) - wall(n frames)), so loading and
+# warm-up cancel out.
+#
+#   tests/bench/element_vs_bare.sh [--reps 3] [--frames 120]
+#       [--models "resnet18:fp32 resnet18:int8 detector:fp32"] [--batches "1 4"]
+#       [--threads 2] [--extra "preprocess-on=streaming-thread"]
+# Models: resnet18[_int8] from $BENCH_MODELS (default build/bench-models,
+# made by tests/bench/compare.sh) and the demo detector. Not a test: figures
+# vary with load; the load is printed with each run.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+reps=3 frames=120 models="resnet18:fp32 resnet18:int8 detector:fp32" batches="1 4" threads=2
+extra=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    --reps) reps=$2 ;;
+    --frames) frames=$2 ;;
+    --models) models=$2 ;;
+    --batches) batches=$2 ;;
+    --threads) threads=$2 ;;
+    --extra) extra=$2 ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+  shift 2
+done
+bm=${BENCH_MODELS:-build/bench-models}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+caps="video/x-raw,format=YUY2,width=1920,height=1080,framerate=30/1"
+
+path_of() {  # name precision
+  case $1 in
+    detector) [ "$2" = int8 ] && echo models/demo/parts_detector_int8.pt || echo models/demo/parts_detector.pt ;;
+    *) [ "$2" = int8 ] && echo "$bm/${1}_int8.pt" || echo "$bm/$1.pt" ;;
+  esac
+}
+side() {  # model.pt key default
+  /usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1])).get(sys.argv[2], $3))" \
+    "${1%.pt}.json" "$2"
+}
+wall() {  # model precision batch n
+  local t0 t1
+  t0=$(date +%s.%N)
+  # shellcheck disable=SC2086
+  GST_PLUGIN_PATH=build/plugin gst-launch-1.0 -q videotestsrc num-buffers=1 pattern=black \
+    ! "$caps" ! imagefreeze num-buffers="$4" ! torchinfer model="$1" precision="$2" \
+    batch-size="$3" threads="$threads" drop-policy=block $extra ! fakesink sync=false >/dev/null
+  t1=$(date +%s.%N)
+  awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}' 
+}
+fps_of() { grep -o 'fps=[0-9.]*' | cut -d= -f2; }
+
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
+echo "command: $0 --reps $reps --frames $frames --models \"$models\" --batches \"$batches\" --threads $threads${extra:+ --extra \"$extra\"}"
+echo "load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+for r in $(seq "$reps"); do
+  for mp in $models; do
+    name=${mp%%:*} prec=${mp##*:}
+    m=$(path_of "$name" "$prec")
+    [ -f "$m" ] || { echo "missing $m (run tests/bench/compare.sh once to export it)" >&2; exit 2; }
+    w=$(side "$m" input_width 224) h=$(side "$m" input_height 224)
+    for b in $batches; do
+      iters=$(( (frames + b - 1) / b ))
+      fwd=$(build/tests/bench/torchinfer-bench bare --model "$m" --batch "$b" --threads "$threads" \
+              --iters "$iters" --width "$w" --height "$h" --precision "$prec" | fps_of)
+      app=$(build/tests/bench/torchinfer-bench bare --model "$m" --batch "$b" --threads "$threads" \
+              --iters "$iters" --width "$w" --height "$h" --precision "$prec" --camera 1920x1080 | fps_of)
+      w1=$(wall "$m" "$prec" "$b" "$frames")
+      w3=$(wall "$m" "$prec" "$b" $((3 * frames)))
+      el=$(awk -v n="$frames" -v a="$w1" -v b="$w3" 'BEGIN {print 2 * n / (b - a)}')
+      printf 'run rep=%s model=%s batch=%s element_fps=%.1f forward_fps=%.1f app_fps=%.1f load=%s\n' \
+        "$r" "$mp" "$b" "$el" "$fwd" "$app" "$(cut -d' ' -f1 /proc/loadavg)"
+      echo "$mp $b $el $fwd $app" >> "$tmp/runs"
+    done
+  done
+done
+echo "load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+echo "| model | batch | element fps | bare forward fps | bare app fps | element / forward | element / app |"
+echo "|---|---|---|---|---|---|---|"
+for mp in $models; do
+  for b in $batches; do
+    col() { awk -v m="$mp" -v b="$b" -v c="$1" '$1 == m && $2 == b {print $c}' "$tmp/runs" | median; }
+    el=$(col 3) fwd=$(col 4) app=$(col 5)
+    awk -v m="$mp" -v b="$b" -v e="$el" -v f="$fwd" -v a="$app" \
+      'BEGIN {printf "| %s | %s | %.1f | %.1f | %.1f | %.2f | %.2f |\n", m, b, e, f, a, e / f, e / a}'
+  done
+done
