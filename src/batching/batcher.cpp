@@ -67,7 +67,11 @@ bool Batcher::may_open_locked() const {
   // A model without a measured batch time (0) queues no further.
   if (model_->batch_ms <= 0) return false;
   const double budget_ms = std::chrono::duration<double, std::milli>(opts_.queue_budget).count();
-  return static_cast<double>(closed_.size()) * model_->batch_ms <= budget_ms;
+  // The load-time figure is forward() alone on a quiet machine; full batches
+  // that ran since (their preprocessing included, under today's load) may
+  // say it takes longer.
+  const double batch_ms = std::max(model_->batch_ms, ran_batch_ms_);
+  return static_cast<double>(closed_.size()) * batch_ms <= budget_ms;
 }
 
 int Batcher::open_batch_locked() {
@@ -166,6 +170,7 @@ void Batcher::wake() {
 void Batcher::replace_model(std::shared_ptr<const LoadedModel> model) {
   std::lock_guard<std::mutex> lk(mu_);
   model_ = std::move(model);
+  ran_batch_ms_ = 0;
   // Frames already in the filling batch were preprocessed for the old model.
   close_filling_locked();
 }
@@ -230,6 +235,12 @@ void Batcher::run_batch(std::unique_lock<std::mutex>& lk, int index) {
   common.inference_ms = ms_between(forward_start, end);
 
   lk.lock();
+  if (n == opts_.batch_size && common.error.empty() && model == model_) {
+    // A moving average over the last few full batches: one slow batch
+    // (a page fault, a preempted thread) does not stop the queueing.
+    const double took = ms_between(start, end);
+    ran_batch_ms_ = ran_batch_ms_ > 0 ? 0.8 * ran_batch_ms_ + 0.2 * took : took;
+  }
   std::vector<FrameCallback> callbacks;
   callbacks.swap(b.callbacks);
   std::vector<std::chrono::steady_clock::time_point> commits;

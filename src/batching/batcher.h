@@ -65,10 +65,13 @@ struct BatcherOptions {
   // buffer pool are sized for what the buffers can hold.
   int buffers = 8;
   // A new batch may open when fewer than two buffers are in use, or behind
-  // q closed ones waiting to run when q x the model's measured batch time (LoadedModel::batch_ms,
-  // if measured: not 0) is within this budget: a model slower than its sources still skips frames
-  // at once rather than building a standing queue, a fast one absorbs
-  // bursts from many cameras.
+  // q closed ones waiting to run when q x the batch time is within this
+  // budget: a model slower than its sources still skips frames at once
+  // rather than building a standing queue, a fast one absorbs bursts from
+  // many cameras. The batch time is the model's measured one
+  // (LoadedModel::batch_ms; 0 = not measured: no queueing), or the moving
+  // average of the full batches that ran (preprocessing on the batch
+  // included) when that is longer.
   std::chrono::microseconds queue_budget{40000};
 };
 
@@ -140,7 +143,8 @@ class Batcher {
   std::condition_variable space_cv_;  // acquire(): a buffer freed, or wake()
   std::vector<Batch> batches_;
   int filling_ = -1;
-  std::deque<int> closed_;  // in fill order
+  std::deque<int> closed_;   // in fill order
+  double ran_batch_ms_ = 0;  // moving average of full batches run (0 = none yet)
   std::shared_ptr<const LoadedModel> model_;
   bool stop_ = false;
   std::thread thread_;
