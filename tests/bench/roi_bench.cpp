@@ -4,6 +4,7 @@
 //
 //   throughput --model M.pt --width W --height H [--batch 8] [--objects 16]
 //       [--frames 40] [--rounds 5] [--threads 2] [--box 128]
+//       [--preprocess-on auto|streaming-thread|inference-threads]
 //       Objects/s through torchinfer in roi-list mode (appsrc -> torchinfer
 //       -> fakesink, NV12 1280x720 frames with `objects` ROIs of box x box
 //       px) vs the bare classifier: Engine::run on ready batches of the same
@@ -84,7 +85,7 @@ int throughput() {
       " inference-region=" + (full ? "full-frame" : "roi-list") +
       " drop-policy=block batch-size=" + std::to_string(batch) +
       " threads=" + std::to_string(threads) +
-      " ! fakesink name=sink sync=false signal-handoffs=true";
+      " preprocess-on=" + args.str("preprocess-on", "auto") + " ! fakesink name=sink sync=false signal-handoffs=true";
   GError* err = nullptr;
   GstElement* pipe = gst_parse_launch(line.c_str(), &err);
   if (!pipe) {
