@@ -15,6 +15,8 @@
 # preprocess-bench's YUY2_1920x1080_to_224 (one thread).
 # OMP wait policy: each build's plugin default unless WAIT="VAR=value ..." is
 # given (e.g. WAIT="OMP_WAIT_POLICY=PASSIVE" to compare hops alone).
+# EXTRA="prop=value ..." adds torchinfer properties, e.g.
+# EXTRA="preprocess-on=streaming-thread".
 # Not a test: figures vary with load; the load is printed with each run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -36,8 +38,9 @@ caps="video/x-raw,format=YUY2,width=1920,height=1080,framerate=30/1"
 # Runs a pipeline; prints "cpu_s wall_s" then the last torchinfer-stats line.
 measure() {  # build n with_element
   local b=$1 n=$2 el=()
+  # shellcheck disable=SC2206
   [ "$3" = 1 ] && el=(torchinfer "model=$model" input-width=224 input-height=224
-                     stats-interval=100000000 !)
+                     stats-interval=100000000 ${EXTRA:-} !)
   local t0 t1
   t0=$(date +%s.%N)
   # shellcheck disable=SC2086
@@ -50,7 +53,7 @@ measure() {  # build n with_element
 }
 
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
-echo "command: ${WAIT:+WAIT=\"$WAIT\" }$0 --reps $reps --frames $frames --builds \"$builds\""
+echo "command: ${WAIT:+WAIT=\"$WAIT\" }${EXTRA:+EXTRA=\"$EXTRA\" }$0 --reps $reps --frames $frames --builds \"$builds\""
 echo "load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq "$reps"); do
   for b in $builds; do
