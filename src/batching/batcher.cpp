@@ -211,14 +211,13 @@ void Batcher::run_batch(std::unique_lock<std::mutex>& lk, int index) {
   const int n = b.reserved;
   std::shared_ptr<const LoadedModel> model = b.model;
   auto* data = b.memory.data<std::uint8_t>();
-  std::vector<SlotPrepare> prepares;
-  prepares.swap(b.prepares);
+  // Swapped, not moved: the batch keeps the emptied vectors' capacity, so
+  // neither running nor refilling it allocates.
+  run_.prepares.swap(b.prepares);
   const auto start = std::chrono::steady_clock::now();
   lk.unlock();
 
-  std::vector<std::string> errors;
-  std::vector<double> prepare_ms;
-  prepare_batch(*model, data, prepares, errors, prepare_ms);
+  prepare_batch(*model, data);
   const auto forward_start = std::chrono::steady_clock::now();
 
   FrameResult common;
@@ -241,75 +240,90 @@ void Batcher::run_batch(std::unique_lock<std::mutex>& lk, int index) {
     const double took = ms_between(start, end);
     ran_batch_ms_ = ran_batch_ms_ > 0 ? 0.8 * ran_batch_ms_ + 0.2 * took : took;
   }
-  std::vector<FrameCallback> callbacks;
-  callbacks.swap(b.callbacks);
-  std::vector<std::chrono::steady_clock::time_point> commits;
-  commits.swap(b.commit_times);
+  run_.callbacks.swap(b.callbacks);
+  run_.commits.swap(b.commit_times);
   b.state = State::kFree;
   b.model.reset();
   b.reserved = b.committed = 0;
   space_cv_.notify_all();
   lk.unlock();
 
+  const bool prepared = !run_.prepare_ms.empty();
   for (int k = 0; k < n; ++k) {
-    if (!callbacks[k]) continue;
+    if (!run_.callbacks[k]) continue;
     FrameResult r = common;
     r.index = k;
-    r.queue_ms = ms_between(commits[k], start);
-    if (!prepare_ms.empty()) r.prepare_ms = prepare_ms[k];
-    if (!errors.empty() && !errors[k].empty()) {
-      r.output.reset();
-      r.error = "could not prepare a frame: " + errors[k];
+    r.queue_ms = ms_between(run_.commits[k], start);
+    if (prepared) {
+      r.prepare_ms = run_.prepare_ms[k];
+      if (!run_.errors[k].empty()) {
+        r.output.reset();
+        r.error = "could not prepare a frame: " + run_.errors[k];
+      }
     }
-    callbacks[k](std::move(r));
+    run_.callbacks[k](std::move(r));
   }
-  callbacks.clear();  // callbacks may own stream state: release it unlocked
+  run_.callbacks.clear();  // callbacks may own stream state: release it unlocked
   lk.lock();
 }
 
-void Batcher::prepare_batch(const LoadedModel& model, std::uint8_t* data,
-                            std::vector<SlotPrepare>& prepares, std::vector<std::string>& errors,
-                            std::vector<double>& prepare_ms) {
-  const int n = static_cast<int>(prepares.size());
-  std::vector<int> slots;  // the slots that left their preprocessing to the batch
+void Batcher::prepare_batch(const LoadedModel& model, std::uint8_t* data) {
+  RunScratch& s = run_;
+  const int n = static_cast<int>(s.prepares.size());
+  s.slots.clear();  // the slots that left their preprocessing to the batch
+  s.errors.clear();
+  s.prepare_ms.clear();
   for (int k = 0; k < n; ++k)
-    if (prepares[k]) slots.push_back(k);
-  if (slots.empty()) return;
-  errors.assign(n, {});
-  prepare_ms.assign(n, 0.0);
+    if (s.prepares[k]) s.slots.push_back(k);
+  if (s.slots.empty()) {
+    s.prepares.clear();
+    return;
+  }
+  s.errors.resize(n);
+  s.prepare_ms.assign(n, 0.0);
   // Fewer frames than threads: each frame is split into row bands so that
   // every thread has a share (a batch of one still uses the whole team).
   const int threads = model.parallel_for ? std::max(1, model.threads) : 1;
-  const int frames = static_cast<int>(slots.size());
+  const int frames = static_cast<int>(s.slots.size());
   const int bands = frames >= threads ? 1 : (threads + frames - 1) / frames;
-  std::vector<std::string> band_errors(static_cast<std::size_t>(frames) * bands);
-  std::vector<double> band_ms(band_errors.size(), 0.0);
-  auto one = [&](int i, int worker) {
-    const int k = slots[i / bands];
-    const auto t0 = std::chrono::steady_clock::now();
-    try {
-      band_errors[i] = prepares[k](data + k * model.slot_bytes, model, worker, i % bands, bands);
-    } catch (const std::exception& e) {
-      band_errors[i] = e.what();
-    } catch (...) {
-      band_errors[i] = "unknown error";
-    }
-    band_ms[i] = ms_between(t0, std::chrono::steady_clock::now());
-  };
   const int items = frames * bands;
+  s.band_errors.clear();
+  s.band_errors.resize(items);
+  s.band_ms.assign(items, 0.0);
+  struct Job {
+    RunScratch& s;
+    const LoadedModel& model;
+    std::uint8_t* data;
+    int bands;
+    void run(int i, int worker) {
+      const int k = s.slots[i / bands];
+      const auto t0 = std::chrono::steady_clock::now();
+      try {
+        s.band_errors[i] =
+            s.prepares[k](data + k * model.slot_bytes, model, worker, i % bands, bands);
+      } catch (const std::exception& e) {
+        s.band_errors[i] = e.what();
+      } catch (...) {
+        s.band_errors[i] = "unknown error";
+      }
+      s.band_ms[i] = ms_between(t0, std::chrono::steady_clock::now());
+    }
+  } job{s, model, data, bands};
+  // One pointer: small enough for std::function to hold without allocating.
+  Job* j = &job;
   if (model.parallel_for && items > 1) {
-    model.parallel_for(items, one);
+    model.parallel_for(items, [j](int i, int worker) { j->run(i, worker); });
   } else {
-    for (int i = 0; i < items; ++i) one(i, 0);
+    for (int i = 0; i < items; ++i) j->run(i, 0);
   }
   for (int i = 0; i < items; ++i) {
-    const int k = slots[i / bands];
-    prepare_ms[k] += band_ms[i];
-    if (errors[k].empty()) errors[k] = std::move(band_errors[i]);
+    const int k = s.slots[i / bands];
+    s.prepare_ms[k] += s.band_ms[i];
+    if (s.errors[k].empty()) s.errors[k].swap(s.band_errors[i]);
   }
   // The frames' pixels (held by the closures) are released before any
   // result goes out: the frames may leave as soon as their results do.
-  prepares.clear();
+  s.prepares.clear();
 }
 
 }  // namespace torchinfer

@@ -131,11 +131,23 @@ class Batcher {
   void close_filling_locked();
   void worker();
   void run_batch(std::unique_lock<std::mutex>& lk, int b);
-  // Runs the batch's deferred preprocessing; fills errors and prepare_ms per
-  // slot.
-  static void prepare_batch(const LoadedModel& model, std::uint8_t* data,
-                            std::vector<SlotPrepare>& prepares, std::vector<std::string>& errors,
-                            std::vector<double>& prepare_ms);
+  // Runs run_.prepares (the batch's deferred preprocessing); fills
+  // run_.errors and run_.prepare_ms per slot (empty when none was deferred).
+  void prepare_batch(const LoadedModel& model, std::uint8_t* data);
+
+  // Worker thread only: one batch's bookkeeping, kept from batch to batch so
+  // that running one allocates nothing once the vectors have grown.
+  struct RunScratch {
+    std::vector<FrameCallback> callbacks;
+    std::vector<SlotPrepare> prepares;
+    std::vector<std::chrono::steady_clock::time_point> commits;
+    std::vector<int> slots;
+    std::vector<std::string> errors;  // per slot
+    std::vector<double> prepare_ms;   // per slot
+    std::vector<std::string> band_errors;
+    std::vector<double> band_ms;
+  };
+  RunScratch run_;
 
   const BatcherOptions opts_;
   mutable std::mutex mu_;
