@@ -25,6 +25,7 @@
 #include <optional>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "common/cpu_set.h"
 #include "common/error.h"
@@ -56,9 +57,32 @@ OwnedRef own(GstMiniObject* o) {
 }
 
 // A buffer's pixels, mapped only for frames that go to the model. Holds the
-// chain's reference: a flush may drop the queue's meanwhile.
+// chain's reference: a flush may drop the queue's meanwhile. One per frame in
+// flight, recycled through a free list: the chain allocates nothing per frame.
 class BufferPixels : public FramePixels {
  public:
+  static void* operator new(std::size_t size) {
+    {
+      std::lock_guard<std::mutex> lock(free_lock());
+      if (size == sizeof(BufferPixels) && !free_list().empty()) {
+        void* p = free_list().back();
+        free_list().pop_back();
+        return p;
+      }
+    }
+    return ::operator new(size);
+  }
+  static void operator delete(void* p, std::size_t size) {
+    {
+      std::lock_guard<std::mutex> lock(free_lock());
+      if (size == sizeof(BufferPixels) && free_list().size() < free_list().capacity()) {
+        free_list().push_back(p);
+        return;
+      }
+    }
+    ::operator delete(p);
+  }
+
   BufferPixels(GstVideoInfo* info, GstBuffer* buf) : info_(info), buf_(buf) {}
   ~BufferPixels() override {
     unmap();
@@ -76,6 +100,21 @@ class BufferPixels : public FramePixels {
   }
 
  private:
+  // Never freed: every torchinfer in the process shares them, and exit
+  // order is not ours to rely on.
+  static std::mutex& free_lock() {
+    static auto* m = new std::mutex;
+    return *m;
+  }
+  static std::vector<void*>& free_list() {
+    static auto* v = [] {
+      auto* l = new std::vector<void*>;
+      l->reserve(256);
+      return l;
+    }();
+    return *v;
+  }
+
   GstVideoInfo* info_;
   GstBuffer* buf_;
   GstVideoFrame frame_;

@@ -40,6 +40,7 @@ Batcher::Batcher(std::shared_ptr<const LoadedModel> model, BatcherOptions option
   if (!model_ || !model_->run || model_->slot_bytes == 0)
     throw Error(ErrorKind::kInvalidArgument, "batcher needs a runnable model");
   batches_.resize(opts_.buffers);
+  closed_.reserve(opts_.buffers);
   thread_ = std::thread([this] { worker(); });
 }
 
@@ -94,6 +95,7 @@ int Batcher::open_batch_locked() {
     b.reserved = b.committed = 0;
     b.callbacks.assign(opts_.batch_size, nullptr);
     b.prepares.assign(opts_.batch_size, nullptr);
+    b.keeps.assign(opts_.batch_size, nullptr);
     b.commit_times.assign(opts_.batch_size, {});
     filling_ = i;
     return i;
@@ -144,12 +146,14 @@ Batcher::Slot Batcher::acquire(bool block, const std::atomic<bool>& cancelled) {
   }
 }
 
-void Batcher::commit(Slot& slot, FrameCallback done, SlotPrepare prepare) {
+void Batcher::commit(Slot& slot, FrameCallback done, SlotPrepare prepare,
+                     std::shared_ptr<const void> keep) {
   {
     std::lock_guard<std::mutex> lk(mu_);
     Batch& b = batches_[slot.buffer];
     b.callbacks[slot.index] = std::move(done);
     b.prepares[slot.index] = std::move(prepare);
+    b.keeps[slot.index] = std::move(keep);
     b.commit_times[slot.index] = std::chrono::steady_clock::now();
     b.committed++;
   }
@@ -184,7 +188,7 @@ void Batcher::worker() {
     if (!closed_.empty()) {
       const int b = closed_.front();
       if (batches_[b].committed == batches_[b].reserved) {
-        closed_.pop_front();
+        closed_.erase(closed_.begin());
         space_cv_.notify_all();  // one batch less queued: may_open_locked() may now allow one
         run_batch(lk, b);
       } else {
@@ -241,6 +245,7 @@ void Batcher::run_batch(std::unique_lock<std::mutex>& lk, int index) {
     ran_batch_ms_ = ran_batch_ms_ > 0 ? 0.8 * ran_batch_ms_ + 0.2 * took : took;
   }
   run_.callbacks.swap(b.callbacks);
+  run_.keeps.swap(b.keeps);
   run_.commits.swap(b.commit_times);
   b.state = State::kFree;
   b.model.reset();
@@ -263,7 +268,10 @@ void Batcher::run_batch(std::unique_lock<std::mutex>& lk, int index) {
     }
     run_.callbacks[k](std::move(r));
   }
-  run_.callbacks.clear();  // callbacks may own stream state: release it unlocked
+  // Callbacks and what they point into may own stream state: released
+  // unlocked.
+  run_.callbacks.clear();
+  run_.keeps.clear();
   lk.lock();
 }
 

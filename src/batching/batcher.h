@@ -18,7 +18,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -102,7 +101,10 @@ class Batcher {
   // The slot holds the frame now (or will, once `prepare` ran: see
   // SlotPrepare); done(result) is called once the batch ran. A null
   // callback discards the frame's result (e.g. preprocessing failed).
-  void commit(Slot& slot, FrameCallback done, SlotPrepare prepare = nullptr);
+  // `keep` stays referenced until done() returned (or the batch is dropped),
+  // so callbacks may point into it instead of owning copies.
+  void commit(Slot& slot, FrameCallback done, SlotPrepare prepare = nullptr,
+              std::shared_ptr<const void> keep = nullptr);
   // Runs the filling batch now, however full.
   void submit_partial();
   // Wakes acquire() calls so that they re-check their cancel flag.
@@ -123,6 +125,7 @@ class Batcher {
     std::chrono::steady_clock::time_point opened;
     std::vector<FrameCallback> callbacks;
     std::vector<SlotPrepare> prepares;
+    std::vector<std::shared_ptr<const void>> keeps;
     std::vector<std::chrono::steady_clock::time_point> commit_times;
   };
 
@@ -140,6 +143,7 @@ class Batcher {
   struct RunScratch {
     std::vector<FrameCallback> callbacks;
     std::vector<SlotPrepare> prepares;
+    std::vector<std::shared_ptr<const void>> keeps;
     std::vector<std::chrono::steady_clock::time_point> commits;
     std::vector<int> slots;
     std::vector<std::string> errors;  // per slot
@@ -155,7 +159,7 @@ class Batcher {
   std::condition_variable space_cv_;  // acquire(): a buffer freed, or wake()
   std::vector<Batch> batches_;
   int filling_ = -1;
-  std::deque<int> closed_;   // in fill order
+  std::vector<int> closed_;  // in fill order; at most `buffers` (reserved: never reallocates)
   double ran_batch_ms_ = 0;  // moving average of full batches run (0 = none yet)
   std::shared_ptr<const LoadedModel> model_;
   bool stop_ = false;

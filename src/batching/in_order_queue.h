@@ -2,12 +2,12 @@
 // the output thread. Items leave strictly in the order they entered; an item
 // whose result is still being computed holds back everything behind it.
 // Bounded: push() blocks (or fails) when full, so a slow model can never
-// make it grow without limit.
+// make it grow without limit. A ring of `capacity` entries: passing items
+// through allocates nothing.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <mutex>
 #include <optional>
 #include <type_traits>
@@ -19,11 +19,20 @@ namespace torchinfer {
 template <class T>
 class InOrderQueue {
  public:
-  explicit InOrderQueue(std::size_t capacity) : capacity_(capacity ? capacity : 1) {}
+  explicit InOrderQueue(std::size_t capacity) : capacity_(capacity ? capacity : 1) {
+    ring_.resize(capacity_);
+  }
 
   void set_capacity(std::size_t capacity) {
     std::lock_guard<std::mutex> lk(mu_);
     capacity_ = capacity ? capacity : 1;
+    if (capacity_ > ring_.size()) {
+      // Re-laid out in order from index 0; only ever grows.
+      std::vector<Entry> bigger(capacity_);
+      for (std::size_t i = 0; i < count_; ++i) bigger[i] = std::move(at(i));
+      ring_.swap(bigger);
+      head_ = 0;
+    }
     cv_.notify_all();
   }
 
@@ -33,12 +42,12 @@ class InOrderQueue {
     std::unique_lock<std::mutex> lk(mu_);
     for (;;) {
       if (flushing_) return std::nullopt;
-      if (entries_.size() < capacity_) break;
+      if (count_ < capacity_) break;
       if (!block) return std::nullopt;
       cv_.wait(lk);
     }
     const std::uint64_t seq = next_seq_++;
-    entries_.push_back(Entry{seq, std::move(item), ready});
+    at(count_++) = Entry{seq, std::move(item), ready};
     cv_.notify_all();
     return seq;
   }
@@ -49,10 +58,10 @@ class InOrderQueue {
   template <class F>
   bool complete(std::uint64_t seq, F&& fn) {
     std::lock_guard<std::mutex> lk(mu_);
-    if (entries_.empty() || seq < entries_.front().seq) return false;
-    const std::uint64_t pos = seq - entries_.front().seq;
-    if (pos >= entries_.size()) return false;
-    Entry& e = entries_[pos];
+    if (count_ == 0 || seq < at(0).seq) return false;
+    const std::uint64_t pos = seq - at(0).seq;
+    if (pos >= count_) return false;
+    Entry& e = at(pos);
     if constexpr (std::is_same_v<std::invoke_result_t<F, T&>, bool>) {
       if (!fn(e.item)) return true;
     } else {
@@ -69,11 +78,13 @@ class InOrderQueue {
     std::unique_lock<std::mutex> lk(mu_);
     for (;;) {
       if (flushing_) return std::nullopt;
-      if (!entries_.empty() && entries_.front().ready) break;
+      if (count_ > 0 && at(0).ready) break;
       cv_.wait(lk);
     }
-    T item = std::move(entries_.front().item);
-    entries_.pop_front();
+    T item = std::move(at(0).item);
+    at(0) = Entry{};  // what the item still held goes now, not when the slot is reused
+    head_ = (head_ + 1) % ring_.size();
+    --count_;
     cv_.notify_all();
     return item;
   }
@@ -85,8 +96,11 @@ class InOrderQueue {
     flushing_ = flushing;
     std::vector<T> dropped;
     if (flushing) {
-      for (Entry& e : entries_) dropped.push_back(std::move(e.item));
-      entries_.clear();
+      for (std::size_t i = 0; i < count_; ++i) {
+        dropped.push_back(std::move(at(i).item));
+        at(i) = Entry{};
+      }
+      head_ = count_ = 0;
     }
     cv_.notify_all();
     return dropped;
@@ -95,7 +109,7 @@ class InOrderQueue {
   // Waits until every item has left; false if flushing first.
   bool wait_empty() {
     std::unique_lock<std::mutex> lk(mu_);
-    cv_.wait(lk, [&] { return flushing_ || entries_.empty(); });
+    cv_.wait(lk, [&] { return flushing_ || count_ == 0; });
     return !flushing_;
   }
 
@@ -106,18 +120,21 @@ class InOrderQueue {
 
   std::size_t size() const {
     std::lock_guard<std::mutex> lk(mu_);
-    return entries_.size();
+    return count_;
   }
 
  private:
   struct Entry {
-    std::uint64_t seq;
-    T item;
-    bool ready;
+    std::uint64_t seq = 0;
+    T item{};
+    bool ready = false;
   };
+  // The i-th oldest entry.
+  Entry& at(std::size_t i) { return ring_[(head_ + i) % ring_.size()]; }
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Entry> entries_;
+  std::vector<Entry> ring_;  // ring_.size() >= capacity_
+  std::size_t head_ = 0, count_ = 0;
   std::uint64_t next_seq_ = 0;
   std::size_t capacity_;
   bool flushing_ = false;

@@ -13,16 +13,6 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
-// A frame kept mapped until every batch slot that reads it was prepared
-// (the last holder is a batch's prepare step, on an inference thread).
-struct StreamSession::MappedFrame {
-  std::unique_ptr<FramePixels> pixels;
-  FrameView view;
-  ~MappedFrame() {
-    if (pixels) pixels->unmap();
-  }
-};
-
 // One Preprocessor per inference thread (SlotPrepare's worker): a batch
 // prepares its slots on several threads at once, and a Preprocessor keeps
 // per-geometry scratch. An entry is only touched by its worker, and one
@@ -55,6 +45,45 @@ class StreamSession::TeamPreprocessors {
   };
   std::function<PreprocessOptions(const ModelConfig&)> options_for_;
   std::vector<Entry> entries_;
+};
+
+// A frame's results plus what its slots need until their batches ran.
+// Batch callbacks hold a raw pointer (so that std::function stores them
+// without allocating) and the batch holds the record itself; records are
+// pooled and reused once nothing holds them, so a frame allocates nothing.
+struct StreamSession::Record : FrameInference {
+  std::shared_ptr<Queue> queue;  // where the slots' results go
+  std::uint64_t seq = 0;         // the frame's entry in it
+  // preprocess_in_batch: the inference threads' preprocessors, the frame,
+  // mapped until every slot it gave a batch was delivered or given up, and
+  // each slot's crop (width 0: the options' own).
+  std::shared_ptr<TeamPreprocessors> team;
+  std::unique_ptr<FramePixels> pixels;
+  FrameView view;
+  std::vector<Crop> crops;
+  std::atomic<int> holds{0};  // slots not yet delivered or given up
+
+  ~Record() { unmap(); }
+  void unmap() {
+    if (!pixels) return;
+    pixels->unmap();
+    pixels.reset();
+  }
+  // `n` slots are done with the pixels; the last one unmaps them, before
+  // its result can let the frame leave.
+  void release(int n) {
+    if (n > 0 && holds.fetch_sub(n) == n) unmap();
+  }
+  void clear() {
+    frame_width = frame_height = 0;
+    pts = kNoTimestamp;
+    slots.clear();
+    region_mode = false;
+    regions.clear();
+    unmap();
+    crops.clear();
+    holds = 0;
+  }
 };
 
 bool FrameInference::ok() const {
@@ -93,6 +122,11 @@ void StreamSession::start(std::shared_ptr<Batcher> batcher, SessionOptions optio
   pre_model_.reset();
   frame_counter_ = 0;
   last_.reset();
+  // Every queued frame, the latest result kept for reuse and the one the
+  // output thread is attaching: with a few spare, the pool never grows.
+  records_.clear();
+  records_.reserve(queue_->capacity() + 4);
+  next_record_ = 0;
   const std::uint64_t forget =
       object_forget_frames(opts_.regions.reclassify_interval, opts_.inference_interval);
   submitted_ = ObjectMemory<std::uint64_t>(forget, kMaxRememberedObjects);
@@ -127,6 +161,23 @@ void StreamSession::give_up_slot(std::uint64_t seq, std::size_t slot) {
   });
 }
 
+std::shared_ptr<StreamSession::Record> StreamSession::new_record() {
+  // Frames leave in order, so the oldest record is the likeliest free one.
+  for (std::size_t tries = 0; tries < std::min<std::size_t>(records_.size(), 4); ++tries) {
+    std::shared_ptr<Record>& r = records_[next_record_];
+    next_record_ = (next_record_ + 1) % records_.size();
+    if (r.use_count() == 1) {
+      // The last other holder let go on another thread: see its writes.
+      std::atomic_thread_fence(std::memory_order_acquire);
+      r->clear();
+      return r;
+    }
+  }
+  auto r = std::make_shared<Record>();
+  if (records_.size() < records_.capacity()) records_.push_back(r);
+  return r;
+}
+
 void StreamSession::prepare(const Batcher::Slot& slot) {
   if (slot.model != pre_model_) {
     pre_ = std::make_unique<Preprocessor>(opts_.preprocess_for(slot.model->config));
@@ -152,12 +203,12 @@ FrameTransform StreamSession::preprocess_into(const Batcher::Slot& slot, const F
   return tf;
 }
 
-SubmitResult StreamSession::fill_slot(std::uint64_t seq, const std::shared_ptr<FrameInference>& rec,
-                                      Batcher::Slot& slot, std::unique_ptr<FramePixels> pixels) {
+SubmitResult StreamSession::fill_slot(const std::shared_ptr<Record>& rec, Batcher::Slot& slot,
+                                      std::unique_ptr<FramePixels> pixels) {
   FrameView view;
   if (!pixels->map(&view)) {
     batcher_->commit(slot, nullptr);
-    give_up_slot(seq, 0);
+    give_up_slot(rec->seq, 0);
     return {SubmitStatus::kMapFailed, {}};
   }
   if (opts_.preprocess_in_batch) {
@@ -168,78 +219,78 @@ SubmitResult StreamSession::fill_slot(std::uint64_t seq, const std::shared_ptr<F
     } catch (const std::exception& e) {
       pixels->unmap();
       batcher_->commit(slot, nullptr);
-      give_up_slot(seq, 0);
+      give_up_slot(rec->seq, 0);
       return {SubmitStatus::kPrepareFailed, e.what()};
     }
-    auto mapped = std::make_shared<MappedFrame>();
-    mapped->pixels = std::move(pixels);
-    mapped->view = view;
-    commit_deferred(slot, seq, 0, rec, std::move(mapped), nullptr);
+    rec->pixels = std::move(pixels);
+    rec->view = view;
+    rec->crops.assign(1, Crop{});
+    rec->holds = 1;
+    commit_deferred(slot, rec, 0);
     return {SubmitStatus::kQueued, {}};
   }
-  FrameTransform tf;
-  double pre_ms = 0;
+  SlotResult& s = rec->slots[0];
   try {
-    tf = preprocess_into(slot, view, nullptr, pre_ms);
+    s.transform = preprocess_into(slot, view, nullptr, s.preprocess_ms);
   } catch (const std::exception& e) {
     pixels->unmap();
     batcher_->commit(slot, nullptr);
-    give_up_slot(seq, 0);
+    give_up_slot(rec->seq, 0);
     return {SubmitStatus::kPrepareFailed, e.what()};
   }
   pixels->unmap();
-  commit_slot(slot, seq, 0, tf, pre_ms);
+  commit_slot(slot, rec, 0);
   return {SubmitStatus::kQueued, {}};
 }
 
 // The result lands in its frame's slot; the frame leaves once its last slot
-// has delivered.
-void StreamSession::commit_slot(Batcher::Slot& slot, std::uint64_t seq, std::size_t index,
-                                const FrameTransform& tf, double pre_ms) {
-  std::shared_ptr<Queue> queue = queue_;
-  batcher_->commit(slot, [queue, seq, index, tf, pre_ms](FrameResult&& r) {
-    queue->complete(seq, [&](Item& it) {
-      SlotResult& s = it.rec->slots[index];
-      s.result = std::move(r);
-      s.transform = tf;
-      s.preprocess_ms = pre_ms;
-      s.delivered = true;
-      return --it.pending == 0;
-    });
-  });
-}
-
-void StreamSession::commit_deferred(Batcher::Slot& slot, std::uint64_t seq, std::size_t index,
-                                    std::shared_ptr<FrameInference> rec,
-                                    std::shared_ptr<MappedFrame> frame, const Crop* crop) {
-  std::shared_ptr<Queue> queue = queue_;
-  std::shared_ptr<TeamPreprocessors> team = team_pre_;
-  const bool cropped = crop != nullptr;
-  const Crop box = crop ? *crop : Crop{};
-  // The batch's worker writes the transform (band 0) before forward() and
-  // the result after it: the output thread reads both once the slot
-  // completes.
-  auto prepare = [team, frame = std::move(frame), rec, index, cropped, box](
-                     void* dst, const LoadedModel& model, int worker, int band,
-                     int bands) -> std::string {
-    std::unique_ptr<Preprocessor> spare;
-    Preprocessor& pre = team->get(model, worker, spare);
-    const FrameTransform tf = pre.run_band(frame->view, cropped ? &box : nullptr, dst, band, bands);
-    if (band == 0) rec->slots[index].transform = tf;
-    return {};
-  };
+// has delivered. The slot's transform and preprocessing time were written
+// before the commit, which orders them before the output thread's read.
+void StreamSession::commit_slot(Batcher::Slot& slot, const std::shared_ptr<Record>& rec,
+                                std::size_t index) {
+  Record* r = rec.get();
   batcher_->commit(
       slot,
-      [queue, seq, index](FrameResult&& r) {
-        queue->complete(seq, [&](Item& it) {
+      [r, index](FrameResult&& res) {
+        r->queue->complete(r->seq, [&](Item& it) {
           SlotResult& s = it.rec->slots[index];
-          s.preprocess_ms = r.prepare_ms;
-          s.result = std::move(r);
+          s.result = std::move(res);
           s.delivered = true;
           return --it.pending == 0;
         });
       },
-      std::move(prepare));
+      nullptr, rec);
+}
+
+void StreamSession::commit_deferred(Batcher::Slot& slot, const std::shared_ptr<Record>& rec,
+                                    std::size_t index) {
+  Record* r = rec.get();
+  // The batch's worker writes the transform (band 0) before forward() and
+  // the result after it: the output thread reads both once the slot
+  // completes.
+  auto prepare = [r, index](void* dst, const LoadedModel& model, int worker, int band,
+                            int bands) -> std::string {
+    std::unique_ptr<Preprocessor> spare;
+    Preprocessor& pre = r->team->get(model, worker, spare);
+    const Crop& crop = r->crops[index];
+    const FrameTransform tf =
+        pre.run_band(r->view, crop.width > 0 ? &crop : nullptr, dst, band, bands);
+    if (band == 0) r->slots[index].transform = tf;
+    return {};
+  };
+  batcher_->commit(
+      slot,
+      [r, index](FrameResult&& res) {
+        r->release(1);  // unmapped before the frame can leave
+        r->queue->complete(r->seq, [&](Item& it) {
+          SlotResult& s = it.rec->slots[index];
+          s.preprocess_ms = res.prepare_ms;
+          s.result = std::move(res);
+          s.delivered = true;
+          return --it.pending == 0;
+        });
+      },
+      std::move(prepare), rec);
 }
 
 std::vector<std::size_t> StreamSession::plan_regions(FrameInference& rec, bool infer,
@@ -272,26 +323,24 @@ std::vector<std::size_t> StreamSession::plan_regions(FrameInference& rec, bool i
   return to_infer;
 }
 
-SubmitResult StreamSession::fill_regions(std::uint64_t seq,
-                                         const std::shared_ptr<FrameInference>& rec,
+SubmitResult StreamSession::fill_regions(const std::shared_ptr<Record>& rec,
                                          const std::vector<std::size_t>& to_infer,
                                          std::uint64_t frame_no,
                                          std::unique_ptr<FramePixels> owned) {
   const std::size_t n = to_infer.size();
   const bool skip_when_busy = skip_when_busy_;
+  const bool deferred = opts_.preprocess_in_batch;
   FramePixels& pixels = *owned;
   FrameView view;
-  bool mapped = false;
-  // preprocess_in_batch: the frame stays mapped for its slots' batches.
-  std::shared_ptr<MappedFrame> shared;
+  bool mapped = false;  // by this thread (deferred: the record holds the mapping)
   // The frame may leave (and be written downstream) once its last slot is
-  // committed or given up: unmap before that (a shared mapping is released
-  // by the batches holding it).
+  // committed or given up: unmap before that.
   auto give_up_from = [&](std::size_t k) {
     if (mapped) pixels.unmap();
     mapped = false;
+    if (deferred) rec->release(static_cast<int>(n - k));
     for (std::size_t j = k; j < n; ++j)
-      give_up_slot(seq, static_cast<std::size_t>(rec->regions[to_infer[j]].slot));
+      give_up_slot(rec->seq, static_cast<std::size_t>(rec->regions[to_infer[j]].slot));
   };
   for (std::size_t k = 0; k < n; ++k) {
     const RegionResult& region = rec->regions[to_infer[k]];
@@ -304,6 +353,7 @@ SubmitResult StreamSession::fill_regions(std::uint64_t seq,
     if (!slot) {
       if (flushing_) {
         if (mapped) pixels.unmap();
+        if (deferred) rec->release(static_cast<int>(n - k));
         return {SubmitStatus::kFlushing, {}};
       }
       give_up_from(k);
@@ -311,12 +361,19 @@ SubmitResult StreamSession::fill_regions(std::uint64_t seq,
       stats_.frame_dropped();
       return {SubmitStatus::kDropped, {}};
     }
-    if (!mapped && !shared && !(mapped = pixels.map(&view))) {
+    if (k == 0 && !(mapped = pixels.map(&view))) {
       batcher_->commit(slot, nullptr);
       give_up_from(k);
       return {SubmitStatus::kMapFailed, {}};
     }
-    if (opts_.preprocess_in_batch) {
+    if (deferred) {
+      if (k == 0) {
+        mapped = false;  // from now on the record holds the mapping
+        rec->pixels = std::move(owned);
+        rec->view = view;
+        rec->crops.resize(rec->slots.size());
+        rec->holds = static_cast<int>(n);
+      }
       try {
         prepare(slot);
         pre_->check(view, &box);
@@ -325,20 +382,14 @@ SubmitResult StreamSession::fill_regions(std::uint64_t seq,
         give_up_from(k);
         return {SubmitStatus::kPrepareFailed, e.what()};
       }
-      if (!shared) {
-        mapped = false;  // from now on the shared mapping owns it
-        shared = std::make_shared<MappedFrame>();
-        shared->pixels = std::move(owned);
-        shared->view = view;
-      }
-      commit_deferred(slot, seq, index, rec, shared, &box);
+      rec->crops[index] = box;
+      commit_deferred(slot, rec, index);
       if (object_id) submitted_.put(*object_id, frame_no, frame_no);
       continue;
     }
-    FrameTransform tf;
-    double pre_ms = 0;
+    SlotResult& s = rec->slots[index];
     try {
-      tf = preprocess_into(slot, view, &box, pre_ms);
+      s.transform = preprocess_into(slot, view, &box, s.preprocess_ms);
     } catch (const std::exception& e) {
       batcher_->commit(slot, nullptr);
       give_up_from(k);
@@ -348,7 +399,7 @@ SubmitResult StreamSession::fill_regions(std::uint64_t seq,
       pixels.unmap();
       mapped = false;
     }
-    commit_slot(slot, seq, index, tf, pre_ms);
+    commit_slot(slot, rec, index);
     if (object_id) submitted_.put(*object_id, frame_no, frame_no);
   }
   return {SubmitStatus::kQueued, {}};
@@ -370,7 +421,9 @@ SubmitResult StreamSession::submit_frame(OwnedRef frame, int width, int height, 
   Item item;
   item.obj = std::move(frame);
   item.in_time = Clock::now();
-  item.rec = std::make_shared<FrameInference>();
+  item.rec = new_record();
+  item.rec->queue = queue_;
+  item.rec->team = team_pre_;
   item.rec->frame_width = width;
   item.rec->frame_height = height;
   item.rec->pts = pts;
@@ -382,9 +435,11 @@ SubmitResult StreamSession::submit_frame(OwnedRef frame, int width, int height, 
     item.rec->slots.resize(1);
     item.pending = 1;
   }
-  const std::shared_ptr<FrameInference> rec = item.rec;
+  const std::shared_ptr<Record> rec = item.rec;
   const bool ready = item.pending == 0;
+  // The frame's entry, for the slots' callbacks (committed after this).
   const std::optional<std::uint64_t> seq = queue_->push(std::move(item), ready, !skip_when_busy);
+  if (seq) rec->seq = *seq;
   if (!seq) {
     if (flushing_) return {SubmitStatus::kFlushing, {}};
     if (output_code_ != 0) return {SubmitStatus::kStopped, {}};
@@ -404,7 +459,7 @@ SubmitResult StreamSession::submit_frame(OwnedRef frame, int width, int height, 
       stats_.frame_without_regions();
       return {SubmitStatus::kNoRegions, {}};
     }
-    return fill_regions(*seq, rec, to_infer, frame_no, std::move(pixels));
+    return fill_regions(rec, to_infer, frame_no, std::move(pixels));
   }
 
   Batcher::Slot slot = batcher_->acquire(!skip_when_busy, flushing_);
@@ -415,7 +470,7 @@ SubmitResult StreamSession::submit_frame(OwnedRef frame, int width, int height, 
     stats_.frame_dropped();
     return {SubmitStatus::kDropped, {}};
   }
-  return fill_slot(*seq, rec, slot, std::move(pixels));
+  return fill_slot(rec, slot, std::move(pixels));
 }
 
 bool StreamSession::push_event(OwnedRef event) {

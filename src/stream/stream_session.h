@@ -197,11 +197,12 @@ class StreamSession {
   std::uint64_t frames_inferred() const;
 
  private:
+  struct Record;
   struct Item {
     OwnedRef obj;
     bool is_event = false;
     int pending = 0;  // slots whose batch has not run yet
-    std::shared_ptr<FrameInference> rec;
+    std::shared_ptr<Record> rec;
     Clock::time_point in_time;
   };
   using Queue = InOrderQueue<Item>;
@@ -210,28 +211,28 @@ class StreamSession {
     SlotResult slot;
     std::uint64_t pts = kNoTimestamp;
   };
-  struct MappedFrame;
   class TeamPreprocessors;
 
   void give_up_slot(std::uint64_t seq, std::size_t slot);
-  SubmitResult fill_slot(std::uint64_t seq, const std::shared_ptr<FrameInference>& rec,
-                         Batcher::Slot& slot, std::unique_ptr<FramePixels> pixels);
+  // A cleared record: a pooled one nobody holds any more, else a new one.
+  std::shared_ptr<Record> new_record();
+  SubmitResult fill_slot(const std::shared_ptr<Record>& rec, Batcher::Slot& slot,
+                         std::unique_ptr<FramePixels> pixels);
   // Plans the frame's regions into rec; returns the slots to fill (region
   // indices in rec->regions).
   std::vector<std::size_t> plan_regions(FrameInference& rec, bool infer, std::uint64_t frame_no,
                                         const std::vector<RegionOfInterest>* regions);
-  SubmitResult fill_regions(std::uint64_t seq, const std::shared_ptr<FrameInference>& rec,
+  SubmitResult fill_regions(const std::shared_ptr<Record>& rec,
                             const std::vector<std::size_t>& to_infer, std::uint64_t frame_no,
                             std::unique_ptr<FramePixels> pixels);
   void prepare(const Batcher::Slot& slot);
   FrameTransform preprocess_into(const Batcher::Slot& slot, const FrameView& view, const Crop* crop,
                                  double& ms);
-  void commit_slot(Batcher::Slot& slot, std::uint64_t seq, std::size_t index,
-                   const FrameTransform& tf, double pre_ms);
-  // preprocess_in_batch: the slot is preprocessed when its batch runs.
-  void commit_deferred(Batcher::Slot& slot, std::uint64_t seq, std::size_t index,
-                       std::shared_ptr<FrameInference> rec, std::shared_ptr<MappedFrame> frame,
-                       const Crop* crop);
+  // The slot was preprocessed (its transform and time are in rec's slot).
+  void commit_slot(Batcher::Slot& slot, const std::shared_ptr<Record>& rec, std::size_t index);
+  // preprocess_in_batch: the slot is preprocessed when its batch runs, from
+  // rec's mapped frame (and crop).
+  void commit_deferred(Batcher::Slot& slot, const std::shared_ptr<Record>& rec, std::size_t index);
   // Output thread: remembers inferred regions' results and attaches the
   // latest result to regions that reuse one.
   void resolve_regions(FrameInference& rec);
@@ -249,6 +250,8 @@ class StreamSession {
   std::shared_ptr<TeamPreprocessors> team_pre_;
 
   // Streaming thread only.
+  std::vector<std::shared_ptr<Record>> records_;  // the pool new_record() recycles
+  std::size_t next_record_ = 0;
   std::shared_ptr<const LoadedModel> pre_model_;
   std::unique_ptr<Preprocessor> pre_;
   std::uint64_t frame_counter_ = 0;
