@@ -1,6 +1,8 @@
 #!/usr/bin/python3
-"""Tiny int8 model for the C++ tests: tiny_int8.pt, tiny_int8.json and
-tiny_int8.expected.json (outputs for a fixed input).
+"""Int8 models for the C++ tests, each with .pt, .json and .expected.json
+(outputs for a fixed input): tiny_int8 (plain FX conversion) and relu6_int8
+(Relu6Net through quantize.py's graph passes: ReLU6 folded, the classifier
+Linear turned into a 1x1 convolution).
 
 Usage: make_quantized_test_models.py OUTDIR
 
@@ -13,6 +15,7 @@ qconfig, calibrated on 32 seeded random frames, saved traced (not frozen).
 The fixed input is the NHWC ramp value[i] = ((i*37) % 101)/50 - 1 the C++
 tests use; the expected output is what this libtorch computes for it.
 """
+import copy
 import json
 import os
 import sys
@@ -64,6 +67,47 @@ def ramp(n):
     return nhwc.permute(0, 3, 1, 2)  # channels_last view, like the engine's input
 
 
+def write(out, name, ts_path, m, extra_sidecar=None):
+    """Sidecar and expected outputs (int8 and the float original) on ramp(2)."""
+    ts = torch.jit.load(ts_path)
+    x = ramp(2)
+    with torch.no_grad():
+        y = ts(x)
+        y_fp32 = m(x)
+    with open(os.path.join(out, name + ".json"), "w") as f:
+        json.dump({"input_width": W, "input_height": H, "mean": 0, "std": 1, "task": "raw",
+                   "precision": "int8",
+                   "quantization": {"backend": "onednn", "calibration": "random",
+                                    **(extra_sidecar or {}), "forced": False}}, f, indent=2)
+    with open(os.path.join(out, name + ".expected.json"), "w") as f:
+        json.dump({"input": "ramp", "batch": 2, "height": H, "width": W,
+                   "output": y.flatten().tolist(), "fp32_output": y_fp32.flatten().tolist()},
+                  f, indent=2)
+
+
+def relu6_int8(out):
+    """Relu6Net quantized the way quantize.py does it."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import quantize
+    m = Relu6Net().eval()
+    calib = torch.randn(32, 3, H, W, generator=torch.Generator().manual_seed(1))
+    p = prepare_fx(copy.deepcopy(m), get_default_qconfig_mapping("onednn"),
+                   example_inputs=(calib[:1],))
+    with torch.no_grad():
+        p(calib)
+    q = convert_fx(p).eval()
+    folded = quantize.fold_relu6(q)
+    as_conv = quantize.linear_to_conv1x1(q, calib[:1])
+    kinds = {type(mod).__name__ for mod in q.modules()}
+    if folded != 3 or as_conv != 1 or "Linear" in kinds:
+        sys.exit(f"relu6_int8: folded {folded}, linear_as_conv1x1 {as_conv}, modules {kinds}")
+    path = os.path.join(out, "relu6_int8.pt")
+    with torch.no_grad():
+        torch.jit.trace(q, calib[:1]).save(path)
+    write(out, "relu6_int8", path, m,
+          {"relu6_folded": folded, "linear_as_conv1x1": as_conv})
+
+
 def main():
     out = sys.argv[1]
     torch.manual_seed(0)
@@ -80,20 +124,8 @@ def main():
     path = os.path.join(out, "tiny_int8.pt")
     with torch.no_grad():
         torch.jit.trace(q, calib[:1]).save(path)
-    ts = torch.jit.load(path)
-    x = ramp(2)
-    with torch.no_grad():
-        y = ts(x)
-        y_fp32 = m(x)
-    with open(os.path.join(out, "tiny_int8.json"), "w") as f:
-        json.dump({"input_width": W, "input_height": H, "mean": 0, "std": 1, "task": "raw",
-                   "precision": "int8",
-                   "quantization": {"backend": "onednn", "calibration": "random",
-                                    "forced": False}}, f, indent=2)
-    with open(os.path.join(out, "tiny_int8.expected.json"), "w") as f:
-        json.dump({"input": "ramp", "batch": 2, "height": H, "width": W,
-                   "output": y.flatten().tolist(), "fp32_output": y_fp32.flatten().tolist()},
-                  f, indent=2)
+    write(out, "tiny_int8", path, m)
+    relu6_int8(out)
 
 
 if __name__ == "__main__":

@@ -406,8 +406,8 @@ TEST(EngineThreadErrors, EmptyWarmupList) {
 // ---- int8 ------------------------------------------------------------------
 
 namespace {
-std::vector<float> expected_int8(const char* key) {
-  std::ifstream in(test::model_path("tiny_int8.expected.json"));
+std::vector<float> expected_int8(const char* key, const char* file = "tiny_int8.expected.json") {
+  std::ifstream in(test::model_path(file));
   const auto j = nlohmann::json::parse(in);
   return j.at(key).get<std::vector<float>>();
 }
@@ -438,6 +438,39 @@ TEST(EngineInt8, LoadsOnOnednnAndMatchesPython) {
     // And int8 stays close to the float model it came from.
     EXPECT_NEAR(t.f32()[i], fp32[i], 0.05) << i;
   }
+}
+
+// quantize.py's graph passes (ReLU6 folded, the classifier Linear run as a
+// 1x1 convolution) leave a model the engine loads and runs as Python does.
+TEST(EngineInt8, ConvClassifierModelMatchesPython) {
+  EngineOptions o = opts("relu6_int8.pt", 48, 32);
+  o.precision = Precision::kAuto;
+  o.declared_int8 = true;
+  o.warmup_batch_sizes = {1, 2};
+  Engine e(o);
+  EXPECT_EQ(e.info().precision, Precision::kInt8);
+  EXPECT_TRUE(e.info().input_quantized_by_engine);
+  AlignedBuffer in = floats(2 * 32 * 48 * 3);
+  fill_ramp(in);
+  const auto want = expected_int8("output", "relu6_int8.expected.json");
+  const auto fp32 = expected_int8("fp32_output", "relu6_int8.expected.json");
+  ASSERT_EQ(want.size(), 10u);
+  ASSERT_EQ(fp32.size(), 10u);
+  const auto out = e.run(in.data(), 2);
+  const TensorView& t = out->tensors()[0];
+  ASSERT_EQ(t.dims, (std::vector<std::int64_t>{2, 5}));
+  ASSERT_NE(t.f32(), nullptr);
+  double abs_err = 0;
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_NEAR(t.f32()[i], want[i], 1e-4) << i;
+    abs_err += std::abs(t.f32()[i] - fp32[i]);
+  }
+  // quantize.py's guard for this model in the tools test: --max-mae 0.02.
+  EXPECT_LE(abs_err / 10, 0.02);
+  // Traced at batch 1: the 1x1 convolution and flatten follow the batch.
+  const auto one = e.run(in.data(), 1);
+  ASSERT_EQ(one->tensors()[0].dims, (std::vector<std::int64_t>{1, 5}));
+  for (int i = 0; i < 5; ++i) EXPECT_NEAR(one->tensors()[0].f32()[i], want[i], 1e-4) << i;
 }
 
 TEST(EngineInt8, ExplicitInt8AndPinned) {
