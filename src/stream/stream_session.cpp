@@ -145,6 +145,8 @@ void StreamSession::stop() {
   queue_->set_flushing(true);
   batcher_.reset();
   team_pre_.reset();
+  // Records of batches the batcher dropped may still hold their frames.
+  records_.clear();
   pre_.reset();
   pre_model_.reset();
   last_.reset();
