@@ -891,26 +891,37 @@ Engine::~Engine() {
   }
 }
 
+namespace {
+
+// Runs body() where forward() runs, under the forward lock, with that
+// thread's pinned team: on the calling thread inside a RunInferenceHere
+// scope (setting its team up on the first call), else on the engine's own.
+template <class Impl, class Body>
+void on_inference_thread(Impl& impl, Body&& body) {
+  if (run_here_detail::active) {
+    std::lock_guard<std::mutex> lk(impl.forward_mu);
+    if (run_here_detail::team_engine != impl.id) {
+      impl.setup_threads();
+      run_here_detail::team_engine = impl.id;
+    }
+    if (!impl.handed_over.exchange(true)) impl.thread->call([&impl] { impl.release_own_team(); });
+    body();
+  } else {
+    impl.thread->call([&] {
+      std::lock_guard<std::mutex> lk(impl.forward_mu);
+      impl.own_team();
+      body();
+    });
+  }
+}
+
+}  // namespace
+
 std::shared_ptr<const BatchOutput> Engine::run(const void* input, int batch) {
   if (!input || batch < 1) throw Error(ErrorKind::kInvalidArgument, "empty batch");
   std::shared_ptr<const BatchOutput> out;
   try {
-    if (run_here_detail::active) {
-      std::lock_guard<std::mutex> lk(impl_->forward_mu);
-      if (run_here_detail::team_engine != impl_->id) {
-        impl_->setup_threads();
-        run_here_detail::team_engine = impl_->id;
-      }
-      if (!impl_->handed_over.exchange(true))
-        impl_->thread->call([this] { impl_->release_own_team(); });
-      out = impl_->forward(input, batch);
-    } else {
-      impl_->thread->call([&] {
-        std::lock_guard<std::mutex> lk(impl_->forward_mu);
-        impl_->own_team();
-        out = impl_->forward(input, batch);
-      });
-    }
+    on_inference_thread(*impl_, [&] { out = impl_->forward(input, batch); });
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
@@ -921,7 +932,7 @@ std::shared_ptr<const BatchOutput> Engine::run(const void* input, int batch) {
 
 void Engine::parallel_for(int n, const std::function<void(int, int)>& fn) {
   if (n < 1) return;
-  auto team = [&] {
+  on_inference_thread(*impl_, [&] {
     const int threads = std::min(n, impl_->info.threads);
     if (threads <= 1) {
       for (int i = 0; i < n; ++i) fn(i, 0);
@@ -929,23 +940,7 @@ void Engine::parallel_for(int n, const std::function<void(int, int)>& fn) {
     }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
     for (int i = 0; i < n; ++i) fn(i, omp_get_thread_num());
-  };
-  if (run_here_detail::active) {
-    std::lock_guard<std::mutex> lk(impl_->forward_mu);
-    if (run_here_detail::team_engine != impl_->id) {
-      impl_->setup_threads();
-      run_here_detail::team_engine = impl_->id;
-    }
-    if (!impl_->handed_over.exchange(true))
-      impl_->thread->call([this] { impl_->release_own_team(); });
-    team();
-  } else {
-    impl_->thread->call([&] {
-      std::lock_guard<std::mutex> lk(impl_->forward_mu);
-      impl_->own_team();
-      team();
-    });
-  }
+  });
 }
 
 void Engine::first_touch(void* data, std::size_t bytes) {

@@ -214,6 +214,16 @@ SessionOptions deferred(bool regions = false) {
   return o;
 }
 
+// A session preprocessing on a two-thread team, batches of 2.
+void start_on_team(StreamSession& session, test::GreyModel& fake, bool regions = false) {
+  BatcherOptions bo;
+  bo.batch_size = 2;
+  bo.timeout = 600s;
+  session.start(std::make_shared<Batcher>(with_team(fake.make(), 2, threaded(2)), bo),
+                deferred(regions));
+  session.resume();
+}
+
 RegionOfInterest column(int x) {
   RegionOfInterest r;
   r.x = x;
@@ -227,12 +237,8 @@ RegionOfInterest column(int x) {
 
 TEST(StreamDeferred, FramesStayMappedUntilTheirBatchRunsAndKeepTheirOrder) {
   test::GreyModel fake;
-  BatcherOptions bo;
-  bo.batch_size = 2;
-  bo.timeout = 600s;
   StreamSession session;
-  session.start(std::make_shared<Batcher>(with_team(fake.make(), 2, threaded(2)), bo), deferred());
-  session.resume();
+  start_on_team(session, fake);
   MapCounts c;
   ASSERT_EQ(
       session.submit_frame(token(1), Pixels::kW, kSide, 1000, std::make_unique<Pixels>(40, &c))
@@ -266,13 +272,8 @@ TEST(StreamDeferred, FramesStayMappedUntilTheirBatchRunsAndKeepTheirOrder) {
 
 TEST(StreamDeferred, RegionsOfAFrameShareOneMappingAcrossBatches) {
   test::GreyModel fake;
-  BatcherOptions bo;
-  bo.batch_size = 2;
-  bo.timeout = 600s;
   StreamSession session;
-  session.start(std::make_shared<Batcher>(with_team(fake.make(), 2, threaded(2)), bo),
-                deferred(true));
-  session.resume();
+  start_on_team(session, fake, true);
   MapCounts c;
   const std::vector<RegionOfInterest> regions{column(0), column(3), column(6)};
   ASSERT_EQ(session
@@ -300,12 +301,8 @@ TEST(StreamDeferred, RegionsOfAFrameShareOneMappingAcrossBatches) {
 
 TEST(StreamDeferred, AFrameThePreprocessingRefusesFailsOnItsOwnThread) {
   test::GreyModel fake;
-  BatcherOptions bo;
-  bo.batch_size = 2;
-  bo.timeout = 600s;
   StreamSession session;
-  session.start(std::make_shared<Batcher>(with_team(fake.make(), 2, threaded(2)), bo), deferred());
-  session.resume();
+  start_on_team(session, fake);
   MapCounts c;
   auto px = std::make_unique<Pixels>(5, &c);
   px->broken = true;
