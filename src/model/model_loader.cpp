@@ -8,15 +8,11 @@
 
 namespace torchinfer {
 
-std::vector<int> warmup_batch_sizes(int batch_size) {
-  std::vector<int> sizes{std::max(1, batch_size)};
-  for (int b = 1; b < batch_size; b *= 2) sizes.insert(sizes.begin() + 1, b);
-  return sizes;
-}
-
 std::shared_ptr<const LoadedModel> load_model(EngineOptions options, const ModelConfig& config,
                                               int batch_size, int generation) {
-  options.warmup_batch_sizes = warmup_batch_sizes(batch_size);
+  batch_size = std::max(1, batch_size);
+  options.warmup_batch_sizes = kWarmupBatchSizes;
+  options.precision_batch = batch_size;
   auto engine = std::make_shared<Engine>(options);
 
   auto m = std::make_shared<LoadedModel>();
@@ -30,15 +26,20 @@ std::shared_ptr<const LoadedModel> load_model(EngineOptions options, const Model
   m->run = [e](const void* input, int batch) { return e->run(input, batch); };
   m->first_touch = [e](void* data, std::size_t bytes) { e->first_touch(data, bytes); };
 
+  // A batch no machine could hold still fails here, not at the first frame:
+  // the batch buffer is reserved (untouched) once. Activations that do not
+  // fit fail at the first full batch.
   try {
-    const AlignedBuffer zeros(m->slot_bytes * static_cast<std::size_t>(batch_size));
-    m->batch_ms = engine->run(zeros.data(), batch_size)->inference_ms();
+    const AlignedBuffer reserve(m->slot_bytes * static_cast<std::size_t>(batch_size),
+                                AlignedBuffer::Init::kNone);
   } catch (const std::exception& e) {
     if (!is_out_of_memory(e)) throw;
     const Error oom = input_too_large(config.input_width, config.input_height, config.channels(),
                                       batch_size, config.input_uint8 ? 1 : 4, e);
     throw Error(oom.kind(), "model '" + options.model_path + "': " + oom.what());
   }
+  const EngineInfo& info = engine->info();
+  m->batch_ms = info.last_warmup_ms * batch_size / std::max(1, info.last_warmup_batch);
   return m;
 }
 

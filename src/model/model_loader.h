@@ -1,9 +1,12 @@
-// Builds a LoadedModel: loads and optimises the engine, warms it up at the
-// batch sizes of warmup_batch_sizes() only, and times a full batch for the
-// latency the element reports. A partial batch (timeout, EOS) of another
-// size runs as it is: measured, its first call costs no more than a steady
-// one, while padding it to a warmed size costs the padded frames
-// (docs/tuning.md, "Warm-up").
+// Builds a LoadedModel: loads and optimises the engine and warms it up at
+// batch size 1 only (kWarmupBatchSizes). The one-off costs of a first call
+// (profiling run, graph compilation, weight reorders) do not depend on the
+// batch size, and on CPU the optimised graph carries no shape guards, so a
+// full batch runs at its steady speed from its first call on, less the
+// oneDNN primitives and memory it builds for its size once. Warming the full
+// batch too would cost whole batches before the first frame (docs/tuning.md,
+// "warmup, optimize"). Partial batches (timeout, EOS) run at their own size,
+// unpadded: padding costs the padded frames on every partial batch.
 #pragma once
 
 #include <memory>
@@ -14,11 +17,14 @@
 
 namespace torchinfer {
 
-// The sizes warmed for a batcher of `batch_size`: the powers of two below it
-// and batch_size itself, largest first (precision=auto times the first).
-// Warming every size 1..64 ran 2080 frames x warm-up runs: 36-42 s.
-std::vector<int> warmup_batch_sizes(int batch_size);
+// What load_model() sets EngineOptions::warmup_batch_sizes to, whatever the
+// batch size.
+inline const std::vector<int> kWarmupBatchSizes{1};
 
+// `batch_ms` is the last warm-up forward scaled to `batch_size` frames, not
+// a full batch timed (that would cost a whole batch before the first frame):
+// measured above the steady full batch for the demo detector and ResNet-18,
+// which run a frame in a batch of 64 no slower than alone.
 std::shared_ptr<const LoadedModel> load_model(EngineOptions options, const ModelConfig& config,
                                               int batch_size, int generation = 1);
 

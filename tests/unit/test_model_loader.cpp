@@ -1,6 +1,6 @@
-// load_model: which batch sizes get warmed up for a batcher's batch size,
-// that the load reports progress over exactly those, and that a size left
-// unwarmed still runs and gives each frame its own result.
+// load_model: batch size 1 is the only one warmed, whatever the batch size;
+// progress counts its runs; batch_ms is the last warm-up run scaled to the
+// batch; unwarmed full and partial batches give each frame its own result.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -35,35 +35,68 @@ ModelConfig identity_config() {
 
 }  // namespace
 
-TEST(ModelLoaderWarmup, PowersOfTwoBelowTheBatchSizeAndItLargestFirst) {
-  EXPECT_EQ(warmup_batch_sizes(1), (std::vector<int>{1}));
-  EXPECT_EQ(warmup_batch_sizes(2), (std::vector<int>{2, 1}));
-  EXPECT_EQ(warmup_batch_sizes(3), (std::vector<int>{3, 2, 1}));
-  EXPECT_EQ(warmup_batch_sizes(5), (std::vector<int>{5, 4, 2, 1}));
-  EXPECT_EQ(warmup_batch_sizes(8), (std::vector<int>{8, 4, 2, 1}));
-  EXPECT_EQ(warmup_batch_sizes(33), (std::vector<int>{33, 32, 16, 8, 4, 2, 1}));
-  EXPECT_EQ(warmup_batch_sizes(64), (std::vector<int>{64, 32, 16, 8, 4, 2, 1}));
+TEST(ModelLoaderWarmup, WarmsBatchSizeOneOnlyWhateverTheBatchSize) {
+  for (int batch : {1, 2, 6, 64}) {
+    const auto m = load_model(identity_options(), identity_config(), batch);
+    EXPECT_EQ(m->engine->options().warmup_batch_sizes, (std::vector<int>{1})) << batch;
+    // precision=auto decides (and caches) at the full batch, as before.
+    EXPECT_EQ(m->engine->options().precision_batch, batch);
+  }
 }
 
-TEST(ModelLoaderWarmup, NeverEmptyForABadBatchSize) {
+TEST(ModelLoaderWarmup, ABadBatchSizeCountsAsOne) {
   // The engine refuses an empty list; batch-size is validated before this.
-  EXPECT_EQ(warmup_batch_sizes(0), (std::vector<int>{1}));
-  EXPECT_EQ(warmup_batch_sizes(-3), (std::vector<int>{1}));
+  for (int batch : {0, -3}) {
+    const auto m = load_model(identity_options(), identity_config(), batch);
+    EXPECT_EQ(m->engine->options().warmup_batch_sizes, (std::vector<int>{1})) << batch;
+    EXPECT_EQ(m->engine->options().precision_batch, 1) << batch;
+    EXPECT_DOUBLE_EQ(m->batch_ms, m->engine->info().last_warmup_ms) << batch;
+  }
 }
 
-TEST(ModelLoaderWarmup, ProgressCountsOnlyTheWarmedSizes) {
-  EngineOptions o = identity_options();
+TEST(ModelLoaderWarmup, ProgressCountsTheWarmUpRuns) {
+  EngineOptions o = identity_options();  // warmup_runs 2
+  std::vector<std::string> stages;
   std::vector<int> done, totals;
   o.on_progress = [&](const LoadProgress& p) {
-    if (p.stage != LoadProgress::Stage::kWarmup) return;
+    stages.push_back(to_string(p.stage));
     done.push_back(p.done);
     totals.push_back(p.total);
   };
-  const auto m = load_model(o, identity_config(), 6);
-  EXPECT_EQ(done, (std::vector<int>{0, 1, 2, 3, 4}));  // sizes 6, 4, 2, 1
-  EXPECT_EQ(totals, (std::vector<int>(5, 4)));
-  EXPECT_EQ(m->engine->options().warmup_batch_sizes, (std::vector<int>{6, 4, 2, 1}));
-  EXPECT_GT(m->batch_ms, 0);
+  load_model(o, identity_config(), 6);
+  EXPECT_EQ(stages, (std::vector<std::string>{"read", "optimize", "warmup", "warmup", "warmup"}));
+  EXPECT_EQ(done, (std::vector<int>{0, 0, 0, 1, 2}));
+  EXPECT_EQ(totals, (std::vector<int>(5, 2)));
+}
+
+TEST(ModelLoaderWarmup, BatchTimeIsTheLastWarmUpRunScaledToTheBatch) {
+  const auto m = load_model(identity_options(), identity_config(), 6);
+  const EngineInfo& info = m->engine->info();
+  EXPECT_EQ(info.last_warmup_batch, 1);
+  EXPECT_GT(info.last_warmup_ms, 0);
+  EXPECT_DOUBLE_EQ(m->batch_ms, 6 * info.last_warmup_ms);
+}
+
+// Neither the full batch nor a partial one is warmed, and neither is padded:
+// every frame's output is exactly what a run of that frame alone gives.
+TEST(ModelLoaderWarmup, UnwarmedFullAndPartialBatchesEqualSingleFrameRuns) {
+  const auto m = load_model(identity_options(), identity_config(), 6);
+  const std::size_t per = m->slot_bytes / sizeof(float);
+  AlignedBuffer in(m->slot_bytes * 6);
+  for (int k = 0; k < 6; ++k)
+    for (std::size_t i = 0; i < per; ++i) in.data<float>()[k * per + i] = 3.5f * k - i % 11;
+  for (int n : {6, 5, 3}) {
+    const auto out = m->run(in.data(), n);
+    ASSERT_EQ(out->tensors()[0].dims, (std::vector<std::int64_t>{n, 3, 6, 8}));
+    for (int k = 0; k < n; ++k) {
+      AlignedBuffer one(m->slot_bytes);
+      std::memcpy(one.data(), in.data<float>() + k * per, m->slot_bytes);
+      const auto alone = m->run(one.data(), 1);
+      const TensorView a = out->frame(k)[0], b = alone->frame(0)[0];
+      ASSERT_EQ(a.bytes, b.bytes);
+      EXPECT_EQ(std::memcmp(a.data, b.data, a.bytes), 0) << "batch " << n << " frame " << k;
+    }
+  }
 }
 
 TEST(ModelLoaderWarmup, AnUnwarmedSizeGivesEachFrameItsOwnResult) {
