@@ -85,7 +85,7 @@ static void log_loaded(GstElement* self, const Settings& s, const ModelConfig& c
       self,
       "model %s: %dx%d %s, task %s, %zu labels (config: %s); load %.1f ms, optimise %.1f ms "
       "(frozen %d, optimised %d), warm-up %.1f ms (batch sizes %s); batch %d: %.2f ms "
-      "(estimated from the last warm-up run); "
+      "(estimated: fastest warm-up run x batch-size); "
       "precision %s (%s), %d threads, cores %s",
       s.model.c_str(), config.input_width, config.input_height, to_string(config.channel_order),
       to_string(config.task), config.labels.size(),

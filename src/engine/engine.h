@@ -75,10 +75,12 @@ struct EngineOptions {
 
 struct EngineInfo {
   double load_ms = 0, optimize_ms = 0, warmup_ms = 0;
-  // The last warm-up forward (in the precision that runs): its batch size
-  // and time; the loader scales it to a full batch's expected time.
-  int last_warmup_batch = 0;
-  double last_warmup_ms = 0;
+  // The last warm-up size (in the precision that runs) and its fastest run
+  // after the first, profiling one (the first if warmup_runs is 1): the
+  // loader scales it to a full batch. The fastest, as one run of a small
+  // batch stalls for a whole time slice when another process takes a core.
+  int warmup_batch = 0;
+  double warmup_batch_ms = 0;
   bool frozen = false;
   bool optimized = false;
   std::string optimize_note;  // why optimisation was skipped, if it was

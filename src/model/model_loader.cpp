@@ -39,7 +39,7 @@ std::shared_ptr<const LoadedModel> load_model(EngineOptions options, const Model
     throw Error(oom.kind(), "model '" + options.model_path + "': " + oom.what());
   }
   const EngineInfo& info = engine->info();
-  m->batch_ms = info.last_warmup_ms * batch_size / std::max(1, info.last_warmup_batch);
+  m->batch_ms = info.warmup_batch_ms * batch_size / std::max(1, info.warmup_batch);
   return m;
 }
 

@@ -21,10 +21,10 @@ namespace torchinfer {
 // batch size.
 inline const std::vector<int> kWarmupBatchSizes{1};
 
-// `batch_ms` is the last warm-up forward scaled to `batch_size` frames, not
-// a full batch timed (that would cost a whole batch before the first frame):
-// measured above the steady full batch for the demo detector and ResNet-18,
-// which run a frame in a batch of 64 no slower than alone.
+// `batch_ms` is the fastest warm-up run after the first (at batch 1)
+// scaled to `batch_size` frames, not a full batch timed (that would cost a
+// whole batch before the first frame); see docs/tuning.md for how it
+// compares with the measured full batch.
 std::shared_ptr<const LoadedModel> load_model(EngineOptions options, const ModelConfig& config,
                                               int batch_size, int generation = 1);
 

@@ -1,5 +1,5 @@
 // load_model: batch size 1 is the only one warmed, whatever the batch size;
-// progress counts its runs; batch_ms is the last warm-up run scaled to the
+// progress counts its runs; batch_ms is the fastest warm-up run scaled to the
 // batch; unwarmed full and partial batches give each frame its own result.
 #include <gtest/gtest.h>
 
@@ -50,7 +50,7 @@ TEST(ModelLoaderWarmup, ABadBatchSizeCountsAsOne) {
     const auto m = load_model(identity_options(), identity_config(), batch);
     EXPECT_EQ(m->engine->options().warmup_batch_sizes, (std::vector<int>{1})) << batch;
     EXPECT_EQ(m->engine->options().precision_batch, 1) << batch;
-    EXPECT_DOUBLE_EQ(m->batch_ms, m->engine->info().last_warmup_ms) << batch;
+    EXPECT_DOUBLE_EQ(m->batch_ms, m->engine->info().warmup_batch_ms) << batch;
   }
 }
 
@@ -69,12 +69,12 @@ TEST(ModelLoaderWarmup, ProgressCountsTheWarmUpRuns) {
   EXPECT_EQ(totals, (std::vector<int>(5, 2)));
 }
 
-TEST(ModelLoaderWarmup, BatchTimeIsTheLastWarmUpRunScaledToTheBatch) {
+TEST(ModelLoaderWarmup, BatchTimeIsTheFastestWarmUpRunScaledToTheBatch) {
   const auto m = load_model(identity_options(), identity_config(), 6);
   const EngineInfo& info = m->engine->info();
-  EXPECT_EQ(info.last_warmup_batch, 1);
-  EXPECT_GT(info.last_warmup_ms, 0);
-  EXPECT_DOUBLE_EQ(m->batch_ms, 6 * info.last_warmup_ms);
+  EXPECT_EQ(info.warmup_batch, 1);
+  EXPECT_GT(info.warmup_batch_ms, 0);
+  EXPECT_DOUBLE_EQ(m->batch_ms, 6 * info.warmup_batch_ms);
 }
 
 // Neither the full batch nor a partial one is warmed, and neither is padded:
