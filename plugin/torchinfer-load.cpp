@@ -85,14 +85,14 @@ static void log_loaded(GstElement* self, const Settings& s, const ModelConfig& c
       self,
       "model %s: %dx%d %s, task %s, %zu labels (config: %s); load %.1f ms, optimise %.1f ms "
       "(frozen %d, optimised %d), warm-up %.1f ms (batch sizes %s); batch %d: %.2f ms "
-      "(estimated: fastest warm-up run x batch-size); "
+      "(timed at %d frames); "
       "precision %s (%s), %d threads, cores %s",
       s.model.c_str(), config.input_width, config.input_height, to_string(config.channel_order),
       to_string(config.task), config.labels.size(),
       config.source.empty() ? "defaults" : config.source.c_str(), info.load_ms, info.optimize_ms,
       info.frozen, info.optimized, info.warmup_ms, warmed.c_str(), s.batch_size, m.batch_ms,
-      to_string(info.precision), info.precision_note.c_str(), info.threads,
-      info.cores.empty() ? "not pinned" : format_cpu_list(info.cores).c_str());
+      timed_batch_size(s.batch_size), to_string(info.precision), info.precision_note.c_str(),
+      info.threads, info.cores.empty() ? "not pinned" : format_cpu_list(info.cores).c_str());
 }
 
 std::shared_ptr<const LoadedModel> load_for_element(GstElement* self, const Settings& s,

@@ -303,6 +303,8 @@ const char* to_string(LoadProgress::Stage s) {
       return "warmup";
     case LoadProgress::Stage::kPrecision:
       return "precision";
+    case LoadProgress::Stage::kTiming:
+      return "timing";
   }
   return "?";
 }
@@ -564,13 +566,10 @@ struct Engine::Impl {
     try {
       std::vector<float> zeros(
           static_cast<std::size_t>(b) * opts.input_height * opts.input_width * opts.channels, 0.f);
-      std::vector<double> t;
       for (int i = 0; i < std::max(1, opts.warmup_runs); ++i) {
-        t.push_back(forward(zeros.data(), b)->inference_ms());
+        forward(zeros.data(), b);
         after_run();
       }
-      info.warmup_batch = b;
-      info.warmup_batch_ms = *std::min_element(t.begin() + (t.size() > 1 ? 1 : 0), t.end());
     } catch (const std::exception& e) {
       // Checked first: libtorch's allocator error may arrive wrapped in an Error.
       if (is_out_of_memory(e)) {

@@ -28,9 +28,10 @@ const char* to_string(Precision p);
 // Where a load stands, for progress reports: a big model can spend seconds
 // in optimisation and warm-up. kPrecision (precision=auto on AVX512-BF16
 // CPUs, first start of a setup only, or precision=bf16) times fp32 against
-// bf16 at the full batch after the warm-up.
+// bf16 at the full batch after the warm-up; kTiming is load_model() timing
+// one batch for LoadedModel::batch_ms, after the engine's stages.
 struct LoadProgress {
-  enum class Stage { kRead, kOptimize, kWarmup, kPrecision };
+  enum class Stage { kRead, kOptimize, kWarmup, kPrecision, kTiming };
   Stage stage = Stage::kRead;
   // Warm-up forward runs finished / to run (warm-up sizes x warmup_runs);
   // 0 before the warm-up, `total` from then on.
@@ -75,12 +76,6 @@ struct EngineOptions {
 
 struct EngineInfo {
   double load_ms = 0, optimize_ms = 0, warmup_ms = 0;
-  // The last warm-up size (in the precision that runs) and its fastest run
-  // after the first, profiling one (the first if warmup_runs is 1): the
-  // loader scales it to a full batch. The fastest, as one run of a small
-  // batch stalls for a whole time slice when another process takes a core.
-  int warmup_batch = 0;
-  double warmup_batch_ms = 0;
   bool frozen = false;
   bool optimized = false;
   std::string optimize_note;  // why optimisation was skipped, if it was

@@ -238,9 +238,9 @@ TEST(TorchInferLoad, ProgressMessagesInOrderDuringStart) {
     }
     gst_message_unref(msg);
   }
-  EXPECT_EQ(stages,
-            (std::vector<std::string>{"read", "optimize", "warmup", "warmup", "warmup", "warmup"}));
-  EXPECT_EQ(done, (std::vector<int>{0, 0, 0, 1, 2, 3}));
+  EXPECT_EQ(stages, (std::vector<std::string>{"read", "optimize", "warmup", "warmup", "warmup",
+                                              "warmup", "timing"}));
+  EXPECT_EQ(done, (std::vector<int>{0, 0, 0, 1, 2, 3, 3}));
   gst_element_set_state(e, GST_STATE_NULL);
   gst_element_set_bus(e, nullptr);
   gst_object_unref(bus);
