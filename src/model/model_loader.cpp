@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <string>
 
 #include "common/aligned_buffer.h"
+#include "common/error.h"
 
 #include "common/memory_error.h"
 
@@ -55,7 +57,13 @@ std::shared_ptr<const LoadedModel> load_model(EngineOptions options, const Model
     std::memset(zeros.data(), 0, m->slot_bytes * static_cast<std::size_t>(timed));
     m->batch_ms = engine->run(zeros.data(), timed)->inference_ms() * batch_size / timed;
   } catch (const std::exception& e) {
-    if (!is_out_of_memory(e)) throw;
+    // The warm-up ran batch 1 only: a model that takes no batch is found here.
+    if (!is_out_of_memory(e))
+      throw Error(ErrorKind::kModelInvalid,
+                  "model '" + options.model_path + "' fails on a batch of " +
+                      std::to_string(timed) + " frames (batch-size=" + std::to_string(batch_size) +
+                      "): " + e.what() +
+                      "; a model that takes one frame at a time needs batch-size=1");
     const Error oom = input_too_large(config.input_width, config.input_height, config.channels(),
                                       batch_size, config.input_uint8 ? 1 : 4, e);
     throw Error(oom.kind(), "model '" + options.model_path + "': " + oom.what());

@@ -3,6 +3,7 @@
 // partial batches give each frame its own result.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -79,6 +80,37 @@ TEST(ModelLoaderWarmup, TimesTheFullBatchUpToEightFramesElseEight) {
   EXPECT_EQ(timed_batch_size(64), 8);
   EXPECT_EQ(timed_batch_size(0), 1);
   EXPECT_GT(load_model(identity_options(), identity_config(), 64)->batch_ms, 0);
+}
+
+// Only batch 1 is warmed: the timed batch is what finds a model whose
+// output has no batch dimension, still at load.
+TEST(ModelLoaderWarmupErrors, AModelWithoutABatchDimensionFailsAtLoadSayingBatchSizeOne) {
+  EngineOptions o = identity_options();
+  o.model_path = test::model_path("stateful_output.pt");  // always returns [1, 1]
+  o.input_width = 4;
+  o.input_height = 4;
+  o.channels = 1;
+  ModelConfig c;
+  c.input_width = 4;
+  c.input_height = 4;
+  c.channel_order = ChannelOrder::kGray;
+  for (int batch : {2, 64}) {
+    try {
+      load_model(o, c, batch);
+      ADD_FAILURE() << "loaded at batch-size " << batch;
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_EQ(e.kind(), ErrorKind::kModelInvalid) << msg;
+      EXPECT_NE(
+          msg.find("stateful_output.pt' fails on a batch of " + std::to_string(std::min(batch, 8)) +
+                   " frames (batch-size=" + std::to_string(batch) + ")"),
+          std::string::npos)
+          << msg;
+      EXPECT_NE(msg.find("no batch dimension"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("needs batch-size=1"), std::string::npos) << msg;
+    }
+  }
+  EXPECT_GT(load_model(o, c, 1)->batch_ms, 0);
 }
 
 TEST(ModelLoaderWarmupErrors, AThrowingProgressCallbackDoesNotFailTheLoad) {
