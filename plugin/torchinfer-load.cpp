@@ -59,9 +59,9 @@ SharingKey sharing_key(const Settings& s, const ModelConfig& config) {
 
 namespace {
 
-// A large batch-size spends tens of seconds in PREROLLING; say where it is.
+// A big model spends seconds in PREROLLING; say where it is.
 void post_load_progress(GstElement* self, const std::string& model, const LoadProgress& p) {
-  GST_INFO_OBJECT(self, "loading %s: %s, %d/%d warm-up batch sizes done, %.0f ms", model.c_str(),
+  GST_INFO_OBJECT(self, "loading %s: %s, %d/%d warm-up runs done, %.0f ms", model.c_str(),
                   to_string(p.stage), p.done, p.total, p.elapsed_ms);
   gst_element_post_message(
       self, gst_message_new_element(
@@ -79,19 +79,20 @@ static void log_loaded(GstElement* self, const Settings& s, const ModelConfig& c
                        const LoadedModel& m) {
   const EngineInfo& info = m.engine->info();
   std::string warmed;
-  for (int b : warmup_batch_sizes(s.batch_size))
+  for (int b : m.engine->options().warmup_batch_sizes)
     warmed += (warmed.empty() ? "" : ",") + std::to_string(b);
   GST_INFO_OBJECT(
       self,
       "model %s: %dx%d %s, task %s, %zu labels (config: %s); load %.1f ms, optimise %.1f ms "
-      "(frozen %d, optimised %d), warm-up %.1f ms (batch sizes %s); batch %d: %.2f ms; "
+      "(frozen %d, optimised %d), warm-up %.1f ms (batch sizes %s); batch %d: %.2f ms "
+      "(timed at %d frames); "
       "precision %s (%s), %d threads, cores %s",
       s.model.c_str(), config.input_width, config.input_height, to_string(config.channel_order),
       to_string(config.task), config.labels.size(),
       config.source.empty() ? "defaults" : config.source.c_str(), info.load_ms, info.optimize_ms,
       info.frozen, info.optimized, info.warmup_ms, warmed.c_str(), s.batch_size, m.batch_ms,
-      to_string(info.precision), info.precision_note.c_str(), info.threads,
-      info.cores.empty() ? "not pinned" : format_cpu_list(info.cores).c_str());
+      timed_batch_size(s.batch_size), to_string(info.precision), info.precision_note.c_str(),
+      info.threads, info.cores.empty() ? "not pinned" : format_cpu_list(info.cores).c_str());
 }
 
 std::shared_ptr<const LoadedModel> load_for_element(GstElement* self, const Settings& s,

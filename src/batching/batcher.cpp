@@ -68,10 +68,10 @@ bool Batcher::may_open_locked() const {
   // A model without a measured batch time (0) queues no further.
   if (model_->batch_ms <= 0) return false;
   const double budget_ms = std::chrono::duration<double, std::milli>(opts_.queue_budget).count();
-  // The load-time figure is forward() alone on a quiet machine; full batches
-  // that ran since (their preprocessing included, under today's load) may
-  // say it takes longer.
-  const double batch_ms = std::max(model_->batch_ms, ran_batch_ms_);
+  // The load-time figure is an estimate (forward() alone, scaled from at
+  // most 8 frames); once full batches ran, their own time (preprocessing on
+  // the batch included, under today's load) says what a batch really takes.
+  const double batch_ms = ran_batch_ms_ > 0 ? ran_batch_ms_ : model_->batch_ms;
   return static_cast<double>(closed_.size()) * batch_ms <= budget_ms;
 }
 

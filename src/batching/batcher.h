@@ -67,10 +67,10 @@ struct BatcherOptions {
   // q closed ones waiting to run when q x the batch time is within this
   // budget: a model slower than its sources still skips frames at once
   // rather than building a standing queue, a fast one absorbs bursts from
-  // many cameras. The batch time is the model's measured one
-  // (LoadedModel::batch_ms; 0 = not measured: no queueing), or the moving
-  // average of the full batches that ran (preprocessing on the batch
-  // included) when that is longer.
+  // many cameras. The batch time is the moving average of the full batches
+  // that ran (preprocessing on the batch included), or before any ran the
+  // model's estimate (LoadedModel::batch_ms; 0 = not measured: no
+  // queueing).
   std::chrono::microseconds queue_budget{40000};
 };
 

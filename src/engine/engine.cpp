@@ -301,6 +301,10 @@ const char* to_string(LoadProgress::Stage s) {
       return "optimize";
     case LoadProgress::Stage::kWarmup:
       return "warmup";
+    case LoadProgress::Stage::kPrecision:
+      return "precision";
+    case LoadProgress::Stage::kTiming:
+      return "timing";
   }
   return "?";
 }
@@ -522,12 +526,17 @@ struct Engine::Impl {
   }
 
   Clock::time_point load_start;
+  int warmup_total() const {
+    const auto& s = opts.warmup_batch_sizes;
+    return static_cast<int>(std::count_if(s.begin(), s.end(), [](int b) { return b >= 1; })) *
+           std::max(1, opts.warmup_runs);
+  }
   void progress(LoadProgress::Stage stage, int done) {
     if (!opts.on_progress) return;
     LoadProgress p;
     p.stage = stage;
     p.done = done;
-    p.total = static_cast<int>(opts.warmup_batch_sizes.size());
+    p.total = warmup_total();
     p.elapsed_ms = ms_since(load_start);
     try {
       opts.on_progress(p);
@@ -535,18 +544,19 @@ struct Engine::Impl {
     }
   }
 
-  // report: progress per batch size (the first pass only; a bf16 re-warm
-  // would count the same sizes again).
+  // report: progress per forward run (the first pass only; a bf16 re-warm
+  // would count the same runs again).
   void warm_up(const std::string& path, bool report) {
     int done = 0;
     if (report) progress(LoadProgress::Stage::kWarmup, done);
-    for (int b : opts.warmup_batch_sizes) {
-      if (b >= 1) warm_up_at(path, b);
-      if (report) progress(LoadProgress::Stage::kWarmup, ++done);
-    }
+    for (int b : opts.warmup_batch_sizes)
+      if (b >= 1)
+        warm_up_at(path, b, [&] {
+          if (report) progress(LoadProgress::Stage::kWarmup, ++done);
+        });
   }
 
-  void warm_up_at(const std::string& path, int b) {
+  void warm_up_at(const std::string& path, int b, const std::function<void()>& after_run) {
     const std::string shape =
         opts.input_nhwc
             ? std::to_string(b) + "x" + std::to_string(opts.input_height) + "x" +
@@ -556,7 +566,10 @@ struct Engine::Impl {
     try {
       std::vector<float> zeros(
           static_cast<std::size_t>(b) * opts.input_height * opts.input_width * opts.channels, 0.f);
-      for (int i = 0; i < std::max(1, opts.warmup_runs); ++i) forward(zeros.data(), b);
+      for (int i = 0; i < std::max(1, opts.warmup_runs); ++i) {
+        forward(zeros.data(), b);
+        after_run();
+      }
     } catch (const std::exception& e) {
       // Checked first: libtorch's allocator error may arrive wrapped in an Error.
       if (is_out_of_memory(e)) {
@@ -657,8 +670,11 @@ struct Engine::Impl {
   // batch and libtorch, and reuses the cached decision afterwards, so that
   // the same setup gets the same precision on every start.
   void choose_bf16(const torch::jit::Module& eval, bool requested) {
-    const int b = std::max(
-        1, *std::max_element(opts.warmup_batch_sizes.begin(), opts.warmup_batch_sizes.end()));
+    const int b = opts.precision_batch > 0
+                      ? opts.precision_batch
+                      : std::max(1, *std::max_element(opts.warmup_batch_sizes.begin(),
+                                                      opts.warmup_batch_sizes.end()));
+    progress(LoadProgress::Stage::kPrecision, warmup_total());
     std::vector<float> zeros(
         static_cast<std::size_t>(b) * opts.input_height * opts.input_width * opts.channels, 0.f);
 
@@ -698,6 +714,9 @@ struct Engine::Impl {
     double max_diff = 0, max_ref = 0;
     std::string failure;
     try {
+      // The warm-up may not have run fp32 at b: its first call there builds
+      // b's oneDNN primitives, which the timing below must not count.
+      forward(zeros.data(), b);
       bf16_module = make_bf16(eval);
       module = bf16_module;
       bf16 = true;

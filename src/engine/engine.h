@@ -25,13 +25,18 @@ namespace torchinfer {
 enum class Precision { kAuto, kFp32, kInt8, kBf16 };
 const char* to_string(Precision p);
 
-// Where a load stands, for progress reports: a large batch-size or a big
-// model can spend tens of seconds in optimisation and warm-up.
+// Where a load stands, for progress reports: a big model can spend seconds
+// in optimisation and warm-up. kPrecision (precision=auto on AVX512-BF16
+// CPUs, first start of a setup only, or precision=bf16) times fp32 against
+// bf16 at the full batch after the warm-up; kTiming is load_model() timing
+// one batch for LoadedModel::batch_ms, after the engine's stages.
 struct LoadProgress {
-  enum class Stage { kRead, kOptimize, kWarmup };
+  enum class Stage { kRead, kOptimize, kWarmup, kPrecision, kTiming };
   Stage stage = Stage::kRead;
-  int done = 0, total = 0;  // warm-up batch sizes finished / to run
-  double elapsed_ms = 0;    // since the load began
+  // Warm-up forward runs finished / to run (warm-up sizes x warmup_runs);
+  // 0 before the warm-up, `total` from then on.
+  int done = 0, total = 0;
+  double elapsed_ms = 0;  // since the load began
 };
 const char* to_string(LoadProgress::Stage s);
 
@@ -42,6 +47,9 @@ struct EngineOptions {
   int channels = 3;
   std::vector<int> warmup_batch_sizes{1};
   int warmup_runs = 3;  // profiling executor specialises on the 2nd run
+  // The batch precision=auto/bf16 times fp32 against bf16 at (and caches the
+  // decision for): the batcher's full batch. 0 = the largest warm-up size.
+  int precision_batch = 0;
   bool optimize = true;
   // Intra-op threads; 0 = number of `cores` if set, else the physical cores
   // this process may run on. OMP_NUM_THREADS does not change it.

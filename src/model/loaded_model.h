@@ -23,8 +23,8 @@ struct LoadedModel {
   std::shared_ptr<Engine> engine;  // null with a test runner
   RunFn run;                       // throws on failure
   std::size_t slot_bytes = 0;      // one preprocessed frame
-  double batch_ms = 0;             // a full batch's forward(), measured after warm-up
-  int generation = 1;              // 1 for the first model, +1 per reload
+  double batch_ms = 0;  // a full batch's forward(): timed up to 8 frames, else scaled from 8
+  int generation = 1;   // 1 for the first model, +1 per reload
   // Zero-fills a new batch buffer from the inference threads (NUMA first
   // touch); optional.
   std::function<void(void* data, std::size_t bytes)> first_touch;

@@ -14,9 +14,14 @@
 //       iteration first preprocesses `batch` YUY2 frames of that size with
 //       the project's Preprocessor on the calling thread, as a hand-written
 //       app would (tests/bench/element_vs_bare.sh).
-//   startup --model M.pt [--batch 64] [--warm all|pow2] [--threads 2]
-//       Engine load time (read, optimise, warm-up) with warm-up at every size
-//       1..batch (all) or at the powers of two below batch plus batch (pow2).
+//   startup --model M.pt [--batch 64] [--rule new|old|both] [--reps 3] [--threads 2]
+//       [--warmup 3]: time from the start of a load to the model being ready
+//       and to the first full batch's result, as the element loads it (new,
+//       load_model) or as 1dce655 did (old: warm-up at the powers of two
+//       below batch and batch, then one timed full batch); both = interleaved.
+//       Medians of `reps` fresh engines (tests/bench/startup.sh runs the set).
+//   calls --model M.pt [--warm 64] [--warm-runs 1] [--sizes 64,64,32,5] [--reps 1]
+//       Wall and CPU ms of each call on a fresh engine warmed at `warm`.
 //   partial --model M.pt [--batch 8] [--fill 5] [--iters 20] [--reps 3]
 //       A partial batch of `fill` frames on an engine warmed at `batch` only:
 //       padded to `batch` vs run at `fill` unwarmed, first call (fresh engine
@@ -45,6 +50,7 @@
 #include "bench_args.h"
 #include "common/aligned_buffer.h"
 #include "engine/engine.h"
+#include "model/model_loader.h"
 #include "preprocess/preprocess.h"
 
 using namespace torchinfer;
@@ -294,26 +300,118 @@ int loop() {
   return 0;
 }
 
-std::vector<int> warm_sizes(int batch, bool pow2) {
-  std::vector<int> out;
-  if (pow2) {
-    for (int b = 1; b < batch; b *= 2) out.push_back(b);
-    out.push_back(batch);
-  } else {
-    for (int b = 1; b <= batch; ++b) out.push_back(b);
-  }
-  std::reverse(out.begin(), out.end());
+// The warm-up sizes before issue 16 item 5: the powers of two below batch
+// and batch, largest first.
+std::vector<int> pow2_sizes(int batch) {
+  std::vector<int> out{batch};
+  for (int b = 1; b < batch; b *= 2) out.insert(out.begin() + 1, b);
   return out;
 }
 
-int startup() {
-  const int batch = args.num("batch", 64);
+// One start: the load as the element does it, then the first full batch
+// (the first result). rule "old" = 1dce655's loader: pow2 sizes x warmup
+// runs, then one timed full batch for batch_ms.
+struct Start {
+  double read = 0, optimize = 0, warmup = 0, ready = 0, first = 0;
+  double first_batch = 0, second_batch = 0, batch_ms = 0;  // run() times; batch_ms as loaded
+};
+Start one_start(const std::string& rule, int batch, const AlignedBuffer& in) {
   EngineOptions o = engine_opts(args.str("model", ""), batch, args.num("threads", 2));
-  o.warmup_batch_sizes = warm_sizes(batch, args.str("warm", "pow2") == "pow2");
+  o.warmup_runs = args.num("warmup", 3);
+  ModelConfig config;
+  config.input_width = o.input_width;
+  config.input_height = o.input_height;
+  Start s;
   const auto t0 = Clock::now();
-  Engine engine(o);
-  std::printf("startup batch=%d warm=%s sizes=%zu load_ms=%.0f\n", batch,
-              args.str("warm", "pow2").c_str(), o.warmup_batch_sizes.size(), ms(t0, Clock::now()));
+  std::shared_ptr<Engine> engine;
+  if (rule == "old") {
+    o.warmup_batch_sizes = pow2_sizes(batch);
+    engine = std::make_shared<Engine>(o);
+    AlignedBuffer zeros(in.bytes());
+    s.batch_ms = engine->run(zeros.data(), batch)->inference_ms();
+  } else {
+    auto m = load_model(o, config, batch);
+    engine = m->engine;
+    s.batch_ms = m->batch_ms;
+  }
+  s.ready = ms(t0, Clock::now());
+  engine->run(in.data(), batch);
+  s.first = ms(t0, Clock::now());
+  s.first_batch = s.first - s.ready;
+  // The next full batch, at steady speed under both rules: the first
+  // batch's spike is first_batch - second_batch.
+  const auto t1 = Clock::now();
+  engine->run(in.data(), batch);
+  s.second_batch = ms(t1, Clock::now());
+  const EngineInfo& i = engine->info();
+  s.read = i.load_ms;
+  s.optimize = i.optimize_ms;
+  s.warmup = i.warmup_ms;
+  return s;
+}
+
+int startup() {
+  const int batch = args.num("batch", 64), reps = args.num("reps", 3);
+  std::vector<std::string> rules{args.str("rule", "new")};
+  if (rules[0] == "both") rules = {"old", "new"};
+  AlignedBuffer in = input(batch);
+  std::map<std::string, std::vector<Start>> got;
+  for (int rep = 0; rep < reps; ++rep)  // interleaved, so load hits every rule alike
+    for (const auto& r : rules) got[r].push_back(one_start(r, batch, in));
+  for (const auto& r : rules) {
+    auto med = [&](double Start::*f) {
+      std::vector<double> v;
+      for (const Start& s : got[r]) v.push_back(s.*f);
+      return pct(v, .5);
+    };
+    std::printf(
+        "startup rule=%s batch=%d reps=%d medians: read %.0f, optimize %.0f, warm-up %.0f, "
+        "ready %.0f, first result %.0f ms; batches 1st %.0f, 2nd %.0f, batch_ms %.0f\n",
+        r.c_str(), batch, reps, med(&Start::read), med(&Start::optimize), med(&Start::warmup),
+        med(&Start::ready), med(&Start::first), med(&Start::first_batch), med(&Start::second_batch),
+        med(&Start::batch_ms));
+  }
+  return 0;
+}
+
+double cpu_ms_now() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto ms_of = [](const timeval& t) { return t.tv_sec * 1e3 + t.tv_usec / 1e3; };
+  return ms_of(u.ru_utime) + ms_of(u.ru_stime);
+}
+
+// Per-call times on a fresh engine warmed at `warm` with `warm-runs` each:
+// what the first calls at each size cost after the load (diagnosis of the
+// warm-up rule; medians over `reps` fresh engines, wall/CPU ms of the
+// process, CPU being less swayed by other processes on a shared machine).
+int calls() {
+  const std::vector<int> sizes = args.nums("sizes", "64,64,64,32,32,5,5");
+  EngineOptions o = engine_opts(args.str("model", ""), 1, args.num("threads", 2));
+  o.warmup_batch_sizes = args.nums("warm", "64");
+  o.warmup_runs = args.num("warm-runs", 1);
+  AlignedBuffer in = input(*std::max_element(sizes.begin(), sizes.end()));
+  std::vector<double> load, load_cpu;
+  std::vector<std::vector<double>> t(sizes.size()), c(sizes.size());
+  for (int rep = 0; rep < args.num("reps", 1); ++rep) {
+    auto t0 = Clock::now();
+    double c0 = cpu_ms_now();
+    Engine engine(o);
+    load.push_back(ms(t0, Clock::now()));
+    load_cpu.push_back(cpu_ms_now() - c0);
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      t0 = Clock::now();
+      c0 = cpu_ms_now();
+      engine.run(in.data(), sizes[i]);
+      t[i].push_back(ms(t0, Clock::now()));
+      c[i].push_back(cpu_ms_now() - c0);
+    }
+  }
+  std::printf("calls warm=%s runs=%d load=%.0f/%.0f:", args.str("warm", "64").c_str(),
+              o.warmup_runs, pct(load, .5), pct(load_cpu, .5));
+  for (std::size_t i = 0; i < sizes.size(); ++i)
+    std::printf(" %d:%.0f/%.0f", sizes[i], pct(t[i], .5), pct(c[i], .5));
+  std::printf(" (wall/cpu ms)\n");
   return 0;
 }
 
@@ -363,6 +461,7 @@ int main(int argc, char** argv) {
     if (mode == "bare") return bare();
     if (mode == "startup") return startup();
     if (mode == "partial") return partial();
+    if (mode == "calls") return calls();
     if (mode == "loop") return loop();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -204,8 +204,9 @@ TEST(Batcher, QueuesBatchesWhileTheirWaitFitsTheBudget) {
   EXPECT_EQ(queued_until_refused(10, o), 1);
 }
 
-// Batches that took longer than the load-time figure (preprocessing on the
-// batch, a loaded machine) shrink the queue: the budget is for real waits.
+// Batches that took longer than the load-time estimate (preprocessing on
+// the batch, a loaded machine) shrink the queue: the budget is for real
+// waits.
 TEST(Batcher, BatchesThatRanSlowerThanMeasuredQueueLess) {
   FakeModel fake;
   Results res;

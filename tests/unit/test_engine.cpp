@@ -589,9 +589,9 @@ TEST(EngineInputLayoutErrors, NhwcShapeNamedWhenTheModelRefusesIt) {
   EXPECT_NE(msg.find("input_layout"), std::string::npos) << msg;
 }
 
-TEST(EngineProgress, StagesInOrderWithBatchSizeCounts) {
+TEST(EngineProgress, StagesInOrderCountingWarmUpRuns) {
   EngineOptions o = opts("tiny_classifier.pt", 48, 32);
-  o.warmup_batch_sizes = {3, 2, 1};
+  o.warmup_batch_sizes = {3, 2, 1};  // x warmup_runs 2 = 6 runs
   std::vector<LoadProgress> seen;
   o.on_progress = [&](const LoadProgress& p) { seen.push_back(p); };
   Engine e(o);
@@ -600,14 +600,24 @@ TEST(EngineProgress, StagesInOrderWithBatchSizeCounts) {
   for (const auto& p : seen) {
     stages.push_back(to_string(p.stage));
     done.push_back(p.done);
-    EXPECT_EQ(p.total, 3);
+    EXPECT_EQ(p.total, 6);
   }
-  EXPECT_EQ(stages,
-            (std::vector<std::string>{"read", "optimize", "warmup", "warmup", "warmup", "warmup"}));
-  EXPECT_EQ(done, (std::vector<int>{0, 0, 0, 1, 2, 3}));
+  EXPECT_EQ(stages, (std::vector<std::string>{"read", "optimize", "warmup", "warmup", "warmup",
+                                              "warmup", "warmup", "warmup", "warmup"}));
+  EXPECT_EQ(done, (std::vector<int>{0, 0, 0, 1, 2, 3, 4, 5, 6}));
   for (std::size_t i = 1; i < seen.size(); ++i)
     EXPECT_GE(seen[i].elapsed_ms, seen[i - 1].elapsed_ms);
   EXPECT_FALSE(e.options().on_progress) << "the callback must not outlive the load";
+}
+
+TEST(EngineProgress, SizesBelowOneAreNeitherRunNorCounted) {
+  EngineOptions o = opts("identity.pt", 8, 6);
+  o.warmup_batch_sizes = {0, 2, -1};
+  o.warmup_runs = 3;
+  std::vector<int> totals;
+  o.on_progress = [&](const LoadProgress& p) { totals.push_back(p.total); };
+  Engine e(o);
+  EXPECT_EQ(totals, (std::vector<int>(6, 3)));  // read, optimize, warmup 0..3
 }
 
 TEST(EngineProgressErrors, AThrowingCallbackDoesNotFailTheLoad) {
@@ -618,5 +628,5 @@ TEST(EngineProgressErrors, AThrowingCallbackDoesNotFailTheLoad) {
     throw std::runtime_error("listener broke");
   };
   Engine e(o);
-  EXPECT_EQ(calls, 4);  // read, optimize, warmup 0/1, 1/1
+  EXPECT_EQ(calls, 5);  // read, optimize, warmup 0/2, 1/2, 2/2
 }

@@ -86,6 +86,35 @@ TEST_F(EnginePrecisionCache, FiveLoadsGiveOneChoiceAndFourComeFromTheCache) {
   EXPECT_EQ(first, Precision::kFp32);
 }
 
+// The loader warms batch 1 but asks for the decision at the full batch:
+// it is timed and cached there, after a "precision" progress stage.
+TEST_F(EnginePrecisionCache, DecidedAtThePrecisionBatchAfterTheWarmUp) {
+  EngineOptions o = auto_opts(1, 1);
+  o.precision_batch = 3;
+  std::vector<std::string> stages;
+  std::vector<int> done;
+  o.on_progress = [&](const LoadProgress& p) {
+    stages.push_back(to_string(p.stage));
+    done.push_back(p.done);
+    EXPECT_EQ(p.total, 1);
+  };
+  std::string file;
+  {
+    Engine e(o);
+    EXPECT_NE(e.info().precision_note.find(" timed at batch 3: "), std::string::npos)
+        << e.info().precision_note;
+    file = e.info().precision_cache_file;
+  }
+  EXPECT_EQ(stages,
+            (std::vector<std::string>{"read", "optimize", "warmup", "warmup", "precision"}));
+  EXPECT_EQ(done, (std::vector<int>{0, 0, 0, 1, 1}));
+  {
+    Engine e(auto_opts(1, 3));  // warmed at 3: the same key, batch 3
+    EXPECT_TRUE(e.info().precision_from_cache) << e.info().precision_note;
+    EXPECT_EQ(e.info().precision_cache_file, file);
+  }
+}
+
 TEST_F(EnginePrecisionCache, ThreadsAndBatchAreSeparateEntries) {
   std::string a, b, c;
   {
