@@ -234,6 +234,32 @@ TEST(Batcher, BatchesThatRanSlowerThanMeasuredQueueLess) {
   res.wait_for(static_cast<std::size_t>(queued) + 2);
 }
 
+// An estimate far too high (the load scales it from 8 frames) stops
+// counting once a full batch showed what a batch takes.
+TEST(Batcher, BatchesThatRanFasterThanEstimatedQueueMore) {
+  FakeModel fake;
+  Results res;
+  auto model = std::const_pointer_cast<LoadedModel>(fake.make());
+  model->batch_ms = 1000;
+  BatcherOptions o = opts(1);
+  o.queue_budget = 25ms;
+  o.buffers = 4;
+  Batcher b(model, o);
+  put(b, 0, res);  // runs at once: well under a millisecond
+  res.wait_for(1);
+  fake.hold = true;
+  put(b, 1, res);
+  fake.wait_inside(1);
+  int queued = 0;
+  while (Batcher::Slot s = b.acquire(false, kNotCancelled)) {
+    b.commit(s, res.cb(2 + queued));
+    if (++queued > 100) break;
+  }
+  EXPECT_EQ(queued, 3) << "the buffer count, not the 1000 ms estimate, limits the queue";
+  fake.release();
+  res.wait_for(static_cast<std::size_t>(queued) + 2);
+}
+
 TEST(Batcher, TwoBuffersAlwaysServeASlowModelAsBefore) {
   FakeModel fake;
   Results res;
