@@ -5,10 +5,10 @@
 # ("old") interleaved with the current one ("new"), medians of 3.
 #   tests/bench/startup.sh [BUILD_DIR] [RESNET18.pt]
 # RESNET18.pt: /usr/bin/python3 models/export.py torchvision --arch resnet18
-#   --random-weights --out /work/bench-models/resnet18.pt
+#   --random-weights --out build/bench-models/resnet18.pt (tests/bench/compare.sh makes it)
 set -eu
 build=${1:-build}
-resnet=${2:-/work/bench-models/resnet18.pt}
+resnet=${2:-build/bench-models/resnet18.pt}
 bench="$build/tests/bench/torchinfer-bench"
 echo "# $(date -u '+%F %T') UTC, load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 for b in 1 8 64; do
