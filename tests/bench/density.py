@@ -61,6 +61,7 @@ def probe(args, model, batch, n, frames):
                 f"batch-size={batch}", "stats-interval=100000000"]
         if args.cores:
             cmd += [f"cores={args.cores}", f"threads={args.threads}"]
+        cmd += args.extra.split()
         if detector:
             cmd += ["!", "torchnms", f"name=nms{i}", "stats-interval=100000000"]
         cmd += ["!", "fakesink", "sync=true"]
@@ -139,10 +140,14 @@ def ab(args):
         model = compare.ensure_model(name, precision, args.cache)
         for b in [int(x) for x in args.batches.split(",")]:
             got = {k: [] for k in builds}
+            extra = args.extra
             for _ in range(args.reps):
                 for build in builds:
-                    args.build = build
+                    # BUILD or BUILD|PROPS: the same build with other element properties
+                    args.build, _, props = build.partition("|")
+                    args.extra = f"{extra} {props}".strip()
                     got[build].append(probe(args, model, b, args.ab_n, int(args.duration * 30)))
+            args.extra = extra
             rows.append((f"{name} {precision}", b, got))
     med = lambda v: sorted(v)[len(v) // 2]  # noqa: E731
     print(f"machine: {machine()}; {args.ab_n} cameras; medians of {args.reps} interleaved runs; "
@@ -183,12 +188,16 @@ def main():
     ap.add_argument("--max-p99", type=float, default=100.0)
     ap.add_argument("--cores", default="0-1", help="torchinfer cores= (and threads=)")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--extra", default="",
+                    help="more torchinfer properties, e.g. preprocess-on=streaming-thread")
     ap.add_argument("--fwd-iters", type=int, default=30)
     ap.add_argument("--json", default=os.path.join(ROOT, "build/bench-density.json"))
     ap.add_argument("--plots", default="", help="folder for density.png (none: no plot)")
     ap.add_argument("--ab", default="",
                     help="BUILD_A,BUILD_B: instead of the search, probe --ab-n cameras with each "
-                         "build in turn (A/B/A/B, --reps times) for every model and batch")
+                         "build in turn (A/B/A/B, --reps times) for every model and batch; "
+                         "BUILD|PROPS adds torchinfer properties to that side, e.g. "
+                         "'build|preprocess-on=streaming-thread,build'")
     ap.add_argument("--ab-n", type=int, default=8)
     ap.add_argument("--reps", type=int, default=3)
     args = ap.parse_args()
