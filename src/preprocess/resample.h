@@ -48,6 +48,11 @@ struct DenseTaps {
 // out[x] = sum_k weights[k][x] * a[index[x] + k * step]; `a` must be readable
 // taps * step elements past the last index.
 void resample_row(const float* a, int step, const DenseTaps& t, float* out);
+// The same through one kernel (tests: every kernel this CPU runs must give
+// the same bits): kScalar, kGather (AVX2 gathers, used on Intel) or kLoads
+// (AVX2 with scalar loads, used on AMD); false if the CPU lacks AVX2/FMA.
+enum class ResampleKernel { kScalar, kGather, kLoads };
+bool resample_row_with(ResampleKernel k, const float* a, int step, const DenseTaps& t, float* out);
 
 // acc[j] = sum_k w[k] * rows[k][j] for j < len.
 void accumulate_rows(const std::uint8_t* const* rows, const float* w, int n, int len, float* acc);

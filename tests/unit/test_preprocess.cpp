@@ -5,6 +5,7 @@
 #include <cstring>
 #include <iterator>
 #include <opencv2/imgproc.hpp>
+#include <tuple>
 
 #include "common/aligned_buffer.h"
 #include "common/error.h"
@@ -310,6 +311,24 @@ TEST(Resample, AreaWeightsCoverTheBox) {
   }
   const Taps same = Taps::area(5, 5);
   for (int i = 0; i < 5; ++i) EXPECT_TRUE(same.first[i] == i && same.count(i) == 1);
+}
+
+// The AVX2 kernel with gathers (Intel) and with scalar loads (AMD) sum the
+// same products in the same order: the same bits, so results do not depend
+// on the CPU vendor.
+TEST(Resample, EveryRowKernelGivesTheSameBits) {
+  for (auto [src, dst, step] :
+       {std::tuple{1920, 224, 2}, {960, 224, 4}, {1280, 640, 3}, {50, 7, 1}}) {
+    const DenseTaps t(Taps::area(src, dst), step);
+    std::vector<float> a(static_cast<std::size_t>(src) * step + 4 + t.taps * step);
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7919) % 256);
+    std::vector<float> gather(dst, -1.f), loads(dst, -2.f), scalar(dst, -3.f);
+    ASSERT_TRUE(resample_row_with(ResampleKernel::kScalar, a.data(), step, t, scalar.data()));
+    if (!resample_row_with(ResampleKernel::kGather, a.data(), step, t, gather.data())) continue;
+    ASSERT_TRUE(resample_row_with(ResampleKernel::kLoads, a.data(), step, t, loads.data()));
+    EXPECT_EQ(gather, loads) << src << "->" << dst;
+    for (int x = 0; x < dst; ++x) EXPECT_NEAR(loads[x], scalar[x], 1e-3f) << x;
+  }
 }
 
 TEST(Resample, AccumulateRows) {
