@@ -7,14 +7,15 @@
 # torchinfer0:src = the output thread (metas, push), the unnamed one with the
 # most calls per frame = the batcher's worker (forward()).
 #
-#   tests/bench/allocs.sh [--frames 200] [--extra "preprocess-on=streaming-thread"]
+#   tests/bench/allocs.sh [--frames 200] [--extra "preprocess-on=streaming-thread"] [--build build]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-frames=200 extra=""
+frames=200 extra="" build=build
 while [ $# -gt 0 ]; do
   case $1 in
     --frames) frames=$2 ;;
     --extra) extra=$2 ;;
+    --build) build=$2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
   shift 2
@@ -25,9 +26,9 @@ cc -O2 -shared -fPIC -o "$tmp/count.so" tests/bench/malloc_per_thread.c -lpthrea
 caps="video/x-raw,format=YUY2,width=640,height=480,framerate=30/1"
 run() {  # n -> "name count" per thread, numbered when names repeat
   # shellcheck disable=SC2086
-  LD_PRELOAD="$tmp/count.so" GST_PLUGIN_PATH=build/plugin gst-launch-1.0 -q videotestsrc \
+  LD_PRELOAD="$tmp/count.so" GST_PLUGIN_PATH="$build/plugin" gst-launch-1.0 -q videotestsrc \
     num-buffers=1 pattern=black ! "$caps" ! imagefreeze num-buffers="$1" \
-    ! torchinfer model=build/tests/grid_probe.pt $extra ! fakesink sync=false 2>&1 |
+    ! torchinfer model="$build/tests/grid_probe.pt" $extra ! fakesink sync=false 2>&1 |
     awk '/^THREAD/ {print $2, $3}'
 }
 run "$frames" > "$tmp/a"
