@@ -204,21 +204,24 @@ TEST(Batcher, QueuesBatchesWhileTheirWaitFitsTheBudget) {
   EXPECT_EQ(queued_until_refused(10, o), 1);
 }
 
-// Batches that took longer than the load-time estimate (preprocessing on
-// the batch, a loaded machine) shrink the queue: the budget is for real
-// waits.
-TEST(Batcher, BatchesThatRanSlowerThanMeasuredQueueLess) {
+namespace {
+
+// Batch 1, 25 ms budget, 4 buffers, a load-time estimate of `estimate_ms`:
+// one full batch runs taking at least `first_takes`, then, behind a held
+// second one, how many batches may queue.
+int queued_after_a_batch_took(double estimate_ms, std::chrono::milliseconds first_takes) {
   FakeModel fake;
   Results res;
   auto model = std::const_pointer_cast<LoadedModel>(fake.make());
-  model->batch_ms = 1;  // what the load measured
+  model->batch_ms = estimate_ms;
   BatcherOptions o = opts(1);
   o.queue_budget = 25ms;
+  o.buffers = 4;
   Batcher b(model, o);
   fake.hold = true;
   put(b, 0, res);
   fake.wait_inside(1);
-  std::this_thread::sleep_for(60ms);  // this batch takes >= 60 ms
+  std::this_thread::sleep_for(first_takes);
   fake.release();
   res.wait_for(1);
   fake.hold = true;
@@ -229,35 +232,26 @@ TEST(Batcher, BatchesThatRanSlowerThanMeasuredQueueLess) {
     b.commit(s, res.cb(2 + queued));
     if (++queued > 100) break;
   }
-  EXPECT_EQ(queued, 1) << "60 ms a batch: nothing beyond the one behind the running batch";
   fake.release();
   res.wait_for(static_cast<std::size_t>(queued) + 2);
+  return queued;
+}
+
+}  // namespace
+
+// Batches that took longer than the load-time estimate (preprocessing on
+// the batch, a loaded machine) shrink the queue: the budget is for real
+// waits.
+TEST(Batcher, BatchesThatRanSlowerThanMeasuredQueueLess) {
+  EXPECT_EQ(queued_after_a_batch_took(1, 60ms), 1)
+      << "60 ms a batch: nothing beyond the one behind the running batch";
 }
 
 // An estimate far too high (the load scales it from 8 frames) stops
 // counting once a full batch showed what a batch takes.
 TEST(Batcher, BatchesThatRanFasterThanEstimatedQueueMore) {
-  FakeModel fake;
-  Results res;
-  auto model = std::const_pointer_cast<LoadedModel>(fake.make());
-  model->batch_ms = 1000;
-  BatcherOptions o = opts(1);
-  o.queue_budget = 25ms;
-  o.buffers = 4;
-  Batcher b(model, o);
-  put(b, 0, res);  // runs at once: well under a millisecond
-  res.wait_for(1);
-  fake.hold = true;
-  put(b, 1, res);
-  fake.wait_inside(1);
-  int queued = 0;
-  while (Batcher::Slot s = b.acquire(false, kNotCancelled)) {
-    b.commit(s, res.cb(2 + queued));
-    if (++queued > 100) break;
-  }
-  EXPECT_EQ(queued, 3) << "the buffer count, not the 1000 ms estimate, limits the queue";
-  fake.release();
-  res.wait_for(static_cast<std::size_t>(queued) + 2);
+  EXPECT_EQ(queued_after_a_batch_took(1000, 0ms), 3)
+      << "the buffer count, not the 1000 ms estimate, limits the queue";
 }
 
 TEST(Batcher, TwoBuffersAlwaysServeASlowModelAsBefore) {
