@@ -42,6 +42,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <string>
@@ -89,6 +90,32 @@ AlignedBuffer input(int batch) {
   float* v = b.data<float>();
   for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>(i % 255) / 128.f - 1;
   return b;
+}
+
+// `iters` timed calls of run() (between(), if any, runs before each, not
+// timed); prints one key=value line: frames, images/s, p50 and p99 of a
+// call, CPU ms per image of the whole process, and peak RSS when asked.
+void timed_runs(int iters, int batch, const std::function<void()>& between,
+                const std::function<void()>& run, bool rss) {
+  rusage u0{}, u1{};
+  getrusage(RUSAGE_SELF, &u0);
+  std::vector<double> t;
+  const auto start = Clock::now();
+  for (int i = 0; i < iters; ++i) {
+    if (between) between();
+    const auto t0 = Clock::now();
+    run();
+    t.push_back(ms(t0, Clock::now()));
+  }
+  const double wall = ms(start, Clock::now());
+  getrusage(RUSAGE_SELF, &u1);
+  auto sec = [](const timeval& a) { return a.tv_sec + a.tv_usec / 1e6; };
+  const double cpu = sec(u1.ru_utime) - sec(u0.ru_utime) + sec(u1.ru_stime) - sec(u0.ru_stime);
+  std::printf("frames=%d fps=%.3f p50=%.3f p99=%.3f cpu_ms=%.3f", iters * batch,
+              1000.0 * iters * batch / wall, pct(t, 0.5), pct(t, 0.99),
+              1000.0 * cpu / (iters * batch));
+  if (rss) std::printf(" rss_kb=%ld", u1.ru_maxrss);
+  std::printf("\n");
 }
 
 int overhead() {
@@ -186,22 +213,8 @@ int bare() {
     return y.to(at::kFloat).contiguous().data_ptr<float>()[0];
   };
   for (int i = 0; i < 3; ++i) once();
-  rusage u0{}, u1{};
-  getrusage(RUSAGE_SELF, &u0);
-  std::vector<double> t;
-  const auto start = Clock::now();
-  for (int i = 0; i < iters; ++i) {
-    auto t0 = Clock::now();
-    once();
-    t.push_back(ms(t0, Clock::now()));
-  }
-  const double wall = ms(start, Clock::now());
-  getrusage(RUSAGE_SELF, &u1);
-  auto sec = [](const timeval& a) { return a.tv_sec + a.tv_usec / 1e6; };
-  const double cpu = sec(u1.ru_utime) - sec(u0.ru_utime) + sec(u1.ru_stime) - sec(u0.ru_stime);
-  std::printf("frames=%d fps=%.3f p50=%.3f p99=%.3f cpu_ms=%.3f rss_kb=%ld\n", iters * batch,
-              1000.0 * iters * batch / wall, pct(t, 0.5), pct(t, 0.99),
-              1000.0 * cpu / (iters * batch), u1.ru_maxrss);
+  timed_runs(
+      iters, batch, nullptr, [&] { once(); }, true);
   return 0;
 }
 
@@ -280,23 +293,8 @@ int loop() {
   Engine e(o);
   AlignedBuffer in = input(batch);
   for (int i = 0; i < 2; ++i) e.run(in.data(), batch);
-  rusage u0{}, u1{};
-  getrusage(RUSAGE_SELF, &u0);
-  std::vector<double> t;
-  const auto start = Clock::now();
-  for (int i = 0; i < iters; ++i) {
-    burn_cpu_us(work_us);
-    const auto t0 = Clock::now();
-    e.run(in.data(), batch);
-    t.push_back(ms(t0, Clock::now()));
-  }
-  const double wall = ms(start, Clock::now());
-  getrusage(RUSAGE_SELF, &u1);
-  auto sec = [](const timeval& a) { return a.tv_sec + a.tv_usec / 1e6; };
-  const double cpu = sec(u1.ru_utime) - sec(u0.ru_utime) + sec(u1.ru_stime) - sec(u0.ru_stime);
-  std::printf("frames=%d fps=%.3f p50=%.3f p99=%.3f cpu_ms=%.3f\n", iters * batch,
-              1000.0 * iters * batch / wall, pct(t, 0.5), pct(t, 0.99),
-              1000.0 * cpu / (iters * batch));
+  timed_runs(
+      iters, batch, [&] { burn_cpu_us(work_us); }, [&] { e.run(in.data(), batch); }, false);
   return 0;
 }
 
