@@ -335,12 +335,13 @@ SubmitResult StreamSession::fill_regions(const std::shared_ptr<Record>& rec,
   FramePixels& pixels = *owned;
   FrameView view;
   bool mapped = false;  // by this thread (deferred: the record holds the mapping)
+  bool held = false;    // deferred: the record holds the mapping for n slots
   // The frame may leave (and be written downstream) once its last slot is
   // committed or given up: unmap before that.
   auto give_up_from = [&](std::size_t k) {
     if (mapped) pixels.unmap();
     mapped = false;
-    if (deferred) rec->release(static_cast<int>(n - k));
+    if (held) rec->release(static_cast<int>(n - k));
     for (std::size_t j = k; j < n; ++j)
       give_up_slot(rec->seq, static_cast<std::size_t>(rec->regions[to_infer[j]].slot));
   };
@@ -355,7 +356,7 @@ SubmitResult StreamSession::fill_regions(const std::shared_ptr<Record>& rec,
     if (!slot) {
       if (flushing_) {
         if (mapped) pixels.unmap();
-        if (deferred) rec->release(static_cast<int>(n - k));
+        if (held) rec->release(static_cast<int>(n - k));
         return {SubmitStatus::kFlushing, {}};
       }
       give_up_from(k);
@@ -375,6 +376,7 @@ SubmitResult StreamSession::fill_regions(const std::shared_ptr<Record>& rec,
         rec->view = view;
         rec->crops.resize(rec->slots.size());
         rec->holds = static_cast<int>(n);
+        held = true;
       }
       try {
         prepare(slot);
