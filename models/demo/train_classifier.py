@@ -26,6 +26,7 @@ from PIL import Image
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import make_frames  # noqa: E402
+import train_loop  # noqa: E402
 
 SIZE = 96
 MEAN = [0.485, 0.456, 0.406]
@@ -91,37 +92,6 @@ def accuracy(model, x, y):
     return (pred == y).float().mean().item(), pred
 
 
-def train(model, x, y, epochs, batch):
-    gen = torch.Generator().manual_seed(0)
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=1e-4)
-    steps = epochs * (len(x) // batch)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=3e-3, total_steps=steps)
-    for epoch in range(epochs):
-        model.train()
-        order = torch.randperm(len(x), generator=gen)
-        total, correct, loss_sum = 0, 0, 0.0
-        for i in range(0, len(x) - batch + 1, batch):
-            idx = order[i:i + batch]
-            xb, yb = x[idx], y[idx]
-            # Mirroring is physically plausible (belt direction, part side).
-            flip = torch.rand(2, generator=gen)
-            if flip[0] < 0.5:
-                xb = xb.flip(3)
-            if flip[1] < 0.5:
-                xb = xb.flip(2)
-            out = model(normalise(xb))
-            loss = F.cross_entropy(out, yb, label_smoothing=0.05)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            sched.step()
-            loss_sum += loss.item() * len(yb)
-            correct += (out.argmax(1) == yb).sum().item()
-            total += len(yb)
-        print(f"epoch {epoch + 1:2d}/{epochs}  loss {loss_sum / total:.3f}  "
-              f"train-batch acc {correct / total:.3f}", flush=True)
-
-
 def confusion(y, pred, classes):
     m = torch.zeros(len(classes), len(classes), dtype=torch.long)
     for t, p in zip(y.tolist(), pred.tolist()):
@@ -179,7 +149,7 @@ def main():
 
     model = PartsNet(len(classes)).to(memory_format=torch.channels_last)
     print(f"PartsNet: {sum(p.numel() for p in model.parameters())} parameters")
-    train(model, x_tr, y_tr, args.epochs, args.batch)
+    train_loop.train(model, x_tr, y_tr, args.epochs, args.batch, normalise)
     t2 = time.time()
     train_acc, _ = accuracy(model, x_tr, y_tr)
     held_acc, pred = accuracy(model, x_ho, y_ho)

@@ -26,13 +26,13 @@ import time
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import defect_crops as dc  # noqa: E402
 import eval_defect_classifier as ev  # noqa: E402
 from defect_classifier_net import DefectNet  # noqa: E402
+import train_loop  # noqa: E402
 
 TRAIN_SEED = 5_000_000
 
@@ -63,36 +63,6 @@ def render_heldout(count, workers):
         res = pool.map(_heldout_chunk, parts)
     return (np.concatenate([r[0] for r in res]), np.concatenate([r[1] for r in res]),
             [k for r in res for k in r[2]])
-
-
-def train(model, x, y, epochs, batch):
-    gen = torch.Generator().manual_seed(0)
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=1e-4)
-    steps = epochs * (len(x) // batch)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=3e-3, total_steps=steps)
-    for epoch in range(epochs):
-        model.train()
-        order = torch.randperm(len(x), generator=gen)
-        total, correct, loss_sum = 0, 0, 0.0
-        for i in range(0, len(x) - batch + 1, batch):
-            idx = order[i:i + batch]
-            xb, yb = x[idx], y[idx]
-            flip = torch.rand(2, generator=gen)  # a part's mirror image is a part
-            if flip[0] < 0.5:
-                xb = xb.flip(3)
-            if flip[1] < 0.5:
-                xb = xb.flip(2)
-            out = model(dc.normalise(xb))
-            loss = F.cross_entropy(out, yb, label_smoothing=0.05)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            sched.step()
-            loss_sum += loss.item() * len(yb)
-            correct += (out.argmax(1) == yb).sum().item()
-            total += len(yb)
-        print(f"epoch {epoch + 1:2d}/{epochs}  loss {loss_sum / total:.3f}  "
-              f"train-batch acc {correct / total:.3f}", flush=True)
 
 
 def confusion(y, pred):
@@ -158,7 +128,7 @@ def main():
 
     model = DefectNet(len(dc.LABELS)).to(memory_format=torch.channels_last)
     print(f"DefectNet: {sum(p.numel() for p in model.parameters())} parameters")
-    train(model, x_tr, y_tr, args.epochs, args.batch)
+    train_loop.train(model, x_tr, y_tr, args.epochs, args.batch, dc.normalise)
     t2 = time.time()
     print(f"trained in {t2 - t1:.0f}s; total {t2 - t0:.0f}s")
     path = save(model, args.out_dir)
