@@ -486,9 +486,11 @@ static gboolean gst_torchinfer_sink_event(GstPad* pad, GstObject* parent, GstEve
       break;
   }
   if (!GST_EVENT_IS_SERIALIZED(event)) return gst_pad_event_default(pad, parent, event);
-  if (session.output_code() != GST_FLOW_OK && !session.flushing()) {
-    // The output task stopped on a downstream error or EOS: nothing queued
-    // will leave, so events (EOS above all) go straight on.
+  if (session.output_code() != GST_FLOW_OK && session.output_code() != GST_FLOW_EOS &&
+      !session.flushing()) {
+    // The output task stopped on a downstream error: nothing queued will
+    // leave, so events (EOS above all) go straight on. After downstream's
+    // EOS the task still runs and passes events on in order.
     return gst_pad_push_event(self->srcpad, event);
   }
   return session.push_event(own(GST_MINI_OBJECT(event)));
@@ -531,6 +533,14 @@ static void post_stats(GstTorchInfer* self, const StatsSnapshot& snap) {
 }
 
 static void stop_output(GstTorchInfer* self, GstFlowReturn ret) {
+  if (ret == GST_FLOW_EOS) {
+    // Downstream wants no more of this segment (identity eos-after, a muxer
+    // pad that ended): as queue does, the task keeps running, frames
+    // already queued are let go and the events behind them (the EOS that ends
+    // the pipeline, a new segment) still go out in order.
+    self->state->session.stop_output(ret, false);
+    return;
+  }
   // Nothing queued can leave now; unblock the streaming thread.
   self->state->session.stop_output(ret, ret != GST_FLOW_FLUSHING);
   gst_pad_pause_task(self->srcpad);
@@ -589,7 +599,17 @@ static void gst_torchinfer_loop(gpointer user_data) {
     return;
   }
   if (out->is_event) {
-    push_event_out(self, GST_EVENT(out->obj.release()));
+    auto* ev = GST_EVENT(out->obj.release());
+    const bool restarts =
+        GST_EVENT_TYPE(ev) == GST_EVENT_SEGMENT || GST_EVENT_TYPE(ev) == GST_EVENT_STREAM_START;
+    // Before the push: once downstream has the new segment, a frame behind
+    // it must not be refused.
+    if (restarts) session.accept_again(GST_FLOW_EOS);
+    push_event_out(self, ev);
+    return;
+  }
+  if (session.output_code() == GST_FLOW_EOS) {
+    GST_LOG_OBJECT(self, "downstream is at EOS: frame not pushed");
     return;
   }
   if (!out->error.empty()) {

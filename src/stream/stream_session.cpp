@@ -629,6 +629,10 @@ void StreamSession::stop_output(int code, bool discard_queue) {
   if (discard_queue) queue_->set_flushing(true);
 }
 
+void StreamSession::accept_again(int code) {
+  output_code_.compare_exchange_strong(code, 0);
+}
+
 StatsSnapshot StreamSession::snapshot(bool reset_rate) {
   std::lock_guard<std::mutex> lock(stats_mu_);
   return stats_.snapshot(Clock::now(), reset_rate);

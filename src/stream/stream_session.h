@@ -188,6 +188,10 @@ class StreamSession {
   // The output side stopped with the owner's `code` (non-zero); frames are
   // refused from now on and the streaming thread is unblocked.
   void stop_output(int code, bool discard_queue);
+  // A new segment or stream went out after the output stopped with `code`
+  // (downstream's EOS, queue kept): frames are taken again. Any other code
+  // stays.
+  void accept_again(int code);
   int output_code() const { return output_code_; }
 
   StatsSnapshot snapshot(bool reset_rate);

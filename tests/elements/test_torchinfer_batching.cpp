@@ -137,6 +137,98 @@ TEST(TorchInferBatching, EosDrainsEveryPartialBatch) {
   }
 }
 
+// Downstream returns EOS from its third buffer on (identity eos-after, a
+// muxer pad that already ended) while `refuse` is set.
+struct DownstreamEos {
+  std::atomic<bool> refuse{true};
+  std::atomic<int> passed{0};
+  static GstPadProbeReturn probe(GstPad*, GstPadProbeInfo* info, gpointer data) {
+    auto* self = static_cast<DownstreamEos*>(data);
+    if (!self->refuse || self->passed < 2) {
+      ++self->passed;
+      return GST_PAD_PROBE_OK;
+    }
+    gst_buffer_unref(GST_PAD_PROBE_INFO_BUFFER(info));
+    GST_PAD_PROBE_INFO_FLOW_RETURN(info) = GST_FLOW_EOS;
+    return GST_PAD_PROBE_HANDLED;
+  }
+  explicit DownstreamEos(GstHarness* h) {
+    GstPad* src = gst_element_get_static_pad(h->element, "src");
+    gst_pad_add_probe(src, GST_PAD_PROBE_TYPE_BUFFER, probe, this, nullptr);
+    gst_object_unref(src);
+  }
+};
+
+TEST(TorchInferBatching, DownstreamEosLetsQueuedFramesGoAndPassesTheEosOn) {
+  const GstVideoInfo info = info_of(kGray);
+  for (int batch : {1, 4}) {
+    GstHarness* h = torchinfer_harness(
+        identity("batch-size=" + std::to_string(batch) + " batch-timeout=60000000"), kGray);
+    DownstreamEos downstream(h);
+    bool refused = false;
+    for (int i = 0; i < 8; ++i) {
+      const GstFlowReturn ret = gst_harness_push(h, frame(info, i));
+      if (refused)
+        EXPECT_EQ(ret, GST_FLOW_EOS) << "frame " << i << ", batch " << batch;
+      else
+        EXPECT_TRUE(ret == GST_FLOW_OK || ret == GST_FLOW_EOS) << gst_flow_get_name(ret);
+      refused = refused || ret == GST_FLOW_EOS;
+    }
+    // Before the fix the EOS stayed behind the frames the output let go and
+    // the pipeline never ended.
+    ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_eos()));
+    EXPECT_EQ(buffers_at_eos(h), 2u) << "batch " << batch;
+    for (int i = 0; i < 2; ++i) {
+      GstBuffer* out = gst_harness_pull(h);
+      expect_frame(out, i);
+      EXPECT_EQ(seen_value(out), i);
+      gst_buffer_unref(out);
+    }
+    EXPECT_EQ(gst_harness_push(h, frame(info, 9)), GST_FLOW_EOS) << "downstream is at EOS";
+    gst_harness_teardown(h);
+  }
+}
+
+TEST(TorchInferBatching, NewSegmentAfterDownstreamEosTakesFramesAgain) {
+  const GstVideoInfo info = info_of(kGray);
+  GstHarness* h = torchinfer_harness(identity("batch-size=1"), kGray);
+  DownstreamEos downstream(h);
+  for (int i = 0; i < 3; ++i) gst_harness_push(h, frame(info, i));
+  // Once the output has met the EOS, the element refuses frames with it.
+  GstFlowReturn ret = GST_FLOW_OK;
+  for (int tries = 0; ret != GST_FLOW_EOS && tries < 500; ++tries) {
+    ret = gst_harness_push(h, frame(info, 3));
+    if (ret != GST_FLOW_EOS) std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_EQ(ret, GST_FLOW_EOS);
+  downstream.refuse = false;
+  GstSegment seg;
+  gst_segment_init(&seg, GST_FORMAT_TIME);
+  seg.base = 12345;  // this segment, not the harness's first one
+  ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_segment(&seg)));
+  for (;;) {
+    GstEvent* ev = gst_harness_pull_event(h);
+    ASSERT_NE(ev, nullptr) << "no segment";
+    const GstSegment* got = nullptr;
+    if (GST_EVENT_TYPE(ev) == GST_EVENT_SEGMENT) gst_event_parse_segment(ev, &got);
+    const bool ours = got && got->base == 12345;
+    gst_event_unref(ev);
+    if (ours) break;
+  }
+  // It reached downstream after the frames the output let go.
+  EXPECT_EQ(gst_harness_buffers_in_queue(h), 2u);
+  ASSERT_EQ(gst_harness_push(h, frame(info, 10)), GST_FLOW_OK);
+  ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_eos()));
+  EXPECT_EQ(buffers_at_eos(h), 3u);
+  for (int v : {0, 1, 10}) {
+    GstBuffer* out = gst_harness_pull(h);
+    expect_frame(out, v);
+    EXPECT_EQ(seen_value(out), v);
+    gst_buffer_unref(out);
+  }
+  gst_harness_teardown(h);
+}
+
 TEST(TorchInferBatching, ThirtySevenFramesKeepOrderTimestampsAndResults) {
   const GstVideoInfo info = info_of(kGray);
   GstHarness* h = torchinfer_harness(identity("batch-size=8 batch-timeout=60000000"), kGray);
