@@ -23,6 +23,11 @@ cost being preprocessing (p50 of one camera alone, from the element's stats)
 + forward per frame at batch B on one pinned thread (torchinfer-bench loop,
 p50 / B) + decode (torchnms p50, one camera alone); the bound is taken at
 the batch where it is highest.
+
+Cores used: the process's CPU time over wall time in each probe's steady
+state (after 2 s). At the first N that fails it shows whether frames were
+skipped with cores to spare (item 2: skips only when the CPU is saturated)
+or because every core was busy.
 """
 import argparse
 import json
@@ -30,6 +35,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -57,23 +63,22 @@ def probe(args, model, batch, n, frames):
         cmd += ["videotestsrc", "num-buffers=1", "pattern=black", "!",
                 "video/x-raw,format=YUY2,width=1920,height=1080,framerate=30/1", "!",
                 "imagefreeze", "is-live=true", f"num-buffers={frames}", "!",
-                "torchinfer", f"name=ti{i}", f"model={model}", "model-instance-id=density",
+                "torchinfer", f"name=ti{i}", f"model={model}",
+                f"model-instance-id=density{i % args.instances}",
                 f"batch-size={batch}", "stats-interval=100000000"]
         if args.cores:
-            cmd += [f"cores={args.cores}", f"threads={args.threads}"]
+            cores, threads = instance_cores(args, i % args.instances)
+            cmd += [f"cores={cores}", f"threads={threads}"]
         cmd += args.extra.split()
         if detector:
             cmd += ["!", "torchnms", f"name=nms{i}", "stats-interval=100000000"]
         cmd += ["!", "fakesink", "sync=true"]
     env = dict(os.environ, GST_PLUGIN_PATH=os.path.join(args.build, "plugin"))
-    t0 = time.monotonic()
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                       cwd=ROOT, env=env)
-    wall = time.monotonic() - t0
-    if p.returncode != 0:
-        raise RuntimeError(f"density probe failed ({p.returncode}): n={n} batch={batch} {model}")
+    rc, stdout, wall, cores_used = run_sampled(cmd, env)
+    if rc != 0:
+        raise RuntimeError(f"density probe failed ({rc}): n={n} batch={batch} {model}")
     last, nms = {}, {}
-    for line in p.stdout.splitlines():
+    for line in stdout.splitlines():
         src = SRC_RE.search(line)
         if not src:
             continue
@@ -94,12 +99,56 @@ def probe(args, model, batch, n, frames):
          "inference_p50": med("inference-ms-p50"), "mean_batch_fill": med("mean-batch-fill"),
          "decode_p50": (sorted(s["decode-ms-p50"] for s in nms.values())[len(nms) // 2]
                         if nms else 0.0),
-         "wall_s": wall, "load": os.getloadavg()[0]}
+         "wall_s": wall, "cores_used": cores_used, "load": os.getloadavg()[0]}
     r["pass"] = r["inferred_frac"] >= args.min_inferred and r["p99_ms"] <= args.max_p99
     log(f"density: {os.path.basename(model)} b{batch} n={n}: inferred "
         f"{100 * r['inferred_frac']:.1f}% p99 {r['p99_ms']:.1f} ms fill {r['mean_batch_fill']:.2f}"
-        f" -> {'pass' if r['pass'] else 'fail'} (load {r['load']:.1f})")
+        f" cores used {cores_used:.2f} -> {'pass' if r['pass'] else 'fail'} (load {r['load']:.1f})")
     return r
+
+
+def run_sampled(cmd, env, settle_s=2.0, every_s=0.25):
+    """Runs cmd; returns (rc, stdout, wall s, cores used). Cores used = the
+    process's CPU time (all threads, /proc/PID/stat) over wall time from
+    settle_s after the start (the model is loaded and warmed by then) to the
+    last sample before it exited: what the cameras cost in steady state."""
+    tick = os.sysconf("SC_CLK_TCK")
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                         cwd=ROOT, env=env)
+    out = []
+    reader = threading.Thread(target=lambda: out.append(p.stdout.read()))
+    reader.start()
+    first = last = None
+    while p.poll() is None:
+        time.sleep(every_s)
+        try:
+            with open(f"/proc/{p.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            break
+        sample = (time.monotonic(), (int(fields[11]) + int(fields[12])) / tick)
+        if sample[0] - t0 < settle_s:
+            continue
+        first = first or sample
+        last = sample
+    p.wait()
+    reader.join()
+    wall = time.monotonic() - t0
+    used = (last[1] - first[1]) / (last[0] - first[0]) if first and last[0] > first[0] else 0.0
+    return p.returncode, out[0] if out else "", wall, used
+
+
+def instance_cores(args, k):
+    """--instances K splits --cores into K equal runs, instance k taking
+    the k-th, with --threads / K threads."""
+    cpus = []
+    for part in args.cores.split(","):
+        lo, _, hi = part.partition("-")
+        cpus += range(int(lo), int(hi or lo) + 1)
+    per = max(1, len(cpus) // args.instances)
+    mine = cpus[k * per:(k + 1) * per] or cpus[-per:]
+    return ",".join(map(str, mine)), max(1, args.threads // args.instances)
 
 
 def search(args, model, batch):
@@ -194,6 +243,10 @@ def main():
     ap.add_argument("--max-p99", type=float, default=100.0)
     ap.add_argument("--cores", default="0-1", help="torchinfer cores= (and threads=)")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--instances", type=int, default=1,
+                    help="K model instances (model-instance-id density0..K-1), camera i on "
+                         "instance i mod K, each pinned to its 1/K of --cores with "
+                         "--threads / K threads")
     ap.add_argument("--extra", default="",
                     help="more torchinfer properties, e.g. preprocess-on=streaming-thread")
     ap.add_argument("--fwd-iters", type=int, default=30)
@@ -291,15 +344,17 @@ def table(results, ncores):
     out = [f"machine: {machine()}, {ncores} cores; load average at the end "
            f"{os.getloadavg()[0]:.1f}",
            "| model | batch | density (cameras) | inferred at N | worst p99 at N (ms) | "
-           "N+1: inferred, p99 | preprocess + forward/frame + decode (core-ms) | "
+           "N+1: inferred, p99 | cores used at N, N+1 | preprocess + forward/frame + decode (core-ms) | "
            "bound at this batch | bound (best batch) | density / bound |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         at, nx = r["at"], r["next"]
         at_s = (f"{100 * at['inferred_frac']:.1f} % | {at['p99_ms']:.1f}" if at else "– | –")
         nx_s = (f"{100 * nx['inferred_frac']:.1f} %, {nx['p99_ms']:.0f} ms" if nx else "–")
+        used = ", ".join(f"{x['cores_used']:.2f}" if x else "–" for x in (at, nx))
         out.append(
             f"| {r['model']} {r['precision']} | {r['batch']} | {r['density']} | {at_s} | {nx_s} | "
+            f"{used} | "
             f"{r['preprocess_ms']:.2f} + {r['forward_ms']:.2f} + {r['decode_ms']:.3f} | "
             f"{r['bound']:.1f} | {r['best_bound']:.1f} | {r['density'] / r['best_bound']:.2f} |")
     return "\n".join(out)
