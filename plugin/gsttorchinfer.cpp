@@ -140,6 +140,7 @@ struct State {
 
   // Output thread only.
   bool warned_not_classifier = false;
+  guint64 not_pushed = 0;      // output thread: frames let go since downstream's EOS
   BurstReport invalid_report;  // NaN/infinite results, warned once per burst
 
   // Guards reload_thread and, for threads other than the streaming one,
@@ -220,6 +221,7 @@ static bool gst_torchinfer_start(GstTorchInfer* self) {
     st->latency_ns = our_latency_ns(s, *model);
     st->have_info = false;
     st->warned_not_classifier = false;
+    st->not_pushed = 0;
     st->invalid_report = BurstReport{};
     SessionOptions so;
     so.inference_interval = s.inference_interval;
@@ -605,11 +607,18 @@ static void gst_torchinfer_loop(gpointer user_data) {
     // Before the push: once downstream has the new segment, a frame behind
     // it must not be refused.
     if (restarts) session.accept_again(GST_FLOW_EOS);
+    if (self->state->not_pushed && (restarts || GST_EVENT_TYPE(ev) == GST_EVENT_EOS)) {
+      // Downstream asked for them to stop: not a loss to warn about, but
+      // frames-out falls short of frames-in by this many.
+      GST_INFO_OBJECT(self, "%" G_GUINT64_FORMAT " frames not pushed after downstream's EOS",
+                      self->state->not_pushed);
+      self->state->not_pushed = 0;
+    }
     push_event_out(self, ev);
     return;
   }
   if (session.output_code() == GST_FLOW_EOS) {
-    GST_LOG_OBJECT(self, "downstream is at EOS: frame not pushed");
+    ++self->state->not_pushed;
     return;
   }
   if (!out->error.empty()) {
