@@ -6,6 +6,7 @@
 # Usage: tests/bench/batching.sh MODEL.pt [reps] [frames] [WxH] [batches]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. tests/bench/lib.sh
 model=${1:?usage: $0 MODEL.pt [reps] [frames] [WxH] [batches]}
 reps=${2:-5}
 frames=${3:-300}
@@ -38,11 +39,10 @@ for r in $(seq "$reps"); do
   done
 done
 
-echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
+machine_line
 echo "command: $0 $model $reps $frames $size \"$batches\""
 echo "model: $model; source: videotestsrc YUY2 ${w}x${h}; medians of $reps interleaved runs"
 printf "%-6s %14s %16s %16s %16s %16s\n" batch "images/s" "p50 ms (fast)" "p99 ms (fast)" "p50 ms (live)" "p99 ms (live)"
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 for b in $batches; do
   fps=$(awk -v b="$b" '$1==b && $2=="false" {print $3}' "$tmp/runs" | median)
   fp50=$(awk -v b="$b" '$1==b && $2=="false" {print $4}' "$tmp/runs" | median)

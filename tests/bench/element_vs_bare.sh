@@ -25,6 +25,7 @@
 # vary with load; the load is printed with each run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. tests/bench/lib.sh
 reps=3 frames=120 models="resnet18:fp32 resnet18:int8 detector:fp32" batches="1 4" threads=2
 extra=""
 while [ $# -gt 0 ]; do
@@ -69,7 +70,7 @@ wall() {  # model precision batch n: prints "wall_s cpu_s"
 fps_of() { grep -o 'fps=[0-9.]*' | cut -d= -f2; }
 cpu_of() { grep -o 'cpu_ms=[0-9.]*' | cut -d= -f2; }
 
-echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
+machine_line
 echo "command: $0 --reps $reps --frames $frames --models \"$models\" --batches \"$batches\" --threads $threads${extra:+ --extra \"$extra\"}"
 echo "load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq "$reps"); do
@@ -97,7 +98,6 @@ for r in $(seq "$reps"); do
   done
 done
 echo "load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 echo "| model | batch | element fps | bare forward fps | bare app fps | element / forward | element / app | element ms/frame | preprocessing ms | element - preprocessing ms | element CPU ms/frame | app CPU ms/frame |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 for mp in $models; do

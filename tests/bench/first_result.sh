@@ -18,6 +18,7 @@
 # tests/bench/compare.sh). Medians of --reps fresh processes. Not a test.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. tests/bench/lib.sh
 reps=3 batches="1 8 64" models="detector resnet18" build=build
 while [ $# -gt 0 ]; do
   case $1 in
@@ -52,9 +53,8 @@ once() {  # model batch live(true|false)
          if (!p || !q || !e) {print "nan nan"; exit}
          printf "%.0f %.0f\n", 1000 * (e - p), 1000 * (e - q)}' "$tmp/log"
 }
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
-echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
+machine_line
 echo "command: $0 --reps $reps --batches \"$batches\" --models \"$models\" --build $build"
 echo "load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq "$reps"); do

@@ -20,6 +20,7 @@
 # Not a test: figures vary with load; the load is printed with each run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. tests/bench/lib.sh
 reps=5 frames=600 builds=build
 while [ $# -gt 0 ]; do
   case $1 in
@@ -52,7 +53,7 @@ measure() {  # build n with_element
   grep -o 'torchinfer-stats.*' "$tmp/out" | tail -1 || true
 }
 
-echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
+machine_line
 echo "command: ${WAIT:+WAIT=\"$WAIT\" }${EXTRA:+EXTRA=\"$EXTRA\" }$0 --reps $reps --frames $frames --builds \"$builds\""
 echo "load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq "$reps"); do
@@ -78,7 +79,6 @@ pre=$(build/tests/bench/preprocess-bench --benchmark_filter='BM_Fused/YUY2_1920x
       awk '/_median/ {print $4 / 1e6 * ($5 == "ns" ? 1 : ($5 == "us" ? 1e3 : 1e6))}' | head -1)
 echo "load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "bare preprocessing, YUY2 1920x1080 -> 224x224 (preprocess-bench median CPU time): ${pre:-?} ms"
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 echo "| build | element CPU ms/frame | element - bare preprocessing | wall ms/frame | queue p50 | preprocess p50 | inference p50 | total p50 |"
 echo "|---|---|---|---|---|---|---|---|"
 for b in $builds; do

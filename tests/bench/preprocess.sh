@@ -3,11 +3,12 @@
 # source frame, one thread, medians of repeated runs, ratios per case.
 # Usage: tests/bench/preprocess.sh [build-dir] [repetitions]
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 build=${1:-build}
 reps=${2:-9}
 bin="$build/tests/bench/preprocess-bench"
 [ -x "$bin" ] || { echo "build first: ninja -C $build" >&2; exit 1; }
-echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores; one thread"
+echo "$(machine_line); one thread"
 echo "command: $bin --benchmark_repetitions=$reps --benchmark_report_aggregates_only=true"
 OMP_NUM_THREADS=1 taskset -c 0 "$bin" --benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true \
   --benchmark_format=csv 2>/dev/null |

@@ -24,6 +24,7 @@
 # Not a test: figures vary with load; note `uptime` with them.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. tests/bench/lib.sh
 build=${BUILD:-$PWD/build}
 reps=3 iters=40 work=0
 models="mobilenet_v2 resnet18" batches="1 4"
@@ -75,7 +76,7 @@ policy_env() {  # policy -> env assignments for `env -u ... VAR=...`
 declare -A paths
 for m in $models; do paths[$m]=$(model_path "$m"); done
 
-echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
+machine_line
 echo "command: $0 --reps $reps --iters $iters --work-us $work --models \"$models\" --batches \"$batches\" --policies \"$policies\" --conditions \"$conditions\""
 echo "bounded: GOMP_SPINCOUNT=$default_spin; load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq "$reps"); do
@@ -104,7 +105,6 @@ for r in $(seq "$reps"); do
 done
 echo "load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 printf "| condition | model | batch |"
 for p in $policies; do printf " %s img/s |" "$p"; done
 for p in $policies; do printf " %s / best fixed |" "$p"; done

@@ -4,11 +4,13 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <vector>
 
 #include "held_forward.h"
 #include "model/loaded_model.h"
+#include "preprocess/preprocess.h"
 
 namespace torchinfer::test {
 
@@ -33,5 +35,16 @@ struct GreyModel : HeldForward {
     return m;
   }
 };
+
+// A session's preprocess_for: side x side, alpha 1, beta 0, so the slot
+// holds the frame's raw grey value.
+inline std::function<PreprocessOptions(const ModelConfig&)> preprocess_to(int side) {
+  return [side](const ModelConfig&) {
+    PreprocessOptions po;
+    po.out_width = side;
+    po.out_height = side;
+    return po;
+  };
+}
 
 }  // namespace torchinfer::test

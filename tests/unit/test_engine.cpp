@@ -412,14 +412,19 @@ std::vector<float> expected_int8(const char* key, const char* file = "tiny_int8.
   const auto j = nlohmann::json::parse(in);
   return j.at(key).get<std::vector<float>>();
 }
-}  // namespace
 
-TEST(EngineInt8, LoadsOnOnednnAndMatchesPython) {
-  EngineOptions o = opts("tiny_int8.pt", 48, 32);
+// A quantized 48x32 test model as its sidecar declares it, warmed at 1 and 2.
+EngineOptions int8_opts(const char* file) {
+  EngineOptions o = opts(file, 48, 32);
   o.precision = Precision::kAuto;
   o.declared_int8 = true;
   o.warmup_batch_sizes = {1, 2};
-  Engine e(o);
+  return o;
+}
+}  // namespace
+
+TEST(EngineInt8, LoadsOnOnednnAndMatchesPython) {
+  Engine e(int8_opts("tiny_int8.pt"));
   EXPECT_TRUE(e.info().model_quantized);
   EXPECT_EQ(e.info().precision, Precision::kInt8);
   EXPECT_EQ(e.info().qengine, "onednn");
@@ -444,11 +449,7 @@ TEST(EngineInt8, LoadsOnOnednnAndMatchesPython) {
 // quantize.py's graph passes (ReLU6 folded, the classifier Linear run as a
 // 1x1 convolution) leave a model the engine loads and runs as Python does.
 TEST(EngineInt8, ConvClassifierModelMatchesPython) {
-  EngineOptions o = opts("relu6_int8.pt", 48, 32);
-  o.precision = Precision::kAuto;
-  o.declared_int8 = true;
-  o.warmup_batch_sizes = {1, 2};
-  Engine e(o);
+  Engine e(int8_opts("relu6_int8.pt"));
   EXPECT_EQ(e.info().precision, Precision::kInt8);
   EXPECT_TRUE(e.info().input_quantized_by_engine);
   AlignedBuffer in = floats(2 * 32 * 48 * 3);

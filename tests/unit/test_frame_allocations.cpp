@@ -75,12 +75,7 @@ long allocations_per_run(bool deferred, int frames) {
   bo.timeout = 600s;
   SessionOptions so;
   so.preprocess_in_batch = deferred;
-  so.preprocess_for = [](const ModelConfig&) {
-    PreprocessOptions po;
-    po.out_width = kSide;
-    po.out_height = kSide;
-    return po;
-  };
+  so.preprocess_for = test::preprocess_to(kSide);
   StreamSession session;
   session.start(std::make_shared<Batcher>(model, bo), so);
   session.resume();

@@ -205,12 +205,7 @@ SessionOptions deferred(bool regions = false) {
   SessionOptions o;
   o.preprocess_in_batch = true;
   o.region_mode = regions;
-  o.preprocess_for = [](const ModelConfig&) {
-    PreprocessOptions po;
-    po.out_width = kSide;
-    po.out_height = kSide;
-    return po;
-  };
+  o.preprocess_for = test::preprocess_to(kSide);
   return o;
 }
 

@@ -80,12 +80,7 @@ class StreamRegionsTest : public ::testing::Test {
     o.inference_interval = interval;
     o.region_mode = true;
     o.regions = ro;
-    o.preprocess_for = [](const ModelConfig&) {
-      PreprocessOptions po;
-      po.out_width = kOut;
-      po.out_height = kOut;
-      return po;
-    };
+    o.preprocess_for = test::preprocess_to(kOut);
     BatcherOptions bo;
     bo.batch_size = batch;
     bo.timeout = timeout;

@@ -53,12 +53,7 @@ int value_of(const StreamOutput& out) {
 SessionOptions options(int interval = 1) {
   SessionOptions o;
   o.inference_interval = interval;
-  o.preprocess_for = [](const ModelConfig&) {
-    PreprocessOptions po;
-    po.out_width = kSide;
-    po.out_height = kSide;
-    return po;  // alpha 1, beta 0: the slot holds the raw grey value
-  };
+  o.preprocess_for = test::preprocess_to(kSide);
   return o;
 }
 
