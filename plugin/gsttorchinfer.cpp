@@ -232,10 +232,10 @@ static bool gst_torchinfer_start(GstTorchInfer* self) {
     so.regions.min_size = s.min_object_size;
     so.regions.padding = s.object_padding;
     so.regions.reclassify_interval = s.reclassify_interval;
-    so.preprocess_in_batch =
-        s.preprocess_on == PREPROCESS_INFERENCE_THREADS ||
-        (s.preprocess_on == PREPROCESS_AUTO &&
-         preprocess_in_batch_by_default(model->threads, static_cast<int>(allowed_cpus().size())));
+    so.preprocess_in_batch = s.preprocess_on == PREPROCESS_INFERENCE_THREADS ||
+                             (s.preprocess_on == PREPROCESS_AUTO &&
+                              preprocess_in_batch_by_default(
+                                  model->total_threads(), static_cast<int>(allowed_cpus().size())));
     GST_INFO_OBJECT(self, "preprocessing on the %s",
                     so.preprocess_in_batch ? "inference threads" : "streaming thread");
     std::lock_guard<std::mutex> lock(st->reload_lock);

@@ -51,6 +51,7 @@ SharingKey sharing_key(const Settings& s, const ModelConfig& config) {
           {"input-layout", to_string(config.input_layout)},
           {"precision", to_string(s.precision)},
           {"threads", num(s.threads)},
+          {"lanes", num(s.lanes)},
           {"cores", s.cores ? *s.cores : "(not pinned)"},
           {"batch-size", num(s.batch_size)},
           {"batch-timeout", num(s.batch_timeout_us)},
@@ -74,7 +75,19 @@ void post_load_progress(GstElement* self, const std::string& model, const LoadPr
 
 }  // namespace
 
-// One INFO line with everything the load decided and measured.
+// "; 2 lanes: 1 threads on 0, 1 threads on 1" (nothing for one lane).
+static std::string lanes_text(const LoadedModel& m) {
+  if (m.lane_count() == 1) return {};
+  std::string out = "; " + std::to_string(m.lane_count()) + " lanes:";
+  for (int i = 0; i < m.lane_count(); ++i) {
+    const EngineInfo& info = m.lane(i).engine->info();
+    out += (i ? ", " : " ") + std::to_string(info.threads) + " threads on " +
+           format_cpu_list(info.cores);
+  }
+  return out;
+}
+
+// One INFO line with everything the load decided and measured (lane 0's).
 static void log_loaded(GstElement* self, const Settings& s, const ModelConfig& config,
                        const LoadedModel& m) {
   const EngineInfo& info = m.engine->info();
@@ -86,13 +99,14 @@ static void log_loaded(GstElement* self, const Settings& s, const ModelConfig& c
       "model %s: %dx%d %s, task %s, %zu labels (config: %s); load %.1f ms, optimise %.1f ms "
       "(frozen %d, optimised %d), warm-up %.1f ms (batch sizes %s); batch %d: %.2f ms "
       "(timed at %d frames); "
-      "precision %s (%s), %d threads, cores %s",
+      "precision %s (%s), %d threads, cores %s%s",
       s.model.c_str(), config.input_width, config.input_height, to_string(config.channel_order),
       to_string(config.task), config.labels.size(),
       config.source.empty() ? "defaults" : config.source.c_str(), info.load_ms, info.optimize_ms,
       info.frozen, info.optimized, info.warmup_ms, warmed.c_str(), s.batch_size, m.batch_ms,
       timed_batch_size(s.batch_size), to_string(info.precision), info.precision_note.c_str(),
-      info.threads, info.cores.empty() ? "not pinned" : format_cpu_list(info.cores).c_str());
+      info.threads, info.cores.empty() ? "not pinned" : format_cpu_list(info.cores).c_str(),
+      lanes_text(m).c_str());
 }
 
 std::shared_ptr<const LoadedModel> load_for_element(GstElement* self, const Settings& s,
@@ -101,7 +115,7 @@ std::shared_ptr<const LoadedModel> load_for_element(GstElement* self, const Sett
   eo.on_progress = [self, model = s.model](const LoadProgress& p) {
     post_load_progress(self, model, p);
   };
-  std::shared_ptr<const LoadedModel> m = load_model(eo, config, s.batch_size, generation);
+  std::shared_ptr<const LoadedModel> m = load_model(eo, config, s.batch_size, generation, s.lanes);
   const EngineInfo& info = m->engine->info();
   if (config.accuracy_guard_forced)
     GST_ELEMENT_WARNING(
@@ -123,12 +137,18 @@ std::shared_ptr<const LoadedModel> load_for_element(GstElement* self, const Sett
     else
       GST_INFO_OBJECT(self, "self-check %s: %s", f.key.c_str(), f.value.c_str());
   }
-  const std::size_t n_cores = info.cores.empty() ? allowed_cpus().size() : info.cores.size();
-  if (info.threads > static_cast<int>(n_cores))
-    GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS,
-                        ("threads=%d is more than the %zu cores available: inference slows down.",
-                         info.threads, n_cores),
-                        ("set threads=0 (automatic) or list more cores"));
+  for (int i = 0; i < m->lane_count(); ++i) {
+    const EngineInfo& lane = m->lane(i).engine->info();
+    const std::size_t n_cores = lane.cores.empty() ? allowed_cpus().size() : lane.cores.size();
+    if (lane.threads > static_cast<int>(n_cores)) {
+      GST_ELEMENT_WARNING(
+          self, RESOURCE, SETTINGS,
+          ("threads=%d is more than the %zu cores available%s: inference slows down.", s.threads,
+           n_cores * m->lane_count(), m->lane_count() > 1 ? " to the lanes" : ""),
+          ("set threads=0 (automatic) or list more cores"));
+      break;
+    }
+  }
   if (s.precision == Precision::kBf16 && info.precision != Precision::kBf16)
     GST_ELEMENT_WARNING(self, LIBRARY, SETTINGS,
                         ("precision=bf16 is not faster for this model here; running fp32."),

@@ -4,6 +4,7 @@
 // id in Prop, a member in Settings (or Stats) and one entry here.
 #include <iterator>
 
+#include "model/model_loader.h"
 #include "torchinfer-property-access.h"
 #include "torchinfer-property-types.h"
 #include "torchinfer-settings.h"
@@ -234,13 +235,19 @@ constexpr Property kProperties[] = {
       "a core is spare) or the inference threads right before each batch (no stream competes "
       "with them for the cores); auto picks by the cores left over",
       preprocess_on_type(), PREPROCESS_AUTO, f); }),
+  ready<&Settings::lanes>(PROP_LANES, [](GParamFlags f) {
+    return g_param_spec_int("lanes", "Lanes",
+      "Batches inferred at once: the model is loaded this many times, each copy on its own "
+      "share of 'cores' (else of the cores this process may use) with its share of 'threads'. "
+      "More than 1 keeps every core busy when many cameras share the model at small batch "
+      "sizes (docs/tuning.md)", 1, kMaxLanes, 1, f); }),
 };
 // clang-format on
 
 constexpr bool table_matches_ids() {
   for (std::size_t i = 0; i < std::size(kProperties); ++i)
     if (kProperties[i].id != static_cast<Prop>(i + 1)) return false;
-  return std::size(kProperties) == PROP_PREPROCESS_ON;
+  return std::size(kProperties) == PROP_LANES;
 }
 static_assert(table_matches_ids(), "kProperties lists every Prop once, in enum order");
 

@@ -67,6 +67,7 @@ enum Prop {
   PROP_OBJECT_PADDING,
   PROP_RECLASSIFY_INTERVAL,
   PROP_PREPROCESS_ON,
+  PROP_LANES,
 };
 
 // Enum values 0 mean "take it from the sidecar".
@@ -98,7 +99,8 @@ struct Settings {
   Crop crop;  // width 0 = whole frame
   int warmup = 3;
   bool optimize = true;
-  int threads = 0;                   // 0 = automatic
+  int threads = 0;                   // 0 = automatic; all lanes together
+  int lanes = 1;                     // forward() calls at once (model copies)
   std::optional<std::string> cores;  // unset = not pinned; validated at start
   Precision precision = Precision::kAuto;
   InputDtypeProp input_dtype = DTYPE_AUTO;

@@ -110,6 +110,7 @@ bool Camera::build(std::string* why) {
                           std::to_string(model_.batch_timeout_us).c_str());
   if (model_.threads > 0)
     gst_util_set_object_arg(G_OBJECT(infer_), "threads", std::to_string(model_.threads).c_str());
+  gst_util_set_object_arg(G_OBJECT(infer_), "lanes", std::to_string(model_.lanes).c_str());
   gst_util_set_object_arg(G_OBJECT(infer_), "inference-interval",
                           std::to_string(spec_.inference_interval).c_str());
   if (spec_.roi) {

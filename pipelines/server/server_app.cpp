@@ -66,6 +66,7 @@ bool ServerApp::load_models(std::string* why) {
                             std::to_string(spec.batch_timeout_us).c_str());
     if (spec.threads > 0)
       gst_util_set_object_arg(G_OBJECT(m->infer), "threads", std::to_string(spec.threads).c_str());
+    gst_util_set_object_arg(G_OBJECT(m->infer), "lanes", std::to_string(spec.lanes).c_str());
     const gint64 t0 = g_get_monotonic_time();
     // No sink: the pipeline reaches PAUSED once torchinfer has loaded,
     // optimised and warmed the model.

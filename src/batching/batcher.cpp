@@ -23,25 +23,34 @@ std::size_t bytes_for(const LoadedModel& m, int batch) {
 
 namespace {
 
-BatcherOptions kept_buffers(BatcherOptions o) {
+BatcherOptions kept_buffers(BatcherOptions o, int lanes) {
   if (o.batch_size >= 1)
-    o.buffers = std::min(o.buffers, std::max(2, kMaxQueuedSlots / o.batch_size));
+    o.buffers = std::min(o.buffers, std::max(lanes + 1, kMaxQueuedSlots / o.batch_size));
   return o;
+}
+
+int lanes_of(const std::shared_ptr<const LoadedModel>& m) {
+  return m ? m->lane_count() : 1;
 }
 
 }  // namespace
 
 Batcher::Batcher(std::shared_ptr<const LoadedModel> model, BatcherOptions options)
-    : opts_(kept_buffers(options)), model_(std::move(model)) {
+    : lanes_(lanes_of(model)), opts_(kept_buffers(options, lanes_)), model_(std::move(model)) {
   if (opts_.batch_size < 1) throw Error(ErrorKind::kInvalidArgument, "batch size must be >= 1");
   if (opts_.buffers < 1) throw Error(ErrorKind::kInvalidArgument, "need at least one buffer");
   if (opts_.queue_budget.count() < 0)
     throw Error(ErrorKind::kInvalidArgument, "queue budget must be >= 0");
   if (!model_ || !model_->run || model_->slot_bytes == 0)
     throw Error(ErrorKind::kInvalidArgument, "batcher needs a runnable model");
+  for (int i = 0; i < lanes_; ++i)
+    if (!model_->lane(i).run)
+      throw Error(ErrorKind::kInvalidArgument, "batcher needs a runnable model in every lane");
   batches_.resize(opts_.buffers);
   closed_.reserve(opts_.buffers);
-  thread_ = std::thread([this] { worker(); });
+  scratch_.resize(lanes_);
+  threads_.reserve(lanes_);
+  for (int i = 0; i < lanes_; ++i) threads_.emplace_back([this, i] { worker(i); });
 }
 
 Batcher::~Batcher() {
@@ -51,7 +60,7 @@ Batcher::~Batcher() {
   }
   work_cv_.notify_all();
   space_cv_.notify_all();
-  thread_.join();
+  for (std::thread& t : threads_) t.join();
 }
 
 std::shared_ptr<const LoadedModel> Batcher::model() const {
@@ -60,11 +69,11 @@ std::shared_ptr<const LoadedModel> Batcher::model() const {
 }
 
 bool Batcher::may_open_locked() const {
-  // Two buffers in use at most (one running, one filling or waiting) as
-  // always; beyond that only while the queued batches fit the budget.
+  // One buffer per lane running and one filling or waiting, as always;
+  // beyond that only while the queued batches fit the budget.
   int in_use = 0;
   for (const Batch& b : batches_) in_use += b.state != State::kFree;
-  if (in_use < 2) return true;
+  if (in_use <= lanes_) return true;
   // A model without a measured batch time (0) queues no further.
   if (model_->batch_ms <= 0) return false;
   const double budget_ms = std::chrono::duration<double, std::milli>(opts_.queue_budget).count();
@@ -72,7 +81,9 @@ bool Batcher::may_open_locked() const {
   // most 8 frames); once full batches ran, their own time (preprocessing on
   // the batch included, under today's load) says what a batch really takes.
   const double batch_ms = ran_batch_ms_ > 0 ? ran_batch_ms_ : model_->batch_ms;
-  return static_cast<double>(closed_.size()) * batch_ms <= budget_ms;
+  // The lanes take queued batches in turn: q behind them wait q / lanes
+  // batch times.
+  return static_cast<double>(closed_.size()) * batch_ms / lanes_ <= budget_ms;
 }
 
 int Batcher::open_batch_locked() {
@@ -172,6 +183,12 @@ void Batcher::wake() {
 }
 
 void Batcher::replace_model(std::shared_ptr<const LoadedModel> model) {
+  if (!model || !model->run)
+    throw Error(ErrorKind::kInvalidArgument, "batcher needs a runnable model");
+  if (model->lane_count() != lanes_)
+    throw Error(ErrorKind::kInvalidArgument, "a reloaded model must have the " +
+                                                 std::to_string(lanes_) +
+                                                 " lanes of the one it replaces");
   std::lock_guard<std::mutex> lk(mu_);
   model_ = std::move(model);
   ran_batch_ms_ = 0;
@@ -179,10 +196,11 @@ void Batcher::replace_model(std::shared_ptr<const LoadedModel> model) {
   close_filling_locked();
 }
 
-void Batcher::worker() {
+void Batcher::worker(int lane) {
   // forward() runs on this thread with its own pinned OpenMP team, not
   // handed on to the engine's thread: one hand-off less per batch.
   RunInferenceHere here;
+  RunScratch& run = scratch_[lane];
   std::unique_lock<std::mutex> lk(mu_);
   while (!stop_) {
     if (!closed_.empty()) {
@@ -190,7 +208,7 @@ void Batcher::worker() {
       if (batches_[b].committed == batches_[b].reserved) {
         closed_.erase(closed_.begin());
         space_cv_.notify_all();  // one batch less queued: may_open_locked() may now allow one
-        run_batch(lk, b);
+        run_batch(lk, b, lane, run);
       } else {
         work_cv_.wait(lk);  // a stream is still preprocessing into it
       }
@@ -209,26 +227,29 @@ void Batcher::worker() {
   }
 }
 
-void Batcher::run_batch(std::unique_lock<std::mutex>& lk, int index) {
+void Batcher::run_batch(std::unique_lock<std::mutex>& lk, int index, int lane_index,
+                        RunScratch& run) {
   Batch& b = batches_[index];
   b.state = State::kRunning;
   const int n = b.reserved;
   std::shared_ptr<const LoadedModel> model = b.model;
+  const LoadedModel& lane = model->lane(lane_index);
   auto* data = b.memory.data<std::uint8_t>();
   // Swapped, not moved: the batch keeps the emptied vectors' capacity, so
   // neither running nor refilling it allocates.
-  run_.prepares.swap(b.prepares);
+  run.prepares.swap(b.prepares);
   const auto start = std::chrono::steady_clock::now();
   lk.unlock();
 
-  prepare_batch(*model, data);
+  prepare_batch(*model, lane, data, run);
   const auto forward_start = std::chrono::steady_clock::now();
 
   FrameResult common;
   common.model = model;
   common.batch_fill = n;
+  common.lane = lane_index;
   try {
-    common.output = model->run(data, n);
+    common.output = lane.run(data, n);
   } catch (const std::exception& e) {
     common.error = e.what();
   } catch (...) {
@@ -244,39 +265,39 @@ void Batcher::run_batch(std::unique_lock<std::mutex>& lk, int index) {
     const double took = ms_between(start, end);
     ran_batch_ms_ = ran_batch_ms_ > 0 ? 0.8 * ran_batch_ms_ + 0.2 * took : took;
   }
-  run_.callbacks.swap(b.callbacks);
-  run_.keeps.swap(b.keeps);
-  run_.commits.swap(b.commit_times);
+  run.callbacks.swap(b.callbacks);
+  run.keeps.swap(b.keeps);
+  run.commits.swap(b.commit_times);
   b.state = State::kFree;
   b.model.reset();
   b.reserved = b.committed = 0;
   space_cv_.notify_all();
   lk.unlock();
 
-  const bool prepared = !run_.prepare_ms.empty();
+  const bool prepared = !run.prepare_ms.empty();
   for (int k = 0; k < n; ++k) {
-    if (!run_.callbacks[k]) continue;
+    if (!run.callbacks[k]) continue;
     FrameResult r = common;
     r.index = k;
-    r.queue_ms = ms_between(run_.commits[k], start);
+    r.queue_ms = ms_between(run.commits[k], start);
     if (prepared) {
-      r.prepare_ms = run_.prepare_ms[k];
-      if (!run_.errors[k].empty()) {
+      r.prepare_ms = run.prepare_ms[k];
+      if (!run.errors[k].empty()) {
         r.output.reset();
-        r.error = "could not prepare a frame: " + run_.errors[k];
+        r.error = "could not prepare a frame: " + run.errors[k];
       }
     }
-    run_.callbacks[k](std::move(r));
+    run.callbacks[k](std::move(r));
   }
   // Callbacks and what they point into may own stream state: released
   // unlocked.
-  run_.callbacks.clear();
-  run_.keeps.clear();
+  run.callbacks.clear();
+  run.keeps.clear();
   lk.lock();
 }
 
-void Batcher::prepare_batch(const LoadedModel& model, std::uint8_t* data) {
-  RunScratch& s = run_;
+void Batcher::prepare_batch(const LoadedModel& model, const LoadedModel& lane, std::uint8_t* data,
+                            RunScratch& s) {
   const int n = static_cast<int>(s.prepares.size());
   s.slots.clear();  // the slots that left their preprocessing to the batch
   s.errors.clear();
@@ -291,7 +312,7 @@ void Batcher::prepare_batch(const LoadedModel& model, std::uint8_t* data) {
   s.prepare_ms.assign(n, 0.0);
   // Fewer frames than threads: each frame is split into row bands so that
   // every thread has a share (a batch of one still uses the whole team).
-  const int threads = model.parallel_for ? std::max(1, model.threads) : 1;
+  const int threads = lane.parallel_for ? std::max(1, lane.threads) : 1;
   const int frames = static_cast<int>(s.slots.size());
   const int bands = frames >= threads ? 1 : (threads + frames - 1) / frames;
   const int items = frames * bands;
@@ -317,12 +338,14 @@ void Batcher::prepare_batch(const LoadedModel& model, std::uint8_t* data) {
       s.band_ms[i] = ms_between(t0, std::chrono::steady_clock::now());
     }
   } job{s, model, data, bands};
-  // One pointer: small enough for std::function to hold without allocating.
+  // One pointer and an int: small enough for std::function to hold without
+  // allocating.
   Job* j = &job;
-  if (model.parallel_for && items > 1) {
-    model.parallel_for(items, [j](int i, int worker) { j->run(i, worker); });
+  const int base = lane.worker_base;
+  if (lane.parallel_for && items > 1) {
+    lane.parallel_for(items, [j, base](int i, int worker) { j->run(i, base + worker); });
   } else {
-    for (int i = 0; i < items; ++i) j->run(i, 0);
+    for (int i = 0; i < items; ++i) j->run(i, base);
   }
   for (int i = 0; i < items; ++i) {
     const int k = s.slots[i / bands];

@@ -1,5 +1,5 @@
 // Collects preprocessed frames from one or more streams into batch buffers
-// and runs the model once per batch on its own worker thread.
+// and runs the model once per batch on its own worker thread (one per lane).
 //
 // Frames are written in place: acquire() hands out slot k of the filling
 // batch, the caller preprocesses straight into it and commit()s it with a
@@ -12,6 +12,11 @@
 // instead of being skipped while the cores could still serve them. Beyond
 // that acquire() blocks (back-pressure) or, non-blocking, fails (the
 // caller's drop policy decides).
+//
+// A model with K lanes (LoadedModel::more_lanes) gets K workers, worker i
+// running lane i: K batches run at once, each on its own cores. They start
+// in fill order but may finish out of it; each stream's InOrderQueue puts
+// its results back in order.
 #pragma once
 
 #include <atomic>
@@ -38,6 +43,7 @@ struct FrameResult {
   double queue_ms = 0;                        // commit -> batch start
   double prepare_ms = 0;                      // this slot's SlotPrepare calls, summed
   double inference_ms = 0;                    // the batch's forward()
+  int lane = 0;                               // which of the model's lanes ran it
   std::string error;
 };
 
@@ -45,13 +51,13 @@ struct FrameResult {
 using FrameCallback = std::function<void(FrameResult&&)>;
 
 // Preprocessing a stream leaves to the batch: called just before the
-// batch's forward() on the model's inference threads (LoadedModel::
-// parallel_for), so that it never competes with them for the cores. A slot
-// is split into `bands` row bands when the batch has fewer slots than
-// threads; each call writes band `band` of the slot at `dst`. `worker`
-// (0..LoadedModel::threads - 1) is unique among the calls running at the
-// same moment. Returns "" or why the frame could not be prepared (its
-// FrameCallback then gets that error). Must not throw.
+// batch's forward() on the inference threads of the lane that runs it
+// (LoadedModel::parallel_for), so that it never competes with them for the
+// cores. A slot is split into `bands` row bands when the batch has fewer
+// slots than the lane has threads; each call writes band `band` of the slot
+// at `dst`. `worker` (0..LoadedModel::total_threads() - 1) is unique among
+// the calls running at the same moment, across lanes. `model` is lane 0. Returns "" or why the
+// frame could not be prepared (its FrameCallback then gets that error). Must not throw.
 using SlotPrepare = std::function<std::string(void* dst, const LoadedModel& model, int worker,
                                               int band, int bands)>;
 
@@ -60,17 +66,17 @@ struct BatcherOptions {
   std::chrono::microseconds timeout{40000};
   // Batch buffers at most (allocated when first needed). The batcher keeps
   // fewer when batches are large: no more than kMaxQueuedSlots frames in
-  // all beyond two buffers, since every stream's queue and the upstream
-  // buffer pool are sized for what the buffers can hold.
+  // all beyond lanes + 1 buffers, since every stream's queue and the
+  // upstream buffer pool are sized for what the buffers can hold.
   int buffers = 8;
-  // A new batch may open when fewer than two buffers are in use, or behind
-  // q closed ones waiting to run when q x the batch time is within this
-  // budget: a model slower than its sources still skips frames at once
-  // rather than building a standing queue, a fast one absorbs bursts from
-  // many cameras. The batch time is the moving average of the full batches
-  // that ran (preprocessing on the batch included), or before any ran the
-  // model's estimate (LoadedModel::batch_ms; 0 = not measured: no
-  // queueing).
+  // A new batch may open when at most one buffer per lane is in use (one
+  // running per lane, one filling), or behind q closed ones waiting to run
+  // when q / lanes x the batch time is within this budget: a model slower
+  // than its sources still skips frames at once rather than building a
+  // standing queue, a fast one absorbs bursts from many cameras. The batch
+  // time is the moving average of the full batches that ran (preprocessing
+  // on the batch included), or before any ran the model's estimate
+  // (LoadedModel::batch_ms; 0 = not measured: no queueing).
   std::chrono::microseconds queue_budget{40000};
 };
 
@@ -89,8 +95,8 @@ class Batcher {
   };
 
   Batcher(std::shared_ptr<const LoadedModel> model, BatcherOptions options);
-  // Stops the worker after the batch in flight; queued frames are dropped
-  // without their callbacks being called.
+  // Stops the workers after the batches in flight; queued frames are
+  // dropped without their callbacks being called.
   ~Batcher();
   Batcher(const Batcher&) = delete;
   Batcher& operator=(const Batcher&) = delete;
@@ -109,8 +115,12 @@ class Batcher {
   void submit_partial();
   // Wakes acquire() calls so that they re-check their cancel flag.
   void wake();
-  // Takes effect from the next batch; the filling one runs with the old model.
+  // Takes effect from the next batch; the filling one runs with the old
+  // model. Throws Error(kInvalidArgument) for a model with another number
+  // of lanes (a reload uses the same settings, so it never has).
   void replace_model(std::shared_ptr<const LoadedModel> model);
+  // Batches that may run at once: the model's lanes.
+  int lanes() const { return lanes_; }
 
   std::shared_ptr<const LoadedModel> model() const;
   const BatcherOptions& options() const { return opts_; }
@@ -132,14 +142,17 @@ class Batcher {
   bool may_open_locked() const;
   int open_batch_locked();
   void close_filling_locked();
-  void worker();
-  void run_batch(std::unique_lock<std::mutex>& lk, int b);
-  // Runs run_.prepares (the batch's deferred preprocessing); fills
-  // run_.errors and run_.prepare_ms per slot (empty when none was deferred).
-  void prepare_batch(const LoadedModel& model, std::uint8_t* data);
+  struct RunScratch;
+  void worker(int lane);
+  void run_batch(std::unique_lock<std::mutex>& lk, int b, int lane, RunScratch& run);
+  // Runs run.prepares (the batch's deferred preprocessing) on `lane`'s
+  // threads; fills run.errors and run.prepare_ms per slot (empty when none
+  // was deferred).
+  void prepare_batch(const LoadedModel& model, const LoadedModel& lane, std::uint8_t* data,
+                     RunScratch& run);
 
-  // Worker thread only: one batch's bookkeeping, kept from batch to batch so
-  // that running one allocates nothing once the vectors have grown.
+  // One worker's bookkeeping for the batch it runs, kept from batch to
+  // batch so that running one allocates nothing once the vectors have grown.
   struct RunScratch {
     std::vector<FrameCallback> callbacks;
     std::vector<SlotPrepare> prepares;
@@ -151,8 +164,9 @@ class Batcher {
     std::vector<std::string> band_errors;
     std::vector<double> band_ms;
   };
-  RunScratch run_;
+  std::vector<RunScratch> scratch_;  // one per worker, used by that worker only
 
+  const int lanes_;
   const BatcherOptions opts_;
   mutable std::mutex mu_;
   std::condition_variable work_cv_;   // worker: a batch closed, committed or timed out
@@ -163,7 +177,7 @@ class Batcher {
   double ran_batch_ms_ = 0;  // moving average of full batches run (0 = none yet)
   std::shared_ptr<const LoadedModel> model_;
   bool stop_ = false;
-  std::thread thread_;
+  std::vector<std::thread> threads_;  // worker i runs lane i
 };
 
 }  // namespace torchinfer

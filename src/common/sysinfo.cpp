@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "common/cpu_set.h"
+#include "common/error.h"
 
 namespace torchinfer {
 namespace {
@@ -86,16 +88,58 @@ std::string describe(const IsaFlags& i) {
   return out.empty() ? "baseline x86-64" : out;
 }
 
-int physical_cores(const std::vector<int>& cpus, const std::string& root) {
-  std::set<std::pair<std::string, std::string>> cores;
-  for (int c : cpus) {
+namespace {
+
+// Physical cores among `cpus` in order of their lowest CPU, each with its
+// CPUs (sorted); every CPU alone where topology is not readable.
+std::vector<std::vector<int>> core_groups(const std::vector<int>& cpus, const std::string& root) {
+  std::vector<int> sorted = cpus;
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  std::vector<std::vector<int>> cores;
+  std::map<std::pair<std::string, std::string>, std::size_t> index;
+  for (int c : sorted) {
     const std::string base = root + "/cpu" + std::to_string(c) + "/topology/";
     std::string pkg, core;
-    if (!read_text(base + "physical_package_id", pkg) || !read_text(base + "core_id", core))
-      return static_cast<int>(cpus.size());
-    cores.emplace(pkg, core);
+    if (!read_text(base + "physical_package_id", pkg) || !read_text(base + "core_id", core)) {
+      cores.clear();
+      for (int each : sorted) cores.push_back({each});
+      return cores;
+    }
+    auto [it, added] = index.emplace(std::make_pair(pkg, core), cores.size());
+    if (added) cores.emplace_back();
+    cores[it->second].push_back(c);
   }
-  return static_cast<int>(cores.size());
+  return cores;
+}
+
+}  // namespace
+
+int physical_cores(const std::vector<int>& cpus, const std::string& root) {
+  return static_cast<int>(core_groups(cpus, root).size());
+}
+
+std::vector<std::vector<int>> split_cores(const std::vector<int>& cpus, int parts,
+                                          const std::string& root) {
+  const std::vector<std::vector<int>> cores = core_groups(cpus, root);
+  const int n = static_cast<int>(cores.size());
+  if (parts < 1 || n < parts) {
+    std::vector<int> all;
+    for (const auto& c : cores) all.insert(all.end(), c.begin(), c.end());
+    std::sort(all.begin(), all.end());
+    throw Error(ErrorKind::kConfigInvalid, "lanes=" + std::to_string(parts) +
+                                               " needs a core per lane, but CPUs " +
+                                               format_cpu_list(all) + " are " + std::to_string(n) +
+                                               " cores: lower lanes or list more cores");
+  }
+  std::vector<std::vector<int>> out(static_cast<std::size_t>(parts));
+  for (int g = 0; g < n; ++g) {
+    auto& part = out[static_cast<std::size_t>(g * parts / n)];
+    part.insert(part.end(), cores[static_cast<std::size_t>(g)].begin(),
+                cores[static_cast<std::size_t>(g)].end());
+  }
+  for (auto& part : out) std::sort(part.begin(), part.end());
+  return out;
 }
 
 std::map<int, std::vector<int>> numa_nodes(const std::string& root) {

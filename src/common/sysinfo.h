@@ -32,6 +32,15 @@ std::string describe(const IsaFlags& isa);  // "AVX2 AVX-512 VNNI BF16 AMX"
 int physical_cores(const std::vector<int>& cpus,
                    const std::string& sysfs_cpu_root = "/sys/devices/system/cpu");
 
+// `cpus` split into `parts` groups of whole physical cores (SMT siblings
+// stay in one group), in order of their lowest CPU, group sizes differing
+// by one core at most: the cores of the lanes of a model loaded `lanes`
+// times. Where topology is not readable every CPU is a core. Throws
+// Error(kConfigInvalid) when there are fewer cores than parts, naming both.
+std::vector<std::vector<int>> split_cores(
+    const std::vector<int>& cpus, int parts,
+    const std::string& sysfs_cpu_root = "/sys/devices/system/cpu");
+
 // NUMA node -> its CPUs; empty when the kernel exposes no node directory.
 std::map<int, std::vector<int>> numa_nodes(
     const std::string& sysfs_node_root = "/sys/devices/system/node");

@@ -323,6 +323,13 @@ const char* to_string(Precision p) {
   return "?";
 }
 
+bool may_choose_bf16(const EngineOptions& o) {
+  return !o.input_uint8 &&
+         (o.precision == Precision::kBf16 ||
+          (o.precision == Precision::kAuto && at::globalContext().userEnabledMkldnn() &&
+           (o.probe_bf16 || native_bf16())));
+}
+
 int default_threads(const std::vector<int>& cores) {
   if (!cores.empty()) return static_cast<int>(cores.size());
   const std::vector<int> allowed = allowed_cpus();
@@ -674,6 +681,13 @@ struct Engine::Impl {
                       ? opts.precision_batch
                       : std::max(1, *std::max_element(opts.warmup_batch_sizes.begin(),
                                                       opts.warmup_batch_sizes.end()));
+    if (requested && opts.precision_decided) {
+      module = make_bf16(eval);
+      bf16 = true;
+      info.precision = Precision::kBf16;
+      info.precision_note = "bf16, as the model's first lane decided";
+      return;
+    }
     progress(LoadProgress::Stage::kPrecision, warmup_total());
     std::vector<float> zeros(
         static_cast<std::size_t>(b) * opts.input_height * opts.input_width * opts.channels, 0.f);
@@ -863,10 +877,7 @@ struct Engine::Impl {
     t0 = Clock::now();
     warm_up(path, true);
     // A byte-input model converts its input itself: no bf16 cast to apply.
-    if (!info.model_quantized && !opts.input_uint8 &&
-        (opts.precision == Precision::kBf16 ||
-         (opts.precision == Precision::kAuto && at::globalContext().userEnabledMkldnn() &&
-          (opts.probe_bf16 || native_bf16())))) {
+    if (!info.model_quantized && may_choose_bf16(opts)) {
       choose_bf16(eval, opts.precision == Precision::kBf16);
       if (bf16) warm_up(path, false);
     } else if (!info.model_quantized && opts.precision == Precision::kAuto)

@@ -61,6 +61,10 @@ struct EngineOptions {
   // precision=auto times bf16 only on CPUs with AVX512-BF16; true times it
   // anywhere (diagnosis, and tests of the cached decision on any machine).
   bool probe_bf16 = false;
+  // `precision` was decided already, by the first lane of the same model
+  // (lanes > 1): bf16 converts without timing fp32 against it again, so
+  // that every lane runs the same precision.
+  bool precision_decided = false;
   // The sidecar says the file is int8; loading a float model then fails.
   bool declared_int8 = false;
   // The model takes raw 0..255 bytes (sidecar "input_dtype": "uint8") and
@@ -159,6 +163,11 @@ struct RuntimeInfo {
   int omp_max_threads = 0;
 };
 RuntimeInfo runtime_info();
+
+// Whether loading with these options may time fp32 against bf16 and run
+// bf16 (precision=bf16, or auto on an AVX512-BF16 CPU or with probe_bf16):
+// only then can two loads of the same model end with different precisions.
+bool may_choose_bf16(const EngineOptions& options);
 
 // Default intra-op thread count for a CPU list (empty = allowed cores).
 int default_threads(const std::vector<int>& cores);

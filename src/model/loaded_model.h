@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/model_config.h"
 
@@ -35,6 +36,23 @@ struct LoadedModel {
   using ParallelFn = std::function<void(int n, const std::function<void(int i, int worker)>& fn)>;
   ParallelFn parallel_for;
   int threads = 1;  // the inference threads: workers parallel_for may use
+
+  // Lanes 1..K-1 of a model loaded `lanes`=K times (model_loader.h): the
+  // same file on disjoint cores, so that K batches run at once. Each lane
+  // has its own engine, run, parallel_for and threads; this object is lane
+  // 0.
+  std::vector<std::shared_ptr<const LoadedModel>> more_lanes;
+  // This lane's workers as the batcher numbers them for SlotPrepare:
+  // worker_base + 0..threads-1, unique across the lanes running at once.
+  int worker_base = 0;
+  int lane_count() const { return 1 + static_cast<int>(more_lanes.size()); }
+  const LoadedModel& lane(int i) const { return i <= 0 ? *this : *more_lanes[i - 1]; }
+  // Inference threads of all lanes (the workers parallel_for may number).
+  int total_threads() const {
+    int n = threads;
+    for (const auto& l : more_lanes) n += l->threads;
+    return n;
+  }
 };
 
 }  // namespace torchinfer

@@ -29,7 +29,18 @@ inline const std::vector<int> kWarmupBatchSizes{1};
 // another process holds a core, a cost per run, not per frame.
 int timed_batch_size(int batch_size);
 
+// lanes > 1 loads the model that many times, one lane per part of the
+// cores (split_cores(): `options.cores`, else every core this process may
+// use), so that as many batches run at once (LoadedModel::more_lanes).
+// `options.threads` is then the total, shared out over the lanes (0 = one
+// per core of each lane). The lanes load side by side; where lane 0 may
+// pick bf16 by timing (may_choose_bf16) the others load after it and run
+// its choice. batch_ms is lane 0's. Throws Error(kConfigInvalid) for fewer
+// cores or threads than lanes.
 std::shared_ptr<const LoadedModel> load_model(EngineOptions options, const ModelConfig& config,
-                                              int batch_size, int generation = 1);
+                                              int batch_size, int generation = 1, int lanes = 1);
+
+// Most lanes one model may be loaded as.
+constexpr int kMaxLanes = 64;
 
 }  // namespace torchinfer

@@ -258,7 +258,7 @@ ServerConfig parse_server_config(const json& j, const std::string& origin) {
     f.fail("models", "must be a list of 1 to 16 models");
   for (std::size_t i = 0; i < models.size(); ++i) {
     Fields m(models[i], "models[" + std::to_string(i) + "]", origin,
-             {"id", "path", "batch_size", "batch_timeout_us", "threads"});
+             {"id", "path", "batch_size", "batch_timeout_us", "threads", "lanes"});
     ModelSpec spec;
     spec.id = m.str("id", true);
     if (!valid_stream_id(spec.id))
@@ -271,6 +271,7 @@ ServerConfig parse_server_config(const json& j, const std::string& origin) {
     spec.batch_timeout_us =
         static_cast<int>(m.integer("batch_timeout_us", spec.batch_timeout_us, 0, 10000000));
     spec.threads = static_cast<int>(m.integer("threads", 0, 0, 1024));
+    spec.lanes = static_cast<int>(m.integer("lanes", 1, 1, 64));
     c.models.push_back(spec);
   }
   c.output_dir = f.str("output_dir", false, c.output_dir);

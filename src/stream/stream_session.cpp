@@ -116,8 +116,8 @@ void StreamSession::start(std::shared_ptr<Batcher> batcher, SessionOptions optio
   batcher_ = std::move(batcher);
   team_pre_.reset();
   if (opts_.preprocess_in_batch)
-    team_pre_ = std::make_shared<TeamPreprocessors>(opts_.preprocess_for,
-                                                    std::max(1, batcher_->model()->threads));
+    team_pre_ = std::make_shared<TeamPreprocessors>(
+        opts_.preprocess_for, std::max(1, batcher_->model()->total_threads()));
   pre_.reset();
   pre_model_.reset();
   frame_counter_ = 0;

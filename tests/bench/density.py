@@ -259,9 +259,14 @@ def main():
                          "'build|preprocess-on=streaming-thread,build'")
     ap.add_argument("--ab-n", type=int, default=8)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--replot", default="",
+                    help="JSON[,JSON...]: plot earlier runs (each labelled with its --extra, "
+                         "e.g. lanes=2) together into --plots instead of measuring")
     args = ap.parse_args()
     if args.ab:
         return ab(args)
+    if args.replot:
+        return replot(args.replot.split(","), args.plots)
     ncores = len(os.sched_getaffinity(0))
     results = []
     log(f"density: load at start {os.getloadavg()[0]:.1f}")
@@ -294,12 +299,24 @@ def main():
         plot(results, args.plots)
 
 
+def replot(paths, folder):
+    results = []
+    for path in paths:
+        run = json.load(open(path))
+        tag = run["args"].get("extra", "")
+        for r in run["results"]:
+            if tag:
+                r["precision"] = f"{r['precision']} {tag}"
+            results.append(r)
+    plot(results, folder or os.path.join(ROOT, "docs/images"))
+
+
 def plot(results, folder):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     os.makedirs(folder, exist_ok=True)
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.6))
     models = []
     for r in results:
         if (r["model"], r["precision"]) not in models:
@@ -324,7 +341,7 @@ def plot(results, folder):
     a.legend(fontsize=8)
     b.axhline(0.85, color="gray", ls=":", label="goal 0.85")
     b.set_xticks(range(len(models)))
-    b.set_xticklabels([f"{m[0]} {m[1]}" for m in models])
+    b.set_xticklabels([f"{m[0]} {m[1]}" for m in models], fontsize=8, rotation=12)
     b.set_ylim(0, 1.2)
     b.set_ylabel("density / compute bound (best batch)")
     b.set_title("Density vs model")

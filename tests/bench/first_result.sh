@@ -13,19 +13,20 @@
 #          comes before PLAYING (only "from PAUSED" is shown)
 #
 #   tests/bench/first_result.sh [--reps 3] [--batches "1 8 64"]
-#       [--models "detector resnet18"] [--build build]
+#       [--models "detector resnet18"] [--build build] [--props "lanes=2"]
 # ResNet-18 comes from $BENCH_MODELS (default build/bench-models, made by
 # tests/bench/compare.sh). Medians of --reps fresh processes. Not a test.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/bench/lib.sh
-reps=3 batches="1 8 64" models="detector resnet18" build=build
+reps=3 batches="1 8 64" models="detector resnet18" build=build props=""
 while [ $# -gt 0 ]; do
   case $1 in
     --reps) reps=$2 ;;
     --batches) batches=$2 ;;
     --models) models=$2 ;;
     --build) build=$2 ;;
+    --props) props=$2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
   shift 2
@@ -46,7 +47,7 @@ once() {  # model batch live(true|false)
   local n=$(($2 * 3))
   GST_PLUGIN_PATH="$build/plugin" stdbuf -oL gst-launch-1.0 videotestsrc num-buffers=1 \
     pattern=black ! "$caps" ! imagefreeze is-live="$3" num-buffers="$n" \
-    ! torchinfer model="$1" batch-size="$2" drop-policy=block ! identity eos-after=1 \
+    ! torchinfer model="$1" batch-size="$2" drop-policy=block $props ! identity eos-after=1 \
     ! fakesink 2>&1 | while IFS= read -r line; do echo "$(date +%s.%N) $line"; done > "$tmp/log"
   awk '/Setting pipeline to PAUSED/ {p = $1} /Setting pipeline to PLAYING/ {q = $1}
        /Got EOS/ && !e {e = $1} END {
@@ -55,7 +56,7 @@ once() {  # model batch live(true|false)
 }
 
 machine_line
-echo "command: $0 --reps $reps --batches \"$batches\" --models \"$models\" --build $build"
+echo "command: $0 --reps $reps --batches \"$batches\" --models \"$models\" --build $build --props \"$props\""
 echo "load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq "$reps"); do
   for name in $models; do

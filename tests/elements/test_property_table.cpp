@@ -74,7 +74,7 @@ bool set_int(Settings& s, Prop id, const char* name, int v, bool running = false
 }  // namespace
 
 TEST(PropertyTable, OnlyTheModelIsChangeableWhilePlaying) {
-  for (guint id = 0; id <= PROP_PREPROCESS_ON + 1; ++id)
+  for (guint id = 0; id <= PROP_LANES + 1; ++id)
     EXPECT_EQ(changeable_while_playing(id), id == PROP_MODEL) << id;
 }
 
@@ -130,7 +130,7 @@ TEST(PropertyTable, StreamFiguresComeFromTheSnapshotOnly) {
   snap.total.p50 = 4.25;
   snap.total.p99 = 9.75;
   snap.frames_in = 11;
-  for (guint id = 0; id <= PROP_PREPROCESS_ON + 1; ++id)
+  for (guint id = 0; id <= PROP_LANES + 1; ++id)
     EXPECT_EQ(reads_stream_stats(id), id == PROP_DROPPED || id == PROP_FPS ||
                                           id == PROP_LATENCY_P50 || id == PROP_LATENCY_P99 ||
                                           id == PROP_STATS)
@@ -188,13 +188,13 @@ TEST(PropertyTableErrors, UnknownAndReadOnlyIdsWarn) {
   Warnings w;
   GValue v = G_VALUE_INIT;
   g_value_init(&v, G_TYPE_UINT64);
-  EXPECT_FALSE(set_property(s, PROP_PREPROCESS_ON + 1, &v, spec("frames"), false));
+  EXPECT_FALSE(set_property(s, PROP_LANES + 1, &v, spec("frames"), false));
   EXPECT_FALSE(set_property(s, PROP_FRAMES, &v, spec("frames"), false));
   EXPECT_FALSE(set_property(s, 0, &v, nullptr, false));
   get_property(s, Stats{}, 4242, &v, nullptr);
   g_value_unset(&v);
   ASSERT_EQ(w.messages.size(), 4u);
-  EXPECT_NE(w.messages[0].find(std::to_string(PROP_PREPROCESS_ON + 1)), std::string::npos);
+  EXPECT_NE(w.messages[0].find(std::to_string(PROP_LANES + 1)), std::string::npos);
   EXPECT_NE(w.messages[1].find("'frames'"), std::string::npos) << w.messages[1];
   EXPECT_NE(w.messages[2].find("id 0"), std::string::npos) << w.messages[2];
   EXPECT_NE(w.messages[3].find("4242"), std::string::npos) << w.messages[3];

@@ -65,6 +65,7 @@ const ExpectedProperty kExpected[] = {
     {"object-padding", "gdouble", 'r'},
     {"reclassify-interval", "gint", 'r'},
     {"preprocess-on", "GstTorchInferPreprocessOn", 'r'},
+    {"lanes", "gint", 'r'},
 };
 
 // A valid value, different from the default, for each string property.
@@ -112,7 +113,7 @@ TEST(TorchInferProperties, EveryWritablePropertyRoundTrips) {
   GstElement* e = make();
   WarningCatcher w;
   const int written = round_trip_writable(e, kStringValues);
-  EXPECT_EQ(written, 36);
+  EXPECT_EQ(written, 37);
   EXPECT_TRUE(w.messages().empty()) << w.messages().front();
   gst_object_unref(e);
 }
@@ -139,7 +140,7 @@ TEST(TorchInferPropertiesErrors, ReadyOnlyPropertiesRefusedWhilePlaying) {
     EXPECT_EQ(read(h->element, p), before) << p->name;
     ++refused;
   }
-  EXPECT_EQ(refused, 35);
+  EXPECT_EQ(refused, 36);
   gst_harness_teardown(h);
 }
 
@@ -192,8 +193,8 @@ TEST(TorchInferPropertiesErrors, OutOfRangeNumbersKeepThePreviousValue) {
   }
   // input-width/height, scale, top-k, pad-value, warmup, threads, batch-size,
   // batch-timeout, inference-interval, min-object-size, object-padding,
-  // reclassify-interval
-  EXPECT_EQ(tried, 13);
+  // reclassify-interval, lanes
+  EXPECT_EQ(tried, 14);
   gst_object_unref(e);
 }
 

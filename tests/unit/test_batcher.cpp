@@ -13,76 +13,17 @@
 #include <thread>
 #include <vector>
 
+#include "batcher_fakes.h"
 #include "batching/batcher.h"
 #include "batching/in_order_queue.h"
 #include "common/error.h"
 #include "common/stream_stats.h"
 #include "engine/run_here.h"
-#include "held_forward.h"
 #include "model/model_registry.h"
 
 using namespace torchinfer;
+using namespace torchinfer::test;
 using namespace std::chrono_literals;
-
-namespace {
-
-// A model whose "forward" records the frames it saw (one int per slot) and
-// can be held inside forward() until the test releases it.
-struct FakeModel : test::HeldForward {
-  std::shared_ptr<const LoadedModel> make(int generation = 1, std::size_t slot_bytes = 64) {
-    auto m = std::make_shared<LoadedModel>();
-    m->slot_bytes = slot_bytes;
-    m->generation = generation;
-    m->path = "fake" + std::to_string(generation);
-    m->run = [this, slot_bytes](const void* data, int n) -> std::shared_ptr<const BatchOutput> {
-      std::vector<int> seen;
-      for (int k = 0; k < n; ++k) {
-        int v;
-        std::memcpy(&v, static_cast<const char*>(data) + k * slot_bytes, sizeof v);
-        seen.push_back(v);
-      }
-      enter(std::move(seen));
-      return nullptr;
-    };
-    return m;
-  }
-};
-
-// Collects results in arrival order.
-struct Results {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<std::pair<int, FrameResult>> got;  // (frame value, result)
-  FrameCallback cb(int value) {
-    return [this, value](FrameResult&& r) {
-      std::lock_guard<std::mutex> lk(mu);
-      got.emplace_back(value, std::move(r));
-      cv.notify_all();
-    };
-  }
-  void wait_for(std::size_t n) {
-    std::unique_lock<std::mutex> lk(mu);
-    ASSERT_TRUE(cv.wait_for(lk, 60s, [&] { return got.size() >= n; })) << got.size();
-  }
-};
-
-const std::atomic<bool> kNotCancelled{false};
-
-void put(Batcher& b, int value, Results& res) {
-  Batcher::Slot s = b.acquire(true, kNotCancelled);
-  ASSERT_TRUE(s);
-  std::memcpy(s.data, &value, sizeof value);
-  b.commit(s, res.cb(value));
-}
-
-BatcherOptions opts(int batch, std::chrono::microseconds timeout = 600s) {
-  BatcherOptions o;
-  o.batch_size = batch;
-  o.timeout = timeout;
-  return o;
-}
-
-}  // namespace
 
 TEST(Batcher, FullBatchesRunInFillOrderWithTheirFrames) {
   FakeModel fake;

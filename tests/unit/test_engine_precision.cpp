@@ -4,12 +4,17 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
+#include <vector>
 
+#include "common/cpu_set.h"
+#include "common/error.h"
 #include "common/precision_choice.h"
 #include "common/sysinfo.h"
 #include "engine/engine.h"
+#include "model/model_loader.h"
 #include "test_paths.h"
 
 using namespace torchinfer;
@@ -207,6 +212,54 @@ TEST_F(EnginePrecisionCache, AutoTimesBf16OnlyWhereTheCpuHasIt) {
       EXPECT_EQ(e.info().precision_cache_file, "");
     }
   }
+}
+
+// A lane after the first (lanes > 1) takes the first lane's decision: bf16
+// converts without timing fp32 against it again.
+TEST_F(EnginePrecisionCache, ADecidedBf16ConvertsWithoutTiming) {
+  EngineOptions o = auto_opts();
+  o.precision = Precision::kBf16;
+  o.precision_decided = true;
+  std::vector<std::string> stages;
+  o.on_progress = [&](const LoadProgress& p) { stages.push_back(to_string(p.stage)); };
+  Engine e(o);
+  EXPECT_EQ(e.info().precision, Precision::kBf16);
+  EXPECT_EQ(e.info().precision_note, "bf16, as the model's first lane decided");
+  EXPECT_EQ(e.info().fp32_ms, 0);
+  EXPECT_EQ(e.info().bf16_ms, 0);
+  EXPECT_EQ(std::count(stages.begin(), stages.end(), "precision"), 0);
+  std::vector<float> in(2 * 32 * 48 * 3, 0.5f);
+  EXPECT_EQ(e.run(in.data(), 2)->tensors().size(), 1u);
+  EXPECT_TRUE(may_choose_bf16(o));
+  o.precision = Precision::kFp32;
+  EXPECT_FALSE(may_choose_bf16(o));
+}
+
+// Where lane 0 may pick bf16 by timing, lane 1 loads after it with its
+// choice, reporting its own stages after lane 0's; it never times.
+TEST_F(EnginePrecisionCache, LanesRunTheFirstLanesChoice) {
+  EngineOptions o = auto_opts();
+  o.threads = 0;
+  o.warmup_runs = 1;
+  std::vector<std::string> stages;
+  o.on_progress = [&](const LoadProgress& p) { stages.push_back(to_string(p.stage)); };
+  ModelConfig c;
+  c.input_width = 48;
+  c.input_height = 32;
+  if (physical_cores(allowed_cpus()) < 2) {
+    EXPECT_THROW(load_model(o, c, 2, 1, 2), Error);
+    return;
+  }
+  const auto m = load_model(o, c, 2, 1, 2);
+  ASSERT_EQ(m->lane_count(), 2);
+  const EngineInfo &first = m->lane(0).engine->info(), &second = m->lane(1).engine->info();
+  EXPECT_GT(first.fp32_ms, 0) << "lane 0 timed: " << first.precision_note;
+  EXPECT_EQ(second.precision, first.precision);
+  EXPECT_EQ(second.fp32_ms, 0) << "lane 1 did not time: " << second.precision_note;
+  EXPECT_EQ(second.bf16_ms, 0);
+  EXPECT_EQ(std::count(stages.begin(), stages.end(), "precision"), 1);
+  EXPECT_EQ(std::count(stages.begin(), stages.end(), "read"), 2) << "lane 1 reports too";
+  EXPECT_EQ(stages.back(), "timing");
 }
 
 }  // namespace

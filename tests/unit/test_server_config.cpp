@@ -39,7 +39,8 @@ TEST(ServerConfig, ReadsEveryField) {
                      {"path", "m.pt"},
                      {"batch_size", 8},
                      {"batch_timeout_us", 20000},
-                     {"threads", 2}}}},
+                     {"threads", 2},
+                     {"lanes", 2}}}},
                   {"output_dir", "/var/lib/torchinfer"},
                   {"mqtt", {{"host", "broker"}, {"port", 8883}, {"qos", 1}}},
                   {"max_streams", 12},
@@ -67,6 +68,7 @@ TEST(ServerConfig, ReadsEveryField) {
   EXPECT_EQ(c.models[0].batch_size, 8);
   EXPECT_EQ(c.models[0].batch_timeout_us, 20000);
   EXPECT_EQ(c.models[0].threads, 2);
+  EXPECT_EQ(c.models[0].lanes, 2);
   EXPECT_EQ(c.output_dir, "/var/lib/torchinfer");
   EXPECT_EQ(c.mqtt.host, "broker");
   EXPECT_EQ(c.mqtt.port, 8883);
@@ -202,6 +204,11 @@ TEST(ServerConfig, RangesAndMissingFields) {
   json models = kModels;
   models[0]["batch_size"] = 65;
   EXPECT_EQ(error_of({{"models", models}}).first, "models[0].batch_size");
+  for (int lanes : {0, 65}) {
+    models = kModels;
+    models[0]["lanes"] = lanes;
+    EXPECT_EQ(error_of({{"models", models}}).first, "models[0].lanes") << lanes;
+  }
   models = json::array({kModels[0], kModels[0]});
   EXPECT_EQ(error_of({{"models", models}}).first, "models[1].id");
   EXPECT_EQ(error_of({{"models", kModels},

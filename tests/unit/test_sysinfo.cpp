@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/error.h"
 #include "common/sysinfo.h"
 
 using namespace torchinfer;
@@ -50,6 +51,32 @@ TEST(Sysinfo, PhysicalCoresCountSmtSiblingsOnce) {
   EXPECT_EQ(physical_cores({0, 2}, root.string()), 1);
   // Unreadable topology: every cpu counts.
   EXPECT_EQ(physical_cores({0, 9}, root.string()), 2);
+}
+
+TEST(Sysinfo, SplitCoresKeepsSiblingsTogetherAndSizesEven) {
+  const fs::path root = fs::path(testing::TempDir()) / "sysfs_split";
+  for (int c = 0; c < 6; ++c) {  // cpus 0/3, 1/4 and 2/5 are siblings
+    write(root / ("cpu" + std::to_string(c)) / "topology/physical_package_id", "0");
+    write(root / ("cpu" + std::to_string(c)) / "topology/core_id", std::to_string(c % 3));
+  }
+  using Parts = std::vector<std::vector<int>>;
+  EXPECT_EQ(split_cores({0, 1, 2, 3, 4, 5}, 1, root.string()), (Parts{{0, 1, 2, 3, 4, 5}}));
+  EXPECT_EQ(split_cores({0, 1, 2, 3, 4, 5}, 3, root.string()), (Parts{{0, 3}, {1, 4}, {2, 5}}));
+  // Three cores in two parts: two and one, never a sibling apart.
+  EXPECT_EQ(split_cores({5, 4, 3, 2, 1, 0}, 2, root.string()), (Parts{{0, 1, 3, 4}, {2, 5}}));
+  EXPECT_EQ(split_cores({0, 1}, 2, root.string()), (Parts{{0}, {1}}));
+  try {
+    split_cores({0, 3}, 2, root.string());  // one core, two threads
+    FAIL() << "two lanes on one core";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kConfigInvalid);
+    EXPECT_STREQ(e.what(),
+                 "lanes=2 needs a core per lane, but CPUs 0,3 are 1 cores: lower lanes or "
+                 "list more cores");
+  }
+  EXPECT_THROW(split_cores({0, 1}, 0, root.string()), Error);
+  // Unreadable topology: every CPU is a core; five into two is three and two.
+  EXPECT_EQ(split_cores({7, 8, 9, 10, 11}, 2, "/nonexistent"), (Parts{{7, 8, 9}, {10, 11}}));
 }
 
 TEST(Sysinfo, NumaNodesAndGovernors) {
