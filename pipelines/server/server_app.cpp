@@ -198,6 +198,7 @@ Reply ServerApp::list_models() const {
     list.push_back({{"id", m->spec.id},
                     {"path", m->spec.path},
                     {"batch_size", m->spec.batch_size},
+                    {"lanes", m->spec.lanes},
                     {"load_seconds", m->load_seconds}});
   return {200, {{"models", list}}};
 }

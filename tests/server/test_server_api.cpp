@@ -7,6 +7,10 @@
 
 #include <opencv2/imgcodecs.hpp>
 
+#include <algorithm>
+
+#include "common/cpu_set.h"
+#include "common/sysinfo.h"
 #include "server_process.h"
 
 using nlohmann::json;
@@ -16,12 +20,20 @@ namespace {
 
 const std::string kToken = "0123456789abcdef";
 
+// The suite's model runs in two lanes where the machine has two cores: the
+// holder and every camera's torchinfer must then agree on it.
+int suite_lanes() {
+  return std::min(2, torchinfer::physical_cores(torchinfer::allowed_cpus()));
+}
+
 class ServerApi : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     server_ = new ServerProcess(
         {{"max_streams", 4},
          {"max_body_bytes", 2048},
+         {"models",
+          {{{"id", "parts"}, {"path", detector()}, {"batch_size", 4}, {"lanes", suite_lanes()}}}},
          {"streams",
           {{{"id", "cam0"}, {"uri", clip_uri()}, {"confidence_threshold", 0.3}, {"restream", true}},
            {{"id", "cam1"}, {"uri", clip_uri()}, {"inference_interval", 2}, {"track", true}}}}},
@@ -297,6 +309,7 @@ TEST_F(ServerApi, ModelsAndDashboardPage) {
   ASSERT_EQ(models["models"].size(), 1u);
   EXPECT_EQ(models["models"][0]["id"], "parts");
   EXPECT_EQ(models["models"][0]["batch_size"], 4);
+  EXPECT_EQ(models["models"][0]["lanes"], suite_lanes());
   EXPECT_GT(models["models"][0]["load_seconds"].get<double>(), 0);
   const HttpReply page = http_.get(server_->url("/"));
   EXPECT_EQ(page.status, 200);
