@@ -9,6 +9,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "common/cpu_set.h"
+#include "common/sysinfo.h"
 #include "element_helpers.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "preprocess/pixel_format.h"
@@ -473,10 +476,14 @@ TEST(TorchInferRoi, InferenceIntervalStillAppliesPerFrame) {
 
 // ---- many regions --------------------------------------------------------
 
-TEST(TorchInferRoi, FiveHundredRegionsOnOneFrameFillManyBatches) {
+namespace {
+
+// 500 regions of one frame between two frames of one region each: every
+// region's own result, the frames in order.
+void expect_five_hundred_regions_right(const std::string& props) {
   const std::string caps = rgb_caps(100, 100);
   const GstVideoInfo info = info_of(caps);
-  GstHarness* h = classifier("batch-size=8 batch-timeout=1000", caps);
+  GstHarness* h = classifier(props, caps);
   GstBuffer* before = painted(info, {{0, 0, 100, 100, kGreen}}, 0);
   add_roi(before, "part", 0, 0, 10, 10, 0);
   GstBuffer* big = painted(info, {{0, 0, 50, 100, kRed}, {50, 0, 50, 100, kBlue}}, 1);
@@ -506,6 +513,20 @@ TEST(TorchInferRoi, FiveHundredRegionsOnOneFrameFillManyBatches) {
   }
   EXPECT_EQ(stat_of(h, "regions-inferred"), 502u);
   gst_harness_teardown(h);
+}
+
+}  // namespace
+
+TEST(TorchInferRoi, FiveHundredRegionsOnOneFrameFillManyBatches) {
+  expect_five_hundred_regions_right("batch-size=8 batch-timeout=1000");
+}
+
+// Two lanes: the big frame's 63 batches run two at a time and finish in any
+// order; its regions still get their own results.
+TEST(TorchInferRoi, FiveHundredRegionsOverTwoLanesKeepTheirResults) {
+  const int lanes = std::min(2, torchinfer::physical_cores(torchinfer::allowed_cpus()));
+  expect_five_hundred_regions_right("batch-size=8 batch-timeout=1000 lanes=" +
+                                    std::to_string(lanes));
 }
 
 // ---- JSON ----------------------------------------------------------------
