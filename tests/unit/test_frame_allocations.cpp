@@ -65,11 +65,19 @@ void two_threads(int n, const std::function<void(int, int)>& fn) {
 
 // Allocations on this thread while `frames` frames are submitted and popped
 // one by one, after as many again to warm up (pools, scratch, plans).
-long allocations_per_run(bool deferred, int frames) {
-  test::GreyModel fake;
+// With two lanes each batch may run on either.
+long allocations_per_run(bool deferred, int frames, int lanes = 1) {
+  test::GreyModel fake, second;
   auto model = std::make_shared<LoadedModel>(*fake.make());
   model->threads = 2;
   model->parallel_for = two_threads;
+  if (lanes == 2) {
+    auto lane = std::make_shared<LoadedModel>(*second.make());
+    lane->threads = 2;
+    lane->parallel_for = two_threads;
+    lane->worker_base = 2;
+    model->more_lanes.push_back(lane);
+  }
   BatcherOptions bo;
   bo.batch_size = 1;
   bo.timeout = 600s;
@@ -104,4 +112,6 @@ long allocations_per_run(bool deferred, int frames) {
 TEST(FrameAllocations, TheStreamingThreadAllocatesNothingPerFrame) {
   EXPECT_EQ(allocations_per_run(false, 200), 0) << "preprocess-on=streaming-thread";
   EXPECT_EQ(allocations_per_run(true, 200), 0) << "preprocess-on=inference-threads";
+  EXPECT_EQ(allocations_per_run(false, 200, 2), 0) << "two lanes, streaming-thread";
+  EXPECT_EQ(allocations_per_run(true, 200, 2), 0) << "two lanes, inference-threads";
 }
