@@ -63,7 +63,7 @@ std::vector<EngineOptions> lane_options(const EngineOptions& options, int lanes)
       o.threads = options.threads / lanes + (i < options.threads % lanes ? 1 : 0);
     else if (!options.cores)  // as unpinned: one per physical core, not per SMT sibling
       o.threads = physical_cores(parts[static_cast<std::size_t>(i)]);
-    if (i > 1) o.on_progress = nullptr;  // lanes 0 and 1 report for all
+    if (i > 1) o.on_progress = nullptr;  // lane 0 reports, lane 1 too when it loads after 0
     out.push_back(std::move(o));
   }
   return out;
