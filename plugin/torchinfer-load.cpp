@@ -137,18 +137,20 @@ std::shared_ptr<const LoadedModel> load_for_element(GstElement* self, const Sett
     else
       GST_INFO_OBJECT(self, "self-check %s: %s", f.key.c_str(), f.value.c_str());
   }
+  // Per lane: each lane's threads share only its own cores.
+  bool oversubscribed = false;
+  std::size_t n_cores = 0;
   for (int i = 0; i < m->lane_count(); ++i) {
     const EngineInfo& lane = m->lane(i).engine->info();
-    const std::size_t n_cores = lane.cores.empty() ? allowed_cpus().size() : lane.cores.size();
-    if (lane.threads > static_cast<int>(n_cores)) {
-      GST_ELEMENT_WARNING(
-          self, RESOURCE, SETTINGS,
-          ("threads=%d is more than the %zu cores available%s: inference slows down.", s.threads,
-           n_cores * m->lane_count(), m->lane_count() > 1 ? " to the lanes" : ""),
-          ("set threads=0 (automatic) or list more cores"));
-      break;
-    }
+    const std::size_t n = lane.cores.empty() ? allowed_cpus().size() : lane.cores.size();
+    n_cores += n;
+    oversubscribed = oversubscribed || lane.threads > static_cast<int>(n);
   }
+  if (oversubscribed)
+    GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS,
+                        ("threads=%d is more than the %zu cores available: inference slows down.",
+                         m->total_threads(), n_cores),
+                        ("set threads=0 (automatic) or list more cores"));
   if (s.precision == Precision::kBf16 && info.precision != Precision::kBf16)
     GST_ELEMENT_WARNING(self, LIBRARY, SETTINGS,
                         ("precision=bf16 is not faster for this model here; running fp32."),

@@ -56,8 +56,9 @@ using FrameCallback = std::function<void(FrameResult&&)>;
 // cores. A slot is split into `bands` row bands when the batch has fewer
 // slots than the lane has threads; each call writes band `band` of the slot
 // at `dst`. `worker` (0..LoadedModel::total_threads() - 1) is unique among
-// the calls running at the same moment, across lanes. `model` is lane 0. Returns "" or why the
-// frame could not be prepared (its FrameCallback then gets that error). Must not throw.
+// the calls running at the same moment, across lanes. `model` is lane 0.
+// Returns "" or why the frame could not be prepared (its FrameCallback then
+// gets that error). Must not throw.
 using SlotPrepare = std::function<std::string(void* dst, const LoadedModel& model, int worker,
                                               int band, int bands)>;
 

@@ -755,3 +755,26 @@ TEST(TorchInferBatching, LanesMustAgreeBetweenSharersAndFitTheCores) {
   EXPECT_EQ(lanes, 1);
   gst_object_unref(e);
 }
+
+// More threads than cores slows inference down: a warning counts every
+// lane's threads against the cores of the lanes.
+TEST(TorchInferBatching, MoreThreadsThanCoresWarnsWithTheTotals) {
+  const std::vector<int> allowed = torchinfer::allowed_cpus();
+  auto warnings_of = [](const std::string& props) {
+    GstElement* e = gst_parse_launch(("torchinfer " + identity(props)).c_str(), nullptr);
+    const StartResult r = try_start(e);
+    EXPECT_NE(r.ret, GST_STATE_CHANGE_FAILURE) << props << ": " << r.error.message;
+    gst_object_unref(e);
+    std::string all;
+    for (const std::string& w : r.warnings) all += w + "\n";
+    return all;
+  };
+  const std::string one_core = "cores=" + std::to_string(allowed.front());
+  EXPECT_NE(warnings_of(one_core + " threads=2").find("threads=2 is more than the 1 cores"),
+            std::string::npos);
+  EXPECT_EQ(warnings_of(one_core + " threads=1").find("more than the"), std::string::npos);
+  if (torchinfer::physical_cores(allowed) < 2 || allowed.size() != 2) return;
+  EXPECT_NE(warnings_of("lanes=2 threads=4").find("threads=4 is more than the 2 cores"),
+            std::string::npos);
+  EXPECT_EQ(warnings_of("lanes=2").find("more than the"), std::string::npos);
+}
