@@ -124,8 +124,11 @@ void StreamSession::start(std::shared_ptr<Batcher> batcher, SessionOptions optio
   last_.reset();
   // Every queued frame, the latest result kept for reuse and the one the
   // output thread is attaching: with a few spare, the pool never grows.
+  // Made here, not on demand: a batch worker that still holds a delivered
+  // frame's record (several with lanes) must not make a frame allocate.
   records_.clear();
   records_.reserve(queue_->capacity() + 4);
+  while (records_.size() < records_.capacity()) records_.push_back(std::make_shared<Record>());
   next_record_ = 0;
   const std::uint64_t forget =
       object_forget_frames(opts_.regions.reclassify_interval, opts_.inference_interval);
