@@ -27,14 +27,20 @@ double LatencyWindow::percentile(double p) const {
   return v[k];
 }
 
-void StreamStats::frame_out(Clock::time_point now) {
+void StreamStats::frame_out(Clock::time_point now, const SkipReason* reason) {
   if (rate_start_ == Clock::time_point{}) rate_start_ = now;
   ++s_.frames_out;
   ++rate_frames_;
+  if (!reason) {
+    ++s_.inferred;
+    return;
+  }
+  ++s_.skipped;
+  ++s_.skipped_by[static_cast<std::size_t>(*reason)];
 }
 
-void StreamStats::inferred(int fill, double queue_ms, double preprocess_ms, double inference_ms) {
-  ++s_.inferred;
+void StreamStats::batch(int fill, double queue_ms, double preprocess_ms, double inference_ms) {
+  ++batches_;
   fill_sum_ += fill;
   queue_.add(queue_ms);
   preprocess_.add(preprocess_ms);
@@ -49,7 +55,10 @@ StagePercentiles of(const LatencyWindow& w) {
 
 StatsSnapshot StreamStats::snapshot(Clock::time_point now, bool reset_rate) {
   StatsSnapshot out = s_;
-  out.mean_batch_fill = s_.inferred ? static_cast<double>(fill_sum_) / s_.inferred : 0;
+  out.mean_batch_fill = batches_ ? static_cast<double>(fill_sum_) / batches_ : 0;
+  // Unsigned on purpose: a frame counted twice shows as a huge figure, which
+  // the tests' invariant check catches, rather than as a plausible one.
+  out.in_flight = s_.frames_in - s_.frames_out - s_.dropped;
   const double secs = rate_start_ == Clock::time_point{}
                           ? 0
                           : std::chrono::duration<double>(now - rate_start_).count();

@@ -1,7 +1,22 @@
 // Per-stream counters and latency percentiles for the element's stats
 // properties and periodic messages. Not thread-safe: the owner locks.
+//
+// Every frame that entered is, at the moment of reading, exactly one of:
+//   inferred   left with a result computed on it;
+//   skipped    left without one, for one reason (SkipReason);
+//   dropped    never left (flushed by a seek or stop, discarded while the
+//              output was stopped, refused by a full queue when live);
+//   in flight  inside the element: queued, in a batch, or blocked on a full
+//              queue (counted in, not yet anything else).
+// so that, in every snapshot,
+//   frames_in  = inferred + skipped + dropped + in_flight
+//   frames_out = inferred + skipped,  skipped = sum of skipped_by.
+// A frame's fate is counted once, when it leaves or is discarded; in_flight
+// is what is left over, and is 0 once a stream has drained (EOS, drain
+// query, stop).
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <vector>
@@ -28,8 +43,34 @@ struct StagePercentiles {
   double p50 = 0, p95 = 0, p99 = 0;
 };
 
+// Why a frame left without an inference of its own.
+enum class SkipReason : std::uint8_t {
+  kInterval,   // not due (inference-interval)
+  kBusy,       // the model was busy and the drop policy is skip (live sources)
+  kNoRegions,  // roi-list: no region due for inference on it
+  kFailed,     // its pixels could not be read or prepared (the stream then stops)
+};
+constexpr std::size_t kSkipReasons = 4;
+// "interval", "busy", "no-regions", "failed": the stats fields' and the
+// metrics' label values (inline: the server reads them without the core).
+inline const char* to_string(SkipReason r) {
+  switch (r) {
+    case SkipReason::kInterval:
+      return "interval";
+    case SkipReason::kBusy:
+      return "busy";
+    case SkipReason::kNoRegions:
+      return "no-regions";
+    case SkipReason::kFailed:
+      return "failed";
+  }
+  return "?";
+}
+
 struct StatsSnapshot {
   std::uint64_t frames_in = 0, frames_out = 0, inferred = 0, skipped = 0, dropped = 0;
+  std::uint64_t in_flight = 0;  // frames_in - frames_out - dropped when read
+  std::array<std::uint64_t, kSkipReasons> skipped_by{};  // indexed by SkipReason
   // Inferred frames whose outputs held NaN or infinity (results marked invalid).
   std::uint64_t invalid = 0;
   // Mean size of the batches this stream's frames ran in (shared batches
@@ -37,12 +78,12 @@ struct StatsSnapshot {
   double mean_batch_fill = 0;
   double fps = 0;  // frames out per second since the previous snapshot with reset_rate
   StagePercentiles queue, preprocess, inference, total;
-  // inference-region=roi-list only (region_mode): frames due for inference
-  // that had no region to infer, and what became of the regions.
+  // inference-region=roi-list only (region_mode): what became of the regions.
   bool region_mode = false;
-  std::uint64_t frames_without_regions = 0;
   std::uint64_t regions_inferred = 0, regions_reused = 0, regions_filtered = 0, regions_skipped = 0,
                 regions_dropped = 0;
+
+  std::uint64_t skipped_for(SkipReason r) const { return skipped_by[static_cast<std::size_t>(r)]; }
 };
 
 class StreamStats {
@@ -50,11 +91,12 @@ class StreamStats {
   using Clock = std::chrono::steady_clock;
 
   void frame_in() { ++s_.frames_in; }
-  void frame_skipped() { ++s_.skipped; }
-  void frame_dropped() { ++s_.dropped; }
+  // A frame left: with its own inference (reason empty) or skipped.
+  void frame_out(Clock::time_point now, const SkipReason* reason);
+  // A frame that entered will never leave.
+  void frame_dropped(std::uint64_t n = 1) { s_.dropped += n; }
   void frame_invalid() { ++s_.invalid; }
   void set_region_mode(bool on) { s_.region_mode = on; }
-  void frame_without_regions() { ++s_.frames_without_regions; }
   // Adds one frame's region outcomes.
   void regions(std::uint64_t inferred, std::uint64_t reused, std::uint64_t filtered,
                std::uint64_t skipped, std::uint64_t dropped) {
@@ -64,9 +106,8 @@ class StreamStats {
     s_.regions_skipped += skipped;
     s_.regions_dropped += dropped;
   }
-  void frame_out(Clock::time_point now);
-  // One inferred frame that ran in a batch of `fill` frames.
-  void inferred(int fill, double queue_ms, double preprocess_ms, double inference_ms);
+  // The batch figures of one inferred frame that ran in a batch of `fill`.
+  void batch(int fill, double queue_ms, double preprocess_ms, double inference_ms);
   void latency(double total_ms) { total_.add(total_ms); }
 
   // With reset_rate, fps is measured from now on for the next snapshot.
@@ -74,7 +115,7 @@ class StreamStats {
 
  private:
   StatsSnapshot s_;
-  std::uint64_t fill_sum_ = 0;
+  std::uint64_t fill_sum_ = 0, batches_ = 0;
   LatencyWindow queue_, preprocess_, inference_, total_;
   Clock::time_point rate_start_{};
   std::uint64_t rate_frames_ = 0;

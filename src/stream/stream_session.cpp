@@ -13,79 +13,6 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
-// One Preprocessor per inference thread (SlotPrepare's worker): a batch
-// prepares its slots on several threads at once, and a Preprocessor keeps
-// per-geometry scratch. An entry is only touched by its worker, and one
-// batch of a batcher runs at a time.
-class StreamSession::TeamPreprocessors {
- public:
-  TeamPreprocessors(std::function<PreprocessOptions(const ModelConfig&)> options_for, int workers)
-      : options_for_(std::move(options_for)), entries_(static_cast<std::size_t>(workers)) {}
-
-  Preprocessor& get(const LoadedModel& model, int worker, std::unique_ptr<Preprocessor>& spare) {
-    if (worker < 0 || worker >= static_cast<int>(entries_.size())) {
-      spare = std::make_unique<Preprocessor>(options_for_(model.config));
-      return *spare;
-    }
-    Entry& e = entries_[static_cast<std::size_t>(worker)];
-    // A reload builds a new model (new generation), maybe of another size.
-    if (!e.pre || e.model != &model || e.generation != model.generation) {
-      e.pre = std::make_unique<Preprocessor>(options_for_(model.config));
-      e.model = &model;
-      e.generation = model.generation;
-    }
-    return *e.pre;
-  }
-
- private:
-  struct Entry {
-    const LoadedModel* model = nullptr;
-    int generation = 0;
-    std::unique_ptr<Preprocessor> pre;
-  };
-  std::function<PreprocessOptions(const ModelConfig&)> options_for_;
-  std::vector<Entry> entries_;
-};
-
-// A frame's results plus what its slots need until their batches ran.
-// Batch callbacks hold a raw pointer (so that std::function stores them
-// without allocating) and the batch holds the record itself; records are
-// pooled and reused once nothing holds them, so a frame allocates nothing.
-struct StreamSession::Record : FrameInference {
-  std::shared_ptr<Queue> queue;  // where the slots' results go
-  std::uint64_t seq = 0;         // the frame's entry in it
-  // preprocess_in_batch: the inference threads' preprocessors, the frame,
-  // mapped until every slot it gave a batch was delivered or given up, and
-  // each slot's crop (width 0: the options' own).
-  std::shared_ptr<TeamPreprocessors> team;
-  std::unique_ptr<FramePixels> pixels;
-  FrameView view;
-  std::vector<Crop> crops;
-  std::atomic<int> holds{0};  // slots not yet delivered or given up
-
-  ~Record() { unmap(); }
-  void unmap() {
-    if (!pixels) return;
-    pixels->unmap();
-    pixels.reset();
-  }
-  // `n` slots are done with the pixels; the last one unmaps them, before
-  // its result can let the frame leave.
-  void release(int n) {
-    if (n > 0 && holds.fetch_sub(n) == n) unmap();
-  }
-  void clear() {
-    frame_width = frame_height = 0;
-    pts = kNoTimestamp;
-    slots.clear();
-    region_mode = false;
-    regions.clear();
-    unmap();
-    crops.clear();
-    holds = 0;
-  }
-};
-
 bool FrameInference::ok() const {
   bool ran = false;
   for (const SlotResult& s : slots) {
@@ -109,6 +36,7 @@ StreamSession::~StreamSession() {
 }
 
 void StreamSession::start(std::shared_ptr<Batcher> batcher, SessionOptions options) {
+  ThreadOwner::Scope in(in_owner_), out(out_owner_);
   const std::size_t in_batches =
       static_cast<std::size_t>(batcher->options().buffers) * batcher->options().batch_size;
   queue_->set_capacity(in_batches * options.inference_interval + 8);
@@ -120,21 +48,16 @@ void StreamSession::start(std::shared_ptr<Batcher> batcher, SessionOptions optio
         opts_.preprocess_for, std::max(1, batcher_->model()->total_threads()));
   pre_.reset();
   pre_model_.reset();
-  frame_counter_ = 0;
-  last_.reset();
   // Every queued frame, the latest result kept for reuse and the one the
   // output thread is attaching: with a few spare, the pool never grows.
-  // Made here, not on demand: a batch worker that still holds a delivered
-  // frame's record (several with lanes) must not make a frame allocate.
-  records_.clear();
-  records_.reserve(queue_->capacity() + 4);
-  while (records_.size() < records_.capacity()) records_.push_back(std::make_shared<Record>());
-  next_record_ = 0;
-  const std::uint64_t forget =
-      object_forget_frames(opts_.regions.reclassify_interval, opts_.inference_interval);
-  submitted_ = ObjectMemory<std::uint64_t>(forget, kMaxRememberedObjects);
-  results_ = ObjectMemory<CachedResult>(forget, kMaxRememberedObjects);
-  out_frames_ = 0;
+  records_.reset(queue_->capacity() + 4);
+  forget_after_ = object_forget_frames(opts_.regions.reclassify_interval, opts_.inference_interval);
+  in_streams_.clear();
+  in_current_ = 0;
+  in_next_ = 1;
+  to_infer_.clear();
+  out_streams_.clear();
+  in_epoch_ = out_epoch_ = epoch_;
   last_stats_ = Clock::now();
   output_code_ = 0;
   std::lock_guard<std::mutex> lock(stats_mu_);
@@ -145,18 +68,48 @@ void StreamSession::start(std::shared_ptr<Batcher> batcher, SessionOptions optio
 }
 
 void StreamSession::stop() {
-  queue_->set_flushing(true);
+  ThreadOwner::Scope in(in_owner_), out(out_owner_);
+  count_dropped(frames_among(queue_->set_flushing(true)));
   batcher_.reset();
   team_pre_.reset();
   // Records of batches the batcher dropped may still hold their frames.
   records_.clear();
   pre_.reset();
   pre_model_.reset();
-  last_.reset();
+  out_streams_.clear();
 }
 
 std::shared_ptr<Batcher> StreamSession::batcher() const {
   return batcher_;
+}
+
+void StreamSession::begin_stream(const std::string& stream_id) {
+  ThreadOwner::Scope in(in_owner_);
+  std::uint64_t key = 0;
+  if (in_streams_.find_key([&](const InStream& s) { return s.id == stream_id; }, &key)) {
+    in_current_ = key;
+    return;
+  }
+  in_current_ = in_next_++;
+  in_stream().id = stream_id;
+}
+
+StreamSession::InStream& StreamSession::in_stream() {
+  const std::uint64_t forget = forget_after_;
+  return in_streams_.get(in_current_, [forget] {
+    InStream s;
+    s.submitted = ObjectMemory<std::uint64_t>(forget, kMaxRememberedObjects);
+    return s;
+  });
+}
+
+StreamSession::OutStream& StreamSession::out_stream(std::uint64_t stream) {
+  const std::uint64_t forget = forget_after_;
+  return out_streams_.get(stream, [forget] {
+    OutStream s;
+    s.results = ObjectMemory<CachedResult>(forget, kMaxRememberedObjects);
+    return s;
+  });
 }
 
 void StreamSession::give_up_slot(std::uint64_t seq, std::size_t slot) {
@@ -166,21 +119,15 @@ void StreamSession::give_up_slot(std::uint64_t seq, std::size_t slot) {
   });
 }
 
-std::shared_ptr<StreamSession::Record> StreamSession::new_record() {
-  // Frames leave in order, so the oldest record is the likeliest free one.
-  for (std::size_t tries = 0; tries < std::min<std::size_t>(records_.size(), 4); ++tries) {
-    std::shared_ptr<Record>& r = records_[next_record_];
-    next_record_ = (next_record_ + 1) % records_.size();
-    if (r.use_count() == 1) {
-      // The last other holder let go on another thread: see its writes.
-      std::atomic_thread_fence(std::memory_order_acquire);
-      r->clear();
-      return r;
-    }
-  }
-  auto r = std::make_shared<Record>();
-  if (records_.size() < records_.capacity()) records_.push_back(r);
-  return r;
+void StreamSession::count_dropped(std::uint64_t n) {
+  if (n == 0) return;
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  stats_.frame_dropped(n);
+}
+
+std::size_t StreamSession::frames_among(const std::vector<Item>& items) const {
+  return static_cast<std::size_t>(
+      std::count_if(items.begin(), items.end(), [](const Item& it) { return !it.is_event; }));
 }
 
 void StreamSession::prepare(const Batcher::Slot& slot) {
@@ -208,13 +155,19 @@ FrameTransform StreamSession::preprocess_into(const Batcher::Slot& slot, const F
   return tf;
 }
 
+SubmitResult StreamSession::busy_or_failed(const std::shared_ptr<Record>& rec, SkipReason why) {
+  // Written before the entry completes: the output thread reads it after.
+  rec->skip = why;
+  give_up_slot(rec->seq, 0);
+  return {why == SkipReason::kBusy ? SubmitStatus::kBusy : SubmitStatus::kMapFailed, {}};
+}
+
 SubmitResult StreamSession::fill_slot(const std::shared_ptr<Record>& rec, Batcher::Slot& slot,
                                       std::unique_ptr<FramePixels> pixels) {
   FrameView view;
   if (!pixels->map(&view)) {
     batcher_->commit(slot, nullptr);
-    give_up_slot(rec->seq, 0);
-    return {SubmitStatus::kMapFailed, {}};
+    return busy_or_failed(rec, SkipReason::kFailed);
   }
   if (opts_.preprocess_in_batch) {
     // A frame the preprocessing would refuse fails here, on its own thread.
@@ -224,7 +177,7 @@ SubmitResult StreamSession::fill_slot(const std::shared_ptr<Record>& rec, Batche
     } catch (const std::exception& e) {
       pixels->unmap();
       batcher_->commit(slot, nullptr);
-      give_up_slot(rec->seq, 0);
+      busy_or_failed(rec, SkipReason::kFailed);
       return {SubmitStatus::kPrepareFailed, e.what()};
     }
     rec->pixels = std::move(pixels);
@@ -240,7 +193,7 @@ SubmitResult StreamSession::fill_slot(const std::shared_ptr<Record>& rec, Batche
   } catch (const std::exception& e) {
     pixels->unmap();
     batcher_->commit(slot, nullptr);
-    give_up_slot(rec->seq, 0);
+    busy_or_failed(rec, SkipReason::kFailed);
     return {SubmitStatus::kPrepareFailed, e.what()};
   }
   pixels->unmap();
@@ -298,12 +251,12 @@ void StreamSession::commit_deferred(Batcher::Slot& slot, const std::shared_ptr<R
       std::move(prepare), rec);
 }
 
-std::vector<std::size_t> StreamSession::plan_regions(FrameInference& rec, bool infer,
-                                                     std::uint64_t frame_no,
-                                                     const std::vector<RegionOfInterest>* regions) {
-  std::vector<std::size_t> to_infer;
+void StreamSession::plan_regions(FrameInference& rec, bool infer, InStream& stream,
+                                 std::uint64_t frame_no,
+                                 const std::vector<RegionOfInterest>* regions) {
+  to_infer_.clear();
   rec.region_mode = true;
-  if (!regions) return to_infer;
+  if (!regions) return;
   const int every = std::max(1, opts_.regions.reclassify_interval);
   rec.regions.reserve(regions->size());
   for (const RegionOfInterest& roi : *regions) {
@@ -312,7 +265,7 @@ std::vector<std::size_t> StreamSession::plan_regions(FrameInference& rec, bool i
       if (!infer) {
         r.fate = r.object_id ? RegionFate::kReuse : RegionFate::kNotInferred;
       } else if (r.object_id) {
-        const std::uint64_t* last = submitted_.touch(*r.object_id, frame_no);
+        const std::uint64_t* last = stream.submitted.touch(*r.object_id, frame_no);
         if (last && frame_no - *last < static_cast<std::uint64_t>(every))
           r.fate = RegionFate::kReuse;
       }
@@ -320,19 +273,17 @@ std::vector<std::size_t> StreamSession::plan_regions(FrameInference& rec, bool i
     if (r.fate == RegionFate::kInferred) {
       r.slot = static_cast<int>(rec.slots.size());
       rec.slots.emplace_back();
-      to_infer.push_back(rec.regions.size());
+      to_infer_.push_back(rec.regions.size());
     }
     rec.regions.push_back(r);
   }
-  submitted_.forget_stale(frame_no);
-  return to_infer;
+  stream.submitted.forget_stale(frame_no);
 }
 
-SubmitResult StreamSession::fill_regions(const std::shared_ptr<Record>& rec,
-                                         const std::vector<std::size_t>& to_infer,
+SubmitResult StreamSession::fill_regions(const std::shared_ptr<Record>& rec, InStream& stream,
                                          std::uint64_t frame_no,
                                          std::unique_ptr<FramePixels> owned) {
-  const std::size_t n = to_infer.size();
+  const std::size_t n = to_infer_.size();
   const bool skip_when_busy = skip_when_busy_;
   const bool deferred = opts_.preprocess_in_batch;
   FramePixels& pixels = *owned;
@@ -341,19 +292,21 @@ SubmitResult StreamSession::fill_regions(const std::shared_ptr<Record>& rec,
   bool held = false;    // deferred: the record holds the mapping for n slots
   // The frame may leave (and be written downstream) once its last slot is
   // committed or given up: unmap before that.
-  auto give_up_from = [&](std::size_t k) {
+  auto give_up_from = [&](std::size_t k, SkipReason why) {
     if (mapped) pixels.unmap();
     mapped = false;
     if (held) rec->release(static_cast<int>(n - k));
+    // A frame with a slot committed is inferred; the others leave for `why`.
+    if (k == 0) rec->skip = why;
     for (std::size_t j = k; j < n; ++j)
-      give_up_slot(rec->seq, static_cast<std::size_t>(rec->regions[to_infer[j]].slot));
+      give_up_slot(rec->seq, static_cast<std::size_t>(rec->regions[to_infer_[j]].slot));
   };
   for (std::size_t k = 0; k < n; ++k) {
-    const RegionResult& region = rec->regions[to_infer[k]];
+    const RegionResult& region = rec->regions[to_infer_[k]];
     const std::size_t index = static_cast<std::size_t>(region.slot);
     const Crop box = region.box;
     const std::optional<std::int64_t> object_id = region.object_id;
-    // skip_when_busy drops whole frames: once a frame has its first slot,
+    // skip_when_busy skips whole frames: once a frame has its first slot,
     // its other regions wait for theirs (bounded by its region count).
     Batcher::Slot slot = batcher_->acquire(!skip_when_busy || k > 0, flushing_);
     if (!slot) {
@@ -362,14 +315,12 @@ SubmitResult StreamSession::fill_regions(const std::shared_ptr<Record>& rec,
         if (held) rec->release(static_cast<int>(n - k));
         return {SubmitStatus::kFlushing, {}};
       }
-      give_up_from(k);
-      std::lock_guard<std::mutex> lock(stats_mu_);
-      stats_.frame_dropped();
-      return {SubmitStatus::kDropped, {}};
+      give_up_from(k, SkipReason::kBusy);
+      return {SubmitStatus::kBusy, {}};
     }
     if (k == 0 && !(mapped = pixels.map(&view))) {
       batcher_->commit(slot, nullptr);
-      give_up_from(k);
+      give_up_from(k, SkipReason::kFailed);
       return {SubmitStatus::kMapFailed, {}};
     }
     if (deferred) {
@@ -386,12 +337,12 @@ SubmitResult StreamSession::fill_regions(const std::shared_ptr<Record>& rec,
         pre_->check(view, &box);
       } catch (const std::exception& e) {
         batcher_->commit(slot, nullptr);
-        give_up_from(k);
+        give_up_from(k, SkipReason::kFailed);
         return {SubmitStatus::kPrepareFailed, e.what()};
       }
       rec->crops[index] = box;
       commit_deferred(slot, rec, index);
-      if (object_id) submitted_.put(*object_id, frame_no, frame_no);
+      if (object_id) stream.submitted.put(*object_id, frame_no, frame_no);
       continue;
     }
     SlotResult& s = rec->slots[index];
@@ -399,7 +350,7 @@ SubmitResult StreamSession::fill_regions(const std::shared_ptr<Record>& rec,
       s.transform = preprocess_into(slot, view, &box, s.preprocess_ms);
     } catch (const std::exception& e) {
       batcher_->commit(slot, nullptr);
-      give_up_from(k);
+      give_up_from(k, SkipReason::kFailed);
       return {SubmitStatus::kPrepareFailed, e.what()};
     }
     if (k + 1 == n) {
@@ -407,7 +358,7 @@ SubmitResult StreamSession::fill_regions(const std::shared_ptr<Record>& rec,
       mapped = false;
     }
     commit_slot(slot, rec, index);
-    if (object_id) submitted_.put(*object_id, frame_no, frame_no);
+    if (object_id) stream.submitted.put(*object_id, frame_no, frame_no);
   }
   return {SubmitStatus::kQueued, {}};
 }
@@ -415,29 +366,40 @@ SubmitResult StreamSession::fill_regions(const std::shared_ptr<Record>& rec,
 SubmitResult StreamSession::submit_frame(OwnedRef frame, int width, int height, std::uint64_t pts,
                                          std::unique_ptr<FramePixels> pixels,
                                          const std::vector<RegionOfInterest>* regions) {
+  ThreadOwner::Scope owner(in_owner_);
   if (flushing_) return {SubmitStatus::kFlushing, {}};
   if (output_code_ != 0) return {SubmitStatus::kStopped, {}};
   {
     std::lock_guard<std::mutex> lock(stats_mu_);
     stats_.frame_in();
   }
-  const std::uint64_t frame_no = frame_counter_++;
+  const std::uint64_t epoch = epoch_;
+  if (epoch != in_epoch_) {
+    // resume() since the last frame: a seek starts afresh.
+    in_streams_.for_each([](InStream& s) { s.submitted.clear(); });
+    in_epoch_ = epoch;
+  }
+  InStream& stream = in_stream();
+  const std::uint64_t frame_no = stream.frames++;
   const bool infer = frame_no % opts_.inference_interval == 0;
   const bool skip_when_busy = skip_when_busy_;
 
   Item item;
   item.obj = std::move(frame);
   item.in_time = Clock::now();
-  item.rec = new_record();
+  item.rec = records_.take();
   item.rec->queue = queue_;
   item.rec->team = team_pre_;
   item.rec->frame_width = width;
   item.rec->frame_height = height;
   item.rec->pts = pts;
-  std::vector<std::size_t> to_infer;
+  item.rec->stream = in_current_;
+  item.rec->epoch = epoch;
+  if (!infer) item.rec->skip = SkipReason::kInterval;
   if (opts_.region_mode) {
-    to_infer = plan_regions(*item.rec, infer, frame_no, regions);
-    item.pending = static_cast<int>(to_infer.size());
+    plan_regions(*item.rec, infer, stream, frame_no, regions);
+    item.pending = static_cast<int>(to_infer_.size());
+    if (infer && to_infer_.empty()) item.rec->skip = SkipReason::kNoRegions;
   } else if (infer) {
     item.rec->slots.resize(1);
     item.pending = 1;
@@ -446,41 +408,30 @@ SubmitResult StreamSession::submit_frame(OwnedRef frame, int width, int height, 
   const bool ready = item.pending == 0;
   // The frame's entry, for the slots' callbacks (committed after this).
   const std::optional<std::uint64_t> seq = queue_->push(std::move(item), ready, !skip_when_busy);
-  if (seq) rec->seq = *seq;
   if (!seq) {
+    // The frame (its reference went with the refused item) leaves the stream.
+    count_dropped(1);
     if (flushing_) return {SubmitStatus::kFlushing, {}};
     if (output_code_ != 0) return {SubmitStatus::kStopped, {}};
-    // Live and the queue is full: this frame leaves the stream.
-    std::lock_guard<std::mutex> lock(stats_mu_);
-    stats_.frame_dropped();
-    return {SubmitStatus::kDropped, {}};
+    return {SubmitStatus::kDropped, {}};  // live and the queue is full
   }
-  if (!infer) {
-    std::lock_guard<std::mutex> lock(stats_mu_);
-    stats_.frame_skipped();
-    return {SubmitStatus::kSkipped, {}};
-  }
+  rec->seq = *seq;
+  if (!infer) return {SubmitStatus::kSkipped, {}};
   if (opts_.region_mode) {
-    if (to_infer.empty()) {
-      std::lock_guard<std::mutex> lock(stats_mu_);
-      stats_.frame_without_regions();
-      return {SubmitStatus::kNoRegions, {}};
-    }
-    return fill_regions(rec, to_infer, frame_no, std::move(pixels));
+    if (to_infer_.empty()) return {SubmitStatus::kNoRegions, {}};
+    return fill_regions(rec, stream, frame_no, std::move(pixels));
   }
 
   Batcher::Slot slot = batcher_->acquire(!skip_when_busy, flushing_);
   if (!slot) {
     if (flushing_) return {SubmitStatus::kFlushing, {}};
-    give_up_slot(*seq, 0);
-    std::lock_guard<std::mutex> lock(stats_mu_);
-    stats_.frame_dropped();
-    return {SubmitStatus::kDropped, {}};
+    return busy_or_failed(rec, SkipReason::kBusy);
   }
   return fill_slot(rec, slot, std::move(pixels));
 }
 
 bool StreamSession::push_event(OwnedRef event) {
+  ThreadOwner::Scope owner(in_owner_);
   Item item;
   item.obj = std::move(event);
   item.is_event = true;
@@ -492,11 +443,13 @@ void StreamSession::submit_partial() {
 }
 
 bool StreamSession::drain() {
+  ThreadOwner::Scope owner(in_owner_);
   submit_partial();
   return queue_->wait_empty();
 }
 
 std::optional<StreamOutput> StreamSession::pop() {
+  ThreadOwner::Scope owner(out_owner_);
   std::optional<Item> item = queue_->pop();
   if (!item) return std::nullopt;
   StreamOutput out;
@@ -504,36 +457,47 @@ std::optional<StreamOutput> StreamSession::pop() {
   out.is_event = item->is_event;
   out.in_time = item->in_time;
   if (item->is_event) return out;
-  std::shared_ptr<FrameInference> rec = std::move(item->rec);
+  std::shared_ptr<Record> rec = std::move(item->rec);
+  if (rec->epoch != out_epoch_) {
+    // The first frame after a resume(): a seek starts afresh.
+    out_streams_.for_each([](OutStream& s) {
+      s.last.reset();
+      s.results.clear();
+    });
+    out_epoch_ = rec->epoch;
+  }
+  OutStream& stream = out_stream(rec->stream);
+  out.skip = rec->skip.value_or(SkipReason::kFailed);
   out.error = rec->error();
   if (!out.error.empty()) return out;
   if (rec->region_mode) {
     out.inferred = rec->ok();
-    resolve_regions(*rec);
+    resolve_regions(*rec, stream);
     out.results = std::move(rec);
     return out;
   }
   if (rec->ok()) {
     out.inferred = true;
     out.results = rec;
-    last_ = std::move(rec);
-  } else if (last_ && last_->frame_width == rec->frame_width &&
-             last_->frame_height == rec->frame_height) {
-    out.results = last_;
+    stream.last = std::move(rec);
+  } else if (stream.last && stream.last->frame_width == rec->frame_width &&
+             stream.last->frame_height == rec->frame_height) {
+    out.results = stream.last;
   }
   return out;
 }
 
-void StreamSession::resolve_regions(FrameInference& rec) {
-  const std::uint64_t frame = ++out_frames_;
+void StreamSession::resolve_regions(FrameInference& rec, OutStream& stream) {
+  const std::uint64_t frame = ++stream.frames;
   for (RegionResult& r : rec.regions) {
     if (r.fate == RegionFate::kInferred && r.slot >= 0 && rec.slots[r.slot].delivered) {
       r.result_pts = rec.pts;
-      if (r.object_id) results_.put(*r.object_id, frame, CachedResult{rec.slots[r.slot], rec.pts});
+      if (r.object_id)
+        stream.results.put(*r.object_id, frame, CachedResult{rec.slots[r.slot], rec.pts});
       continue;
     }
     if (!r.object_id) continue;
-    CachedResult* c = results_.touch(*r.object_id, frame);
+    CachedResult* c = stream.results.touch(*r.object_id, frame);
     // A region due for reuse, or one whose batch slot was dropped (busy).
     if (c && (r.fate == RegionFate::kReuse || r.fate == RegionFate::kInferred)) {
       r.slot = static_cast<int>(rec.slots.size());
@@ -542,7 +506,7 @@ void StreamSession::resolve_regions(FrameInference& rec) {
       r.result_pts = c->pts;
     }
   }
-  results_.forget_stale(frame);
+  stream.results.forget_stale(frame);
 }
 
 void StreamSession::count_regions(const FrameInference& rec) {
@@ -569,10 +533,10 @@ void StreamSession::count_regions(const FrameInference& rec) {
             break;
           }
           ++inferred;
-          // Batch figures once per frame, so frames-inferred counts frames.
+          // Batch figures once per frame, like a full-frame frame's.
           if (first) {
-            stats_.inferred(s.result.batch_fill, s.result.queue_ms, s.preprocess_ms,
-                            s.result.inference_ms);
+            stats_.batch(s.result.batch_fill, s.result.queue_ms, s.preprocess_ms,
+                         s.result.inference_ms);
             first = false;
           }
           last_inference_ms_ = s.result.inference_ms;
@@ -584,25 +548,24 @@ void StreamSession::count_regions(const FrameInference& rec) {
 }
 
 std::optional<StatsSnapshot> StreamSession::finish(const StreamOutput& out, bool valid) {
+  ThreadOwner::Scope owner(out_owner_);
+  if (out.is_event) return std::nullopt;  // frames are counted, events are not
   const auto now = Clock::now();
   std::lock_guard<std::mutex> lock(stats_mu_);
   if (out.results && out.results->region_mode) {
     count_regions(*out.results);
-    if (out.inferred) {
-      if (!valid) stats_.frame_invalid();
-      ++frames_inferred_;
-    }
   } else if (out.inferred) {
     for (const SlotResult& s : out.results->slots) {
       if (!s.delivered) continue;
-      stats_.inferred(s.result.batch_fill, s.result.queue_ms, s.preprocess_ms,
-                      s.result.inference_ms);
+      stats_.batch(s.result.batch_fill, s.result.queue_ms, s.preprocess_ms, s.result.inference_ms);
       last_inference_ms_ = s.result.inference_ms;
     }
+  }
+  if (out.inferred) {
     if (!valid) stats_.frame_invalid();
     ++frames_inferred_;
   }
-  stats_.frame_out(now);
+  stats_.frame_out(now, out.inferred ? nullptr : &out.skip);
   stats_.latency(std::chrono::duration<double, std::milli>(now - out.in_time).count());
   if (opts_.stats_interval.count() > 0 && now - last_stats_ >= opts_.stats_interval) {
     last_stats_ = now;
@@ -611,25 +574,27 @@ std::optional<StatsSnapshot> StreamSession::finish(const StreamOutput& out, bool
   return std::nullopt;
 }
 
+void StreamSession::discard(const StreamOutput& out) {
+  ThreadOwner::Scope owner(out_owner_);
+  if (!out.is_event) count_dropped(1);
+}
+
 void StreamSession::set_flushing() {
   flushing_ = true;
   if (batcher_) batcher_->wake();
-  queue_->set_flushing(true);
+  count_dropped(frames_among(queue_->set_flushing(true)));
 }
 
 void StreamSession::resume() {
-  queue_->set_flushing(false);
-  last_.reset();
-  // A seek starts afresh: no result from before it is reused.
-  submitted_.clear();
-  results_.clear();
+  count_dropped(frames_among(queue_->set_flushing(false)));
+  ++epoch_;
   flushing_ = false;
   output_code_ = 0;
 }
 
 void StreamSession::stop_output(int code, bool discard_queue) {
   output_code_ = code;
-  if (discard_queue) queue_->set_flushing(true);
+  if (discard_queue) count_dropped(frames_among(queue_->set_flushing(true)));
 }
 
 void StreamSession::accept_again(int code) {

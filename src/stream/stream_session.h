@@ -3,12 +3,25 @@
 // model (inference-interval, drop policy), preprocessing into batch slots of
 // the shared Batcher, the in-order queue that holds frames and serialized
 // events until their results are in, reuse of the latest result on frames
-// that were not inferred, flushing, draining and the stream's statistics.
+// that were not inferred, flushing, draining and the stream's statistics
+// (every frame accounted for: common/stream_stats.h).
 //
-// Threads: submit_frame()/push_event()/drain() run on the streaming thread,
-// pop()/finish() on the output thread; set_flushing()/resume()/stop_output()
-// and the stats getters from any thread. The owner's buffers and events
-// travel as OwnedRef, so nothing here knows GStreamer.
+// Threads. The session has two halves, each used by one thread at a time
+// and checked (common/thread_owner.h):
+//  - the streaming half: begin_stream(), submit_frame(), push_event(),
+//    drain(); the frames' per-stream counters and object memory, the
+//    record pool, the streaming thread's preprocessor;
+//  - the output half: pop(), finish(), discard(); the latest results kept
+//    for reuse.
+// start() and stop() run while neither half is in use (state changes, with
+// the pads' streaming stopped). set_flushing(), resume(), stop_output(),
+// accept_again(), submit_partial() and the stats getters may come from any
+// thread: they touch only atomics, the queue, the batcher and the stats
+// (under their own locks); what resume() forgets, each half forgets itself
+// when it next sees a frame submitted after it.
+// The owner's buffers and events travel as OwnedRef, so nothing here knows
+// GStreamer. Mapping, record reuse and the preprocessing team's rules are
+// written in queued_frame.h and team_preprocessors.h.
 //
 // A frame contributes 0..N slots to batches (N = 1 for full-frame inference):
 // it leaves the queue once every slot it asked for has its result or was
@@ -26,38 +39,16 @@
 #include <vector>
 
 #include "batching/batcher.h"
-#include "batching/in_order_queue.h"
 #include "common/stream_stats.h"
+#include "common/thread_owner.h"
 #include "preprocess/preprocess.h"
+#include "stream/frame_inference.h"
 #include "stream/owned_ref.h"
+#include "stream/per_stream.h"
+#include "stream/queued_frame.h"
 #include "stream/regions.h"
 
 namespace torchinfer {
-
-constexpr std::uint64_t kNoTimestamp = ~std::uint64_t{0};
-
-// One slot's result: what the batcher returned for the pixels it was given.
-struct SlotResult {
-  FrameResult result;
-  FrameTransform transform;  // frame pixels -> model input
-  double preprocess_ms = 0;
-  bool delivered = false;  // the batch ran (result or error); false: never ran
-};
-
-// A frame's inference results on their way to the output thread.
-struct FrameInference {
-  int frame_width = 0, frame_height = 0;
-  std::uint64_t pts = kNoTimestamp;  // of the frame the results were computed on
-  std::vector<SlotResult> slots;     // full-frame mode: one
-  // Region mode: one entry per region the owner passed, in its order.
-  bool region_mode = false;
-  std::vector<RegionResult> regions;
-
-  // Every slot that ran gave a result (at least one ran).
-  bool ok() const;
-  // The first error of a slot, "" if none.
-  std::string error() const;
-};
 
 struct SessionOptions {
   int inference_interval = 1;                   // infer every Nth frame
@@ -89,7 +80,8 @@ inline bool preprocess_in_batch_by_default(int inference_threads, int usable_cpu
 enum class SubmitStatus {
   kQueued,         // preprocessed into a batch slot; leaves with its result
   kSkipped,        // not inferred (interval); leaves with the latest result
-  kDropped,        // the model was busy; counted; leaves (or left) without inference
+  kBusy,           // the model was busy (skip when busy): leaves without inference
+  kDropped,        // live and the queue is full: the frame was discarded (counted)
   kFlushing,       // the stream is flushing: the frame was discarded
   kStopped,        // the output stopped (downstream error/EOS): see output_code()
   kMapFailed,      // the frame's pixels could not be read
@@ -110,19 +102,10 @@ struct StreamOutput {
   // latest before it for a frame of the same size); null if none yet.
   std::shared_ptr<const FrameInference> results;
   bool inferred = false;  // `results` were computed on this frame
-  std::string error;      // inference failed on this frame: the stream must stop
+  // Not inferred: why (what finish() counts it as).
+  SkipReason skip = SkipReason::kFailed;
+  std::string error;  // inference failed on this frame: the stream must stop
   std::chrono::steady_clock::time_point in_time;
-};
-
-// The pixels of a frame handed to the session, read only when the frame
-// goes to the model. unmap() comes before the slot is committed: from then
-// on the output thread may send the frame on.
-class FramePixels {
- public:
-  virtual ~FramePixels() = default;
-  // False when the pixels cannot be read.
-  virtual bool map(FrameView* view) = 0;
-  virtual void unmap() = 0;
 };
 
 class StreamSession {
@@ -146,6 +129,9 @@ class StreamSession {
   void set_skip_when_busy(bool skip) { skip_when_busy_ = skip; }
   bool skip_when_busy() const { return skip_when_busy_; }
 
+  // Streaming thread: the frames that follow belong to the stream with this
+  // id (the stream-start's); until the first call, to one unnamed stream.
+  void begin_stream(const std::string& stream_id);
   // Streaming thread. `frame` is the queue's own reference (the caller
   // must not touch the frame after this returns unless it kept another).
   // In region mode `regions` lists the frame's regions of interest (null or
@@ -173,16 +159,21 @@ class StreamSession {
   // Output thread: the next item in order, or nothing when flushing or
   // stopped.
   std::optional<StreamOutput> pop();
-  // Counts a frame that left (`valid` false: its inferred outputs held NaN
+  // Counts a frame that left, nothing for an event (`valid` false: its inferred outputs held NaN
   // or infinity); returns a statistics snapshot when the stats interval has
   // passed since the last one.
   std::optional<StatsSnapshot> finish(const StreamOutput& out, bool valid = true);
+  // Counts a popped frame the owner did not send on (downstream stopped,
+  // an error) as dropped.
+  void discard(const StreamOutput& out);
 
   // Flush start / pad deactivation: discards what is queued and unblocks
   // every waiting call.
   void set_flushing();
   // Flush stop / activation: accepts frames again, forgets the latest
-  // result (a seek starts afresh).
+  // results and the objects' memory (a seek starts afresh). Any thread:
+  // each half forgets its own state at the first frame submitted after
+  // this.
   void resume();
   bool flushing() const { return flushing_; }
   // The output side stopped with the owner's `code` (non-zero); frames are
@@ -201,34 +192,44 @@ class StreamSession {
   std::uint64_t frames_inferred() const;
 
  private:
-  struct Record;
-  struct Item {
-    OwnedRef obj;
-    bool is_event = false;
-    int pending = 0;  // slots whose batch has not run yet
-    std::shared_ptr<Record> rec;
-    Clock::time_point in_time;
-  };
-  using Queue = InOrderQueue<Item>;
+  using Record = FrameRecord;
+  using Item = QueuedItem;
+  using Queue = FrameQueue;
 
   struct CachedResult {
     SlotResult slot;
     std::uint64_t pts = kNoTimestamp;
   };
-  class TeamPreprocessors;
+  // The streaming half's state of one stream.
+  struct InStream {
+    std::string id;
+    std::uint64_t frames = 0;  // submitted since start (inference-interval)
+    // Frame number at which each tracked object was last sent to the model.
+    ObjectMemory<std::uint64_t> submitted{300, kMaxRememberedObjects};
+  };
+  // The output half's state of one stream.
+  struct OutStream {
+    std::shared_ptr<const FrameInference> last;  // latest full-frame result
+    ObjectMemory<CachedResult> results{300, kMaxRememberedObjects};
+    std::uint64_t frames = 0;  // region-mode frames out (the memory's clock)
+  };
 
+  InStream& in_stream();
+  OutStream& out_stream(std::uint64_t stream);
   void give_up_slot(std::uint64_t seq, std::size_t slot);
-  // A cleared record: a pooled one nobody holds any more, else a new one.
-  std::shared_ptr<Record> new_record();
+  // Counts a frame that will never leave; the stats lock is not held.
+  void count_dropped(std::uint64_t n);
+  std::size_t frames_among(const std::vector<Item>& items) const;
   SubmitResult fill_slot(const std::shared_ptr<Record>& rec, Batcher::Slot& slot,
                          std::unique_ptr<FramePixels> pixels);
-  // Plans the frame's regions into rec; returns the slots to fill (region
-  // indices in rec->regions).
-  std::vector<std::size_t> plan_regions(FrameInference& rec, bool infer, std::uint64_t frame_no,
-                                        const std::vector<RegionOfInterest>* regions);
-  SubmitResult fill_regions(const std::shared_ptr<Record>& rec,
-                            const std::vector<std::size_t>& to_infer, std::uint64_t frame_no,
-                            std::unique_ptr<FramePixels> pixels);
+  // Plans the frame's regions into rec and the slots to fill (region
+  // indices in rec->regions) into to_infer_.
+  void plan_regions(FrameInference& rec, bool infer, InStream& stream, std::uint64_t frame_no,
+                    const std::vector<RegionOfInterest>* regions);
+  SubmitResult fill_regions(const std::shared_ptr<Record>& rec, InStream& stream,
+                            std::uint64_t frame_no, std::unique_ptr<FramePixels> pixels);
+  // A frame that got no slot: it leaves without inference, for `why`.
+  SubmitResult busy_or_failed(const std::shared_ptr<Record>& rec, SkipReason why);
   void prepare(const Batcher::Slot& slot);
   FrameTransform preprocess_into(const Batcher::Slot& slot, const FrameView& view, const Crop* crop,
                                  double& ms);
@@ -239,7 +240,7 @@ class StreamSession {
   void commit_deferred(Batcher::Slot& slot, const std::shared_ptr<Record>& rec, std::size_t index);
   // Output thread: remembers inferred regions' results and attaches the
   // latest result to regions that reuse one.
-  void resolve_regions(FrameInference& rec);
+  void resolve_regions(FrameInference& rec, OutStream& stream);
   void count_regions(const FrameInference& rec);
 
   std::shared_ptr<Queue> queue_;  // shared with batch callbacks that may outlive a run
@@ -248,24 +249,28 @@ class StreamSession {
   std::atomic<bool> flushing_{true};
   std::atomic<int> output_code_{0};
   std::atomic<bool> skip_when_busy_{false};
+  std::atomic<std::uint64_t> epoch_{0};  // resume() calls
 
   // The inference threads' preprocessors (preprocess_in_batch); shared with
   // batches that may outlive a run.
   std::shared_ptr<TeamPreprocessors> team_pre_;
 
-  // Streaming thread only.
-  std::vector<std::shared_ptr<Record>> records_;  // the pool new_record() recycles
-  std::size_t next_record_ = 0;
+  // The streaming half (in_owner_).
+  ThreadOwner in_owner_{"StreamSession's streaming-thread half"};
+  RecordPool records_;
   std::shared_ptr<const LoadedModel> pre_model_;
   std::unique_ptr<Preprocessor> pre_;
-  std::uint64_t frame_counter_ = 0;
-  // Frame number at which each tracked object was last sent to the model.
-  ObjectMemory<std::uint64_t> submitted_{300, kMaxRememberedObjects};
+  PerStream<InStream> in_streams_;
+  std::uint64_t in_current_ = 0;  // key of the stream frames belong to now
+  std::uint64_t in_next_ = 1;     // key of the next new stream
+  std::uint64_t in_epoch_ = 0;
+  std::uint64_t forget_after_ = 300;
+  std::vector<std::size_t> to_infer_;  // plan_regions' output, reused
 
-  // Output thread only.
-  std::shared_ptr<const FrameInference> last_;
-  ObjectMemory<CachedResult> results_{300, kMaxRememberedObjects};
-  std::uint64_t out_frames_ = 0;
+  // The output half (out_owner_).
+  ThreadOwner out_owner_{"StreamSession's output-thread half"};
+  PerStream<OutStream> out_streams_;
+  std::uint64_t out_epoch_ = 0;
   Clock::time_point last_stats_{};
 
   mutable std::mutex stats_mu_;  // guards stats_, last_inference_ms_, frames_inferred_

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "frame_accounting.h"
 #include "grey_model.h"
 #include "stream/stream_session.h"
 
@@ -119,6 +120,10 @@ Popped pop(StreamSession& s) {
 class StreamSessionTest : public ::testing::Test {
  protected:
   void SetUp() override { g_released = 0; }
+  // Every test's frames add up, whatever it left in flight.
+  void TearDown() override {
+    EXPECT_TRUE(test::frames_add_up(test::counts_of(session.snapshot(false))));
+  }
   FakeModel fake;
   StreamSession session;
   void begin(int batch, int interval = 1, bool skip = false) {
@@ -182,21 +187,24 @@ TEST_F(StreamSessionTest, ResultOfAnotherFrameSizeIsNotReused) {
   EXPECT_EQ(p.result_pts, kNoTimestamp);
 }
 
-TEST_F(StreamSessionTest, SkipWhenBusyDropsAndCountsInsteadOfWaiting) {
+TEST_F(StreamSessionTest, SkipWhenBusySkipsAndCountsInsteadOfWaiting) {
   fake.hold = true;
   begin(1, 1, true);
   EXPECT_EQ(submit(session, 1).status, SubmitStatus::kQueued);  // running, held
   fake.wait_inside(1);
   EXPECT_EQ(submit(session, 2).status, SubmitStatus::kQueued);  // second buffer
-  EXPECT_EQ(submit(session, 3).status, SubmitStatus::kDropped);
+  EXPECT_EQ(submit(session, 3).status, SubmitStatus::kBusy);
   fake.release();
   EXPECT_TRUE(pop(session).inferred);
   EXPECT_TRUE(pop(session).inferred);
   Popped p = pop(session);
   EXPECT_EQ(p.value, 3);
   EXPECT_FALSE(p.inferred);
-  EXPECT_EQ(p.result_pts, 2000u) << "a dropped frame carries the latest result";
-  EXPECT_EQ(session.snapshot(false).dropped, 1u);
+  EXPECT_EQ(p.result_pts, 2000u) << "a skipped frame carries the latest result";
+  const StatsSnapshot snap = session.snapshot(false);
+  EXPECT_EQ(snap.skipped_for(SkipReason::kBusy), 1u);
+  EXPECT_EQ(snap.dropped, 0u) << "it left: skipped, not dropped";
+  EXPECT_TRUE(test::frames_add_up(test::counts_of(snap), test::Settled::kYes));
   EXPECT_EQ(fake.batches, (std::vector<std::vector<int>>{{1}, {2}}));
 }
 
@@ -265,6 +273,66 @@ TEST_F(StreamSessionTest, FlushMidBatchDropsEverythingAndUnblocks) {
   Popped p = pop(session);
   EXPECT_EQ(p.value, 5);
   EXPECT_TRUE(p.inferred);
+  // 1 and 2 were queued, 3 waited for a slot or queue space: all dropped;
+  // 4 came while flushing and never entered.
+  const StatsSnapshot snap = session.snapshot(false);
+  EXPECT_EQ(snap.frames_in, 4u);
+  EXPECT_EQ(snap.dropped, 3u);
+  EXPECT_EQ(snap.inferred, 1u);
+  EXPECT_TRUE(test::frames_add_up(test::counts_of(snap), test::Settled::kYes));
+}
+
+// Item 2 of issue 24: a frame counted in is, at every reading, inferred,
+// skipped for a reason, dropped, or in flight, never nothing. Before, a
+// frame inside the session counted as in and nothing else (the server's
+// "5.6 % neither inferred nor counted" were frames in the queue).
+TEST_F(StreamSessionTest, EveryFrameIsInferredSkippedDroppedOrInFlight) {
+  fake.hold = true;
+  begin(2, 2);
+  submit(session, 1);  // slot 0 of the first batch
+  submit(session, 2);  // not due (interval 2)
+  submit(session, 3);  // fills the batch: it runs, held
+  fake.wait_inside(1);
+  StatsSnapshot snap = session.snapshot(false);
+  EXPECT_TRUE(test::frames_add_up(test::counts_of(snap)));
+  EXPECT_EQ(snap.frames_in, 3u);
+  EXPECT_EQ(snap.in_flight, 3u) << "a skipped frame counts when it leaves, in order";
+  EXPECT_EQ(snap.inferred + snap.skipped + snap.dropped, 0u);
+  fake.release();
+  for (int v = 1; v <= 3; ++v) EXPECT_EQ(pop(session).value, v);
+  snap = session.snapshot(false);
+  EXPECT_EQ(snap.inferred, 2u);
+  EXPECT_EQ(snap.skipped_for(SkipReason::kInterval), 1u);
+  EXPECT_EQ(snap.in_flight, 0u);
+
+  submit(session, 4);  // not due
+  submit(session, 5);  // a partial batch, waiting for its timeout
+  snap = session.snapshot(false);
+  EXPECT_TRUE(test::frames_add_up(test::counts_of(snap)));
+  EXPECT_EQ(snap.in_flight, 2u);
+  session.set_flushing();  // a seek: both never leave
+  session.resume();
+  snap = session.snapshot(false);
+  EXPECT_TRUE(test::frames_add_up(test::counts_of(snap), test::Settled::kYes));
+  EXPECT_EQ(snap.frames_in, 5u);
+  EXPECT_EQ(snap.inferred, 2u);
+  EXPECT_EQ(snap.skipped, 1u);
+  EXPECT_EQ(snap.dropped, 2u);
+  EXPECT_EQ(snap.frames_out, 3u);
+}
+
+TEST_F(StreamSessionTest, AFrameTheOwnerDoesNotSendOnCountsAsDropped) {
+  fake.fail = true;
+  begin(1);
+  submit(session, 1);
+  std::optional<StreamOutput> out = session.pop();
+  ASSERT_TRUE(out);
+  EXPECT_FALSE(out->error.empty());
+  session.discard(*out);  // the element posts the error and pushes nothing
+  const StatsSnapshot snap = session.snapshot(false);
+  EXPECT_EQ(snap.dropped, 1u);
+  EXPECT_EQ(snap.frames_out, 0u);
+  EXPECT_TRUE(test::frames_add_up(test::counts_of(snap), test::Settled::kYes));
 }
 
 TEST_F(StreamSessionTest, ReloadBetweenBatchesSwitchesModelsCleanly) {
