@@ -135,6 +135,7 @@ struct State {
   // Streaming thread only.
   GstVideoInfo info;
   bool have_info = false;
+  std::vector<RegionOfInterest> regions;  // the frame's ROIs (roi-list), reused frame to frame
 
   std::string name;  // the element's, for the results it attaches to ROIs
 
@@ -365,34 +366,6 @@ static GstFlowReturn flow_of(GstTorchInfer* self, const SubmitResult& r) {
   }
 }
 
-// The ROI metas of a frame, in the buffer's order (the order the output
-// thread finds them in again to attach the results).
-static std::vector<RegionOfInterest> regions_of(GstBuffer* buf) {
-  std::vector<RegionOfInterest> out;
-  gpointer iter = nullptr;
-  while (GstMeta* m = gst_buffer_iterate_meta_filtered(
-             buf, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
-    auto* roi = reinterpret_cast<GstVideoRegionOfInterestMeta*>(m);
-    RegionOfInterest r;
-    r.x = roi->x;
-    r.y = roi->y;
-    r.width = roi->w;
-    r.height = roi->h;
-    const GstStructure* det =
-        gst_video_region_of_interest_meta_get_param(roi, GST_TORCH_DETECTION_STRUCTURE_NAME);
-    const gchar* label = det ? gst_structure_get_string(det, "label") : nullptr;
-    if (!label) label = roi->roi_type ? g_quark_to_string(roi->roi_type) : "";
-    r.label = label ? label : "";
-    if (const GstStructure* obj = gst_video_region_of_interest_meta_get_param(
-            roi, GST_TORCHTRACK_OBJECT_ID_STRUCTURE_NAME)) {
-      int id = 0;
-      if (gst_structure_get_int(obj, "id", &id)) r.object_id = id;
-    }
-    out.push_back(std::move(r));
-  }
-  return out;
-}
-
 static GstFlowReturn gst_torchinfer_chain(GstPad*, GstObject* parent, GstBuffer* buf) {
   auto* self = GST_TORCHINFER(parent);
   State* st = self->state;
@@ -402,13 +375,16 @@ static GstFlowReturn gst_torchinfer_chain(GstPad*, GstObject* parent, GstBuffer*
                       (nullptr));
     return GST_FLOW_NOT_NEGOTIATED;
   }
-  std::vector<RegionOfInterest> regions;
-  if (st->run.inference_region == REGION_ROI_LIST) regions = regions_of(buf);
+  const std::vector<RegionOfInterest>* regions = nullptr;
+  if (st->run.inference_region == REGION_ROI_LIST) {
+    read_regions(buf, &st->regions);
+    regions = &st->regions;
+  }
   const GstClockTime pts = GST_BUFFER_PTS(buf);
   const SubmitResult r =
       st->session.submit_frame(own(GST_MINI_OBJECT(gst_buffer_ref(buf))),
                                GST_VIDEO_INFO_WIDTH(&st->info), GST_VIDEO_INFO_HEIGHT(&st->info),
-                               pts, std::make_unique<BufferPixels>(&st->info, buf), &regions);
+                               pts, std::make_unique<BufferPixels>(&st->info, buf), regions);
   return flow_of(self, r);
 }
 
@@ -470,6 +446,14 @@ static gboolean gst_torchinfer_sink_event(GstPad* pad, GstObject* parent, GstEve
     }
     case GST_EVENT_FLUSH_STOP:
       return flush_stop(self, event);
+    case GST_EVENT_STREAM_START: {
+      // Several streams may come through one pad (funnel): counts and
+      // object memory are kept per stream.
+      const gchar* id = nullptr;
+      gst_event_parse_stream_start(event, &id);
+      session.begin_stream(id ? id : "");
+      break;
+    }
     case GST_EVENT_CAPS: {
       GstCaps* caps;
       gst_event_parse_caps(event, &caps);
@@ -619,16 +603,19 @@ static void gst_torchinfer_loop(gpointer user_data) {
   }
   if (session.output_code() == GST_FLOW_EOS) {
     ++self->state->not_pushed;
+    session.discard(*out);
     return;
   }
   if (!out->error.empty()) {
     post_error(GST_ELEMENT(self), ErrorKind::kRuntime, "Inference failed: " + out->error);
+    session.discard(*out);
     stop_output(self, GST_FLOW_ERROR);
     return;
   }
   GstBuffer* buf = gst_buffer_make_writable(GST_BUFFER(out->obj.release()));
   if (!attach(self, buf, *out)) {
     gst_buffer_unref(buf);
+    session.discard(*out);
     stop_output(self, GST_FLOW_ERROR);
     return;
   }

@@ -182,7 +182,9 @@ constexpr Property kProperties[] = {
       f); }),
   stream(PROP_DROPPED, [](GParamFlags f) {
       return g_param_spec_uint64("dropped", "Dropped",
-        "Frames not inferred because the model was busy (drop-policy)", 0, G_MAXUINT64, 0, f); },
+        "Frames that entered and never left (flushed by a seek or stop, discarded after "
+        "downstream stopped, refused by a full queue when live); \"stats\" has every counter",
+        0, G_MAXUINT64, 0, f); },
     [](const StatsSnapshot& s, GValue* v) { g_value_set_uint64(v, s.dropped); }),
   stream(PROP_FPS, [](GParamFlags f) {
       return nonnegative_double("fps", "Frames per second", "Output frame rate since start", f); },

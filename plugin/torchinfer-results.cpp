@@ -10,6 +10,7 @@
 #include "decode/classification.h"
 #include "engine/engine.h"
 #include "gst/torchinfer/torchinfer-meta.h"
+#include "gsttorchtrack.h"
 
 namespace torchinfer::gst {
 namespace {
@@ -35,6 +36,34 @@ GstTorchDType to_gst_dtype(DType d) {
 }
 
 }  // namespace
+
+void read_regions(GstBuffer* buf, std::vector<RegionOfInterest>* out) {
+  std::size_t n = 0;
+  gpointer iter = nullptr;
+  while (GstMeta* m = gst_buffer_iterate_meta_filtered(
+             buf, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
+    auto* roi = reinterpret_cast<GstVideoRegionOfInterestMeta*>(m);
+    if (n == out->size()) out->emplace_back();
+    RegionOfInterest& r = (*out)[n++];
+    r.x = roi->x;
+    r.y = roi->y;
+    r.width = roi->w;
+    r.height = roi->h;
+    const GstStructure* det =
+        gst_video_region_of_interest_meta_get_param(roi, GST_TORCH_DETECTION_STRUCTURE_NAME);
+    const gchar* label = det ? gst_structure_get_string(det, "label") : nullptr;
+    if (!label) label = roi->roi_type ? g_quark_to_string(roi->roi_type) : "";
+    r.label.assign(label ? label : "");  // into the string's own capacity
+    r.object_id.reset();
+    if (const GstStructure* obj = gst_video_region_of_interest_meta_get_param(
+            roi, GST_TORCHTRACK_OBJECT_ID_STRUCTURE_NAME)) {
+      int id = 0;
+      if (gst_structure_get_int(obj, "id", &id)) r.object_id = id;
+    }
+  }
+  // Shrinking keeps the capacity, and the strings of the ones kept.
+  out->resize(n);
+}
 
 namespace {
 

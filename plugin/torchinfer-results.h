@@ -1,11 +1,13 @@
-// Turning a frame's batch result into the metas attached to the outgoing
-// buffer.
+// roi-list glue and results: reading a frame's ROI metas for the session,
+// and turning a frame's batch result into the metas attached to the
+// outgoing buffer.
 #pragma once
 
 #include <gst/gst.h>
 #include <gst/video/video.h>
 
 #include <string>
+#include <vector>
 
 #include "common/burst_report.h"
 #include "preprocess/frame.h"
@@ -14,6 +16,11 @@
 #include "video-frame.h"
 
 namespace torchinfer::gst {
+
+// The ROI metas of a frame into `out`, in the buffer's order (the order the
+// output thread finds them in again to attach the results). Reuses out's
+// elements and their strings: no allocation per frame once warmed up.
+void read_regions(GstBuffer* buf, std::vector<RegionOfInterest>* out);
 
 // Adds the GstTorchTensorMeta of the frame's full-frame result (and, for classifiers, the
 // classification meta). inferred=false marks a result reused from an earlier frame. Throws

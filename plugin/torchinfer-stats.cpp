@@ -3,14 +3,21 @@
 namespace torchinfer::gst {
 
 GstStructure* stats_structure(const char* name, const StatsSnapshot& s) {
+  // frames-in = frames-inferred + frames-skipped + frames-dropped +
+  // frames-in-flight, all read at one moment (common/stream_stats.h).
   GstStructure* st = gst_structure_new(
       name, "frames-in", G_TYPE_UINT64, s.frames_in, "frames-out", G_TYPE_UINT64, s.frames_out,
       "frames-inferred", G_TYPE_UINT64, s.inferred, "frames-skipped", G_TYPE_UINT64, s.skipped,
-      "frames-dropped", G_TYPE_UINT64, s.dropped, "frames-invalid", G_TYPE_UINT64, s.invalid,
-      "mean-batch-fill", G_TYPE_DOUBLE, s.mean_batch_fill, "fps", G_TYPE_DOUBLE, s.fps, nullptr);
+      "frames-dropped", G_TYPE_UINT64, s.dropped, "frames-in-flight", G_TYPE_UINT64, s.in_flight,
+      "frames-invalid", G_TYPE_UINT64, s.invalid, "mean-batch-fill", G_TYPE_DOUBLE,
+      s.mean_batch_fill, "fps", G_TYPE_DOUBLE, s.fps, nullptr);
+  for (std::size_t r = 0; r < kSkipReasons; ++r) {
+    const std::string field =
+        std::string("frames-skipped-") + to_string(static_cast<SkipReason>(r));
+    gst_structure_set(st, field.c_str(), G_TYPE_UINT64, s.skipped_by[r], nullptr);
+  }
   if (s.region_mode)
-    gst_structure_set(st, "frames-without-regions", G_TYPE_UINT64, s.frames_without_regions,
-                      "regions-inferred", G_TYPE_UINT64, s.regions_inferred, "regions-reused",
+    gst_structure_set(st, "regions-inferred", G_TYPE_UINT64, s.regions_inferred, "regions-reused",
                       G_TYPE_UINT64, s.regions_reused, "regions-filtered", G_TYPE_UINT64,
                       s.regions_filtered, "regions-skipped", G_TYPE_UINT64, s.regions_skipped,
                       "regions-dropped", G_TYPE_UINT64, s.regions_dropped, nullptr);

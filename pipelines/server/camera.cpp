@@ -436,9 +436,15 @@ StreamFigures Camera::figures() const {
   f.id = spec_.id;
   f.model = spec_.model;
   GstStructure* s = infer_stats(infer_);
+  // One structure, read at one moment: the counters add up.
   f.frames_in = stat_u64(s, "frames-in");
   f.frames_inferred = stat_u64(s, "frames-inferred");
+  f.frames_skipped = stat_u64(s, "frames-skipped");
+  for (std::size_t r = 0; r < kSkipReasons; ++r)
+    f.frames_skipped_by[r] = stat_u64(
+        s, (std::string("frames-skipped-") + to_string(static_cast<SkipReason>(r))).c_str());
   f.frames_dropped = stat_u64(s, "frames-dropped");
+  f.frames_in_flight = stat_u64(s, "frames-in-flight");
   f.fps = stat_double(s, "fps");
   if (s) gst_structure_free(s);
   std::lock_guard<std::mutex> lock(mu_);
@@ -468,6 +474,9 @@ nlohmann::json Camera::status() const {
     std::lock_guard<std::mutex> lock(mu_);
     last_error = health_.last_error();
   }
+  nlohmann::json skipped_by = nlohmann::json::object();
+  for (std::size_t r = 0; r < kSkipReasons; ++r)
+    skipped_by[to_string(static_cast<SkipReason>(r))] = f.frames_skipped_by[r];
   nlohmann::json j = {
       {"id", f.id},
       {"uri", spec_.uri},
@@ -478,7 +487,10 @@ nlohmann::json Camera::status() const {
       {"frames",
        {{"in", f.frames_in},
         {"inferred", f.frames_inferred},
+        {"skipped", f.frames_skipped},
+        {"skipped_by", skipped_by},
         {"dropped", f.frames_dropped},
+        {"in_flight", f.frames_in_flight},
         {"out", f.frames_out}}},
       {"latency_ms", {{"p50", f.latency_p50_s * 1e3}, {"p99", f.latency_p99_s * 1e3}}},
       {"reconnects", f.reconnects},

@@ -100,9 +100,23 @@ std::string render_prometheus(const MetricsSnapshot& m) {
   stream_counter(w, m, "torchinfer_stream_frames_inferred_total",
                  "Frames that got an inference of their own.",
                  [](const StreamFigures& s) { return s.frames_inferred; });
+  w.family("torchinfer_stream_frames_skipped_total", "counter",
+           "Frames that left torchinfer without an inference of their own, by reason "
+           "(interval, busy, no-regions, failed).");
+  for (const auto& s : m.streams)
+    for (std::size_t r = 0; r < kSkipReasons; ++r)
+      w.sample("torchinfer_stream_frames_skipped_total",
+               stream_labels(s) + ",reason=\"" + to_string(static_cast<SkipReason>(r)) + "\"",
+               s.frames_skipped_by[r]);
   stream_counter(w, m, "torchinfer_stream_frames_dropped_total",
-                 "Frames passed on without inference because the model was busy (drop-policy).",
+                 "Frames that entered torchinfer and never left (flushed by a seek or stop, "
+                 "discarded after downstream stopped, refused by a full queue when live).",
                  [](const StreamFigures& s) { return s.frames_dropped; });
+  w.family("torchinfer_stream_frames_in_flight", "gauge",
+           "Frames inside torchinfer now (queued, in a batch, or waiting for queue space): in = "
+           "inferred + skipped + dropped + in flight.");
+  for (const auto& s : m.streams)
+    w.sample("torchinfer_stream_frames_in_flight", stream_labels(s), s.frames_in_flight);
   stream_counter(w, m, "torchinfer_stream_frames_out_total",
                  "Frames that reached the end of the stream's pipeline.",
                  [](const StreamFigures& s) { return s.frames_out; });

@@ -5,16 +5,24 @@
 // (and the output is checked with `promtool check metrics`).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "common/stream_stats.h"
+
 namespace torchinfer::server {
 
 struct StreamFigures {
   std::string id, model, state;
-  std::uint64_t frames_in = 0, frames_inferred = 0, frames_dropped = 0, frames_out = 0;
+  // torchinfer's counters, read at one moment: frames_in = frames_inferred +
+  // frames_skipped + frames_dropped + frames_in_flight (common/stream_stats.h).
+  std::uint64_t frames_in = 0, frames_inferred = 0, frames_skipped = 0, frames_dropped = 0,
+                frames_in_flight = 0;
+  std::array<std::uint64_t, kSkipReasons> frames_skipped_by{};  // indexed by SkipReason
+  std::uint64_t frames_out = 0;  // at the end of the pipeline (after torchinfer)
   double fps = 0;
   double latency_p50_s = 0, latency_p99_s = 0, latency_sum_s = 0;
   std::uint64_t latency_count = 0;

@@ -104,4 +104,53 @@ GstMessage* wait_element_message(GstBus* bus, const char* name) {
   return nullptr;
 }
 
+FrameCounts counts_of(const GstStructure* stats) {
+  auto get = [stats](const std::string& field) {
+    guint64 v = 0;
+    EXPECT_TRUE(gst_structure_get_uint64(stats, field.c_str(), &v)) << field;
+    return static_cast<std::uint64_t>(v);
+  };
+  FrameCounts c;
+  c.in = get("frames-in");
+  c.inferred = get("frames-inferred");
+  c.skipped = get("frames-skipped");
+  c.dropped = get("frames-dropped");
+  c.in_flight = get("frames-in-flight");
+  c.out = get("frames-out");
+  for (std::size_t r = 0; r < kSkipReasons; ++r)
+    c.skipped_by[r] = get(std::string("frames-skipped-") + to_string(static_cast<SkipReason>(r)));
+  return c;
+}
+
+FrameCounts frame_counts(GstElement* element) {
+  GstElement* infer = element;
+  if (GST_IS_BIN(element)) {
+    GstIterator* it = gst_bin_iterate_recurse(GST_BIN(element));
+    GValue v = G_VALUE_INIT;
+    infer = nullptr;
+    while (!infer && gst_iterator_next(it, &v) == GST_ITERATOR_OK) {
+      auto* e = GST_ELEMENT(g_value_get_object(&v));
+      GstElementFactory* f = gst_element_get_factory(e);
+      if (f && g_str_equal(GST_OBJECT_NAME(f), "torchinfer")) infer = e;
+      g_value_reset(&v);
+    }
+    g_value_unset(&v);
+    gst_iterator_free(it);
+  }
+  FrameCounts c;
+  if (!infer) {
+    ADD_FAILURE() << "no torchinfer element";
+    return c;
+  }
+  GstStructure* st = nullptr;
+  g_object_get(infer, "stats", &st, nullptr);
+  if (!st) {
+    ADD_FAILURE() << "torchinfer has no stats";
+    return c;
+  }
+  c = counts_of(st);
+  gst_structure_free(st);
+  return c;
+}
+
 }  // namespace torchinfer::test

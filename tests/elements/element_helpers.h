@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "frame_accounting.h"
+
 namespace torchinfer::test {
 
 struct BusError {
@@ -56,5 +58,12 @@ std::string model(const std::string& name);
 // The next element message with this structure name (or, for "warning",
 // the next warning), waiting up to 2 minutes; nullptr if none came.
 GstMessage* wait_element_message(GstBus* bus, const char* name);
+
+// The frame counters of a torchinfer "stats" structure (property or
+// message), for frames_add_up().
+FrameCounts counts_of(const GstStructure* stats);
+// The counters of a torchinfer element (or the first torchinfer inside a
+// bin) now.
+FrameCounts frame_counts(GstElement* element);
 
 }  // namespace torchinfer::test

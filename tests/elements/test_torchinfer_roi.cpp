@@ -407,9 +407,10 @@ TEST(TorchInferRoi, FramesWithoutRegionsPassThroughInOrderAndAreCounted) {
     if (pts == 1000) EXPECT_EQ(label_of(rois_of(out)[0]), "blue");
     gst_buffer_unref(out);
   }
-  EXPECT_EQ(stat_of(h, "frames-without-regions"), 2u);
+  EXPECT_EQ(stat_of(h, "frames-skipped-no-regions"), 2u);
   EXPECT_EQ(stat_of(h, "frames-out"), 3u);
   EXPECT_EQ(stat_of(h, "frames-inferred"), 1u);
+  EXPECT_TRUE(frames_add_up(frame_counts(h->element), Settled::kYes));
   guint64 frames = 0;
   g_object_get(h->element, "frames", &frames, nullptr);
   EXPECT_EQ(frames, 1u);
@@ -450,6 +451,7 @@ TEST(TorchInferRoi, ReclassifyIntervalReusesATrackedObjectsResult) {
   }
   EXPECT_EQ(stat_of(h, "regions-inferred"), 10u);
   EXPECT_EQ(stat_of(h, "regions-reused"), 4u);
+  EXPECT_TRUE(frames_add_up(frame_counts(h->element), Settled::kYes));
   gst_harness_teardown(h);
 }
 
@@ -470,7 +472,9 @@ TEST(TorchInferRoi, InferenceIntervalStillAppliesPerFrame) {
     gst_buffer_unref(out);
   }
   EXPECT_EQ(stat_of(h, "frames-skipped"), 1u);
+  EXPECT_EQ(stat_of(h, "frames-skipped-interval"), 1u);
   EXPECT_EQ(stat_of(h, "regions-reused"), 1u);
+  EXPECT_TRUE(frames_add_up(frame_counts(h->element), Settled::kYes));
   gst_harness_teardown(h);
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/frame_accounting.h"
 #include "../pipelines/process.h"
 #include "http_client.h"
 
@@ -88,6 +89,25 @@ class ServerProcess {
   bool ready_ = false;
   std::unique_ptr<Child> child_;
 };
+
+// The frame counters of one stream of /streams, for frames_add_up(): read
+// at one moment by the server, so they add up exactly; "out" is the end of
+// the camera's pipeline, which trails torchinfer.
+inline FrameCounts counts_of(const nlohmann::json& stream) {
+  const nlohmann::json& f = stream.at("frames");
+  FrameCounts c;
+  c.in = f.at("in").get<std::uint64_t>();
+  c.inferred = f.at("inferred").get<std::uint64_t>();
+  c.skipped = f.at("skipped").get<std::uint64_t>();
+  c.dropped = f.at("dropped").get<std::uint64_t>();
+  c.in_flight = f.at("in_flight").get<std::uint64_t>();
+  for (std::size_t r = 0; r < kSkipReasons; ++r)
+    c.skipped_by[r] =
+        f.at("skipped_by").at(to_string(static_cast<SkipReason>(r))).get<std::uint64_t>();
+  c.out = f.at("out").get<std::uint64_t>();
+  c.out_trails = true;
+  return c;
+}
 
 // A looped clip's JSON lines file lost no frame: numbered 0, 1, 2, ...
 // and each PTS one frame (33-34 ms: Matroska keeps milliseconds) after the

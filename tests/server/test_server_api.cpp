@@ -15,6 +15,8 @@
 
 using nlohmann::json;
 using namespace torchinfer::test;
+using torchinfer::kSkipReasons;
+using torchinfer::SkipReason;
 
 namespace {
 
@@ -107,6 +109,11 @@ TEST_F(ServerApi, ListAndGetStreams) {
   EXPECT_GE(s["frames"]["in"], s["frames"]["out"]);
   EXPECT_GE(s["frames"]["inferred"], 1);
   EXPECT_EQ(s["frames"]["dropped"], 0);  // a file is never live: torchinfer blocks, never drops
+  EXPECT_TRUE(frames_add_up(counts_of(s)));
+  // cam1 infers every 2nd frame: the others are skipped for that reason.
+  EXPECT_GE(s["frames"]["skipped_by"]["interval"], 1) << s;
+  EXPECT_EQ(s["frames"]["skipped"], s["frames"]["skipped_by"]["interval"]) << s;
+  EXPECT_TRUE(frames_add_up(counts_of(server_->stream(http_, "cam0"))));
   EXPECT_GT(s["latency_ms"]["p99"].get<double>(), 0);
   EXPECT_GE(s["latency_ms"]["p99"], s["latency_ms"]["p50"]);
   EXPECT_EQ(s["reconnects"], 0);
@@ -174,6 +181,27 @@ TEST_F(ServerApi, MetricsNeedTheTokenAndPassPromtool) {
         "torchinfer_stream_restream_frames_dropped_total{stream=\"cam0\",model=\"parts\"} 0",
         "process_cpu_seconds_total ", "process_resident_memory_bytes ", "process_open_fds "})
     EXPECT_NE(r.body.find(series), std::string::npos) << series << "\n" << r.body;
+  // The counters add up in the metrics as well (one camera's figures are
+  // read at one moment).
+  auto value = [&](const std::string& series) -> std::uint64_t {
+    const std::size_t at = r.body.find("\n" + series + " ");
+    EXPECT_NE(at, std::string::npos) << series;
+    return at == std::string::npos ? 0 : std::stoull(r.body.substr(at + series.size() + 2));
+  };
+  const std::string cam0 = "{stream=\"cam0\",model=\"parts\"";
+  FrameCounts c;
+  c.in = value("torchinfer_stream_frames_in_total" + cam0 + "}");
+  c.inferred = value("torchinfer_stream_frames_inferred_total" + cam0 + "}");
+  for (std::size_t k = 0; k < kSkipReasons; ++k) {
+    c.skipped_by[k] = value("torchinfer_stream_frames_skipped_total" + cam0 + ",reason=\"" +
+                            to_string(static_cast<SkipReason>(k)) + "\"}");
+    c.skipped += c.skipped_by[k];
+  }
+  c.dropped = value("torchinfer_stream_frames_dropped_total" + cam0 + "}");
+  c.in_flight = value("torchinfer_stream_frames_in_flight" + cam0 + "}");
+  c.out = value("torchinfer_stream_frames_out_total" + cam0 + "}");
+  c.out_trails = true;
+  EXPECT_TRUE(frames_add_up(c));
   const std::string path = server_->dir() + "/metrics.txt";
   std::ofstream(path) << r.body;
   const Result check = run({"sh", "-c", "promtool check metrics < '" + path + "'"});
@@ -218,6 +246,28 @@ TEST_F(ServerApi, AddThenRemove) {
   // The same id can come back.
   ASSERT_EQ(post(json({{"id", "cam2"}, {"uri", clip_uri()}}).dump()).status, 201);
   EXPECT_EQ(http_.request("DELETE", server_->url("/streams/cam2"), "", kToken).status, 200);
+}
+
+// Issue 24, item 2: on a looped file the gap between frames in and frames
+// inferred is the frames inside torchinfer (a non-live file runs ahead of
+// the synced sink and keeps the queue full), shown as in flight. A clip
+// played once ends with each of its 300 frames inferred and out.
+TEST_F(ServerApi, AClipPlayedOnceEndsWithEveryFrameAccountedFor) {
+  ASSERT_EQ(post(json({{"id", "once"}, {"uri", clip_uri()}, {"loop", false}}).dump()).status, 201);
+  ASSERT_TRUE(eventually(
+      [&] {
+        const json s = server_->stream(http_, "once");
+        EXPECT_TRUE(frames_add_up(counts_of(s))) << "while it runs";
+        return s["state"] == "ended";
+      },
+      120))
+      << server_->stream(http_, "once");
+  const json s = server_->stream(http_, "once");
+  EXPECT_TRUE(frames_add_up(counts_of(s), Settled::kYes));
+  EXPECT_EQ(s["frames"]["in"], 300) << s;
+  EXPECT_EQ(s["frames"]["inferred"], 300) << s;
+  EXPECT_EQ(s["frames"]["out"], 300) << s;
+  EXPECT_EQ(http_.request("DELETE", server_->url("/streams/once"), "", kToken).status, 200);
 }
 
 TEST_F(ServerApi, BadBodiesAre400WithTheField) {

@@ -47,6 +47,7 @@ TEST(ServerChurn, AddingAndRemovingACameraCostsTheOthersNoFrame) {
   for (const auto& s : list["streams"]) {
     EXPECT_EQ(s["state"], "running") << s;
     EXPECT_EQ(s["frames"]["dropped"], 0) << s;
+    EXPECT_TRUE(frames_add_up(counts_of(s))) << s["id"];
     EXPECT_GT(s["frames"]["out"].get<std::uint64_t>(), before[s["id"]]) << s;
   }
   const std::string metrics = http.get(server.url("/metrics")).body;
@@ -113,9 +114,11 @@ TEST(ServerRtsp, ACameraWhoseServerDiesRecoversWhileTheOthersContinue) {
       << server.stream(http, "door") << server.child().err();
   const json door = server.stream(http, "door");
   EXPECT_EQ(door["reconnects"], 1) << door;
+  EXPECT_TRUE(frames_add_up(counts_of(door)));
   const json line = server.stream(http, "line");
   EXPECT_EQ(line["state"], "running");
   EXPECT_EQ(line["frames"]["dropped"], 0);
+  EXPECT_TRUE(frames_add_up(counts_of(line)));
   const std::string metrics = http.get(server.url("/metrics")).body;
   EXPECT_NE(metrics.find("torchinfer_stream_reconnects_total{stream=\"door\",model=\"parts\"} 1\n"),
             std::string::npos);

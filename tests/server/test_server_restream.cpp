@@ -156,6 +156,8 @@ TEST(ServerRestream, AClientWatchesTheAnnotatedVideoUntilTheCameraGoes) {
   EXPECT_EQ(line["state"], "running") << line;
   EXPECT_EQ(line["rtsp_clients"], 1) << line;
   EXPECT_EQ(line["frames"]["dropped"], 0) << line;
+  EXPECT_TRUE(frames_add_up(counts_of(line)));
+  EXPECT_TRUE(frames_add_up(counts_of(server.stream(http, "door"))));
   // The mount went with the camera.
   {
     RtspClient late(server.rtsp_url("door"));

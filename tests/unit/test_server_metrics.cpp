@@ -17,10 +17,14 @@ MetricsSnapshot sample_snapshot() {
   s.id = "cam0";
   s.model = "parts";
   s.state = "running";
-  s.frames_in = 120;
+  s.frames_in = 130;  // = 118 inferred + 7 skipped + 2 dropped + 3 in flight
   s.frames_inferred = 118;
+  s.frames_skipped = 7;
+  s.frames_skipped_by[static_cast<std::size_t>(torchinfer::SkipReason::kInterval)] = 5;
+  s.frames_skipped_by[static_cast<std::size_t>(torchinfer::SkipReason::kBusy)] = 2;
   s.frames_dropped = 2;
-  s.frames_out = 119;
+  s.frames_in_flight = 3;
+  s.frames_out = 124;
   s.fps = 29.5;
   s.latency_p50_s = 0.004;
   s.latency_p99_s = 0.012;
@@ -67,10 +71,21 @@ TEST(MetricsText, StreamModelAndProcessSeries) {
   const std::string t = render_prometheus(sample_snapshot());
   for (const char* line : {
            "# TYPE torchinfer_stream_frames_in_total counter",
-           "torchinfer_stream_frames_in_total{stream=\"cam0\",model=\"parts\"} 120",
+           "torchinfer_stream_frames_in_total{stream=\"cam0\",model=\"parts\"} 130",
            "torchinfer_stream_frames_inferred_total{stream=\"cam0\",model=\"parts\"} 118",
+           "# TYPE torchinfer_stream_frames_skipped_total counter",
+           "torchinfer_stream_frames_skipped_total{stream=\"cam0\",model=\"parts\","
+           "reason=\"interval\"} 5",
+           "torchinfer_stream_frames_skipped_total{stream=\"cam0\",model=\"parts\",reason=\"busy\"}"
+           " 2",
+           "torchinfer_stream_frames_skipped_total{stream=\"cam0\",model=\"parts\","
+           "reason=\"no-regions\"} 0",
+           "torchinfer_stream_frames_skipped_total{stream=\"cam0\",model=\"parts\","
+           "reason=\"failed\"} 0",
            "torchinfer_stream_frames_dropped_total{stream=\"cam0\",model=\"parts\"} 2",
-           "torchinfer_stream_frames_out_total{stream=\"cam0\",model=\"parts\"} 119",
+           "# TYPE torchinfer_stream_frames_in_flight gauge",
+           "torchinfer_stream_frames_in_flight{stream=\"cam0\",model=\"parts\"} 3",
+           "torchinfer_stream_frames_out_total{stream=\"cam0\",model=\"parts\"} 124",
            "torchinfer_stream_reconnects_total{stream=\"cam0\",model=\"parts\"} 1",
            "torchinfer_stream_fps{stream=\"cam0\",model=\"parts\"} 29.5",
            "# TYPE torchinfer_stream_latency_seconds summary",
@@ -105,7 +120,7 @@ TEST(MetricsText, StreamModelAndProcessSeries) {
   for (std::size_t p = 0; (p = t.find("# HELP ", p)) != std::string::npos; ++p) help++;
   for (std::size_t p = 0; (p = t.find("# TYPE ", p)) != std::string::npos; ++p) type++;
   EXPECT_EQ(help, type);
-  EXPECT_EQ(help, 31u);
+  EXPECT_EQ(help, 33u);  // frames_skipped_total and frames_in_flight included
   EXPECT_EQ(t.find("restream_clients{stream=\"cam1\""), std::string::npos) << t;
   EXPECT_EQ(t.find("restream_frames_dropped_total{stream=\"cam1\""), std::string::npos) << t;
 }
