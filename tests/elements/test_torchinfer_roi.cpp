@@ -455,6 +455,35 @@ TEST(TorchInferRoi, ReclassifyIntervalReusesATrackedObjectsResult) {
   gst_harness_teardown(h);
 }
 
+// Issue 24: two cameras funnelled into one roi-list classifier, both with
+// torchtrack's id 1. A funnel sends each stream's stream-start again when it
+// switches to it; object memory is per stream, so camera B's object 1 is
+// inferred on its own pixels instead of carrying camera A's result.
+TEST(TorchInferRoi, TwoStreamsThroughOneClassifierKeepTheirOwnObjects) {
+  const std::string caps = rgb_caps(64, 48);
+  const GstVideoInfo info = info_of(caps);
+  GstHarness* h = classifier("reclassify-interval=3 model-instance-id=funnelled", caps);
+  const bool inferred[] = {true, false, false, true};
+  for (int i = 0; i < 4; ++i) {
+    for (const char* cam : {"cam-a", "cam-b"}) {
+      const bool a = std::string(cam) == "cam-a";
+      ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_stream_start(cam)));
+      GstBuffer* in = painted(info, {{0, 0, 32, 48, a ? kRed : kBlue}}, i);
+      add_roi(in, "part", 0, 0, 32, 48, 0, 1);
+      GstBuffer* out = gst_harness_push_and_pull(h, in);
+      ASSERT_NE(out, nullptr);
+      const auto rois = rois_of(out);
+      EXPECT_EQ(label_of(rois[0]), a ? "red" : "blue") << cam << " frame " << i;
+      EXPECT_EQ(inferred_of(rois[0]), inferred[i]) << cam << " frame " << i;
+      gst_buffer_unref(out);
+    }
+  }
+  EXPECT_EQ(stat_of(h, "regions-inferred"), 4u) << "frames 0 and 3 of each camera";
+  EXPECT_EQ(stat_of(h, "regions-reused"), 4u);
+  EXPECT_TRUE(frames_add_up(frame_counts(h->element), Settled::kYes));
+  gst_harness_teardown(h);
+}
+
 TEST(TorchInferRoi, InferenceIntervalStillAppliesPerFrame) {
   const std::string caps = rgb_caps(64, 48);
   const GstVideoInfo info = info_of(caps);

@@ -318,6 +318,29 @@ TEST_F(StreamRegionsTest, FramesWithoutRegionsPassInOrderWithoutInference) {
   EXPECT_EQ(s.frames_out, 3u);
 }
 
+// Two streams through one session (a funnel), both with object id 1: each
+// stream's object is inferred on its own pixels and reuses its own result.
+TEST_F(StreamRegionsTest, EachStreamRemembersItsOwnObjects) {
+  RegionOptions ro;
+  ro.reclassify_interval = 2;
+  begin(1, ro, 1, false, 1ms);
+  for (int f = 0; f < 3; ++f) {
+    session.begin_stream("a");
+    submit(2 * f, {column(0, 1)});  // grey 10
+    session.begin_stream("b");
+    submit(2 * f + 1, {column(5, 1)});  // grey 60
+  }
+  const bool inferred[] = {true, true, false, false, true, true};
+  const std::uint64_t result_pts[] = {0, 1000, 0, 1000, 4000, 5000};
+  for (int v = 0; v < 6; ++v) {
+    auto rec = pop(v);
+    ASSERT_TRUE(rec);
+    EXPECT_EQ(rec->regions[0].reused, !inferred[v]) << "frame " << v;
+    EXPECT_EQ(rec->regions[0].result_pts, result_pts[v]) << "frame " << v;
+  }
+  EXPECT_EQ(fake.batches, (std::vector<std::vector<int>>{{10}, {60}, {10}, {60}}));
+}
+
 TEST_F(StreamRegionsTest, ASeekForgetsEveryObject) {
   RegionOptions ro;
   ro.reclassify_interval = 100;

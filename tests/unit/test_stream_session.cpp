@@ -177,6 +177,28 @@ TEST_F(StreamSessionTest, IntervalInfersEveryNthAndReusesTheLatestResult) {
   EXPECT_EQ(session.frames_inferred(), 3u) << "reused results are not counted";
 }
 
+// Two streams through one session (a funnel sends each one's stream-start
+// when it switches): inference-interval counts each stream's own frames,
+// and a frame not inferred carries its own stream's latest result.
+TEST_F(StreamSessionTest, StreamsKeepTheirOwnIntervalAndLatestResult) {
+  begin(1, 2);
+  for (int f = 0; f < 4; ++f) {
+    session.begin_stream("a");
+    submit(session, 10 + f);
+    session.begin_stream("b");
+    submit(session, 20 + f);
+  }
+  // Before, frames alternated between the streams and interval 2 inferred
+  // stream a only, stream b carrying a's results.
+  EXPECT_EQ(fake.batches, (std::vector<std::vector<int>>{{10}, {20}, {12}, {22}}));
+  const std::uint64_t result_pts[] = {10000, 20000, 10000, 20000, 12000, 22000, 12000, 22000};
+  for (int k = 0; k < 8; ++k) {
+    Popped p = pop(session);
+    EXPECT_EQ(p.inferred, k % 4 < 2) << k;
+    EXPECT_EQ(p.result_pts, result_pts[k]) << k;
+  }
+}
+
 TEST_F(StreamSessionTest, ResultOfAnotherFrameSizeIsNotReused) {
   begin(1, 2);
   submit(session, 1);
