@@ -56,12 +56,6 @@ class ThreadOwner {
     ThreadOwner* owner_;
   };
 
-  // True when the calling thread is inside a scope of this owner (or the
-  // checks are off): for assertions in private helpers.
-  bool held_here() const {
-    return !thread_checks_enabled() || owner_.load() == std::this_thread::get_id();
-  }
-
  private:
   void enter() {
     const std::thread::id me = std::this_thread::get_id();

@@ -66,7 +66,10 @@ void two_threads(int n, const std::function<void(int, int)>& fn) {
 // Allocations on this thread while `frames` frames are submitted and popped
 // one by one, after as many again to warm up (pools, scratch, plans).
 // With two lanes each batch may run on either.
-long allocations_per_run(bool deferred, int frames, int lanes = 1) {
+// `regions` non-null: inference-region=roi-list with these regions on every
+// frame (the element keeps its region vector from frame to frame).
+long allocations_per_run(bool deferred, int frames, int lanes = 1,
+                         const std::vector<RegionOfInterest>* regions = nullptr) {
   test::GreyModel fake, second;
   auto model = std::make_shared<LoadedModel>(*fake.make());
   model->threads = 2;
@@ -84,6 +87,8 @@ long allocations_per_run(bool deferred, int frames, int lanes = 1) {
   SessionOptions so;
   so.preprocess_in_batch = deferred;
   so.preprocess_for = test::preprocess_to(kSide);
+  so.region_mode = regions != nullptr;
+  so.regions.reclassify_interval = 2;
   StreamSession session;
   session.start(std::make_shared<Batcher>(model, bo), so);
   session.resume();
@@ -95,8 +100,9 @@ long allocations_per_run(bool deferred, int frames, int lanes = 1) {
   long before = 0;
   for (int i = 0; i < 2 * frames; ++i) {
     if (i == frames) before = t_news;
-    const SubmitResult r = session.submit_frame(
-        OwnedRef(&token, no_op), 8, kSide, static_cast<std::uint64_t>(i), std::move(pixels[i]));
+    const SubmitResult r =
+        session.submit_frame(OwnedRef(&token, no_op), 8, kSide, static_cast<std::uint64_t>(i),
+                             std::move(pixels[i]), regions);
     EXPECT_EQ(r.status, SubmitStatus::kQueued);
     std::optional<StreamOutput> out = session.pop();
     EXPECT_TRUE(out && out->inferred);
@@ -108,6 +114,29 @@ long allocations_per_run(bool deferred, int frames, int lanes = 1) {
 }
 
 }  // namespace
+
+// Two tracked objects (inferred every 2nd frame, their latest result
+// reused in between), one untracked region, one filtered out by size.
+std::vector<RegionOfInterest> some_regions() {
+  std::vector<RegionOfInterest> out(4);
+  const int xs[] = {0, 2, 4, 6};
+  for (int k = 0; k < 4; ++k) {
+    out[k].x = xs[k];
+    out[k].width = k == 3 ? 0 : 2;
+    out[k].height = kSide;
+    out[k].label = k == 2 ? "a label longer than the short-string buffer" : "part";
+    if (k < 2) out[k].object_id = 7 + k;
+  }
+  return out;
+}
+
+TEST(FrameAllocations, RoiListAllocatesNothingPerFrame) {
+  const std::vector<RegionOfInterest> regions = some_regions();
+  EXPECT_EQ(allocations_per_run(false, 200, 1, &regions), 0) << "streaming-thread";
+  EXPECT_EQ(allocations_per_run(true, 200, 1, &regions), 0) << "inference-threads";
+  EXPECT_EQ(allocations_per_run(false, 200, 2, &regions), 0) << "two lanes, streaming-thread";
+  EXPECT_EQ(allocations_per_run(true, 200, 2, &regions), 0) << "two lanes, inference-threads";
+}
 
 TEST(FrameAllocations, TheStreamingThreadAllocatesNothingPerFrame) {
   EXPECT_EQ(allocations_per_run(false, 200), 0) << "preprocess-on=streaming-thread";

@@ -357,6 +357,64 @@ TEST_F(StreamSessionTest, AFrameTheOwnerDoesNotSendOnCountsAsDropped) {
   EXPECT_TRUE(test::frames_add_up(test::counts_of(snap), test::Settled::kYes));
 }
 
+// resume() is documented "from any thread": here it comes from a third
+// thread while the streaming thread is inside submit_frame() and the output
+// thread inside pop() (the thread checks, on in tests, abort if it touched
+// either half). What it forgets, each half forgets at the first frame
+// submitted after it, in stream order. Before, resume() cleared the output
+// thread's latest result at once, so frame 6 below carried frame 5's result,
+// computed before the resume.
+TEST_F(StreamSessionTest, ResumeFromAnyThreadForgetsFromTheNextFrameOn) {
+  fake.hold = true;
+  begin(1, 2);
+  submit(session, 1);  // runs, held
+  fake.wait_inside(1);
+  submit(session, 2);  // not due
+  submit(session, 3);  // the second buffer
+  submit(session, 4);  // not due
+  auto streaming = std::async(std::launch::async, [&] { return submit(session, 5).status; });
+  std::promise<void> popping;
+  auto output = std::async(std::launch::async, [&] {
+    popping.set_value();
+    std::vector<Popped> out;
+    for (int k = 0; k < 5; ++k) out.push_back(pop(session));
+    return out;
+  });
+  popping.get_future().wait();
+  EXPECT_EQ(streaming.wait_for(50ms), std::future_status::timeout) << "inside submit_frame";
+  session.resume();
+  fake.release();
+  EXPECT_EQ(streaming.get(), SubmitStatus::kQueued);
+  const std::vector<Popped> before = output.get();
+  const std::uint64_t want_before[] = {1000, 1000, 3000, 3000, 5000};
+  for (int k = 0; k < 5; ++k)
+    EXPECT_EQ(before[k].result_pts, want_before[k]) << "frame " << k + 1 << " came before it";
+  EXPECT_EQ(submit(session, 6).status, SubmitStatus::kSkipped);
+  Popped p = pop(session);
+  EXPECT_EQ(p.value, 6);
+  EXPECT_EQ(p.result_pts, kNoTimestamp) << "no result from before the resume";
+}
+
+// The check itself: a second thread entering a half another thread is in
+// aborts, naming the half.
+TEST_F(StreamSessionTest, TwoThreadsInsideTheStreamingHalfAbort) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        setenv("TORCHINFER_THREAD_CHECKS", "1", 1);
+        fake.hold = true;
+        begin(1);
+        submit(session, 1);
+        fake.wait_inside(1);
+        submit(session, 2);
+        std::thread blocked([&] { submit(session, 3); });  // waits inside submit_frame()
+        std::this_thread::sleep_for(100ms);
+        session.drain();  // the streaming half, from another thread
+        blocked.join();
+      },
+      "streaming-thread half entered by thread");
+}
+
 TEST_F(StreamSessionTest, ReloadBetweenBatchesSwitchesModelsCleanly) {
   begin(2);
   submit(session, 1);
