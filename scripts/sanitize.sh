@@ -24,7 +24,7 @@ asan() {
 
 tsan() {
   mkdir -p build-tsan
-  g++ -std=c++17 -O1 -g -fsanitize=thread -Isrc \
+  g++ -std=c++17 -O1 -g -fsanitize=thread -Isrc -Itests/common \
     tests/unit/test_batcher.cpp tests/unit/test_batcher_lanes.cpp tests/unit/test_stream_session.cpp \
     src/batching/batcher.cpp src/model/model_registry.cpp src/stream/stream_session.cpp \
     src/stream/regions.cpp \
