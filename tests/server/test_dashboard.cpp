@@ -3,6 +3,8 @@
 // figures, adds one from the form, shows a refused add's reason, removes one.
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include "server_process.h"
 
 using nlohmann::json;
@@ -120,6 +122,20 @@ TEST(Dashboard, ShowsAddsAndRemovesCameras) {
       },
       60))
       << wd.script("return document.body.innerText;");
+  // The card's frame counters add up: in = inferred + skipped + dropped +
+  // in flight (issue 24, item 2).
+  const json figures =
+      wd.script("return document.querySelector('.stream[data-id=\"cam1\"] .figures').innerText;");
+  std::smatch m;
+  const std::string text = figures.is_string() ? figures.get<std::string>() : "";
+  ASSERT_TRUE(
+      std::regex_search(text, m,
+                        std::regex("frames (\\d+) in = (\\d+) inferred \\+ (\\d+) skipped"
+                                   "(?: \\([^)]*\\))? \\+ (\\d+) dropped \\+ (\\d+) in flight")))
+      << text;
+  EXPECT_EQ(std::stoull(m[1]),
+            std::stoull(m[2]) + std::stoull(m[3]) + std::stoull(m[4]) + std::stoull(m[5]))
+      << text;
   EXPECT_EQ(wd.script("return document.getElementById('add-model').value;"), "parts");
   // The re-stream's URL on the camera that has one, nothing on the other.
   EXPECT_EQ(wd.script("return document.querySelector('.stream[data-id=\"cam0\"] .rtsp')"
