@@ -188,15 +188,15 @@ TEST_F(StreamSessionTest, StreamsKeepTheirOwnIntervalAndLatestResult) {
     session.begin_stream("b");
     submit(session, 20 + f);
   }
-  // Before, frames alternated between the streams and interval 2 inferred
-  // stream a only, stream b carrying a's results.
-  EXPECT_EQ(fake.batches, (std::vector<std::vector<int>>{{10}, {20}, {12}, {22}}));
   const std::uint64_t result_pts[] = {10000, 20000, 10000, 20000, 12000, 22000, 12000, 22000};
   for (int k = 0; k < 8; ++k) {
     Popped p = pop(session);
     EXPECT_EQ(p.inferred, k % 4 < 2) << k;
     EXPECT_EQ(p.result_pts, result_pts[k]) << k;
   }
+  // Before, frames alternated between the streams and interval 2 inferred
+  // stream a only, stream b carrying a's results.
+  EXPECT_EQ(fake.batches, (std::vector<std::vector<int>>{{10}, {20}, {12}, {22}}));
 }
 
 TEST_F(StreamSessionTest, ResultOfAnotherFrameSizeIsNotReused) {
