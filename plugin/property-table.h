@@ -17,11 +17,15 @@
 //   the settings and nothing is overwritten on read.
 // - Locking: the element holds its settings lock around set() and get();
 //   Status getters lock what else they read themselves.
+// - Failures: an exception from a setter or getter (std::bad_alloc, a figure
+//   that cannot be computed) becomes a warning naming the property; none
+//   reaches GObject's C frames.
 #pragma once
 
 #include <gst/gst.h>
 
 #include <cstddef>
+#include <exception>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -105,18 +109,37 @@ class PropertyTable {
           element_, name_of(pspec));
       return false;
     }
-    return e->set(s, value, pspec);
+    try {
+      return e->set(s, value, pspec);
+    } catch (const std::exception& x) {  // never into GObject's C frames
+      failed(pspec, x.what());
+    } catch (...) {
+      failed(pspec, "unknown error");
+    }
+    return false;
   }
 
   void get(const Settings& s, const Status& now, guint prop_id, GValue* value,
            GParamSpec* pspec) const {
-    if (const Entry* e = find(prop_id))
-      e->get(s, now, value);
-    else
+    const Entry* e = find(prop_id);
+    if (!e) {
       g_warning("%s: no property with id %u ('%s')", element_, prop_id, name_of(pspec));
+      return;
+    }
+    try {
+      e->get(s, now, value);
+    } catch (const std::exception& x) {
+      failed(pspec, x.what());
+    } catch (...) {
+      failed(pspec, "unknown error");
+    }
   }
 
  private:
+  void failed(GParamSpec* pspec, const char* what) const {
+    g_warning("%s: property '%s' failed: %s", element_, name_of(pspec), what);
+  }
+
   static const char* name_of(GParamSpec* pspec) {
     return pspec ? g_param_spec_get_name(pspec) : "?";
   }

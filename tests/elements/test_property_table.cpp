@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -320,6 +321,68 @@ TYPED_TEST(EveryTable, UnknownAndReadOnlyIdsWarnNamingTheElement) {
     g_value_unset(&v);
   }
   EXPECT_EQ(w.messages(), expected);
+}
+
+// ---- the template itself ------------------------------------------------------
+
+namespace {
+
+struct ToySettings {
+  int n = 0;
+};
+struct ToyStatus {};
+using Toy = Property<ToySettings, ToyStatus>;
+
+GParamSpec* toy_spec(GParamFlags f) {
+  return g_param_spec_int("n", "N", "A number for the template's own tests", 0, 9, 0, f);
+}
+bool throwing_set(ToySettings&, const GValue*, GParamSpec*) {
+  throw std::runtime_error("out of memory");
+}
+void throwing_get(const ToySettings&, const ToyStatus&, GValue*) {
+  throw 42;
+}
+
+}  // namespace
+
+TEST(PropertyTableErrors, AThrowingAccessorBecomesAWarning) {
+  static constexpr Toy kEntries[] = {{1, Access::kPlaying, toy_spec, throwing_set, throwing_get}};
+  constexpr PropertyTable<ToySettings, ToyStatus> table{"toy", kEntries};
+  static_assert(table.in_id_order());
+  GParamSpec* p = toy_spec(G_PARAM_READWRITE);
+  g_param_spec_ref_sink(p);
+  GValue v = G_VALUE_INIT;
+  g_value_init(&v, G_TYPE_INT);
+  ToySettings s;
+  WarningCatcher w;
+  EXPECT_FALSE(table.set(s, 1, &v, p, false));
+  table.get(s, ToyStatus{}, 1, &v, p);
+  EXPECT_EQ(w.messages(), (std::vector<std::string>{"toy: property 'n' failed: out of memory",
+                                                    "toy: property 'n' failed: unknown error"}));
+  g_value_unset(&v);
+  g_param_spec_unref(p);
+}
+
+TEST(PropertyTableErrors, TablesOutOfIdOrderOrWithWrongSettersAreRejected) {
+  constexpr Toy::Setter set = set_member<&ToySettings::n, ToySettings>;
+  constexpr Toy::Getter get = get_member<&ToySettings::n, ToySettings, ToyStatus>;
+  static constexpr Toy kGood[] = {{1, Access::kReady, toy_spec, set, get},
+                                  {2, Access::kReadOnly, toy_spec, nullptr, get}};
+  static constexpr Toy kSwapped[] = {{2, Access::kReady, toy_spec, set, get},
+                                     {1, Access::kReady, toy_spec, set, get}};
+  static constexpr Toy kGap[] = {{1, Access::kReady, toy_spec, set, get},
+                                 {3, Access::kReady, toy_spec, set, get}};
+  static constexpr Toy kReadOnlyWithSetter[] = {{1, Access::kReadOnly, toy_spec, set, get}};
+  static constexpr Toy kWritableWithoutSetter[] = {{1, Access::kPlaying, toy_spec, nullptr, get}};
+  static constexpr Toy kNoGetter[] = {{1, Access::kReady, toy_spec, set, nullptr}};
+  static_assert(PropertyTable<ToySettings, ToyStatus>("toy", kGood).in_id_order());
+  EXPECT_TRUE((PropertyTable<ToySettings, ToyStatus>("toy", kGood).in_id_order()));
+  EXPECT_FALSE((PropertyTable<ToySettings, ToyStatus>("toy", kSwapped).in_id_order()));
+  EXPECT_FALSE((PropertyTable<ToySettings, ToyStatus>("toy", kGap).in_id_order()));
+  EXPECT_FALSE((PropertyTable<ToySettings, ToyStatus>("toy", kReadOnlyWithSetter).in_id_order()));
+  EXPECT_FALSE(
+      (PropertyTable<ToySettings, ToyStatus>("toy", kWritableWithoutSetter).in_id_order()));
+  EXPECT_FALSE((PropertyTable<ToySettings, ToyStatus>("toy", kNoGetter).in_id_order()));
 }
 
 // ---- torchinfer -------------------------------------------------------------
