@@ -12,9 +12,10 @@
 //   kPlaying ones may change at any time; kReadOnly ones have no setter.
 // - Refusals: a setter that refuses a value warns (naming the property and the
 //   value) and returns false; the previous value stays.
-// - Status: read-only figures are read by their getter from Status, a view of
-//   the live figures the element builds on each read; nothing is copied into
-//   the settings and nothing is overwritten on read.
+// - Status: read-only figures are read by their getter from Status, the
+//   element's live figures (its counters, or a view that asks its session
+//   only for the figure read); nothing is copied into the settings and
+//   nothing is overwritten on read.
 // - Locking: the element holds its settings lock around set() and get();
 //   Status getters lock what else they read themselves.
 // - Failures: an exception from a setter or getter (std::bad_alloc, a figure
