@@ -192,18 +192,22 @@ constexpr Entry kProperties[] = {
   stream(PROP_DROPPED, [](GParamFlags f) {
       return g_param_spec_uint64("dropped", "Dropped",
         "Frames not inferred because the model was busy (drop-policy)", 0, G_MAXUINT64, 0, f); },
-    [](const Settings&, const Status& s, GValue* v) { g_value_set_uint64(v, s.stream().dropped); }),
+    [](const Settings&, const Status& s, GValue* v) {
+      g_value_set_uint64(v, s.stream().dropped); }),
   stream(PROP_FPS, [](GParamFlags f) {
       return nonnegative_double("fps", "Frames per second", "Output frame rate since start", f); },
-    [](const Settings&, const Status& s, GValue* v) { g_value_set_double(v, s.stream().fps); }),
+    [](const Settings&, const Status& s, GValue* v) {
+      g_value_set_double(v, s.stream().fps); }),
   stream(PROP_LATENCY_P50, [](GParamFlags f) {
       return nonnegative_double("latency-p50", "Latency p50",
         "Median milliseconds from a frame entering to it leaving, over the last 1024 frames",
         f); },
-    [](const Settings&, const Status& s, GValue* v) { g_value_set_double(v, s.stream().total.p50); }),
+    [](const Settings&, const Status& s, GValue* v) {
+      g_value_set_double(v, s.stream().total.p50); }),
   stream(PROP_LATENCY_P99, [](GParamFlags f) {
       return nonnegative_double("latency-p99", "Latency p99", "99th percentile of the same latency", f); },
-    [](const Settings&, const Status& s, GValue* v) { g_value_set_double(v, s.stream().total.p99); }),
+    [](const Settings&, const Status& s, GValue* v) {
+      g_value_set_double(v, s.stream().total.p99); }),
   stream(PROP_STATS, [](GParamFlags f) {
       return g_param_spec_boxed("stats", "Statistics",
         "Counters and per-stage latency percentiles (same fields as the torchinfer-stats "
