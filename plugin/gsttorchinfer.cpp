@@ -181,13 +181,8 @@ static void record_load_stats(State* st, const LoadedModel& m) {
   st->stats.active_precision = to_string(info.precision);
 }
 
-static bool gst_torchinfer_start(GstTorchInfer* self) {
-  State* st = self->state;
-  Settings s;
-  {
-    std::lock_guard<std::mutex> lock(st->settings_lock);
-    s = st->settings;
-  }
+// False, after posting the error, for settings that cannot start.
+static bool settings_usable(GstTorchInfer* self, const Settings& s) {
   if (s.model.empty()) {
     post_error(GST_ELEMENT(self), ErrorKind::kNotFound,
                "No model file set: give torchinfer a model=<file.pt>.");
@@ -199,43 +194,70 @@ static bool gst_torchinfer_start(GstTorchInfer* self) {
                "region of interest is the crop. Unset crop.");
     return false;
   }
+  return true;
+}
+
+// This element's batcher, or the one shared under model-instance-id.
+static std::shared_ptr<Batcher> acquire_batcher(GstTorchInfer* self, const Settings& s,
+                                                const ModelConfig& config) {
+  auto make = [&] {
+    auto model = load_for_element(GST_ELEMENT(self), s, config, 1);
+    BatcherOptions bo;
+    bo.batch_size = s.batch_size;
+    bo.timeout = std::chrono::microseconds(s.batch_timeout_us);
+    return std::make_shared<Batcher>(model, bo);
+  };
+  return s.model_instance_id.empty()
+             ? make()
+             : ModelRegistry::instance().acquire(s.model_instance_id, sharing_key(s, config), make);
+}
+
+static SessionOptions session_options(const Settings& s, const LoadedModel& model) {
+  SessionOptions so;
+  so.inference_interval = s.inference_interval;
+  so.stats_interval = std::chrono::milliseconds(s.stats_interval_ms);
+  so.preprocess_for = [s](const ModelConfig& config) { return preprocess_options(s, config); };
+  so.region_mode = s.inference_region == REGION_ROI_LIST;
+  so.regions.classes = parse_class_list(s.object_class);
+  so.regions.min_size = s.min_object_size;
+  so.regions.padding = s.object_padding;
+  so.regions.reclassify_interval = s.reclassify_interval;
+  so.preprocess_in_batch = s.preprocess_on == PREPROCESS_INFERENCE_THREADS ||
+                           (s.preprocess_on == PREPROCESS_AUTO &&
+                            preprocess_in_batch_by_default(
+                                model.total_threads(), static_cast<int>(allowed_cpus().size())));
+  return so;
+}
+
+// The streaming and output threads' state, fresh for a run of `s`.
+static void reset_run_state(GstTorchInfer* self, const Settings& s, const LoadedModel& model) {
+  State* st = self->state;
+  record_load_stats(st, model);
+  st->run = s;
+  gchar* name = gst_element_get_name(self);
+  st->name = name;
+  g_free(name);
+  st->latency_ns = our_latency_ns(s, model);
+  st->have_info = false;
+  st->warned_not_classifier = false;
+  st->not_pushed = 0;
+  st->invalid_report = BurstReport{};
+}
+
+static bool gst_torchinfer_start(GstTorchInfer* self) {
+  State* st = self->state;
+  Settings s;
+  {
+    std::lock_guard<std::mutex> lock(st->settings_lock);
+    s = st->settings;
+  }
+  if (!settings_usable(self, s)) return false;
   try {
     const ModelConfig config = resolve_model_config(s.model, s.model_config, s.overrides());
-    auto make = [&] {
-      auto model = load_for_element(GST_ELEMENT(self), s, config, 1);
-      BatcherOptions bo;
-      bo.batch_size = s.batch_size;
-      bo.timeout = std::chrono::microseconds(s.batch_timeout_us);
-      return std::make_shared<Batcher>(model, bo);
-    };
-    std::shared_ptr<Batcher> batcher =
-        s.model_instance_id.empty()
-            ? make()
-            : ModelRegistry::instance().acquire(s.model_instance_id, sharing_key(s, config), make);
+    std::shared_ptr<Batcher> batcher = acquire_batcher(self, s, config);
     std::shared_ptr<const LoadedModel> model = batcher->model();
-    record_load_stats(st, *model);
-    st->run = s;
-    gchar* name = gst_element_get_name(self);
-    st->name = name;
-    g_free(name);
-    st->latency_ns = our_latency_ns(s, *model);
-    st->have_info = false;
-    st->warned_not_classifier = false;
-    st->not_pushed = 0;
-    st->invalid_report = BurstReport{};
-    SessionOptions so;
-    so.inference_interval = s.inference_interval;
-    so.stats_interval = std::chrono::milliseconds(s.stats_interval_ms);
-    so.preprocess_for = [s](const ModelConfig& config) { return preprocess_options(s, config); };
-    so.region_mode = s.inference_region == REGION_ROI_LIST;
-    so.regions.classes = parse_class_list(s.object_class);
-    so.regions.min_size = s.min_object_size;
-    so.regions.padding = s.object_padding;
-    so.regions.reclassify_interval = s.reclassify_interval;
-    so.preprocess_in_batch = s.preprocess_on == PREPROCESS_INFERENCE_THREADS ||
-                             (s.preprocess_on == PREPROCESS_AUTO &&
-                              preprocess_in_batch_by_default(
-                                  model->total_threads(), static_cast<int>(allowed_cpus().size())));
+    reset_run_state(self, s, *model);
+    SessionOptions so = session_options(s, *model);
     GST_INFO_OBJECT(self, "preprocessing on the %s",
                     so.preprocess_in_batch ? "inference threads" : "streaming thread");
     std::lock_guard<std::mutex> lock(st->reload_lock);
