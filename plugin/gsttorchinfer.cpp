@@ -18,6 +18,7 @@
 
 #include <gst/video/video.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -135,13 +136,15 @@ struct State {
   // Streaming thread only.
   GstVideoInfo info;
   bool have_info = false;
+  bool object_class_checked = false;  // against the labels of the regions' detector
 
   std::string name;  // the element's, for the results it attaches to ROIs
 
   // Output thread only.
   bool warned_not_classifier = false;
-  guint64 not_pushed = 0;      // output thread: frames let go since downstream's EOS
-  BurstReport invalid_report;  // NaN/infinite results, warned once per burst
+  guint64 regions_not_classified = 0;  // roi-list with a model that is not a classifier
+  guint64 not_pushed = 0;              // output thread: frames let go since downstream's EOS
+  BurstReport invalid_report;          // NaN/infinite results, warned once per burst
 
   // Guards reload_thread and, for threads other than the streaming one,
   // the session's batcher (set in start, reset in stop).
@@ -239,7 +242,9 @@ static void reset_run_state(GstTorchInfer* self, const Settings& s, const Loaded
   g_free(name);
   st->latency_ns = our_latency_ns(s, model);
   st->have_info = false;
+  st->object_class_checked = s.inference_region != REGION_ROI_LIST || s.object_class.empty();
   st->warned_not_classifier = false;
+  st->regions_not_classified = 0;
   st->not_pushed = 0;
   st->invalid_report = BurstReport{};
 }
@@ -415,6 +420,49 @@ static std::vector<RegionOfInterest> regions_of(GstBuffer* buf) {
   return out;
 }
 
+// The labels of the detection model whose full-frame result `buf` carries
+// (the regions' labels come from it); empty if there is none or its sidecar
+// has no labels.
+static std::vector<std::string> detector_labels(GstBuffer* buf, std::string* model) {
+  gpointer iter = nullptr;
+  while (GstMeta* m =
+             gst_buffer_iterate_meta_filtered(buf, &iter, GST_TORCH_TENSOR_META_API_TYPE)) {
+    const auto* tm = reinterpret_cast<const GstTorchTensorMeta*>(m);
+    if (tm->roi_id >= 0 || !tm->model) continue;
+    try {
+      const ModelConfig c = resolve_model_config(tm->model, "", {});
+      if (c.task != Task::kDetection) continue;
+      *model = tm->model;
+      return c.labels;
+    } catch (const std::exception&) {
+      continue;  // its element found its configuration another way
+    }
+  }
+  return {};
+}
+
+// object-class names region labels, which the detector upstream gives: a
+// name its labels lack (a typo) never matches, so its objects would pass
+// unclassified without a word. Checked once per run, on the first frame
+// carrying a full-frame tensor meta.
+static void check_object_class(GstTorchInfer* self, GstBuffer* buf) {
+  State* st = self->state;
+  if (!gst_buffer_get_torch_tensor_meta(buf)) return;
+  st->object_class_checked = true;
+  std::string model;
+  const std::vector<std::string> labels = detector_labels(buf, &model);
+  if (labels.empty()) return;
+  std::string all;
+  for (const auto& l : labels) all += (all.empty() ? "" : ", ") + l;
+  for (const std::string& c : parse_class_list(st->run.object_class))
+    if (std::find(labels.begin(), labels.end(), c) == labels.end())
+      GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS,
+                          ("object-class '%s' is not a label of '%s', which found the regions: "
+                           "no region will match it.",
+                           c.c_str(), model.c_str()),
+                          ("its labels: %s", all.c_str()));
+}
+
 static GstFlowReturn gst_torchinfer_chain(GstPad*, GstObject* parent, GstBuffer* buf) {
   auto* self = GST_TORCHINFER(parent);
   State* st = self->state;
@@ -426,6 +474,7 @@ static GstFlowReturn gst_torchinfer_chain(GstPad*, GstObject* parent, GstBuffer*
   }
   std::vector<RegionOfInterest> regions;
   if (st->run.inference_region == REGION_ROI_LIST) regions = regions_of(buf);
+  if (!st->object_class_checked) check_object_class(self, buf);
   const GstClockTime pts = GST_BUFFER_PTS(buf);
   const SubmitResult r =
       st->session.submit_frame(own(GST_MINI_OBJECT(gst_buffer_ref(buf))),
@@ -575,7 +624,28 @@ static void push_event_out(GstTorchInfer* self, GstEvent* ev) {
   // The last figures of a finite stream, whatever the interval.
   if (GST_EVENT_TYPE(ev) == GST_EVENT_EOS && st->run.stats_interval_ms > 0)
     post_stats(self, st->session.snapshot(false));
+  if (GST_EVENT_TYPE(ev) == GST_EVENT_EOS && st->regions_not_classified > 0)
+    GST_WARNING_OBJECT(self, "%" G_GUINT64_FORMAT " regions inferred without a classification",
+                       st->regions_not_classified);
   gst_pad_push_event(self->srcpad, ev);
+}
+
+// roi-list with a detector: the regions get its tensors (roi_id) but no
+// classification, which is rarely what was meant (a detector given where a
+// classifier belongs). Counted; warned on the first such frame.
+static void warn_not_classified(GstTorchInfer* self, std::size_t regions) {
+  State* st = self->state;
+  if (st->regions_not_classified == 0)
+    GST_ELEMENT_WARNING(
+        self, RESOURCE, SETTINGS,
+        ("Model '%s' is not a classifier: inference-region=roi-list attaches no "
+         "classification to the regions it infers (only their tensor metas).",
+         st->run.model.c_str()),
+        ("%" G_GUINT64_FORMAT " regions on this frame; give a classification model (task "
+         "\"classification\" in its sidecar), or task=raw to ask for tensors "
+         "only",
+         static_cast<guint64>(regions)));
+  st->regions_not_classified += regions;
 }
 
 // Attaches the frame's results (or the latest reused ones); false after
@@ -584,10 +654,13 @@ static bool attach(GstTorchInfer* self, GstBuffer* buf, const StreamOutput& out)
   State* st = self->state;
   if (!out.results) return true;
   try {
+    std::size_t not_classified = 0;
     const bool scores =
         out.results->region_mode
-            ? attach_region_results(buf, *out.results, {st->run.model_instance_id, st->name})
+            ? attach_region_results(buf, *out.results, {st->run.model_instance_id, st->name},
+                                    &not_classified)
             : attach_results(buf, *out.results, out.inferred, st->run.model_instance_id);
+    if (not_classified > 0) warn_not_classified(self, not_classified);
     if (!scores && !st->warned_not_classifier) {
       st->warned_not_classifier = true;
       GST_ELEMENT_WARNING(self, STREAM, FORMAT,
