@@ -214,11 +214,13 @@ TEST(QaLineErrors, UndeliveredMqttLinesExitOne) {
                         "--mqtt-host", "127.0.0.1", "--mqtt-port", std::to_string(free_port())});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("qa-line: warning: MQTT broker 127.0.0.1:"), std::string::npos) << r.err;
-  const std::string n = std::to_string(json_lines(r.out).size());
+  const auto lines = json_lines(r.out);
+  ASSERT_FALSE(lines.empty()) << "the output is still written: " << r.err;
+  const std::string n = std::to_string(lines.size());
   EXPECT_NE(r.err.find(n + " of " + n + " lines not delivered to MQTT broker 127.0.0.1:"),
             std::string::npos)
       << r.err;
-  EXPECT_EQ(json_lines(r.out).back()["event"], "summary") << "the output is still written";
+  EXPECT_EQ(lines.back()["event"], "summary");
   const Result topic = run({app(), "--clip", clip(), "--model", model(), "--classifier",
                             qa_classifier(), "--mqtt-host", "127.0.0.1", "--mqtt-topic", "a/#"});
   EXPECT_EQ(topic.exit_code, 2) << topic.err;
