@@ -17,6 +17,8 @@
 #include "common/file_check.h"
 #include "common/json_file.h"
 #include "http_api.h"
+#include "server/http_limits.h"
+#include "server/token_file.h"
 #include "server_app.h"
 
 namespace app = torchinfer::app;
@@ -109,6 +111,25 @@ struct Run {
   gint64 drain_deadline_us = 0;
 };
 
+// Every API connection and every camera's files and sockets need a
+// descriptor; the usual soft limit of 1024 is far below the hard one.
+void report_open_files_limit(int max_connections) {
+  const OpenFilesLimit lim = raise_open_files_limit();
+  if (!lim.error.empty())
+    g_printerr("torchinfer-server: warning: cannot raise the open files limit: %s\n",
+               lim.error.c_str());
+  else if (lim.after != lim.before)
+    g_printerr("torchinfer-server: open files limit raised from %llu to %llu (the hard limit)\n",
+               static_cast<unsigned long long>(lim.before),
+               static_cast<unsigned long long>(lim.after));
+  // Cameras, models and libraries hold descriptors too (a few dozen).
+  if (lim.error.empty() && lim.after < static_cast<std::uint64_t>(max_connections) + 256)
+    g_printerr(
+        "torchinfer-server: warning: open files limit %llu is low for max_connections %d: "
+        "connections beyond it wait (raise it with `ulimit -Hn` or systemd's LimitNOFILE=)\n",
+        static_cast<unsigned long long>(lim.after), max_connections);
+}
+
 gboolean on_drain_tick(gpointer user) {
   auto* run = static_cast<Run*>(user);
   if (run->app->drained() || g_get_monotonic_time() >= run->drain_deadline_us) {
@@ -175,16 +196,9 @@ int main(int argc, char** argv) {
                                   opt.config + ": streams[" + std::to_string(i) +
                                       "].restream: the server runs without RTSP (--rtsp-port "
                                       "0); give --rtsp-port PORT");
-    if (!opt.token_file.empty()) {
-      token = torchinfer::read_regular_file(opt.token_file, "token file", 4096);
-      token.erase(token.find_last_not_of(" \t\r\n") + 1);
-      token.erase(0, token.find_first_not_of(" \t\r\n"));
-      if (token.empty() || token.find_first_of(" \t\r\n") != std::string::npos)
-        throw torchinfer::Error(torchinfer::ErrorKind::kConfigInvalid,
-                                "token file '" + opt.token_file +
-                                    "': must hold one token (no spaces), e.g. from "
-                                    "`openssl rand -hex 32`");
-    }
+    if (!opt.token_file.empty())
+      token = parse_token(torchinfer::read_regular_file(opt.token_file, "token file", 4096),
+                          opt.token_file);
   } catch (const std::exception& e) {
     g_printerr("torchinfer-server: error: %s\n", e.what());
     return app::kBadCommandLine;
@@ -192,6 +206,7 @@ int main(int argc, char** argv) {
   std::string address;
   int port = 0;
   if (!split_listen(opt.listen, &address, &port)) return app::kBadCommandLine;
+  report_open_files_limit(config.max_connections);
 
   auto server = std::make_unique<ServerApp>(config);
   std::string why;
