@@ -406,7 +406,7 @@ void Camera::begin_drain() {
     return;
   }
   if (rtsp_) rtsp_->stop();
-  send_eos();
+  if (!send_eos()) drained_ = true;  // not running yet: nothing to drain
 }
 
 // Into videoconvert, not the pipeline: a demuxer pulling from filesrc (the

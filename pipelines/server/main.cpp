@@ -2,15 +2,21 @@
 // dashboard and Prometheus metrics (docs/server.md).
 //
 // Exit codes: 0 stopped by SIGTERM/SIGINT after draining; 1 cannot start
-// (a model does not load, the address is taken); 2 bad command line or
-// configuration (the message names the field).
+// (a model does not load, the address is taken) or, at SIGTERM, a camera's
+// pipeline that never stopped; 2 bad command line or configuration (the
+// message names the field).
 #include <glib-unix.h>
 #include <gst/gst.h>
 #include <malloc.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "../app_numbers.h"
 #include "../app_options.h"
@@ -128,6 +134,33 @@ void report_open_files_limit(int max_connections) {
         "torchinfer-server: warning: open files limit %llu is low for max_connections %d: "
         "connections beyond it wait (raise it with `ulimit -Hn` or systemd's LimitNOFILE=)\n",
         static_cast<unsigned long long>(lim.after), max_connections);
+}
+
+// Stops every camera; false if that has not finished after `timeout_s`
+// (a pipeline stuck in a state change, e.g. an open() that never returns).
+// SIGTERM must end the process all the same.
+bool stop_within(ServerApp* server, double timeout_s) {
+  struct Done {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+  };
+  auto done = std::make_shared<Done>();
+  std::thread stopper([server, done] {
+    server->stop_all();
+    std::lock_guard<std::mutex> lock(done->mu);
+    done->done = true;
+    done->cv.notify_all();
+  });
+  std::unique_lock<std::mutex> lock(done->mu);
+  if (!done->cv.wait_for(lock, std::chrono::duration<double>(timeout_s),
+                         [&] { return done->done; })) {
+    stopper.detach();
+    return false;
+  }
+  lock.unlock();
+  stopper.join();
+  return true;
 }
 
 gboolean on_drain_tick(gpointer user) {
@@ -264,7 +297,12 @@ int main(int argc, char** argv) {
   g_unix_signal_add(SIGINT, on_signal, &run);
   g_main_loop_run(run.loop);
   http.reset();
-  server->stop_all();
+  if (!stop_within(server.get(), config.drain_timeout_s + 5)) {
+    g_printerr(
+        "torchinfer-server: error: a camera's pipeline did not stop (one of its state changes "
+        "never returned: a source or output that blocks); exiting without it\n");
+    _exit(1);  // the stuck thread holds locks the destructors would wait on
+  }
   server.reset();
   g_main_loop_unref(run.loop);
   g_printerr("torchinfer-server: stopped\n");

@@ -162,6 +162,23 @@ TEST(ServerStopping, ARemovedCameraHoldsItsIdAndItsPlaceUntilItsPipelineIsGone) 
   EXPECT_GE(n, 3u);
 }
 
+// SIGTERM ends the process even when a camera's pipeline never stops.
+TEST(ServerStopping, SigtermEndsTheServerWhileACameraStartNeverReturns) {
+  ServerProcess server(json{{"drain_timeout_s", 1}});
+  ASSERT_TRUE(server.ready()) << server.child().err();
+  const std::string fifo = server.out_dir() + "/held.jsonl";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  Http http;
+  ASSERT_EQ(post(http, server, {{"id", "held"}, {"uri", clip_uri()}}).status, 201);
+  EXPECT_EQ(server.stream(http, "held")["state"], "starting");
+  server.child().signal(SIGTERM);
+  EXPECT_EQ(server.child().wait_exit(60), 1) << server.child().err();
+  EXPECT_EQ(server.child().count_err("torchinfer-server: error: a camera's pipeline did not stop "
+                                     "(one of its state changes never returned"),
+            1)
+      << server.child().err();
+}
+
 // The churn: cameras added and removed as fast as the API takes
 // them. Pipelines alive (running + stopping) never pass max_streams: in
 // /streams, and in the process's threads.
