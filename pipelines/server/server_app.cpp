@@ -189,8 +189,9 @@ void ServerApp::stop_in_background(std::shared_ptr<Camera> cam, Model* m) {
     }
     // The registry belongs to the main loop.
     auto* done = new std::pair<ServerApp*, std::shared_ptr<Camera>>(this, cam);
-    g_main_context_invoke_full(
-        nullptr, G_PRIORITY_DEFAULT,
+    // Always queued (never run here): stopped() joins this thread.
+    g_idle_add_full(
+        G_PRIORITY_DEFAULT,
         [](gpointer p) {
           auto* d = static_cast<std::pair<ServerApp*, std::shared_ptr<Camera>>*>(p);
           d->first->stopped(d->second);
