@@ -91,21 +91,20 @@ void HttpApi::on_early(SoupServer*, SoupServerMessage* msg, const char*, GHashTa
 }
 
 // Answered on the socket now; if the connection is not one of ours, the
-// usual reply after libsoup has read the body (and not kept it).
-bool HttpApi::refuse_early(SoupServerMessage* msg, int status, const std::string& message) {
+// usual reply after libsoup has read the body (and not kept it). Either way
+// the request is not handled further.
+void HttpApi::refuse_early(SoupServerMessage* msg, int status, const std::string& message) {
   const nlohmann::json body = {{"error", message}};
-  app_->count_reply(status);
+  g_object_set_data(G_OBJECT(msg), "torchinfer-answered", GINT_TO_POINTER(1));
   if (listener_->answer_and_close(
           msg, status, body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))) {
-    // Should libsoup still come to the handler (the body was in its buffer
-    // already), there is nothing left to say.
+    app_->count_reply(status);
+    // For libsoup, should it still read a body already in its buffer.
     soup_server_message_set_status(msg, status, nullptr);
-    g_object_set_data(G_OBJECT(msg), "torchinfer-answered", GINT_TO_POINTER(1));
-    return true;
+    return;
   }
   soup_message_body_set_accumulate(soup_server_message_get_request_body(msg), FALSE);
   reply(msg, {status, body});
-  return false;
 }
 
 void HttpApi::on_chunk(SoupServerMessage* msg, GBytes* chunk, gpointer user) {

@@ -26,7 +26,7 @@ class HttpApi {
  private:
   static void on_early(SoupServer*, SoupServerMessage* msg, const char* path, GHashTable*,
                        gpointer user);
-  bool refuse_early(SoupServerMessage* msg, int status, const std::string& message);
+  void refuse_early(SoupServerMessage* msg, int status, const std::string& message);
   static void on_chunk(SoupServerMessage* msg, GBytes* chunk, gpointer user);
   static void on_request(SoupServer*, SoupServerMessage* msg, const char* path, GHashTable*,
                          gpointer user);
