@@ -60,7 +60,10 @@ class ServerApi : public ::testing::Test {
     // Cameras removed by an earlier test have stopped: they hold places
     // under max_streams until then.
     ASSERT_TRUE(eventually(
-        [&] { return http_.get(server_->url("/healthz")).json()["stopping_streams"] == 0; }, 60));
+        [&] {
+          return http_.get(server_->url("/healthz")).json().value("stopping_streams", 0) == 0;
+        },
+        60));
   }
 
   HttpReply post(const std::string& body, const std::string& token = kToken) {
@@ -83,8 +86,7 @@ class ServerApi : public ::testing::Test {
   std::size_t stream_count() {
     std::size_t n = 0;
     const json list = http_.get(server_->url("/streams")).json();
-    for (const auto& s : list["streams"])
-      n += s["state"] != "stopping";
+    for (const auto& s : list["streams"]) n += s["state"] != "stopping";
     return n;
   }
 
