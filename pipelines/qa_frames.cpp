@@ -46,6 +46,24 @@ bool classifier_evidence(GstVideoRegionOfInterestMeta* roi, std::map<std::string
   return !out.empty();
 }
 
+// The ids of the tracks torchtrack ended on this frame.
+std::vector<int> ended_tracks(GstBuffer* buf) {
+  std::vector<int> ended;
+  GstCustomMeta* cm = gst_buffer_get_custom_meta(buf, "GstTorchTrackEventsMeta");
+  const GValue* events =
+      cm ? gst_structure_get_value(gst_custom_meta_get_structure(cm), "events") : nullptr;
+  for (guint i = 0; events && GST_VALUE_HOLDS_ARRAY(events) && i < gst_value_array_get_size(events);
+       ++i) {
+    const GValue* e = gst_value_array_get_value(events, i);
+    if (!GST_VALUE_HOLDS_STRUCTURE(e)) continue;
+    const GstStructure* s = gst_value_get_structure(e);
+    int id = 0;
+    if (gst_structure_has_name(s, "torchtrack-track-ended") && gst_structure_get_int(s, "id", &id))
+      ended.push_back(id);
+  }
+  return ended;
+}
+
 }  // namespace
 
 FrameResults read_frame(GstBuffer* buf, std::int64_t index, const ReadRules& rules) {
@@ -106,19 +124,7 @@ FrameResults read_frame(GstBuffer* buf, std::int64_t index, const ReadRules& rul
     return a.confidence > b.confidence;
   });
 
-  if (GstCustomMeta* cm = gst_buffer_get_custom_meta(buf, "GstTorchTrackEventsMeta")) {
-    const GValue* events = gst_structure_get_value(gst_custom_meta_get_structure(cm), "events");
-    for (guint i = 0;
-         events && GST_VALUE_HOLDS_ARRAY(events) && i < gst_value_array_get_size(events); ++i) {
-      const GValue* e = gst_value_array_get_value(events, i);
-      if (!GST_VALUE_HOLDS_STRUCTURE(e)) continue;
-      const GstStructure* s = gst_value_get_structure(e);
-      int id = 0;
-      if (gst_structure_has_name(s, "torchtrack-track-ended") &&
-          gst_structure_get_int(s, "id", &id))
-        r.frame.ended.push_back(id);
-    }
-  }
+  r.frame.ended = ended_tracks(buf);
   return r;
 }
 

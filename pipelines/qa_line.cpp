@@ -11,7 +11,6 @@
 #include <gst/video/video.h>
 
 #include <sys/resource.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <atomic>
@@ -19,53 +18,37 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <set>
-#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "app_numbers.h"
-#include "app_options.h"
-#include "common/file_check.h"
-#include "common/json_file.h"
-#include "common/utf8.h"
 #include "export/mqtt_publisher.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "qa/decision_json.h"
 #include "qa/part_verdicts.h"
 #include "qa_annotate.h"
 #include "qa_frames.h"
+#include "qa_options.h"
+#include "qa_pipeline.h"
+#include "qa_rules.h"
 #include "qa_scores.h"
 
-namespace app = torchinfer::app;
+namespace qa = torchinfer::qa;
 
 namespace {
 
-constexpr const char* kNoClassifier = "none";
-
-struct Options {
-  std::string clip, device, source, model = "models/demo/parts_detector.pt", output;
-  std::string classifier = "models/demo/defect_classifier.pt";
-  std::string part_classes, defect_classes, tracking_type = "short-term", truth, out_dir;
-  std::string mqtt_host, mqtt_topic = "qa-line/decisions";
-  int mqtt_port = 1883;
-  double defect_threshold = 0.5, part_threshold = 0.5;
-  int inference_interval = 1;
-  int reclassify_interval = 0;  // 0: the inference interval
-  bool quiet = false;
-};
-
 struct App {
-  Options opt;
+  qa::Options opt;
   torchinfer::QaRules rules;
-  torchinfer::qa::ReadRules read;
+  qa::ReadRules read;
   std::unique_ptr<torchinfer::PartVerdicts> verdicts;
-  std::unique_ptr<torchinfer::qa::Scorer> scorer;
+  std::unique_ptr<qa::Scorer> scorer;
   std::unique_ptr<torchinfer::MqttPublisher> mqtt;  // --mqtt-host: each line also published
   std::uint64_t mqtt_messages = 0;
-  torchinfer::qa::Annotator annotator;
+  qa::Annotator annotator;
   std::map<long long, std::string> verdict_of;  // part id -> verdict, for the scores
   std::vector<double> detector_ms;              // forward() time of each inferred frame
   FILE* out = stdout;
@@ -78,46 +61,18 @@ struct App {
   // run stops and exits 1, since a lost pass/reject line is a lost decision.
   std::atomic<bool> write_failed{false};
   std::string write_error;
+  // Set on the streaming thread when the clip is not the truth's (--truth):
+  // the run stops, nothing is scored, exit 2.
+  std::atomic<bool> truth_mismatch{false};
 };
 
-std::set<std::string> split_classes(const std::string& s) {
-  std::set<std::string> out;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ','))
-    if (!item.empty()) out.insert(item);
-  return out;
-}
-
-// The model's labels from its sidecar (a list, or a file beside it); empty if
-// there is no sidecar, and then the classes given are taken on trust. A
-// sidecar that exists but cannot be used throws, naming the file.
-std::vector<std::string> model_labels(const std::string& model) {
-  const auto dot = model.rfind('.');
-  const std::string sidecar = (dot == std::string::npos ? model : model.substr(0, dot)) + ".json";
-  struct stat st;
-  std::vector<std::string> labels;
-  if (::stat(sidecar.c_str(), &st) != 0) return labels;
-  const auto j = torchinfer::read_json_file(sidecar, "model config");
-  if (!j.is_object() || !j.contains("labels")) return labels;
-  if (j["labels"].is_array()) {
-    for (const auto& l : j["labels"])
-      if (l.is_string()) labels.push_back(l.get<std::string>());
-  } else if (j["labels"].is_string()) {
-    const auto slash = sidecar.rfind('/');
-    const std::string dir = slash == std::string::npos ? "" : sidecar.substr(0, slash + 1);
-    const std::string path = dir + j["labels"].get<std::string>();
-    std::stringstream f(torchinfer::read_regular_file(path, "labels file", 4u << 20));
-    for (std::string line; std::getline(f, line);) {
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      if (!torchinfer::is_valid_utf8(line))
-        throw std::runtime_error("labels file '" + path + "' line " +
-                                 std::to_string(labels.size() + 1) +
-                                 " is not valid UTF-8; save the file as UTF-8");
-      if (!line.empty()) labels.push_back(line);
-    }
-  }
-  return labels;
+// Stops the run from a streaming thread: through the bus, since the main
+// loop may not run yet (a quit then would be lost).
+void stop_from_stream(App& app, const char* why) {
+  if (app.pipeline)
+    gst_element_post_message(
+        app.pipeline,
+        gst_message_new_application(GST_OBJECT(app.pipeline), gst_structure_new_empty(why)));
 }
 
 // Flushed per line: a line is written when its part is decided, not when a
@@ -136,12 +91,7 @@ void write_line(App& app, const std::string& line) {
     app.write_failed = true;
     g_printerr("qa-line: error: cannot write decisions to %s: %s; stopping\n",
                app.opt.output.empty() ? "stdout" : app.opt.output.c_str(), app.write_error.c_str());
-    // Through the bus: this runs on a streaming thread, possibly before the
-    // main loop runs (a quit then would be lost).
-    if (app.pipeline)
-      gst_element_post_message(app.pipeline, gst_message_new_application(
-                                                 GST_OBJECT(app.pipeline),
-                                                 gst_structure_new_empty("qa-line-write-failed")));
+    stop_from_stream(app, "qa-line-write-failed");
   }
 }
 
@@ -160,14 +110,29 @@ void report(App& app, const std::vector<torchinfer::QaDecision>& decisions) {
   }
 }
 
+// Scores the frame against the truth; false (the run stops) when the truth
+// is not this clip's.
+bool score(App& app, const qa::FrameResults& r) {
+  const std::string why = app.scorer->other_frame(r);
+  if (why.empty()) {
+    app.scorer->add(r);
+    return true;
+  }
+  g_printerr("qa-line: error: %s; stopping\n", why.c_str());
+  app.truth_mismatch = true;
+  stop_from_stream(app, "qa-line-truth-mismatch");
+  return false;
+}
+
 // Runs on the last analysing element's push thread, once per frame in order.
 GstPadProbeReturn on_result(GstPad*, GstPadProbeInfo* info, gpointer user) {
   auto* app = static_cast<App*>(user);
   GstBuffer* buf = GST_PAD_PROBE_INFO_BUFFER(info);
   const std::int64_t frame = app->info.frames++;
+  if (app->truth_mismatch) return GST_PAD_PROBE_OK;
   try {
-    const auto r = torchinfer::qa::read_frame(buf, frame, app->read);
-    if (app->scorer) app->scorer->add(r);
+    const auto r = qa::read_frame(buf, frame, app->read);
+    if (app->scorer && !score(*app, r)) return GST_PAD_PROBE_OK;
     if (!r.has_detector) return GST_PAD_PROBE_OK;
     if (r.detector_inferred && app->info.frames_inferred++ == 0)
       g_printerr("qa-line: analysing (first frame at %" GST_TIME_FORMAT ")\n",
@@ -221,204 +186,6 @@ gboolean on_bus(GstBus*, GstMessage* msg, gpointer user) {
   return G_SOURCE_CONTINUE;
 }
 
-bool parse_args(int argc, char** argv, Options& o) {
-  gchar *clip = nullptr, *device = nullptr, *source = nullptr, *model = nullptr, *output = nullptr,
-        *parts = nullptr, *defects = nullptr, *classifier = nullptr, *tracking = nullptr,
-        *truth = nullptr, *out_dir = nullptr, *mqtt_host = nullptr, *mqtt_topic = nullptr;
-  gboolean quiet = FALSE;
-  GOptionEntry entries[] = {
-      {"clip", 'c', 0, G_OPTION_ARG_FILENAME, &clip,
-       "MJPEG Matroska clip, decoded to YUY2 as a camera sends it", "FILE"},
-      {"device", 'd', 0, G_OPTION_ARG_FILENAME, &device, "V4L2 camera giving YUY2", "/dev/videoN"},
-      {"source", 's', 0, G_OPTION_ARG_STRING, &source,
-       "any launch fragment ending in raw video (instead of --clip/--device)", "LAUNCH"},
-      {"model", 'm', 0, G_OPTION_ARG_FILENAME, &model,
-       "detector (default models/demo/parts_detector.pt)", "FILE"},
-      {"classifier", 0, 0, G_OPTION_ARG_FILENAME, &classifier,
-       "classifier of the part crops (default models/demo/defect_classifier.pt); 'none': judge "
-       "from the detector's defect boxes",
-       "FILE|none"},
-      {"inference-interval", 'i', 0, G_OPTION_ARG_INT, &o.inference_interval,
-       "run the detector on every Nth frame; torchtrack follows the parts between (default 1)",
-       "N"},
-      {"reclassify-interval", 0, 0, G_OPTION_ARG_INT, &o.reclassify_interval,
-       "classify each part on every Nth frame (default: the inference interval)", "N"},
-      {"tracking-type", 0, 0, G_OPTION_ARG_STRING, &tracking,
-       "torchtrack tracking-type: short-term (default) or zero-term", "TYPE"},
-      {"defect-threshold", 't', 0, G_OPTION_ARG_DOUBLE, &o.defect_threshold,
-       "with --classifier none: reject a part when a defect box reaches this confidence (default "
-       "0.5)",
-       "0..1"},
-      {"part-threshold", 0, 0, G_OPTION_ARG_DOUBLE, &o.part_threshold,
-       "least confidence of a part detection that is judged (default 0.5)", "0..1"},
-      {"truth", 0, 0, G_OPTION_ARG_FILENAME, &truth,
-       "ground truth of the clip (models/demo/line.truth.json): print detection, tracking and "
-       "verdict scores",
-       "FILE"},
-      {"mqtt-host", 0, 0, G_OPTION_ARG_STRING, &mqtt_host,
-       "also publish every decision and the summary to this MQTT broker (QoS 1)", "HOST"},
-      {"mqtt-port", 0, 0, G_OPTION_ARG_INT, &o.mqtt_port, "MQTT broker port (default 1883)", "N"},
-      {"mqtt-topic", 0, 0, G_OPTION_ARG_STRING, &mqtt_topic,
-       "topic of the decisions (default qa-line/decisions)", "TOPIC"},
-      {"out", 0, 0, G_OPTION_ARG_FILENAME, &out_dir,
-       "also write DIR/results.jsonl (per frame), DIR/annotated.mkv, DIR/snapshot.png", "DIR"},
-      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
-       "JSON lines: one per part, a summary last (default stdout)", "FILE"},
-      {"part-classes", 0, 0, G_OPTION_ARG_STRING, &parts, "default bracket,washer", "A,B"},
-      {"defect-classes", 0, 0, G_OPTION_ARG_STRING, &defects,
-       "default: every other label of the model", "A,B"},
-      {"quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "no line per part on stderr", nullptr},
-      {nullptr, 0, 0, G_OPTION_ARG_NONE, nullptr, nullptr, nullptr}};
-  const bool ok = app::parse_options(&argc, &argv, entries,
-                                     "- torchinfer QA line: pass/reject per part", "qa-line: ");
-  app::take(clip, o.clip);
-  app::take(device, o.device);
-  app::take(source, o.source);
-  app::take(model, o.model);
-  app::take(output, o.output);
-  app::take(parts, o.part_classes);
-  app::take(defects, o.defect_classes);
-  app::take(classifier, o.classifier);
-  app::take(tracking, o.tracking_type);
-  app::take(truth, o.truth);
-  app::take(out_dir, o.out_dir);
-  app::take(mqtt_host, o.mqtt_host);
-  app::take(mqtt_topic, o.mqtt_topic);
-  o.quiet = quiet;
-  if (!ok) return false;
-  if (!app::check_range("--inference-interval", static_cast<long long>(o.inference_interval), 1,
-                        1000))
-    return false;
-  if (o.reclassify_interval == 0) {
-    o.reclassify_interval = o.inference_interval;
-  } else if (!app::check_range("--reclassify-interval",
-                               static_cast<long long>(o.reclassify_interval), 1, 1000)) {
-    return false;
-  }
-  if (o.tracking_type != "short-term" && o.tracking_type != "zero-term") {
-    g_printerr("qa-line: --tracking-type '%s': give short-term or zero-term\n",
-               o.tracking_type.c_str());
-    return false;
-  }
-  if (argc > 1) {
-    g_printerr("qa-line: unexpected argument '%s'\n", argv[1]);
-    return false;
-  }
-  if (!o.clip.empty() + !o.device.empty() + !o.source.empty() != 1) {
-    g_printerr("qa-line: give exactly one of --clip, --device, --source\n");
-    return false;
-  }
-  return true;
-}
-
-bool has_classifier(const Options& o) {
-  return o.classifier != kNoClassifier;
-}
-
-// False, with a message, if a class is not among `labels` (when known).
-bool known_classes(const std::set<std::string>& classes, const std::vector<std::string>& labels,
-                   const std::string& model) {
-  for (const auto& c : classes)
-    if (!labels.empty() && std::find(labels.begin(), labels.end(), c) == labels.end()) {
-      g_printerr("qa-line: class '%s' is not a label of %s\n", c.c_str(), model.c_str());
-      return false;
-    }
-  return true;
-}
-
-// Part classes are the detector's; defect classes the classifier's (its
-// other labels, e.g. "ok", are good), or the detector's without one.
-bool make_rules(App& app) {
-  const Options& o = app.opt;
-  std::vector<std::string> labels, classifier_labels;
-  try {
-    labels = model_labels(o.model);
-    if (has_classifier(o)) classifier_labels = model_labels(o.classifier);
-  } catch (const std::exception& e) {
-    g_printerr("qa-line: %s\n", e.what());
-    return false;
-  }
-  if (!(o.part_threshold >= 0 && o.part_threshold <= 1)) {
-    g_printerr("qa-line: part threshold must lie in 0..1\n");
-    return false;
-  }
-  auto& r = app.rules;
-  r.rule = has_classifier(o) ? torchinfer::QaRule::kVote : torchinfer::QaRule::kMax;
-  r.defect_threshold = o.defect_threshold;
-  if (!o.part_classes.empty()) r.part_classes = split_classes(o.part_classes);
-  if (!o.defect_classes.empty()) {
-    r.defect_classes = split_classes(o.defect_classes);
-  } else if (!labels.empty()) {
-    r.defect_classes.clear();
-    for (const auto& l : labels)
-      if (!r.part_classes.count(l)) r.defect_classes.insert(l);
-  }
-  try {
-    torchinfer::validate(r);
-  } catch (const std::exception& e) {
-    g_printerr("qa-line: %s\n", e.what());
-    return false;
-  }
-  if (!known_classes(r.part_classes, labels, o.model) ||
-      !known_classes(r.defect_classes, has_classifier(o) ? classifier_labels : labels,
-                     has_classifier(o) ? o.classifier : o.model))
-    return false;
-  app.read.part_classes.assign(r.part_classes.begin(), r.part_classes.end());
-  app.read.part_threshold = o.part_threshold;
-  app.read.classifier = has_classifier(o);
-  return true;
-}
-
-// torchtrack confirms a track after min-hits inferred frames (3 by default):
-// with the detector on every Nth frame that would leave a new part without
-// an id for 3N frames, so the app keeps the wait near 3 frames.
-int min_hits(int inference_interval) {
-  return std::max(1, 3 / inference_interval);
-}
-
-std::string quoted(const std::string& s) {
-  return "\"" + s + "\"";
-}
-
-// source ! detector ! torchnms ! torchtrack ! classifier on the part ROIs
-// (by default each part classified as often as the detector runs)
-// [! per-frame JSON ! overlay ! annotated video] ! sink. Results are read
-// at the src pad of the last analysing element ("analysed").
-std::string launch_line(const App& app) {
-  const Options& o = app.opt;
-  std::string src;
-  if (!o.clip.empty())
-    src = "filesrc location=" + quoted(o.clip) +
-          " ! matroskademux ! jpegdec ! videoconvert ! video/x-raw,format=YUY2";
-  else if (!o.device.empty())
-    src = "v4l2src device=" + quoted(o.device) + " ! video/x-raw,format=YUY2";
-  else
-    src = o.source;
-  std::string parts;
-  for (const auto& c : app.rules.part_classes) parts += (parts.empty() ? "" : ",") + c;
-  // torchnms keeps the weaker of the two thresholds; part boxes below
-  // --part-threshold are then tracked but not judged.
-  gchar* nms = g_strdup_printf("%.6g", std::min(app.rules.defect_threshold, o.part_threshold));
-  std::string line = src + " ! torchinfer name=infer model=" + quoted(o.model) +
-                     " model-instance-id=" + torchinfer::qa::kDetectorId +
-                     " inference-interval=" + std::to_string(o.inference_interval) +
-                     " ! torchnms name=nms confidence-threshold=" + nms +
-                     " ! torchtrack name=track tracking-type=" + o.tracking_type +
-                     " min-hits=" + std::to_string(min_hits(o.inference_interval));
-  g_free(nms);
-  if (has_classifier(o))
-    line += std::string(" ! torchinfer name=") + torchinfer::qa::kClassifierElement +
-            " model=" + quoted(o.classifier) +
-            " model-instance-id=qa-classifier inference-region=roi-list object-class=" + parts +
-            " object-padding=0.1 reclassify-interval=" + std::to_string(o.reclassify_interval);
-  line += " ! identity name=analysed";
-  if (o.out_dir.empty()) return line + " ! fakesink sync=false";
-  return line + " ! torchmetaconvert location=" + quoted(o.out_dir + "/results.jsonl") +
-         " ! torchoverlay show-hud=true ! videoconvert ! video/x-raw,format=BGR"
-         " ! identity name=annotated ! jpegenc quality=85 ! matroskamux ! filesink location=" +
-         quoted(o.out_dir + "/annotated.mkv");
-}
-
 void print_counts(const App& app) {
   const auto& c = app.verdicts->counts();
   std::string by;
@@ -440,7 +207,7 @@ double process_cpu_s() {
 
 // The detector's cost per frame of the stream (the figure inference-interval
 // lowers) and, with --truth, the scores; also printed for a person.
-nlohmann::ordered_json run_facts(App& app) {
+nlohmann::ordered_json run_facts(App& app, bool score) {
   nlohmann::ordered_json j;
   const double frames = std::max<std::int64_t>(app.info.frames, 1);
   std::vector<double> ms = app.detector_ms;
@@ -463,7 +230,7 @@ nlohmann::ordered_json run_facts(App& app) {
              "(median x share inferred; mean %.2f); process CPU %.1f s\n",
              app.info.frames_inferred, app.info.frames, p50, p50 * share, sum / frames,
              process_cpu_s());
-  if (!app.scorer) return j;
+  if (!score) return j;
   std::vector<std::string> wrong;
   const auto s = app.scorer->finish(app.verdict_of, app.verdicts->duplicate_ids(), &wrong);
   const auto &d = s["detection"], &t = s["tracking"], &a = s["tracking_all"], &v = s["verdicts"];
@@ -497,78 +264,113 @@ GstPad* src_pad(GstElement* pipeline, const char* name) {
   return p;
 }
 
-}  // namespace
+// Scores only against the truth of this clip: a clip that ended (not one
+// stopped by a signal or an error) must have the truth's frame count.
+bool truth_fits(App& app) {
+  if (!app.scorer) return false;
+  std::string why;
+  if (app.truth_mismatch) {
+    app.rc = 2;
+    return false;
+  }
+  if (app.rc == 0 && !app.info.interrupted) why = app.scorer->other_length(app.info.frames);
+  if (why.empty()) return true;
+  g_printerr("qa-line: error: %s; no scores\n", why.c_str());
+  app.rc = 2;
+  return false;
+}
 
-int main(int argc, char** argv) {
-  App app;
-  if (!parse_args(argc, argv, app.opt)) return 2;
-  gst_init(nullptr, nullptr);
-  if (!make_rules(app)) return 2;
-  app.verdicts = std::make_unique<torchinfer::PartVerdicts>(app.rules);
-  if (!app.opt.truth.empty()) {
-    try {
-      app.scorer = std::make_unique<torchinfer::qa::Scorer>(app.opt.truth, app.rules.part_classes);
-    } catch (const std::exception& e) {
-      g_printerr("qa-line: %s\n", e.what());
-      return 2;
-    }
+// The truth of the clip (--truth), checked against --clip before it runs.
+bool open_truth(App& app) {
+  if (app.opt.truth.empty()) return true;
+  try {
+    app.scorer = std::make_unique<qa::Scorer>(app.opt.truth, app.rules.part_classes);
+  } catch (const std::exception& e) {
+    g_printerr("qa-line: %s\n", e.what());
+    return false;
   }
-  if (!app.opt.mqtt_host.empty()) {
-    torchinfer::MqttOptions m;
-    m.host = app.opt.mqtt_host;
-    m.port = app.opt.mqtt_port;
-    m.qos = 1;
-    // A broker that is down is retried; the decisions wait (bounded) and
-    // what never arrives is counted at the end.
-    auto on_event = [host = m.host, port = m.port](torchinfer::MqttEvent e,
-                                                   const std::string& why) {
-      if (e == torchinfer::MqttEvent::kConnected)
-        g_printerr("qa-line: connected to MQTT broker %s:%d\n", host.c_str(), port);
-      else
-        g_printerr("qa-line: warning: MQTT broker %s:%d: %s\n", host.c_str(), port, why.c_str());
-    };
-    try {
-      if (const std::string why = torchinfer::mqtt_topic_problem(app.opt.mqtt_topic); !why.empty())
-        throw std::invalid_argument("--mqtt-topic '" + app.opt.mqtt_topic + "': " + why);
-      app.mqtt = std::make_unique<torchinfer::MqttPublisher>(m, on_event);
-    } catch (const std::exception& e) {
-      g_printerr("qa-line: %s\n", e.what());
-      return 2;
-    }
+  const std::string why = app.opt.clip.empty() ? "" : app.scorer->other_clip(app.opt.clip);
+  if (!why.empty()) g_printerr("qa-line: %s\n", why.c_str());
+  return why.empty();
+}
+
+// --mqtt-host: a broker that is down is retried; the decisions wait
+// (bounded) and what never arrives is counted at the end.
+bool open_mqtt(App& app) {
+  if (!app.opt.mqtt) return true;
+  torchinfer::MqttOptions m;
+  m.host = app.opt.mqtt_host;
+  m.port = app.opt.mqtt_port;
+  m.qos = 1;
+  auto on_event = [host = m.host, port = m.port](torchinfer::MqttEvent e, const std::string& why) {
+    if (e == torchinfer::MqttEvent::kConnected)
+      g_printerr("qa-line: connected to MQTT broker %s:%d\n", host.c_str(), port);
+    else
+      g_printerr("qa-line: warning: MQTT broker %s:%d: %s\n", host.c_str(), port, why.c_str());
+  };
+  try {
+    if (const std::string why = torchinfer::mqtt_topic_problem(app.opt.mqtt_topic); !why.empty())
+      throw std::invalid_argument("--mqtt-topic '" + app.opt.mqtt_topic + "': " + why);
+    app.mqtt = std::make_unique<torchinfer::MqttPublisher>(m, on_event);
+  } catch (const std::exception& e) {
+    g_printerr("qa-line: %s\n", e.what());
+    return false;
   }
-  if (!app.opt.out_dir.empty() && g_mkdir_with_parents(app.opt.out_dir.c_str(), 0755) != 0) {
-    g_printerr("qa-line: cannot create %s: %s\n", app.opt.out_dir.c_str(), g_strerror(errno));
+  return true;
+}
+
+// The files the run reads and writes: exit status 1 if one cannot be used.
+int open_files(App& app) {
+  const qa::Options& o = app.opt;
+  if (!o.out_dir.empty() && g_mkdir_with_parents(o.out_dir.c_str(), 0755) != 0) {
+    g_printerr("qa-line: cannot create %s: %s\n", o.out_dir.c_str(), g_strerror(errno));
     return 1;
   }
-  if (!app.opt.clip.empty() && !g_file_test(app.opt.clip.c_str(), G_FILE_TEST_IS_REGULAR)) {
-    g_printerr("qa-line: clip %s not found\n", app.opt.clip.c_str());
+  if (!o.clip.empty() && !g_file_test(o.clip.c_str(), G_FILE_TEST_IS_REGULAR)) {
+    g_printerr("qa-line: clip %s not found\n", o.clip.c_str());
     return 1;
   }
-  if (!app.opt.output.empty() && app.opt.output != "-") {
-    app.out = std::fopen(app.opt.output.c_str(), "w");
+  if (!o.output.empty() && o.output != "-") {
+    app.out = std::fopen(o.output.c_str(), "w");
     if (!app.out) {
-      g_printerr("qa-line: cannot write %s: %s\n", app.opt.output.c_str(), g_strerror(errno));
+      g_printerr("qa-line: cannot write %s: %s\n", o.output.c_str(), g_strerror(errno));
       return 1;
     }
   }
+  return 0;
+}
 
-  GError* err = nullptr;
-  app.pipeline = gst_parse_launch(launch_line(app).c_str(), &err);
-  if (!app.pipeline || err) {
-    g_printerr("qa-line: cannot build the pipeline: %s\n", err ? err->message : "unknown");
-    if (err) g_error_free(err);
-    if (app.pipeline) gst_object_unref(app.pipeline);
-    return 2;
+// Everything before the pipeline; the exit status if the run cannot start.
+int prepare(App& app) {
+  if (!qa::make_rules(app.opt, app.rules, app.read)) return 2;
+  app.verdicts = std::make_unique<torchinfer::PartVerdicts>(app.rules);
+  if (!open_truth(app) || !open_mqtt(app)) return 2;
+  return open_files(app);
+}
+
+// The pipeline with the app's probes on it; false (exit 2) if it cannot be
+// built.
+bool build(App& app) {
+  std::string why;
+  app.pipeline = qa::build_pipeline(app.opt, app.rules, &why);
+  if (!app.pipeline) {
+    g_printerr("qa-line: cannot build the pipeline: %s\n", why.c_str());
+    return false;
   }
   GstPad* analysed = src_pad(app.pipeline, "analysed");
   gst_pad_add_probe(analysed, GST_PAD_PROBE_TYPE_BUFFER, on_result, &app, nullptr);
   gst_object_unref(analysed);
   if (GstPad* annotated = src_pad(app.pipeline, "annotated")) {
-    gst_pad_add_probe(annotated, GST_PAD_PROBE_TYPE_BUFFER, torchinfer::qa::Annotator::probe,
-                      &app.annotator, nullptr);
+    gst_pad_add_probe(annotated, GST_PAD_PROBE_TYPE_BUFFER, qa::Annotator::probe, &app.annotator,
+                      nullptr);
     gst_object_unref(annotated);
   }
+  return true;
+}
 
+// Plays the pipeline until EOS, an error, a truth mismatch or a second
+// signal; leaves it in NULL, so no probe runs afterwards.
+void run(App& app) {
   app.loop = g_main_loop_new(nullptr, FALSE);
   GstBus* bus = gst_element_get_bus(app.pipeline);
   gst_bus_add_watch(bus, on_bus, &app);
@@ -591,40 +393,43 @@ int main(int argc, char** argv) {
   g_source_remove(sigterm);
   gst_bus_remove_watch(bus);
   gst_object_unref(bus);
+}
 
-  // No probe runs after NULL: the verdicts are ours alone now.
-  if (app.rc == 0 || app.info.frames > 0) {
-    report(app, app.verdicts->flush());
-    print_counts(app);
-    nlohmann::ordered_json facts;
-    try {
-      facts = run_facts(app);
-    } catch (const std::exception& e) {
-      g_printerr("qa-line: error: cannot score against %s: %s\n", app.opt.truth.c_str(), e.what());
-      app.rc = 1;
-    }
-    write_line(app, torchinfer::summary_json(app.verdicts->counts(), app.info, facts));
-    if (!app.opt.out_dir.empty()) {
-      const std::string snap = app.opt.out_dir + "/snapshot.png";
-      if (app.annotator.write_snapshot(snap))
-        g_printerr("qa-line: wrote %s/results.jsonl, %s/annotated.mkv, %s\n",
-                   app.opt.out_dir.c_str(), app.opt.out_dir.c_str(), snap.c_str());
-      else if (app.rc == 0)
-        g_printerr("qa-line: warning: no snapshot written to %s\n", snap.c_str());
-    }
+// The open parts decided, the counts, the scores and the summary line.
+void report_run(App& app) {
+  report(app, app.verdicts->flush());
+  print_counts(app);
+  nlohmann::ordered_json facts;
+  try {
+    facts = run_facts(app, truth_fits(app));
+  } catch (const std::exception& e) {
+    g_printerr("qa-line: error: cannot score against %s: %s\n", app.opt.truth.c_str(), e.what());
+    app.rc = 1;
   }
-  if (app.mqtt) {
-    app.mqtt->stop();
-    const auto c = app.mqtt->counters();
-    if (c.failed + c.dropped > 0) {
-      g_printerr("qa-line: error: %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
-                 " lines not delivered to MQTT broker %s:%d (topic %s); exit status 1\n",
-                 static_cast<guint64>(c.failed + c.dropped),
-                 static_cast<guint64>(app.mqtt_messages), app.opt.mqtt_host.c_str(),
-                 app.opt.mqtt_port, app.opt.mqtt_topic.c_str());
-      app.rc = 1;
-    }
-  }
+  write_line(app, torchinfer::summary_json(app.verdicts->counts(), app.info, facts));
+  if (app.opt.out_dir.empty()) return;
+  const std::string snap = app.opt.out_dir + "/snapshot.png";
+  if (app.annotator.write_snapshot(snap))
+    g_printerr("qa-line: wrote %s/results.jsonl, %s/annotated.mkv, %s\n", app.opt.out_dir.c_str(),
+               app.opt.out_dir.c_str(), snap.c_str());
+  else if (app.rc == 0)
+    g_printerr("qa-line: warning: no snapshot written to %s\n", snap.c_str());
+}
+
+// Lines the broker never got make the run fail: they are lost decisions.
+void close_mqtt(App& app) {
+  if (!app.mqtt) return;
+  app.mqtt->stop();
+  const auto c = app.mqtt->counters();
+  if (c.failed + c.dropped == 0) return;
+  g_printerr("qa-line: error: %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
+             " lines not delivered to MQTT broker %s:%d (topic %s); exit status 1\n",
+             static_cast<guint64>(c.failed + c.dropped), static_cast<guint64>(app.mqtt_messages),
+             app.opt.mqtt_host.c_str(), app.opt.mqtt_port, app.opt.mqtt_topic.c_str());
+  app.rc = 1;
+}
+
+void close_output(App& app) {
   if (app.out != stdout ? std::fclose(app.out) != 0 : std::fflush(app.out) != 0) {
     if (!app.write_failed)
       g_printerr("qa-line: error: cannot write decisions to %s: %s\n",
@@ -635,6 +440,20 @@ int main(int argc, char** argv) {
     g_printerr("qa-line: error: decisions were lost (output not written); exit status 1\n");
     app.rc = 1;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  App app;
+  if (!qa::parse_args(argc, argv, app.opt)) return 2;
+  gst_init(nullptr, nullptr);
+  if (const int rc = prepare(app); rc != 0) return rc;
+  if (!build(app)) return 2;
+  run(app);
+  if (app.rc == 0 || app.info.frames > 0) report_run(app);
+  close_mqtt(app);
+  close_output(app);
   gst_object_unref(app.pipeline);
   g_main_loop_unref(app.loop);
   return app.rc;

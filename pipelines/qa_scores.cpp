@@ -1,12 +1,65 @@
 #include "qa_scores.h"
 
+#include <glib.h>
+#include <glib/gstdio.h>
+
 #include <algorithm>
 #include <utility>
 
 namespace torchinfer::qa {
 
 Scorer::Scorer(const std::string& truth_path, std::set<std::string> part_classes)
-    : truth_(read_truth_clip(truth_path)), part_classes_(std::move(part_classes)) {}
+    : path_(truth_path),
+      truth_(read_truth_clip(truth_path)),
+      part_classes_(std::move(part_classes)) {}
+
+namespace {
+
+bool same_file(const std::string& a, const std::string& b) {
+  GStatBuf sa, sb;
+  return g_stat(a.c_str(), &sa) == 0 && g_stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
+std::string base_name(const std::string& path) {
+  gchar* b = g_path_get_basename(path.c_str());
+  std::string s = b;
+  g_free(b);
+  return s;
+}
+
+}  // namespace
+
+std::string Scorer::other_clip(const std::string& clip) const {
+  gchar* dir = g_path_get_dirname(path_.c_str());
+  gchar* video = g_build_filename(dir, truth_.video.c_str(), nullptr);
+  const std::string resolved = video;
+  g_free(dir);
+  g_free(video);
+  // A copy of the clip under its own name is still the clip.
+  if (same_file(resolved, clip) || base_name(truth_.video) == base_name(clip)) return {};
+  return "truth file '" + path_ + "' is the truth of video '" + truth_.video + "' (" + resolved +
+         "), not of the clip '" + clip + "'; give the clip's own truth file";
+}
+
+std::string Scorer::other_frame(const FrameResults& f) const {
+  const std::size_t n = tracks_.size();
+  if (n >= truth_.frames.size())
+    return "truth file '" + path_ + "' has " + std::to_string(truth_.num_frames) +
+           " frames, the clip has more; give the clip's own truth file";
+  if (f.has_detector && (f.frame.width != truth_.width || f.frame.height != truth_.height))
+    return "truth file '" + path_ + "' is for " + std::to_string(truth_.width) + "x" +
+           std::to_string(truth_.height) + " frames, the clip's are " +
+           std::to_string(f.frame.width) + "x" + std::to_string(f.frame.height) +
+           "; give the clip's own truth file";
+  return {};
+}
+
+std::string Scorer::other_length(std::int64_t frames) const {
+  if (frames == truth_.num_frames) return {};
+  return "the clip ended after " + std::to_string(frames) + " frames, truth file '" + path_ +
+         "' has " + std::to_string(truth_.num_frames) + "; give the clip's own truth file";
+}
 
 void Scorer::add(const FrameResults& f) {
   const std::size_t n = tracks_.size();

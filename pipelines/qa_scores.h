@@ -22,6 +22,15 @@ class Scorer {
   // Throws torchinfer::Error naming the file when the truth is unusable.
   Scorer(const std::string& truth_path, std::set<std::string> part_classes);
 
+  // Whether the truth is this clip's, told before scoring anything: empty
+  // if so, else why not, naming the truth file and the fix. `clip`: the
+  // clip's path (its `video` must be the same file or name); `f`: the next
+  // frame (its size, and no more frames than the truth has); `frames`: the
+  // whole clip's count once it ended (not when stopped early).
+  std::string other_clip(const std::string& clip) const;
+  std::string other_frame(const FrameResults& f) const;
+  std::string other_length(std::int64_t frames) const;
+
   void add(const FrameResults& f);  // in frame order
   // `verdicts`: part (track) id -> "pass"/"reject"/"incomplete". Tracking is
   // scored twice: "tracking" on the parts the app judges (without the tracks
@@ -33,6 +42,7 @@ class Scorer {
                                 const std::set<int>& duplicates, std::vector<std::string>* wrong);
 
  private:
+  std::string path_;
   TruthClip truth_;
   std::set<std::string> part_classes_;
   std::vector<std::vector<TrackBox>> tracks_;

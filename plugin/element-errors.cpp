@@ -26,8 +26,8 @@ GstErrorCode error_code(ErrorKind kind) {
   return {GST_STREAM_ERROR, GST_STREAM_ERROR_FAILED};
 }
 
-void post_error(GstElement* element, ErrorKind kind, const std::string& message,
-                const std::string& debug) {
+void post_error_at(SourceLocation where, GstElement* element, ErrorKind kind,
+                   const std::string& message, const std::string& debug) {
   static gsize once = 0;
   if (g_once_init_enter(&once)) {
     GST_DEBUG_CATEGORY_INIT(torchinfer_errors_debug, "torchinfer-errors", 0,
@@ -41,21 +41,21 @@ void post_error(GstElement* element, ErrorKind kind, const std::string& message,
   // message would make GStreamer substitute the code's generic text.
   gst_element_message_full(element, GST_MESSAGE_ERROR, c.domain, c.code,
                            message.empty() ? nullptr : g_strdup(message.c_str()),
-                           debug.empty() ? nullptr : g_strdup(debug.c_str()), __FILE__,
-                           GST_FUNCTION, __LINE__);
+                           debug.empty() ? nullptr : g_strdup(debug.c_str()), where.file,
+                           where.function, where.line);
 }
 
-void post_exception(GstElement* element, const std::exception& e, ErrorKind fallback,
-                    const std::string& prefix, const std::string& debug) {
+void post_exception_at(SourceLocation where, GstElement* element, const std::exception& e,
+                       ErrorKind fallback, const std::string& prefix, const std::string& debug) {
   if (const auto* err = dynamic_cast<const Error*>(&e)) {
-    post_error(element, err->kind(), prefix + err->what(), debug);
+    post_error_at(where, element, err->kind(), prefix + err->what(), debug);
     return;
   }
   if (dynamic_cast<const std::bad_alloc*>(&e)) {
-    post_error(element, fallback, prefix + "out of memory", debug);
+    post_error_at(where, element, fallback, prefix + "out of memory", debug);
     return;
   }
-  post_error(element, fallback, prefix + e.what(), debug);
+  post_error_at(where, element, fallback, prefix + e.what(), debug);
 }
 
 }  // namespace torchinfer::gst

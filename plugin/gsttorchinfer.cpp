@@ -18,6 +18,7 @@
 
 #include <gst/video/video.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -137,13 +138,15 @@ struct State {
   GstVideoInfo info;
   bool have_info = false;
   std::vector<RegionOfInterest> regions;  // the frame's ROIs (roi-list), reused frame to frame
+  bool object_class_checked = false;      // against the labels of the regions' detector
 
   std::string name;  // the element's, for the results it attaches to ROIs
 
   // Output thread only.
   bool warned_not_classifier = false;
-  guint64 not_pushed = 0;      // output thread: frames let go since downstream's EOS
-  BurstReport invalid_report;  // NaN/infinite results, warned once per burst
+  guint64 regions_not_classified = 0;  // roi-list with a model that is not a classifier
+  guint64 not_pushed = 0;              // output thread: frames let go since downstream's EOS
+  BurstReport invalid_report;          // NaN/infinite results, warned once per burst
 
   // Guards reload_thread and, for threads other than the streaming one,
   // the session's batcher (set in start, reset in stop).
@@ -183,13 +186,8 @@ static void record_load_stats(State* st, const LoadedModel& m) {
   st->stats.active_precision = to_string(info.precision);
 }
 
-static bool gst_torchinfer_start(GstTorchInfer* self) {
-  State* st = self->state;
-  Settings s;
-  {
-    std::lock_guard<std::mutex> lock(st->settings_lock);
-    s = st->settings;
-  }
+// False, after posting the error, for settings that cannot start.
+static bool settings_usable(GstTorchInfer* self, const Settings& s) {
   if (s.model.empty()) {
     post_error(GST_ELEMENT(self), ErrorKind::kNotFound,
                "No model file set: give torchinfer a model=<file.pt>.");
@@ -201,43 +199,72 @@ static bool gst_torchinfer_start(GstTorchInfer* self) {
                "region of interest is the crop. Unset crop.");
     return false;
   }
+  return true;
+}
+
+// This element's batcher, or the one shared under model-instance-id.
+static std::shared_ptr<Batcher> acquire_batcher(GstTorchInfer* self, const Settings& s,
+                                                const ModelConfig& config) {
+  auto make = [&] {
+    auto model = load_for_element(GST_ELEMENT(self), s, config, 1);
+    BatcherOptions bo;
+    bo.batch_size = s.batch_size;
+    bo.timeout = std::chrono::microseconds(s.batch_timeout_us);
+    return std::make_shared<Batcher>(model, bo);
+  };
+  return s.model_instance_id.empty()
+             ? make()
+             : ModelRegistry::instance().acquire(s.model_instance_id, sharing_key(s, config), make);
+}
+
+static SessionOptions session_options(const Settings& s, const LoadedModel& model) {
+  SessionOptions so;
+  so.inference_interval = s.inference_interval;
+  so.stats_interval = std::chrono::milliseconds(s.stats_interval_ms);
+  so.preprocess_for = [s](const ModelConfig& config) { return preprocess_options(s, config); };
+  so.region_mode = s.inference_region == REGION_ROI_LIST;
+  so.regions.classes = parse_class_list(s.object_class);
+  so.regions.min_size = s.min_object_size;
+  so.regions.padding = s.object_padding;
+  so.regions.reclassify_interval = s.reclassify_interval;
+  so.preprocess_in_batch = s.preprocess_on == PREPROCESS_INFERENCE_THREADS ||
+                           (s.preprocess_on == PREPROCESS_AUTO &&
+                            preprocess_in_batch_by_default(
+                                model.total_threads(), static_cast<int>(allowed_cpus().size())));
+  return so;
+}
+
+// The streaming and output threads' state, fresh for a run of `s`.
+static void reset_run_state(GstTorchInfer* self, const Settings& s, const LoadedModel& model) {
+  State* st = self->state;
+  record_load_stats(st, model);
+  st->run = s;
+  gchar* name = gst_element_get_name(self);
+  st->name = name;
+  g_free(name);
+  st->latency_ns = our_latency_ns(s, model);
+  st->have_info = false;
+  st->object_class_checked = s.inference_region != REGION_ROI_LIST || s.object_class.empty();
+  st->warned_not_classifier = false;
+  st->regions_not_classified = 0;
+  st->not_pushed = 0;
+  st->invalid_report = BurstReport{};
+}
+
+static bool gst_torchinfer_start(GstTorchInfer* self) {
+  State* st = self->state;
+  Settings s;
+  {
+    std::lock_guard<std::mutex> lock(st->settings_lock);
+    s = st->settings;
+  }
+  if (!settings_usable(self, s)) return false;
   try {
     const ModelConfig config = resolve_model_config(s.model, s.model_config, s.overrides());
-    auto make = [&] {
-      auto model = load_for_element(GST_ELEMENT(self), s, config, 1);
-      BatcherOptions bo;
-      bo.batch_size = s.batch_size;
-      bo.timeout = std::chrono::microseconds(s.batch_timeout_us);
-      return std::make_shared<Batcher>(model, bo);
-    };
-    std::shared_ptr<Batcher> batcher =
-        s.model_instance_id.empty()
-            ? make()
-            : ModelRegistry::instance().acquire(s.model_instance_id, sharing_key(s, config), make);
+    std::shared_ptr<Batcher> batcher = acquire_batcher(self, s, config);
     std::shared_ptr<const LoadedModel> model = batcher->model();
-    record_load_stats(st, *model);
-    st->run = s;
-    gchar* name = gst_element_get_name(self);
-    st->name = name;
-    g_free(name);
-    st->latency_ns = our_latency_ns(s, *model);
-    st->have_info = false;
-    st->warned_not_classifier = false;
-    st->not_pushed = 0;
-    st->invalid_report = BurstReport{};
-    SessionOptions so;
-    so.inference_interval = s.inference_interval;
-    so.stats_interval = std::chrono::milliseconds(s.stats_interval_ms);
-    so.preprocess_for = [s](const ModelConfig& config) { return preprocess_options(s, config); };
-    so.region_mode = s.inference_region == REGION_ROI_LIST;
-    so.regions.classes = parse_class_list(s.object_class);
-    so.regions.min_size = s.min_object_size;
-    so.regions.padding = s.object_padding;
-    so.regions.reclassify_interval = s.reclassify_interval;
-    so.preprocess_in_batch = s.preprocess_on == PREPROCESS_INFERENCE_THREADS ||
-                             (s.preprocess_on == PREPROCESS_AUTO &&
-                              preprocess_in_batch_by_default(
-                                  model->total_threads(), static_cast<int>(allowed_cpus().size())));
+    reset_run_state(self, s, *model);
+    SessionOptions so = session_options(s, *model);
     GST_INFO_OBJECT(self, "preprocessing on the %s",
                     so.preprocess_in_batch ? "inference threads" : "streaming thread");
     std::lock_guard<std::mutex> lock(st->reload_lock);
@@ -375,6 +402,49 @@ static GstFlowReturn flow_of(GstTorchInfer* self, const SubmitResult& r) {
   }
 }
 
+// The labels of the detection model whose full-frame result `buf` carries
+// (the regions' labels come from it); empty if there is none or its sidecar
+// has no labels.
+static std::vector<std::string> detector_labels(GstBuffer* buf, std::string* model) {
+  gpointer iter = nullptr;
+  while (GstMeta* m =
+             gst_buffer_iterate_meta_filtered(buf, &iter, GST_TORCH_TENSOR_META_API_TYPE)) {
+    const auto* tm = reinterpret_cast<const GstTorchTensorMeta*>(m);
+    if (tm->roi_id >= 0 || !tm->model) continue;
+    try {
+      const ModelConfig c = resolve_model_config(tm->model, "", {});
+      if (c.task != Task::kDetection) continue;
+      *model = tm->model;
+      return c.labels;
+    } catch (const std::exception&) {
+      continue;  // its element found its configuration another way
+    }
+  }
+  return {};
+}
+
+// object-class names region labels, which the detector upstream gives: a
+// name its labels lack (a typo) never matches, so its objects would pass
+// unclassified without a word. Checked once per run, on the first frame
+// carrying a full-frame tensor meta.
+static void check_object_class(GstTorchInfer* self, GstBuffer* buf) {
+  State* st = self->state;
+  if (!gst_buffer_get_torch_tensor_meta(buf)) return;
+  st->object_class_checked = true;
+  std::string model;
+  const std::vector<std::string> labels = detector_labels(buf, &model);
+  if (labels.empty()) return;
+  std::string all;
+  for (const auto& l : labels) all += (all.empty() ? "" : ", ") + l;
+  for (const std::string& c : parse_class_list(st->run.object_class))
+    if (std::find(labels.begin(), labels.end(), c) == labels.end())
+      GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS,
+                          ("object-class '%s' is not a label of '%s', which found the regions: "
+                           "no region will match it.",
+                           c.c_str(), model.c_str()),
+                          ("its labels: %s", all.c_str()));
+}
+
 static GstFlowReturn gst_torchinfer_chain(GstPad*, GstObject* parent, GstBuffer* buf) {
   auto* self = GST_TORCHINFER(parent);
   State* st = self->state;
@@ -389,6 +459,7 @@ static GstFlowReturn gst_torchinfer_chain(GstPad*, GstObject* parent, GstBuffer*
     read_regions(buf, &st->regions);
     regions = &st->regions;
   }
+  if (!st->object_class_checked) check_object_class(self, buf);
   const GstClockTime pts = GST_BUFFER_PTS(buf);
   const SubmitResult r =
       st->session.submit_frame(own(GST_MINI_OBJECT(gst_buffer_ref(buf))),
@@ -546,7 +617,28 @@ static void push_event_out(GstTorchInfer* self, GstEvent* ev) {
   // The last figures of a finite stream, whatever the interval.
   if (GST_EVENT_TYPE(ev) == GST_EVENT_EOS && st->run.stats_interval_ms > 0)
     post_stats(self, st->session.snapshot(false));
+  if (GST_EVENT_TYPE(ev) == GST_EVENT_EOS && st->regions_not_classified > 0)
+    GST_WARNING_OBJECT(self, "%" G_GUINT64_FORMAT " regions inferred without a classification",
+                       st->regions_not_classified);
   gst_pad_push_event(self->srcpad, ev);
+}
+
+// roi-list with a detector: the regions get its tensors (roi_id) but no
+// classification, which is rarely what was meant (a detector given where a
+// classifier belongs). Counted; warned on the first such frame.
+static void warn_not_classified(GstTorchInfer* self, std::size_t regions) {
+  State* st = self->state;
+  if (st->regions_not_classified == 0)
+    GST_ELEMENT_WARNING(
+        self, RESOURCE, SETTINGS,
+        ("Model '%s' is not a classifier: inference-region=roi-list attaches no "
+         "classification to the regions it infers (only their tensor metas).",
+         st->run.model.c_str()),
+        ("%" G_GUINT64_FORMAT " regions on this frame; give a classification model (task "
+         "\"classification\" in its sidecar), or task=raw to ask for tensors "
+         "only",
+         static_cast<guint64>(regions)));
+  st->regions_not_classified += regions;
 }
 
 // Attaches the frame's results (or the latest reused ones); false after
@@ -555,10 +647,13 @@ static bool attach(GstTorchInfer* self, GstBuffer* buf, const StreamOutput& out)
   State* st = self->state;
   if (!out.results) return true;
   try {
+    std::size_t not_classified = 0;
     const bool scores =
         out.results->region_mode
-            ? attach_region_results(buf, *out.results, {st->run.model_instance_id, st->name})
+            ? attach_region_results(buf, *out.results, {st->run.model_instance_id, st->name},
+                                    &not_classified)
             : attach_results(buf, *out.results, out.inferred, st->run.model_instance_id);
+    if (not_classified > 0) warn_not_classified(self, not_classified);
     if (!scores && !st->warned_not_classifier) {
       st->warned_not_classifier = true;
       GST_ELEMENT_WARNING(self, STREAM, FORMAT,

@@ -3,6 +3,7 @@
 // property-table.h). A new property needs an id in Prop, a member in
 // Settings (or a figure in Status) and one entry here.
 #include "model/model_loader.h"
+#include "stream/regions.h"
 #include "torchinfer-property-access.h"
 #include "torchinfer-property-types.h"
 #include "torchinfer-settings.h"
@@ -37,6 +38,21 @@ constexpr Entry live(Prop id, MakeSpec spec) {
 // Read-only, from the element's stream statistics (Status::stream()).
 constexpr Entry stream(Prop id, MakeSpec spec, Getter get) {
   return {id, Access::kReadOnly, spec, nullptr, get};
+}
+
+// A list that names no class ("," or " , ") would infer every region, the
+// opposite of what was asked: refused like any other bad value.
+bool set_object_class(Settings& s, const GValue* v, GParamSpec* pspec) {
+  const char* text = g_value_get_string(v);
+  if (text && *text && parse_class_list(text).empty()) {
+    g_warning(
+        "torchinfer: rejected value '%s' for property '%s': it names no class; give "
+        "comma-separated ROI labels (e.g. \"car,truck\"), or unset it to infer every ROI",
+        text, g_param_spec_get_name(pspec));
+    return false;
+  }
+  s.object_class = text ? text : "";
+  return true;
 }
 
 // The read-only figures: milliseconds, rates.
@@ -230,7 +246,8 @@ constexpr Entry kProperties[] = {
   ready<&Settings::object_class>(PROP_OBJECT_CLASS, [](GParamFlags f) {
     return g_param_spec_string("object-class", "Object class",
       "roi-list: comma-separated labels of the ROIs to infer (the ROI's detection label, else its "
-      "roi-type); others pass untouched. Unset = every ROI", nullptr, f); }),
+      "roi-type); others pass untouched. Unset = every ROI", nullptr, f); },
+    set_object_class),
   ready<&Settings::min_object_size>(PROP_MIN_OBJECT_SIZE, [](GParamFlags f) {
     return g_param_spec_int("min-object-size", "Min object size",
       "roi-list: ROIs narrower or lower than this many pixels (after clipping to the frame) are "

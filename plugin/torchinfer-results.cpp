@@ -154,7 +154,8 @@ bool attach_results(GstBuffer* buf, const FrameInference& rec, bool inferred,
   return true;
 }
 
-bool attach_region_results(GstBuffer* buf, const FrameInference& rec, const RegionAttachInfo& who) {
+bool attach_region_results(GstBuffer* buf, const FrameInference& rec, const RegionAttachInfo& who,
+                           std::size_t* not_classified) {
   std::vector<GstVideoRegionOfInterestMeta*> rois;
   gpointer iter = nullptr;
   while (GstMeta* m = gst_buffer_iterate_meta_filtered(buf, &iter,
@@ -175,6 +176,7 @@ bool attach_region_results(GstBuffer* buf, const FrameInference& rec, const Regi
     const std::vector<TensorView> views =
         add_tensor_meta(buf, rec, slot, info, who.model_instance_id);
     const ModelConfig& config = slot.result.model->config;
+    if (not_classified && info.inferred && config.task == Task::kDetection) ++*not_classified;
     if (config.task != Task::kClassification || !info.valid) continue;
     std::vector<ClassResult> top;
     if (!decode_scores(views, config, &top)) {

@@ -40,8 +40,11 @@ struct RegionAttachInfo {
 // meta with roi_id = its ROI meta's id and, for classifiers, the
 // "classification" param on the ROI meta (replacing this element's earlier
 // one). Regions match the buffer's ROI metas by position. Returns false when
-// a classifier's output is not a score vector.
-bool attach_region_results(GstBuffer* buf, const FrameInference& rec, const RegionAttachInfo& who);
+// a classifier's output is not a score vector. `not_classified` (if given)
+// gets the number of regions inferred on this frame by a detection model,
+// which attaches no classification.
+bool attach_region_results(GstBuffer* buf, const FrameInference& rec, const RegionAttachInfo& who,
+                           std::size_t* not_classified = nullptr);
 
 // False when the frame's outputs hold NaN or infinity (region mode: the
 // regions inferred on this frame). The element counts

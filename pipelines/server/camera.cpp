@@ -7,6 +7,7 @@
 
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "server/jpeg_snapshot.h"
+#include "server/source_check.h"
 
 namespace torchinfer::server {
 
@@ -225,29 +226,40 @@ GstPadProbeReturn Camera::before_loop(GstPad*, GstPadProbeInfo* info, gpointer u
 
 bool Camera::start() {
   std::string why;
-  if (!build(&why)) {
+  if (spec_.kind == SourceKind::kFile) why = file_source_problem(spec_.location);
+  if (!why.empty() || !build(&why)) {
     fail(why);
     return false;
   }
   GstBus* bus = gst_element_get_bus(pipeline_);
   bus_watch_ = gst_bus_add_watch(bus, on_bus, this);
   gst_object_unref(bus);
-  if (gst_element_set_state(pipeline_, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
-    // The error message on the bus says why (model, device); it arrives
-    // through the watch. Without one, say it here.
-    GstBus* b = gst_element_get_bus(pipeline_);
-    GstMessage* m = gst_bus_pop_filtered(b, GST_MESSAGE_ERROR);
-    gst_object_unref(b);
-    if (m) {
-      handle_message(m);
-      gst_message_unref(m);
-    } else {
-      fail("the pipeline cannot start");
-    }
-    return false;
-  }
-  if (rtsp_) rtsp_->start();
+  play_async();
   return true;
+}
+
+// The outcome comes back on the bus: an ERROR from the element that could
+// not start (model, device, file), else "torchinfer-server-started" (or
+// "-not-started" when nothing said why), handled on the main loop.
+void Camera::play_async() {
+  gst_element_call_async(
+      pipeline_,
+      [](GstElement* p, gpointer user) {
+        auto* gate = static_cast<std::shared_ptr<StartGate>*>(user);
+        GstStateChangeReturn r;
+        {
+          std::lock_guard<std::mutex> lock((*gate)->mu);
+          if ((*gate)->closed) return;
+          r = gst_element_set_state(p, GST_STATE_PLAYING);
+        }
+        const bool ok = r != GST_STATE_CHANGE_FAILURE;
+        gst_element_post_message(
+            p, gst_message_new_application(
+                   GST_OBJECT(p), gst_structure_new_empty(ok ? "torchinfer-server-started"
+                                                             : "torchinfer-server-not-started")));
+      },
+      new std::shared_ptr<StartGate>(start_gate_),
+      [](gpointer user) { delete static_cast<std::shared_ptr<StartGate>*>(user); });
 }
 
 void Camera::fail(const std::string& message) {
@@ -320,7 +332,16 @@ void Camera::handle_message(GstMessage* msg) {
       break;
     case GST_MESSAGE_APPLICATION: {
       const GstStructure* s = gst_message_get_structure(msg);
-      if (gst_structure_has_name(s, "torchinfer-rtsp-lost")) {
+      if (gst_structure_has_name(s, "torchinfer-server-started")) {
+        if (rtsp_ && !draining_) rtsp_->start();
+      } else if (gst_structure_has_name(s, "torchinfer-server-not-started")) {
+        bool said = false;  // the element's error, just before, said why
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          said = health_.state() == StreamState::kFailed;
+        }
+        if (!said) fail("the pipeline cannot start");
+      } else if (gst_structure_has_name(s, "torchinfer-rtsp-lost")) {
         const char* reason = gst_structure_get_string(s, "reason");
         std::lock_guard<std::mutex> lock(mu_);
         health_.on_source_lost(std::string("rtsp: ") + (reason ? reason : "lost"));
@@ -385,20 +406,19 @@ void Camera::begin_drain() {
     return;
   }
   if (rtsp_) rtsp_->stop();
-  send_eos();
+  if (!send_eos()) drained_ = true;  // not running yet: nothing to drain
 }
 
 // Into videoconvert, not the pipeline: a demuxer pulling from filesrc (the
 // file case) never sees an EOS sent to its source. EOS is serialized, so it
-// leaves after the frames already on their way.
-void Camera::send_eos() {
-  if (appsrc_) {
-    gst_app_src_end_of_stream(appsrc_);
-    return;
-  }
+// leaves after the frames already on their way. False when it cannot go in:
+// the pipeline is not running (never started, failed): nothing to drain.
+bool Camera::send_eos() {
+  if (appsrc_) return gst_app_src_end_of_stream(appsrc_) == GST_FLOW_OK;
   GstPad* pad = gst_element_get_static_pad(convert_, "sink");
-  gst_pad_send_event(pad, gst_event_new_eos());
+  const bool sent = gst_pad_send_event(pad, gst_event_new_eos());
   gst_object_unref(pad);
+  return sent;
 }
 
 void Camera::detach() {
@@ -411,9 +431,17 @@ void Camera::detach() {
 }
 
 void Camera::shutdown(double timeout_s) {
+  {
+    // After this, a start still queued on GStreamer's pool does nothing, and
+    // one under way has finished.
+    std::lock_guard<std::mutex> lock(start_gate_->mu);
+    start_gate_->closed = true;
+  }
   if (stopped_.exchange(true) || !pipeline_) return;
+  // An EOS that cannot go in means nothing flows (the start never got
+  // there): nothing to drain, and no reason to wait for it.
+  if (!drained_ && timeout_s > 0 && !draining_.exchange(true) && !send_eos()) timeout_s = 0;
   if (!drained_ && timeout_s > 0) {
-    if (!draining_.exchange(true)) send_eos();
     GstBus* bus = gst_element_get_bus(pipeline_);
     GstMessage* m = gst_bus_timed_pop_filtered(
         bus, static_cast<GstClockTime>(timeout_s * GST_SECOND),

@@ -16,7 +16,12 @@
 // parsed as a launch description.
 //
 // Threads: construction, start(), bus messages and stop requests run on the
-// main loop; frames arrive on streaming threads (guarded by mu_).
+// main loop; frames arrive on streaming threads (guarded by mu_). The
+// pipeline's state changes never run on the main loop: a source's open()
+// may block (a file that turned into a FIFO, a slow device), and the API,
+// /healthz and SIGTERM must still answer. Going to PLAYING runs on
+// GStreamer's thread pool and reports back through the bus; stopping runs
+// on the server's stopper thread (shutdown()).
 #pragma once
 
 #include <gst/app/gstappsink.h>
@@ -52,8 +57,9 @@ class Camera {
   const StreamSpec& spec() const { return spec_; }
   const std::shared_ptr<RestreamFeed>& restream() const { return restream_; }
 
-  // Builds the pipeline and sets it playing. False (with the reason in the
-  // camera's health, state failed) when it cannot even start.
+  // Builds the pipeline and asks for PLAYING off the main loop; returns at
+  // once. False (with the reason in the camera's health, state failed) when
+  // it cannot even be built; a failure to start shows up later the same way.
   bool start();
   // Ends the stream: EOS in, so the JSON and MQTT outputs get every frame
   // already captured. Returns at once; drained() turns true at the EOS.
@@ -83,7 +89,8 @@ class Camera {
   void handle_message(GstMessage* msg);
   void fail(const std::string& message);
   void take_sample(GstSample* sample);
-  void send_eos();
+  bool send_eos();
+  void play_async();
 
   const StreamSpec spec_;
   const ModelSpec model_;
@@ -98,6 +105,13 @@ class Camera {
   guint bus_watch_ = 0;
   std::atomic<bool> seeked_{false};  // the first segment seek of a looped file is asked for
   std::atomic<bool> drained_{false}, draining_{false}, detached_{false}, stopped_{false};
+  // Shared with the asynchronous start, which may run after this camera is
+  // gone: it must not start a pipeline that shutdown() has stopped.
+  struct StartGate {
+    std::mutex mu;
+    bool closed = false;
+  };
+  std::shared_ptr<StartGate> start_gate_ = std::make_shared<StartGate>();
 
   mutable std::mutex mu_;  // everything below
   StreamHealth health_;

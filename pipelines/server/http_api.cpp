@@ -2,6 +2,8 @@
 
 #include <gio/gio.h>
 
+#include "common/utf8.h"
+
 namespace torchinfer::server {
 
 namespace {
@@ -35,7 +37,9 @@ bool same_secret(const std::string& a, const std::string& b) {
 HttpApi::HttpApi(ServerApp* app, std::string token)
     : app_(app),
       token_(std::move(token)),
-      server_(soup_server_new("server-header", "torchinfer-server", nullptr)) {
+      server_(soup_server_new("server-header", "torchinfer-server", nullptr)),
+      listener_(std::make_unique<HttpListener>(server_, app->config().max_connections,
+                                               app->config().idle_timeout_s)) {
   soup_server_add_early_handler(server_, nullptr, on_early, this, nullptr);
   soup_server_add_handler(server_, nullptr, on_request, this, nullptr);
 }
@@ -46,54 +50,61 @@ HttpApi::~HttpApi() {
 }
 
 std::string HttpApi::listen(const std::string& address, int port, std::string* why) {
-  GInetAddress* inet = g_inet_address_new_from_string(address.c_str());
-  if (!inet) {
-    *why = "--listen: '" + address + "' is not an IP address (e.g. 127.0.0.1, 0.0.0.0, ::1)";
-    return "";
-  }
-  GSocketAddress* sa = g_inet_socket_address_new(inet, static_cast<guint16>(port));
-  g_object_unref(inet);
-  GError* err = nullptr;
-  const bool ok = soup_server_listen(server_, sa, static_cast<SoupServerListenOptions>(0), &err);
-  g_object_unref(sa);
-  if (!ok) {
-    *why = std::string("cannot listen on ") + address + ":" + std::to_string(port) + ": " +
-           (err ? err->message : "unknown error");
-    g_clear_error(&err);
-    return "";
-  }
-  std::string url;
-  GSList* uris = soup_server_get_uris(server_);
-  if (uris) {
-    char* s = g_uri_to_string(static_cast<GUri*>(uris->data));
-    url = s;
-    g_free(s);
-  }
-  g_slist_free_full(uris, reinterpret_cast<GDestroyNotify>(g_uri_unref));
-  return url;
+  return listener_->listen(address, port, why);
 }
 
-// Before the body is read: a request declaring a body over the limit is
-// answered 413, and its body is read and thrown away as it comes instead of
-// being kept in memory (libsoup reads a declared body to the end).
+// Before the body is read: a request declaring a body over the limit, or
+// whose length cannot be told (Content-Length headers that disagree), is
+// answered and its connection closed without reading the body.
 void HttpApi::on_early(SoupServer*, SoupServerMessage* msg, const char*, GHashTable*,
                        gpointer user) {
   auto* self = static_cast<HttpApi*>(user);
   SoupMessageHeaders* h = soup_server_message_get_request_headers(msg);
-  const goffset len = soup_message_headers_get_content_length(h);
+  std::vector<std::string> lengths;
+  SoupMessageHeadersIter it;
+  soup_message_headers_iter_init(&it, h);
+  const char *name, *value;
+  while (soup_message_headers_iter_next(&it, &name, &value))
+    if (g_ascii_strcasecmp(name, "Content-Length") == 0) lengths.emplace_back(value);
+  long long len = -1;
+  std::string why;
+  if (!declared_body_length(lengths, &len, &why)) {
+    self->refuse_early(msg, 400, "request: " + why);
+    return;
+  }
+  if (len >= 0 && soup_message_headers_get_list(h, "Transfer-Encoding")) {
+    self->refuse_early(msg, 400,
+                       "request: both Content-Length and Transfer-Encoding; send one of them");
+    return;
+  }
   const std::size_t max = self->app_->config().max_body_bytes;
   if (len > 0 && static_cast<std::size_t>(len) > max) {
-    soup_message_body_set_accumulate(soup_server_message_get_request_body(msg), FALSE);
-    self->reply(msg,
-                {413,
-                 {{"error", "the body (Content-Length " + std::to_string(len) +
-                                ") is larger than max_body_bytes (" + std::to_string(max) + ")"}}});
+    self->refuse_early(msg, 413,
+                       "the body (Content-Length " + std::to_string(len) +
+                           ") is larger than max_body_bytes (" + std::to_string(max) + ")");
     return;
   }
   // A chunked body has no declared length: count it as it arrives and stop
   // keeping it once over the limit (on_request then answers 413).
   if (soup_message_headers_get_encoding(h) == SOUP_ENCODING_CHUNKED)
     g_signal_connect(msg, "got-chunk", G_CALLBACK(on_chunk), self);
+}
+
+// Answered on the socket now; if the connection is not one of ours, the
+// usual reply after libsoup has read the body (and not kept it). Either way
+// the request is not handled further.
+void HttpApi::refuse_early(SoupServerMessage* msg, int status, const std::string& message) {
+  const nlohmann::json body = {{"error", message}};
+  g_object_set_data(G_OBJECT(msg), "torchinfer-answered", GINT_TO_POINTER(1));
+  if (listener_->answer_and_close(
+          msg, status, body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))) {
+    app_->count_reply(status);
+    // For libsoup, should it still read a body already in its buffer.
+    soup_server_message_set_status(msg, status, nullptr);
+    return;
+  }
+  soup_message_body_set_accumulate(soup_server_message_get_request_body(msg), FALSE);
+  reply(msg, {status, body});
 }
 
 void HttpApi::on_chunk(SoupServerMessage* msg, GBytes* chunk, gpointer user) {
@@ -112,6 +123,7 @@ void HttpApi::on_chunk(SoupServerMessage* msg, GBytes* chunk, gpointer user) {
 void HttpApi::on_request(SoupServer*, SoupServerMessage* msg, const char* path, GHashTable*,
                          gpointer user) {
   auto* self = static_cast<HttpApi*>(user);
+  if (g_object_get_data(G_OBJECT(msg), "torchinfer-answered")) return;
   // Exceptions stop here: libsoup is C.
   try {
     self->handle(msg, soup_server_message_get_method(msg), path ? path : "/");
@@ -128,7 +140,12 @@ bool HttpApi::authorized(SoupServerMessage* msg) const {
 }
 
 void HttpApi::reply(SoupServerMessage* msg, const Reply& r) {
-  const std::string text = r.body.is_null() ? "" : r.body.dump() + "\n";
+  // Replacing bad UTF-8 is the last line: messages quote client text through
+  // printable() already, and a reply must never turn into an exception.
+  const std::string text =
+      r.body.is_null()
+          ? ""
+          : r.body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   reply_bytes(msg, r.status, "application/json", text.data(), text.size());
 }
 
@@ -147,13 +164,18 @@ void HttpApi::reply_bytes(SoupServerMessage* msg, int status, const char* type, 
   app_->count_reply(status);
 }
 
-void HttpApi::handle(SoupServerMessage* msg, const std::string& method, const std::string& path) {
-  const std::vector<std::string> parts = split_path(path);
+void HttpApi::handle(SoupServerMessage* msg, const std::string& method,
+                     const std::string& raw_path) {
+  const std::vector<std::string> parts = split_path(raw_path);
+  // libsoup hands the path percent-decoded: any bytes at all. Echoed only
+  // escaped.
+  const std::string path = printable(raw_path, 120);
   const bool get = method == "GET" || method == "HEAD";
   auto not_allowed = [&](const char* allow) {
     soup_message_headers_replace(soup_server_message_get_response_headers(msg), "Allow", allow);
-    reply(msg,
-          {405, {{"error", method + " is not allowed on " + path + " (allowed: " + allow + ")"}}});
+    reply(msg, {405,
+                {{"error", printable(method, 40) + " is not allowed on " + path +
+                               " (allowed: " + allow + ")"}}});
   };
   auto unauthorized = [&] {
     soup_message_headers_replace(soup_server_message_get_response_headers(msg), "WWW-Authenticate",
@@ -178,7 +200,7 @@ void HttpApi::handle(SoupServerMessage* msg, const std::string& method, const st
   if (parts.size() == 1 && parts[0] == "metrics") {
     if (!get) return not_allowed("GET");
     if (!authorized(msg)) return unauthorized();
-    const std::string text = app_->metrics();
+    const std::string text = app_->metrics() + listener_->book().prometheus();
     return reply_bytes(msg, 200, "text/plain; version=0.0.4; charset=utf-8", text.data(),
                        text.size());
   }

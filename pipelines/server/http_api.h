@@ -7,8 +7,10 @@
 
 #include <libsoup/soup.h>
 
+#include <memory>
 #include <string>
 
+#include "http_listener.h"
 #include "server_app.h"
 
 namespace torchinfer::server {
@@ -24,6 +26,7 @@ class HttpApi {
  private:
   static void on_early(SoupServer*, SoupServerMessage* msg, const char* path, GHashTable*,
                        gpointer user);
+  void refuse_early(SoupServerMessage* msg, int status, const std::string& message);
   static void on_chunk(SoupServerMessage* msg, GBytes* chunk, gpointer user);
   static void on_request(SoupServer*, SoupServerMessage* msg, const char* path, GHashTable*,
                          gpointer user);
@@ -36,6 +39,7 @@ class HttpApi {
   ServerApp* app_;
   std::string token_;
   SoupServer* server_;
+  std::unique_ptr<HttpListener> listener_;
 };
 
 }  // namespace torchinfer::server

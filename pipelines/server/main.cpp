@@ -2,21 +2,29 @@
 // dashboard and Prometheus metrics (docs/server.md).
 //
 // Exit codes: 0 stopped by SIGTERM/SIGINT after draining; 1 cannot start
-// (a model does not load, the address is taken); 2 bad command line or
-// configuration (the message names the field).
+// (a model does not load, the address is taken) or, at SIGTERM, a camera's
+// pipeline that never stopped; 2 bad command line or configuration (the
+// message names the field).
 #include <glib-unix.h>
 #include <gst/gst.h>
 #include <malloc.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "../app_numbers.h"
 #include "../app_options.h"
 #include "common/file_check.h"
 #include "common/json_file.h"
 #include "http_api.h"
+#include "server/http_limits.h"
+#include "server/token_file.h"
 #include "server_app.h"
 
 namespace app = torchinfer::app;
@@ -109,6 +117,52 @@ struct Run {
   gint64 drain_deadline_us = 0;
 };
 
+// Every API connection and every camera's files and sockets need a
+// descriptor; the usual soft limit of 1024 is far below the hard one.
+void report_open_files_limit(int max_connections) {
+  const OpenFilesLimit lim = raise_open_files_limit();
+  if (!lim.error.empty())
+    g_printerr("torchinfer-server: warning: cannot raise the open files limit: %s\n",
+               lim.error.c_str());
+  else if (lim.after != lim.before)
+    g_printerr("torchinfer-server: open files limit raised from %llu to %llu (the hard limit)\n",
+               static_cast<unsigned long long>(lim.before),
+               static_cast<unsigned long long>(lim.after));
+  // Cameras, models and libraries hold descriptors too (a few dozen).
+  if (lim.error.empty() && lim.after < static_cast<std::uint64_t>(max_connections) + 256)
+    g_printerr(
+        "torchinfer-server: warning: open files limit %llu is low for max_connections %d: "
+        "connections beyond it wait (raise it with `ulimit -Hn` or systemd's LimitNOFILE=)\n",
+        static_cast<unsigned long long>(lim.after), max_connections);
+}
+
+// Stops every camera; false if that has not finished after `timeout_s`
+// (a pipeline stuck in a state change, e.g. an open() that never returns).
+// SIGTERM must end the process all the same.
+bool stop_within(ServerApp* server, double timeout_s) {
+  struct Done {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+  };
+  auto done = std::make_shared<Done>();
+  std::thread stopper([server, done] {
+    server->stop_all();
+    std::lock_guard<std::mutex> lock(done->mu);
+    done->done = true;
+    done->cv.notify_all();
+  });
+  std::unique_lock<std::mutex> lock(done->mu);
+  if (!done->cv.wait_for(lock, std::chrono::duration<double>(timeout_s),
+                         [&] { return done->done; })) {
+    stopper.detach();
+    return false;
+  }
+  lock.unlock();
+  stopper.join();
+  return true;
+}
+
 gboolean on_drain_tick(gpointer user) {
   auto* run = static_cast<Run*>(user);
   if (run->app->drained() || g_get_monotonic_time() >= run->drain_deadline_us) {
@@ -175,16 +229,9 @@ int main(int argc, char** argv) {
                                   opt.config + ": streams[" + std::to_string(i) +
                                       "].restream: the server runs without RTSP (--rtsp-port "
                                       "0); give --rtsp-port PORT");
-    if (!opt.token_file.empty()) {
-      token = torchinfer::read_regular_file(opt.token_file, "token file", 4096);
-      token.erase(token.find_last_not_of(" \t\r\n") + 1);
-      token.erase(0, token.find_first_not_of(" \t\r\n"));
-      if (token.empty() || token.find_first_of(" \t\r\n") != std::string::npos)
-        throw torchinfer::Error(torchinfer::ErrorKind::kConfigInvalid,
-                                "token file '" + opt.token_file +
-                                    "': must hold one token (no spaces), e.g. from "
-                                    "`openssl rand -hex 32`");
-    }
+    if (!opt.token_file.empty())
+      token = parse_token(torchinfer::read_regular_file(opt.token_file, "token file", 4096),
+                          opt.token_file);
   } catch (const std::exception& e) {
     g_printerr("torchinfer-server: error: %s\n", e.what());
     return app::kBadCommandLine;
@@ -192,6 +239,7 @@ int main(int argc, char** argv) {
   std::string address;
   int port = 0;
   if (!split_listen(opt.listen, &address, &port)) return app::kBadCommandLine;
+  report_open_files_limit(config.max_connections);
 
   auto server = std::make_unique<ServerApp>(config);
   std::string why;
@@ -249,7 +297,12 @@ int main(int argc, char** argv) {
   g_unix_signal_add(SIGINT, on_signal, &run);
   g_main_loop_run(run.loop);
   http.reset();
-  server->stop_all();
+  if (!stop_within(server.get(), config.drain_timeout_s + 5)) {
+    g_printerr(
+        "torchinfer-server: error: a camera's pipeline did not stop (one of its state changes "
+        "never returned: a source or output that blocks); exiting without it\n");
+    _exit(1);  // the stuck thread holds locks the destructors would wait on
+  }
   server.reset();
   g_main_loop_unref(run.loop);
   g_printerr("torchinfer-server: stopped\n");

@@ -3,6 +3,8 @@
 #include <glib/gstdio.h>
 
 #include "common/json_file.h"
+#include "common/utf8.h"
+#include "server/source_check.h"
 
 namespace torchinfer::server {
 
@@ -24,7 +26,6 @@ constexpr int kMaxBodyDepth = 8;
 ServerApp::ServerApp(ServerConfig config)
     : config_(std::move(config)), cameras_(config_.max_streams) {
   g_mkdir_with_parents(config_.output_dir.c_str(), 0755);
-  reaper_ = std::thread([this] { reap(); });
 }
 
 ServerApp::~ServerApp() {
@@ -126,12 +127,28 @@ Reply ServerApp::add_stream(const std::string& body) {
   switch (cameras_.check(spec.id)) {
     case AddResult::kDuplicateId:
       return error_reply(409, "a stream '" + spec.id + "' exists already", "id");
+    case AddResult::kStopping:
+      // Its pipeline still writes <id>.jsonl: a new one would truncate it.
+      return error_reply(409,
+                         "the stream '" + spec.id +
+                             "' was removed and is still stopping (draining into its JSON "
+                             "file); add it again once GET /streams/" +
+                             spec.id + " answers 404",
+                         "id");
     case AddResult::kLimitReached:
-      return error_reply(409, "the server runs max_streams (" +
-                                  std::to_string(cameras_.max_streams()) +
-                                  ") streams already; remove one first");
+      return error_reply(
+          409, "the server runs max_streams (" + std::to_string(cameras_.max_streams()) +
+                   ") streams already" +
+                   (cameras_.stopping_count() ? " (" + std::to_string(cameras_.stopping_count()) +
+                                                    " of them removed and still stopping)"
+                                              : "") +
+                   "; remove one first");
     case AddResult::kAdded:
       break;
+  }
+  if (spec.kind == SourceKind::kFile) {
+    const std::string problem = file_source_problem(spec.location);
+    if (!problem.empty()) return error_reply(400, "uri: " + problem, "uri");
   }
   auto cam = launch(spec);
   g_printerr("torchinfer-server: stream %s added (%s)\n", spec.id.c_str(), spec.uri.c_str());
@@ -140,9 +157,13 @@ Reply ServerApp::add_stream(const std::string& body) {
 
 Reply ServerApp::remove_stream(const std::string& id) {
   std::shared_ptr<Camera> cam = cameras_.find(id);
-  if (!cam) return error_reply(404, "no stream '" + id + "'");
+  if (!cam) {
+    // Removing it again changes nothing: it is on its way out.
+    if (std::shared_ptr<Camera> stopping = cameras_.find_stopping(id))
+      return {200, stopping->status()};
+    return error_reply(404, "no stream '" + printable(id) + "'");
+  }
   Model* m = model(cam->spec().model);
-  json last = cam->status();
   cam->detach();
   // Its clients get the end of the stream now, not after the drain.
   if (cam->restream()) restream_->remove(cam->restream());
@@ -151,44 +172,61 @@ Reply ServerApp::remove_stream(const std::string& id) {
     cameras_.remove(id);
     m->retiring.push_back(cam);
   }
-  {
-    std::lock_guard<std::mutex> lock(reap_mu_);
-    dead_.emplace_back(cam, m);
-  }
-  reap_cv_.notify_one();
+  stop_in_background(cam, m);
   g_printerr("torchinfer-server: stream %s removed\n", id.c_str());
-  last["state"] = "stopping";
-  return {200, last};
+  return {200, cam->status()};
 }
 
-void ServerApp::reap() {
-  std::unique_lock<std::mutex> lock(reap_mu_);
-  for (;;) {
-    reap_cv_.wait(lock, [this] { return reap_stop_ || !dead_.empty(); });
-    if (dead_.empty()) return;
-    auto [cam, m] = dead_.front();
-    dead_.pop_front();
-    lock.unlock();
+void ServerApp::stop_in_background(std::shared_ptr<Camera> cam, Model* m) {
+  std::lock_guard<std::mutex> lock(stoppers_mu_);
+  Camera* key = cam.get();
+  stoppers_[key] = std::thread([this, cam, m] {
     cam->shutdown(std::min(config_.drain_timeout_s, 5.0));
     {
       std::lock_guard<std::mutex> mlock(m->mu);
       m->retired_frames += cam->frames_inferred();
       m->retiring.erase(std::find(m->retiring.begin(), m->retiring.end(), cam));
     }
-    cam.reset();
-    lock.lock();
+    // The registry belongs to the main loop.
+    auto* done = new std::pair<ServerApp*, std::shared_ptr<Camera>>(this, cam);
+    // Always queued (never run here): stopped() joins this thread.
+    g_idle_add_full(
+        G_PRIORITY_DEFAULT,
+        [](gpointer p) {
+          auto* d = static_cast<std::pair<ServerApp*, std::shared_ptr<Camera>>*>(p);
+          d->first->stopped(d->second);
+          return G_SOURCE_REMOVE;
+        },
+        done,
+        [](gpointer p) { delete static_cast<std::pair<ServerApp*, std::shared_ptr<Camera>>*>(p); });
+  });
+}
+
+void ServerApp::stopped(const std::shared_ptr<Camera>& cam) {
+  std::thread t;
+  {
+    std::lock_guard<std::mutex> lock(stoppers_mu_);
+    auto it = stoppers_.find(cam.get());
+    if (it == stoppers_.end()) return;  // stop_all() joined it already
+    t = std::move(it->second);
+    stoppers_.erase(it);
   }
+  t.join();  // it has nothing left to do but return
+  cameras_.forget(cam);
+  g_printerr("torchinfer-server: stream %s stopped\n", cam->spec().id.c_str());
 }
 
 Reply ServerApp::list_streams() const {
   json list = json::array();
   for (const auto& [id, cam] : cameras_.items()) list.push_back(cam->status());
+  for (const auto& [id, cam] : cameras_.stopping()) list.push_back(cam->status());
   return {200, {{"streams", list}, {"max_streams", cameras_.max_streams()}}};
 }
 
 Reply ServerApp::get_stream(const std::string& id) const {
   std::shared_ptr<Camera> cam = cameras_.find(id);
-  if (!cam) return error_reply(404, "no stream '" + id + "'");
+  if (!cam) cam = cameras_.find_stopping(id);
+  if (!cam) return error_reply(404, "no stream '" + printable(id) + "'");
   return {200, cam->status()};
 }
 
@@ -207,14 +245,18 @@ Reply ServerApp::health() const {
   int failed = 0;
   for (const auto& [id, cam] : cameras_.items())
     failed += cam->figures().state == std::string("failed");
-  return {200, {{"status", "ok"}, {"streams", cameras_.size()}, {"failed_streams", failed}}};
+  return {200,
+          {{"status", "ok"},
+           {"streams", cameras_.size()},
+           {"failed_streams", failed},
+           {"stopping_streams", cameras_.stopping_count()}}};
 }
 
 int ServerApp::snapshot(const std::string& id, std::vector<std::uint8_t>* jpeg,
                         std::string* why) const {
   std::shared_ptr<Camera> cam = cameras_.find(id);
   if (!cam) {
-    *why = "no stream '" + id + "'";
+    *why = "no stream '" + printable(id) + "'";
     return 404;
   }
   *jpeg = cam->snapshot_jpeg(why);
@@ -273,14 +315,13 @@ void ServerApp::stop_all() {
     cam->shutdown(0);
   }
   while (cameras_.size()) cameras_.remove(cameras_.items().front().first);
-  if (reaper_.joinable()) {
-    {
-      std::lock_guard<std::mutex> lock(reap_mu_);
-      reap_stop_ = true;
-    }
-    reap_cv_.notify_one();
-    reaper_.join();
+  std::map<Camera*, std::thread> stoppers;
+  {
+    std::lock_guard<std::mutex> lock(stoppers_mu_);
+    stoppers.swap(stoppers_);
   }
+  for (auto& [cam, t] : stoppers) t.join();
+  while (cameras_.stopping_count()) cameras_.forget(cameras_.stopping().front().second);
 }
 
 }  // namespace torchinfer::server

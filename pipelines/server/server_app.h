@@ -76,7 +76,8 @@ class ServerApp {
   };
   Model* model(const std::string& id) const;
   std::shared_ptr<Camera> launch(const StreamSpec& spec);
-  void reap();
+  void stop_in_background(std::shared_ptr<Camera> cam, Model* m);
+  void stopped(const std::shared_ptr<Camera>& cam);
 
   ServerConfig config_;
   RestreamServer* restream_ = nullptr;
@@ -85,13 +86,12 @@ class ServerApp {
   StreamRegistry<Camera> cameras_;
   std::map<std::string, std::uint64_t> replies_;
 
-  // Removed cameras are stopped (EOS, drain, NULL) one by one here, off the
-  // main loop, so a removal never holds up the API or the other cameras.
-  std::thread reaper_;
-  std::mutex reap_mu_;
-  std::condition_variable reap_cv_;
-  std::deque<std::pair<std::shared_ptr<Camera>, Model*>> dead_;
-  bool reap_stop_ = false;
+  // Each removed camera stops (EOS, drain, NULL) on a thread of its own,
+  // off the main loop, so a removal never holds up the API, the other
+  // cameras or another removal. They are bounded: a stopping camera counts
+  // against max_streams until stopped() forgets it on the main loop.
+  std::mutex stoppers_mu_;
+  std::map<Camera*, std::thread> stoppers_;
 };
 
 }  // namespace torchinfer::server

@@ -250,7 +250,7 @@ StreamSpec parse_stream_spec(const json& j, const std::vector<ModelSpec>& models
 ServerConfig parse_server_config(const json& j, const std::string& origin) {
   Fields f(j, "", origin,
            {"models", "streams", "output_dir", "mqtt", "max_streams", "max_body_bytes",
-            "drain_timeout_s"});
+            "drain_timeout_s", "max_connections", "idle_timeout_s"});
   ServerConfig c;
   if (!f.has("models")) f.fail("models", "missing: list at least one model");
   const json& models = f.raw("models");
@@ -287,6 +287,8 @@ ServerConfig parse_server_config(const json& j, const std::string& origin) {
   c.max_body_bytes =
       static_cast<std::size_t>(f.integer("max_body_bytes", 64 * 1024, 256, 16 * 1024 * 1024));
   c.drain_timeout_s = f.number("drain_timeout_s", c.drain_timeout_s, 0.1, 600);
+  c.max_connections = static_cast<int>(f.integer("max_connections", c.max_connections, 1, 65536));
+  c.idle_timeout_s = f.number("idle_timeout_s", c.idle_timeout_s, 0.1, 3600);
   if (f.has("streams")) {
     const json& streams = f.raw("streams");
     if (!streams.is_array()) f.fail("streams", "must be a list of streams");

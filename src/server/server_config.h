@@ -67,6 +67,10 @@ struct ServerConfig {
   int max_streams = 32;
   std::size_t max_body_bytes = 64 * 1024;
   double drain_timeout_s = 5.0;
+  // HTTP: connections served at once (more get 503), and how long one may
+  // stay open without being answered (a client that sends nothing).
+  int max_connections = 256;
+  double idle_timeout_s = 30.0;
 };
 
 // Whole configuration (the file). Throws Error(kConfigInvalid) naming the

@@ -3,6 +3,13 @@
 // (unique ids, the limit, what a removal of an unknown id is) live here so
 // they are tested without GStreamer. Not thread-safe: the server uses it
 // from its main loop only.
+//
+// A removed camera is not gone at once: its pipeline drains (EOS into its
+// JSON file and MQTT topic) and stops in the background. Until forget()
+// says it is gone, it is "stopping": it still counts against max_streams
+// (its threads and memory are still there) and still holds its id (its
+// pipeline still writes <id>.jsonl), so neither the limit nor a re-added
+// id can be overtaken by pipelines that are on their way out.
 #pragma once
 
 #include <algorithm>
@@ -14,20 +21,26 @@
 
 namespace torchinfer::server {
 
-enum class AddResult { kAdded, kDuplicateId, kLimitReached };
+enum class AddResult { kAdded, kDuplicateId, kStopping, kLimitReached };
 
 template <typename T>
 class StreamRegistry {
  public:
+  using Items = std::vector<std::pair<std::string, std::shared_ptr<T>>>;
+
   explicit StreamRegistry(int max_streams) : max_(max_streams) {}
 
   int max_streams() const { return max_; }
+  // Cameras running (not removed).
   std::size_t size() const { return items_.size(); }
+  // Removed cameras whose pipelines have not stopped yet.
+  std::size_t stopping_count() const { return stopping_.size(); }
 
   // Checks whether `id` could be added now, without adding it.
   AddResult check(const std::string& id) const {
     if (find(id)) return AddResult::kDuplicateId;
-    if (static_cast<int>(items_.size()) >= max_) return AddResult::kLimitReached;
+    if (find_in(stopping_, id)) return AddResult::kStopping;
+    if (static_cast<int>(items_.size() + stopping_.size()) >= max_) return AddResult::kLimitReached;
     return AddResult::kAdded;
   }
 
@@ -40,30 +53,46 @@ class StreamRegistry {
     return r;
   }
 
-  std::shared_ptr<T> find(const std::string& id) const {
-    for (const auto& [k, v] : items_)
-      if (k == id) return v;
-    return nullptr;
-  }
+  // A running camera (not a stopping one).
+  std::shared_ptr<T> find(const std::string& id) const { return find_in(items_, id); }
+  std::shared_ptr<T> find_stopping(const std::string& id) const { return find_in(stopping_, id); }
 
-  // The removed item, or null if there was none with this id.
+  // Moves the camera to the stopping ones; the removed item, or null if no
+  // running camera has this id.
   std::shared_ptr<T> remove(const std::string& id) {
     auto it =
         std::find_if(items_.begin(), items_.end(), [&](const auto& p) { return p.first == id; });
     if (it == items_.end()) return nullptr;
-    std::shared_ptr<T> item = std::move(it->second);
+    std::shared_ptr<T> item = it->second;
+    stopping_.push_back(std::move(*it));
     items_.erase(it);
     removed_++;
     return item;
   }
 
-  const std::vector<std::pair<std::string, std::shared_ptr<T>>>& items() const { return items_; }
+  // A stopping camera's pipeline is gone: its id and its place are free.
+  bool forget(const std::shared_ptr<T>& item) {
+    auto it = std::find_if(stopping_.begin(), stopping_.end(),
+                           [&](const auto& p) { return p.second == item; });
+    if (it == stopping_.end()) return false;
+    stopping_.erase(it);
+    return true;
+  }
+
+  const Items& items() const { return items_; }
+  const Items& stopping() const { return stopping_; }
   std::uint64_t added() const { return added_; }
   std::uint64_t removed() const { return removed_; }
 
  private:
+  static std::shared_ptr<T> find_in(const Items& items, const std::string& id) {
+    for (const auto& [k, v] : items)
+      if (k == id) return v;
+    return nullptr;
+  }
+
   int max_;
-  std::vector<std::pair<std::string, std::shared_ptr<T>>> items_;
+  Items items_, stopping_;
   std::uint64_t added_ = 0, removed_ = 0;
 };
 

@@ -155,11 +155,50 @@ TEST(ErrorTable, PostExceptionMapsErrorsByKindAndOthersToTheFallback) {
   gst_object_unref(e);
 }
 
+// The debug text GStreamer builds for an error starts with where it was
+// posted: "file(line): function (): ...". That is the caller's place, not
+// element-errors.cpp's, for post_error and post_exception alike.
+TEST(ErrorTable, PostedErrorsCarryTheCallersLocation) {
+  GstElement* e = gst_element_factory_make("torchnms", nullptr);
+  ASSERT_NE(e, nullptr);
+  GstBus* bus = gst_bus_new();
+  gst_element_set_bus(e, bus);
+  const auto here = [](int line) {
+    return std::string(__FILE__) + "(" + std::to_string(line) + "): TestBody (): ";
+  };
+
+  const int error_line = __LINE__ + 1;
+  gst::post_error(e, ErrorKind::kStreamData, "tensors do not fit", "the details");
+  BusError r = next_error(bus, 0);
+  EXPECT_EQ(r.debug.rfind(here(error_line), 0), 0u) << r.debug;
+  EXPECT_NE(r.debug.find("the details"), std::string::npos) << r.debug;
+
+  const int exception_line = __LINE__ + 1;
+  gst::post_exception(e, std::runtime_error("odd failure"), ErrorKind::kRuntime, "Decoding: ");
+  r = next_error(bus, 0);
+  EXPECT_EQ(r.debug.rfind(here(exception_line), 0), 0u) << r.debug;
+  EXPECT_EQ(r.debug.find("element-errors.cpp"), std::string::npos) << r.debug;
+
+  gst_element_set_bus(e, nullptr);
+  gst_object_unref(bus);
+  gst_object_unref(e);
+}
+
 // ---- torchinfer ----------------------------------------------------------------
 
 TEST(ErrorDomains, TorchInferModelNotFound) {
   expect_error(start_error("torchinfer model=/nonexistent/net.pt"), GST_RESOURCE_ERROR,
                GST_RESOURCE_ERROR_NOT_FOUND, {"/nonexistent/net.pt", "not found"});
+}
+
+// From the element itself: the check that refused the start, in its own
+// file, not the helper that posted the message.
+TEST(ErrorDomains, TorchInferErrorNamesThePlaceThatRaisedIt) {
+  const BusError r = start_error("torchinfer");
+  expect_error(r, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_NOT_FOUND, {"No model file set"});
+  EXPECT_NE(r.debug.find("gsttorchinfer.cpp("), std::string::npos) << r.debug;
+  EXPECT_NE(r.debug.find("): settings_usable (): "), std::string::npos) << r.debug;
+  EXPECT_EQ(r.debug.find("element-errors.cpp"), std::string::npos) << r.debug;
 }
 
 TEST(ErrorDomains, TorchInferCorruptModelIsLibraryInit) {

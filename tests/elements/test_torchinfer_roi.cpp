@@ -328,6 +328,151 @@ TEST(TorchInferRoi, ObjectClassFiltersOnTheDetectionLabelElseTheRoiType) {
   gst_harness_teardown(h);
 }
 
+// object-class naming no class ("," or " , ,") would infer every region:
+// refused like any bad value (a warning, the previous value kept); "" or
+// NULL still unsets it.
+TEST(TorchInferRoi, ObjectClassNamingNoClassIsRefused) {
+  GstElement* e = gst_element_factory_make("torchinfer", nullptr);
+  g_object_set(e, "object-class", "bolt", nullptr);
+  for (const std::string bad : {",", " , ,", " ", ",,\t,"}) {
+    WarningCatcher w;
+    g_object_set(e, "object-class", bad.c_str(), nullptr);
+    ASSERT_EQ(w.messages().size(), 1u) << "'" << bad << "'";
+    EXPECT_NE(w.messages()[0].find("rejected value '" + bad +
+                                   "' for property 'object-class': it names no class"),
+              std::string::npos)
+        << w.messages()[0];
+    gchar* now = nullptr;
+    g_object_get(e, "object-class", &now, nullptr);
+    EXPECT_STREQ(now, "bolt") << "'" << bad << "'";
+    g_free(now);
+  }
+  for (const char* unset : {"", static_cast<const char*>(nullptr)}) {
+    g_object_set(e, "object-class", "bolt", nullptr);
+    WarningCatcher w;
+    g_object_set(e, "object-class", unset, nullptr);
+    EXPECT_TRUE(w.messages().empty());
+    gchar* now = reinterpret_cast<gchar*>(1);
+    g_object_get(e, "object-class", &now, nullptr);
+    EXPECT_EQ(now, nullptr);
+  }
+  gst_object_unref(e);
+}
+
+// The warnings posted on `bus`: message and debug text.
+std::vector<std::pair<std::string, std::string>> warnings_on(GstBus* bus) {
+  std::vector<std::pair<std::string, std::string>> out;
+  while (GstMessage* msg = gst_bus_pop_filtered(bus, GST_MESSAGE_WARNING)) {
+    GError* err = nullptr;
+    gchar* dbg = nullptr;
+    gst_message_parse_warning(msg, &err, &dbg);
+    out.emplace_back(err->message, dbg ? dbg : "");
+    g_error_free(err);
+    g_free(dbg);
+    gst_message_unref(msg);
+  }
+  return out;
+}
+
+// Two frames through a classifier with `object_class`, each carrying the
+// full-frame tensor meta of the detector that found its regions
+// (yolo_candidates.pt: labels bolt, nut, washer); the warnings it posted.
+std::vector<std::pair<std::string, std::string>> object_class_warnings(
+    const std::string& object_class) {
+  const std::string caps = rgb_caps(64, 48);
+  const GstVideoInfo info = info_of(caps);
+  GstHarness* h = classifier("object-class=\"" + object_class + "\"", caps);
+  GstBus* bus = gst_bus_new();
+  gst_element_set_bus(h->element, bus);
+  for (int i = 0; i < 2; ++i) {
+    GstBuffer* in = painted(info, {{0, 0, 64, 48, kRed}}, i * GST_SECOND / 30);
+    GstTorchTensorMeta* tm = gst_buffer_add_torch_tensor_meta(in, 0, nullptr);
+    tm->model = g_strdup(model("yolo_candidates.pt").c_str());
+    add_roi(in, "bolt", 0, 0, 8, 8, 0);
+    GstBuffer* out = gst_harness_push_and_pull(h, in);
+    EXPECT_NE(out, nullptr);
+    if (out) gst_buffer_unref(out);
+  }
+  auto w = warnings_on(bus);
+  gst_element_set_bus(h->element, nullptr);
+  gst_object_unref(bus);
+  gst_harness_teardown(h);
+  return w;
+}
+
+// A class the detector does not have (a typo) would never match: one
+// WARNING per such class, naming it and the detector, listing its labels;
+// once per run, not per frame. Known classes raise none.
+TEST(TorchInferRoi, ObjectClassTheDetectorLacksIsAWarningNamingIt) {
+  const auto w = object_class_warnings("bolt, bolts,washr");
+  ASSERT_EQ(w.size(), 2u);
+  const std::string detector = model("yolo_candidates.pt");
+  EXPECT_EQ(w[0].first, "object-class 'bolts' is not a label of '" + detector +
+                            "', which found the regions: no region will match it.");
+  EXPECT_EQ(w[1].first, "object-class 'washr' is not a label of '" + detector +
+                            "', which found the regions: no region will match it.");
+  EXPECT_NE(w[0].second.find("its labels: bolt, nut, washer"), std::string::npos) << w[0].second;
+  EXPECT_TRUE(object_class_warnings("bolt,washer").empty());
+}
+
+// A detector given where a classifier belongs: its tensors go on each
+// region (roi_id) but no classification. One WARNING for the stream, not
+// one per frame, naming the model; the regions stay counted as inferred.
+TEST(TorchInferRoi, DetectorInRoiListWarnsOnceThatNoRegionIsClassified) {
+  const std::string caps = rgb_caps(64, 48);
+  const GstVideoInfo info = info_of(caps);
+  const std::string m = model("yolo_candidates.pt");
+  GstHarness* h = torchinfer_harness("model=" + m + " inference-region=roi-list", caps);
+  GstBus* bus = gst_bus_new();
+  gst_element_set_bus(h->element, bus);
+  for (int i = 0; i < 3; ++i) {
+    GstBuffer* in = painted(info, {{0, 0, 64, 48, kRed}}, i * GST_SECOND / 30);
+    add_roi(in, "part", 0, 0, 32, 24, 0);
+    add_roi(in, "part", 32, 24, 32, 24, 1);
+    GstBuffer* out = gst_harness_push_and_pull(h, in);
+    ASSERT_NE(out, nullptr);
+    const auto rois = rois_of(out);
+    ASSERT_EQ(rois.size(), 2u);
+    EXPECT_EQ(label_of(rois[0]), "(none)");
+    EXPECT_EQ(label_of(rois[1]), "(none)");
+    EXPECT_EQ(count_tensor_metas(out), 2) << "the detector's output, per region";
+    gst_buffer_unref(out);
+  }
+  const auto warnings = warnings_on(bus);
+  gst_element_set_bus(h->element, nullptr);
+  gst_object_unref(bus);
+  EXPECT_EQ(stat_of(h, "regions-inferred"), 6u);
+  gst_harness_teardown(h);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0].first,
+            "Model '" + m +
+                "' is not a classifier: inference-region=roi-list attaches no classification "
+                "to the regions it infers (only their tensor metas).");
+  EXPECT_NE(warnings[0].second.find("2 regions on this frame"), std::string::npos)
+      << warnings[0].second;
+}
+
+// A classifier's regions raise no such warning.
+TEST(TorchInferRoi, ClassifierInRoiListRaisesNoWarning) {
+  const std::string caps = rgb_caps(64, 48);
+  const GstVideoInfo info = info_of(caps);
+  GstHarness* h = classifier("", caps);
+  GstBus* bus = gst_bus_new();
+  gst_element_set_bus(h->element, bus);
+  GstBuffer* in = painted(info, {{0, 0, 64, 48, kRed}});
+  add_roi(in, "part", 0, 0, 32, 24, 0);
+  GstBuffer* out = gst_harness_push_and_pull(h, in);
+  ASSERT_NE(out, nullptr);
+  EXPECT_EQ(label_of(rois_of(out)[0]), "red");
+  gst_buffer_unref(out);
+  GstMessage* msg = gst_bus_pop_filtered(bus, GST_MESSAGE_WARNING);
+  EXPECT_EQ(msg, nullptr);
+  if (msg) gst_message_unref(msg);
+  gst_element_set_bus(h->element, nullptr);
+  gst_object_unref(bus);
+  gst_harness_teardown(h);
+}
+
 TEST(TorchInferRoi, MinObjectSizeSkipsTinyBoxesAndPaddingGrowsTheCrop) {
   const std::string caps = rgb_caps(64, 48);
   const GstVideoInfo info = info_of(caps);

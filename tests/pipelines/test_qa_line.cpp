@@ -2,6 +2,8 @@
 // SIGINT, and the command-line errors.
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <functional>
 #include <set>
 
 #include "qa_run.h"
@@ -212,11 +214,13 @@ TEST(QaLineErrors, UndeliveredMqttLinesExitOne) {
                         "--mqtt-host", "127.0.0.1", "--mqtt-port", std::to_string(free_port())});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("qa-line: warning: MQTT broker 127.0.0.1:"), std::string::npos) << r.err;
-  const std::string n = std::to_string(json_lines(r.out).size());
+  const auto lines = json_lines(r.out);
+  ASSERT_FALSE(lines.empty()) << "the output is still written: " << r.err;
+  const std::string n = std::to_string(lines.size());
   EXPECT_NE(r.err.find(n + " of " + n + " lines not delivered to MQTT broker 127.0.0.1:"),
             std::string::npos)
       << r.err;
-  EXPECT_EQ(json_lines(r.out).back()["event"], "summary") << "the output is still written";
+  EXPECT_EQ(lines.back()["event"], "summary");
   const Result topic = run({app(), "--clip", clip(), "--model", model(), "--classifier",
                             qa_classifier(), "--mqtt-host", "127.0.0.1", "--mqtt-topic", "a/#"});
   EXPECT_EQ(topic.exit_code, 2) << topic.err;
@@ -264,4 +268,140 @@ TEST(QaLineErrors, HostileSidecarIsNamed) {
       r.err.find("qa-line: model config '" + dir + "/net.json': nested deeper than 64 levels"),
       std::string::npos)
       << r.err;
+}
+
+namespace {
+
+// `from` copied to `to` byte for byte.
+void copy_file(const std::string& from, const std::string& to) {
+  std::ifstream in(from, std::ios::binary);
+  std::ofstream out(to, std::ios::binary);
+  out << in.rdbuf();
+  ASSERT_TRUE(in && out) << from << " -> " << to;
+}
+
+// The clip's truth with `change` applied, written to a file of its own.
+std::string changed_truth(const std::string& name, const std::function<void(json&)>& change) {
+  json t = qa_truth();
+  change(t);
+  const std::string path = testing::TempDir() + name;
+  std::ofstream(path) << t.dump();
+  return path;
+}
+
+}  // namespace
+
+// Paths are only values: a model, a classifier and an output folder whose
+// names hold quotes, an apostrophe and spaces run the demo as the plain
+// ones do, with the sidecars found as "<model>.pt.json" (the element's
+// fallback) and their labels files beside them.
+TEST(QaLine, PathsWithQuotesAndSpacesRunTheDemo) {
+  const std::string dir = testing::TempDir() + "qa dir \"quoted\" it's";
+  ASSERT_EQ(g_mkdir_with_parents(dir.c_str(), 0755), 0);
+  const std::string demo = qa_root() + "/models/demo/";
+  const std::string m = dir + "/parts \"detector\".pt", c = dir + "/defect 'classifier'.pt";
+  copy_file(qa_model(), m);
+  copy_file(demo + "parts_detector.json", m + ".json");
+  copy_file(demo + "parts_detector.labels", dir + "/parts_detector.labels");
+  copy_file(qa_classifier(), c);
+  copy_file(demo + "defect_classifier.json", c + ".json");
+  copy_file(demo + "defect_classifier.labels", dir + "/defect_classifier.labels");
+  const std::string out = dir + "/out \"1\"";
+  const Result r =
+      run({app(), "--clip", clip(), "--model", m, "--classifier", c, "--quiet", "--out", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Output o = parse_output(r.out);
+  EXPECT_EQ(o.parts.size(), 13u);
+  EXPECT_EQ(o.summary["passed"], 4) << o.summary;
+  EXPECT_EQ(o.summary["rejected"], 9) << o.summary;
+  EXPECT_EQ(o.summary["incomplete"], 0) << o.summary;
+  EXPECT_EQ(json_lines(read_file(out + "/results.jsonl")).size(), 300u);
+  EXPECT_TRUE(g_file_test((out + "/annotated.mkv").c_str(), G_FILE_TEST_IS_REGULAR));
+  // The labels came from the "<model>.pt.json" sidecars: a class neither
+  // model has is named.
+  const Result bad =
+      run({app(), "--clip", clip(), "--model", m, "--classifier", c, "--part-classes", "ok"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("class 'ok' is not a label of " + m), std::string::npos) << bad.err;
+}
+
+// A detector given as --classifier would leave every part "incomplete"
+// without a word: refused before anything runs, naming its task and where
+// that comes from.
+TEST(QaLineErrors, DetectorAsClassifierIsRefusedNamingItsTask) {
+  const Result r = run({app(), "--clip", clip(), "--model", model(), "--classifier", model()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("qa-line: --classifier " + model() +
+                       ": its task is 'detection' (model "
+                       "config '" +
+                       qa_root() + "/models/demo/parts_detector.json'), not classification"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+// 0 was the app's own "not given": as a value it is out of range like any
+// other; an empty broker host would publish nothing.
+TEST(QaLineErrors, ReclassifyIntervalOutOfRangeAndEmptyMqttHostAreUsageErrors) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--reclassify-interval", "0"}, "--reclassify-interval 0 is out of range"},
+      {{"--reclassify-interval", "1001"}, "--reclassify-interval 1001 is out of range"},
+      {{"--reclassify-interval", "2x"}, "--reclassify-interval '2x': give an integer"},
+      {{"--reclassify-interval", ""}, "--reclassify-interval '': give an integer"},
+      {{"--mqtt-host", ""}, "--mqtt-host '': give the broker's host name or address"},
+  };
+  for (const auto& [args, reason] : cases) {
+    std::vector<std::string> argv = {app(),   "--clip",       clip(),         "--model",
+                                     model(), "--classifier", qa_classifier()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const Result r = run(argv);
+    EXPECT_EQ(r.exit_code, 2) << args[0] << " '" << args[1] << "': " << r.err;
+    EXPECT_NE(r.err.find(reason), std::string::npos) << args[1] << ": " << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+}
+
+// The truth of another video is refused before the run.
+TEST(QaLineErrors, TruthOfAnotherVideoIsRefusedBeforeTheRun) {
+  const std::string truth =
+      changed_truth("qa_other_video.json", [](json& t) { t["video"] = "other.mkv"; });
+  const Result r = run({app(), "--clip", clip(), "--model", model(), "--classifier",
+                        qa_classifier(), "--truth", truth});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("qa-line: truth file '" + truth + "' is the truth of video 'other.mkv' (" +
+                       testing::TempDir() + "other.mkv), not of the clip '" + clip() +
+                       "'; give the clip's own truth file"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+// A truth of the same name but another frame size or length: found on the
+// first frame that differs, the run stops and nothing is scored.
+TEST(QaLineErrors, TruthOfAnotherSizeOrLengthIsNotScored) {
+  const std::string small = changed_truth("qa_small.truth.json", [](json& t) { t["width"] = 320; });
+  const std::string shorter = changed_truth("qa_short.truth.json", [](json& t) {
+    t["num_frames"] = 200;
+    t["frames"].erase(t["frames"].begin() + 200, t["frames"].end());
+  });
+  const std::string longer = changed_truth("qa_long.truth.json", [](json& t) {
+    t["num_frames"] = 301;
+    t["frames"].push_back({{"frame", 300}, {"objects", json::array()}});
+  });
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {small, "is for 320x480 frames, the clip's are 640x480; give the clip's own truth file"},
+      {shorter, "has 200 frames, the clip has more; give the clip's own truth file"},
+      {longer, "the clip ended after 300 frames, truth file '" + longer + "' has 301"},
+  };
+  for (const auto& [truth, reason] : cases) {
+    const Result r = run({app(), "--clip", clip(), "--model", model(), "--classifier", "none",
+                          "--quiet", "--truth", truth});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("qa-line: error: "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(reason), std::string::npos) << r.err;
+    const auto lines = json_lines(r.out);
+    ASSERT_FALSE(lines.empty()) << truth;
+    EXPECT_EQ(lines.back()["event"], "summary");
+    EXPECT_FALSE(lines.back().contains("scores")) << "nothing scored against another clip";
+  }
 }

@@ -33,8 +33,11 @@ class ServerProcess {
   // model "parts" and a scratch output folder.
   // The re-streams listen on a free port too (never the default 8554, which
   // another test or a real server may hold); `extra` ends the command line.
+  // `prefix` runs the server through another command (e.g. a shell that
+  // lowers a limit, then execs "$0" "$@").
   explicit ServerProcess(nlohmann::json config, const std::string& token = "",
-                         const std::vector<std::string>& extra = {}) {
+                         const std::vector<std::string>& extra = {},
+                         const std::vector<std::string>& prefix = {}) {
     char tmpl[] = "/tmp/torchinfer-server-test-XXXXXX";
     dir_ = g_mkdtemp(tmpl);
     if (!config.contains("models"))
@@ -57,6 +60,7 @@ class ServerProcess {
       argv.push_back(dir_ + "/token");
     }
     argv.insert(argv.end(), extra.begin(), extra.end());
+    argv.insert(argv.begin(), prefix.begin(), prefix.end());
     child_ = std::make_unique<Child>(argv);
     ready_ = child_->wait_line_index(true, "torchinfer-server: serving http://", 120) >= 0;
   }
@@ -73,6 +77,7 @@ class ServerProcess {
   std::string rtsp_url(const std::string& id) const {
     return "rtsp://127.0.0.1:" + std::to_string(rtsp_port_) + "/streams/" + id;
   }
+  int port() const { return port_; }
   std::string out_dir() const { return dir_ + "/out"; }
   std::string dir() const { return dir_; }
   Child& child() { return *child_; }

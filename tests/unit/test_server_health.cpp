@@ -95,6 +95,9 @@ TEST(StreamRegistry, IdsAreUniqueAndLimited) {
   EXPECT_EQ(r.remove("zzz"), nullptr);
   EXPECT_EQ(*r.remove("a"), 1);
   EXPECT_EQ(r.size(), 1u);
+  // "a" is stopping until forgotten: it holds its place and its id.
+  EXPECT_EQ(r.add("c", std::make_shared<int>(4)), AddResult::kLimitReached);
+  ASSERT_TRUE(r.forget(r.find_stopping("a")));
   EXPECT_EQ(r.add("c", std::make_shared<int>(4)), AddResult::kAdded);
   ASSERT_EQ(r.items().size(), 2u);
   EXPECT_EQ(r.items()[0].first, "b");  // in the order added

@@ -1,0 +1,159 @@
+#include "qa_options.h"
+
+#include <gst/gst.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+#include "app_numbers.h"
+#include "app_options.h"
+
+namespace torchinfer::qa {
+
+namespace app = torchinfer::app;
+
+namespace {
+
+// GLib's string options, owned until moved into Options.
+struct Strings {
+  gchar *clip = nullptr, *device = nullptr, *source = nullptr, *model = nullptr, *output = nullptr,
+        *parts = nullptr, *defects = nullptr, *classifier = nullptr, *tracking = nullptr,
+        *truth = nullptr, *out_dir = nullptr, *mqtt_host = nullptr, *mqtt_topic = nullptr;
+  // A string: an int option has no "not given" that a user cannot also type.
+  gchar* reclassify_interval = nullptr;
+  gboolean quiet = FALSE;
+};
+
+bool parse_entries(int* argc, char*** argv, Options& o, Strings& s) {
+  GOptionEntry entries[] = {
+      {"clip", 'c', 0, G_OPTION_ARG_FILENAME, &s.clip,
+       "MJPEG Matroska clip, decoded to YUY2 as a camera sends it", "FILE"},
+      {"device", 'd', 0, G_OPTION_ARG_FILENAME, &s.device, "V4L2 camera giving YUY2",
+       "/dev/videoN"},
+      {"source", 's', 0, G_OPTION_ARG_STRING, &s.source,
+       "any launch fragment ending in raw video (instead of --clip/--device)", "LAUNCH"},
+      {"model", 'm', 0, G_OPTION_ARG_FILENAME, &s.model,
+       "detector (default models/demo/parts_detector.pt)", "FILE"},
+      {"classifier", 0, 0, G_OPTION_ARG_FILENAME, &s.classifier,
+       "classifier of the part crops (default models/demo/defect_classifier.pt); 'none': judge "
+       "from the detector's defect boxes",
+       "FILE|none"},
+      {"inference-interval", 'i', 0, G_OPTION_ARG_INT, &o.inference_interval,
+       "run the detector on every Nth frame; torchtrack follows the parts between (default 1)",
+       "N"},
+      {"reclassify-interval", 0, 0, G_OPTION_ARG_STRING, &s.reclassify_interval,
+       "classify each part on every Nth frame, 1..1000 (default: the inference interval)", "N"},
+      {"tracking-type", 0, 0, G_OPTION_ARG_STRING, &s.tracking,
+       "torchtrack tracking-type: short-term (default) or zero-term", "TYPE"},
+      {"defect-threshold", 't', 0, G_OPTION_ARG_DOUBLE, &o.defect_threshold,
+       "with --classifier none: reject a part when a defect box reaches this confidence (default "
+       "0.5)",
+       "0..1"},
+      {"part-threshold", 0, 0, G_OPTION_ARG_DOUBLE, &o.part_threshold,
+       "least confidence of a part detection that is judged (default 0.5)", "0..1"},
+      {"truth", 0, 0, G_OPTION_ARG_FILENAME, &s.truth,
+       "ground truth of the clip (models/demo/line.truth.json): print detection, tracking and "
+       "verdict scores",
+       "FILE"},
+      {"mqtt-host", 0, 0, G_OPTION_ARG_STRING, &s.mqtt_host,
+       "also publish every decision and the summary to this MQTT broker (QoS 1)", "HOST"},
+      {"mqtt-port", 0, 0, G_OPTION_ARG_INT, &o.mqtt_port, "MQTT broker port (default 1883)", "N"},
+      {"mqtt-topic", 0, 0, G_OPTION_ARG_STRING, &s.mqtt_topic,
+       "topic of the decisions (default qa-line/decisions)", "TOPIC"},
+      {"out", 0, 0, G_OPTION_ARG_FILENAME, &s.out_dir,
+       "also write DIR/results.jsonl (per frame), DIR/annotated.mkv, DIR/snapshot.png", "DIR"},
+      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &s.output,
+       "JSON lines: one per part, a summary last (default stdout)", "FILE"},
+      {"part-classes", 0, 0, G_OPTION_ARG_STRING, &s.parts, "default bracket,washer", "A,B"},
+      {"defect-classes", 0, 0, G_OPTION_ARG_STRING, &s.defects,
+       "default: every other label of the model", "A,B"},
+      {"quiet", 'q', 0, G_OPTION_ARG_NONE, &s.quiet, "no line per part on stderr", nullptr},
+      {nullptr, 0, 0, G_OPTION_ARG_NONE, nullptr, nullptr, nullptr}};
+  return app::parse_options(argc, argv, entries, "- torchinfer QA line: pass/reject per part",
+                            "qa-line: ");
+}
+
+// Moves what GLib allocated into `o`; `reclassify` gets the text of
+// --reclassify-interval if it was given.
+void take_strings(Strings& s, Options& o, std::optional<std::string>& reclassify) {
+  if (s.reclassify_interval) reclassify = s.reclassify_interval;
+  g_free(s.reclassify_interval);
+  app::take(s.clip, o.clip);
+  app::take(s.device, o.device);
+  app::take(s.source, o.source);
+  app::take(s.model, o.model);
+  app::take(s.output, o.output);
+  app::take(s.parts, o.part_classes);
+  app::take(s.defects, o.defect_classes);
+  app::take(s.classifier, o.classifier);
+  app::take(s.tracking, o.tracking_type);
+  app::take(s.truth, o.truth);
+  app::take(s.out_dir, o.out_dir);
+  o.mqtt = s.mqtt_host != nullptr;
+  app::take(s.mqtt_host, o.mqtt_host);
+  app::take(s.mqtt_topic, o.mqtt_topic);
+  o.quiet = s.quiet;
+}
+
+// --reclassify-interval, 1..1000; the inference interval when not given.
+bool reclassify_interval(const std::optional<std::string>& given, Options& o) {
+  if (!given) {
+    o.reclassify_interval = o.inference_interval;
+    return true;
+  }
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(given->c_str(), &end, 10);
+  if (given->empty() || errno != 0 || *end != '\0') {
+    g_printerr("qa-line: --reclassify-interval '%s': give an integer from 1 to 1000\n",
+               given->c_str());
+    return false;
+  }
+  if (!app::check_range("--reclassify-interval", v, 1, 1000)) return false;
+  o.reclassify_interval = static_cast<int>(v);
+  return true;
+}
+
+// The values GLib accepted as such but the app cannot run with.
+bool check_values(const std::optional<std::string>& reclassify, Options& o) {
+  if (!app::check_range("--inference-interval", static_cast<long long>(o.inference_interval), 1,
+                        1000) ||
+      !reclassify_interval(reclassify, o))
+    return false;
+  if (o.tracking_type != "short-term" && o.tracking_type != "zero-term") {
+    g_printerr("qa-line: --tracking-type '%s': give short-term or zero-term\n",
+               o.tracking_type.c_str());
+    return false;
+  }
+  // An empty host would quietly publish nothing.
+  if (o.mqtt && o.mqtt_host.empty()) {
+    g_printerr(
+        "qa-line: --mqtt-host '': give the broker's host name or address, or leave the "
+        "option out to publish nothing\n");
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool parse_args(int argc, char** argv, Options& o) {
+  Strings s;
+  const bool ok = parse_entries(&argc, &argv, o, s);
+  std::optional<std::string> reclassify;
+  take_strings(s, o, reclassify);
+  if (!ok || !check_values(reclassify, o)) return false;
+  if (argc > 1) {
+    g_printerr("qa-line: unexpected argument '%s'\n", argv[1]);
+    return false;
+  }
+  if (!o.clip.empty() + !o.device.empty() + !o.source.empty() != 1) {
+    g_printerr("qa-line: give exactly one of --clip, --device, --source\n");
+    return false;
+  }
+  return true;
+}
+
+}  // namespace torchinfer::qa

@@ -1,0 +1,30 @@
+// The QA-line app's command line (usage in pipelines/README.md): parsed and
+// checked before anything runs; a bad one is exit status 2.
+#pragma once
+
+#include <string>
+
+namespace torchinfer::qa {
+
+// --classifier none: judge from the detector's defect boxes.
+constexpr const char* kNoClassifier = "none";
+
+struct Options {
+  std::string clip, device, source, model = "models/demo/parts_detector.pt", output;
+  std::string classifier = "models/demo/defect_classifier.pt";
+  std::string part_classes, defect_classes, tracking_type = "short-term", truth, out_dir;
+  std::string mqtt_host, mqtt_topic = "qa-line/decisions";
+  bool mqtt = false;  // --mqtt-host was given (an empty host is refused)
+  int mqtt_port = 1883;
+  double defect_threshold = 0.5, part_threshold = 0.5;
+  int inference_interval = 1;
+  int reclassify_interval = 0;  // after parse_args: 1..1000, the inference interval if not given
+  bool quiet = false;
+
+  bool has_classifier() const { return classifier != kNoClassifier; }
+};
+
+// False, after printing why, for a command line that cannot run.
+bool parse_args(int argc, char** argv, Options& o);
+
+}  // namespace torchinfer::qa

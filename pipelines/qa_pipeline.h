@@ -1,0 +1,35 @@
+// The QA line's pipeline, built element by element with every setting given
+// as a property value, as torchinfer-server builds its cameras
+// (pipelines/server/camera.cpp): a path with a quote or a space is only a
+// value, never launch syntax. --source alone is a launch fragment, by
+// definition, and becomes one bin.
+//
+//   source ! torchinfer name=infer (detector) ! torchnms name=nms
+//   ! torchtrack name=track [! torchinfer name=classify (roi-list)]
+//   ! identity name=analysed
+//   ! fakesink | torchmetaconvert ! torchoverlay ! videoconvert ! BGR
+//                ! identity name=annotated ! jpegenc ! matroskamux ! filesink
+//
+// Results are read at the src pad of "analysed"; "annotated" is where the
+// verdicts are drawn (--out).
+#pragma once
+
+#include <gst/gst.h>
+
+#include <string>
+
+#include "qa/part_verdicts.h"
+#include "qa_options.h"
+
+namespace torchinfer::qa {
+
+// The pipeline (floating reference sunk: the caller owns it), or nullptr
+// with `why` set: an element not installed, a --source that does not parse.
+GstElement* build_pipeline(const Options& o, const QaRules& rules, std::string* why);
+
+// torchtrack confirms a track after min-hits inferred frames (3 by default):
+// with the detector on every Nth frame that would leave a new part without
+// an id for 3N frames, so the app keeps the wait near 3 frames.
+int min_hits(int inference_interval);
+
+}  // namespace torchinfer::qa

@@ -1,0 +1,126 @@
+#include "qa_rules.h"
+
+#include <glib.h>
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/model_config.h"
+
+namespace torchinfer::qa {
+
+namespace {
+
+// What the app needs to know of a model before it runs.
+struct ModelFacts {
+  std::string sidecar;  // empty: none beside the model (the element's defaults)
+  Task task = Task::kClassification;
+  std::vector<std::string> labels;  // empty: unknown, classes are taken on trust
+};
+
+// Throws std::runtime_error "model config '<file>': <what is wrong>".
+ModelFacts read_model(const std::string& model) {
+  ModelFacts f;
+  f.sidecar = default_sidecar_path(model);
+  if (f.sidecar.empty()) return f;
+  try {
+    const ModelConfig c = parse_model_config(f.sidecar);
+    f.task = c.task;
+    for (const auto& l : c.labels)
+      if (!l.empty()) f.labels.push_back(l);
+  } catch (const std::exception& e) {
+    // The core's errors start with the file; say what the file is.
+    std::string why = e.what();
+    if (why.rfind(f.sidecar + ": ", 0) == 0) why.erase(0, f.sidecar.size() + 2);
+    throw std::runtime_error("model config '" + f.sidecar + "': " + why);
+  }
+  return f;
+}
+
+std::set<std::string> split_classes(const std::string& s) {
+  std::set<std::string> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ','))
+    if (!item.empty()) out.insert(item);
+  return out;
+}
+
+// False, with a message, if a class is not among `labels` (when known).
+bool known_classes(const std::set<std::string>& classes, const std::vector<std::string>& labels,
+                   const std::string& model) {
+  for (const auto& c : classes)
+    if (!labels.empty() && std::find(labels.begin(), labels.end(), c) == labels.end()) {
+      g_printerr("qa-line: class '%s' is not a label of %s\n", c.c_str(), model.c_str());
+      return false;
+    }
+  return true;
+}
+
+// A detector given as --classifier would classify nothing: every part
+// would end "incomplete" without a word.
+bool is_classifier(const std::string& path, const ModelFacts& f) {
+  if (f.task == Task::kClassification) return true;
+  g_printerr(
+      "qa-line: --classifier %s: its task is '%s' (model config '%s'), not classification; give "
+      "a classifier of the part crops, or --classifier none to judge from the detector's defect "
+      "boxes\n",
+      path.c_str(), to_string(f.task), f.sidecar.c_str());
+  return false;
+}
+
+void set_classes(const Options& o, const std::vector<std::string>& detector_labels, QaRules& r) {
+  r.rule = o.has_classifier() ? QaRule::kVote : QaRule::kMax;
+  r.defect_threshold = o.defect_threshold;
+  if (!o.part_classes.empty()) r.part_classes = split_classes(o.part_classes);
+  if (!o.defect_classes.empty()) {
+    r.defect_classes = split_classes(o.defect_classes);
+  } else if (!detector_labels.empty()) {
+    r.defect_classes.clear();
+    for (const auto& l : detector_labels)
+      if (!r.part_classes.count(l)) r.defect_classes.insert(l);
+  }
+}
+
+}  // namespace
+
+// Part classes are the detector's; defect classes the classifier's (its
+// other labels, e.g. "ok", are good), or the detector's without one.
+bool make_rules(const Options& o, QaRules& rules, ReadRules& read) {
+  ModelFacts detector, classifier;
+  try {
+    detector = read_model(o.model);
+    if (o.has_classifier()) classifier = read_model(o.classifier);
+  } catch (const std::exception& e) {
+    g_printerr("qa-line: %s\n", e.what());
+    return false;
+  }
+  if (o.has_classifier() && !is_classifier(o.classifier, classifier)) return false;
+  if (!(o.part_threshold >= 0 && o.part_threshold <= 1)) {
+    g_printerr("qa-line: part threshold must lie in 0..1\n");
+    return false;
+  }
+  set_classes(o, detector.labels, rules);
+  try {
+    validate(rules);
+  } catch (const std::exception& e) {
+    g_printerr("qa-line: %s\n", e.what());
+    return false;
+  }
+  const bool judged_by_classifier = o.has_classifier();
+  if (!known_classes(rules.part_classes, detector.labels, o.model) ||
+      !known_classes(rules.defect_classes,
+                     judged_by_classifier ? classifier.labels : detector.labels,
+                     judged_by_classifier ? o.classifier : o.model))
+    return false;
+  read.part_classes.assign(rules.part_classes.begin(), rules.part_classes.end());
+  read.part_threshold = o.part_threshold;
+  read.classifier = judged_by_classifier;
+  return true;
+}
+
+}  // namespace torchinfer::qa
