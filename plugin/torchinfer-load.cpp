@@ -6,6 +6,7 @@
 
 #include "common/cpu_set.h"
 #include "common/error.h"
+#include "common/sysinfo.h"
 #include "element-errors.h"
 #include "engine/selfcheck.h"
 #include "model/model_loader.h"
@@ -51,11 +52,17 @@ SharingKey sharing_key(const Settings& s, const ModelConfig& config) {
           {"input-layout", to_string(config.input_layout)},
           {"precision", to_string(s.precision)},
           {"threads", num(s.threads)},
-          {"lanes", num(s.lanes)},
+          {"lanes", num(lanes_plan(s).lanes)},
           {"cores", s.cores ? *s.cores : "(not pinned)"},
           {"batch-size", num(s.batch_size)},
           {"batch-timeout", num(s.batch_timeout_us)},
           {"optimize", s.optimize ? "true" : "false"}};
+}
+
+LanesPlan lanes_plan(const Settings& s) {
+  const std::vector<int> cpus =
+      s.cores ? resolve_cpu_list(*s.cores, allowed_cpus()) : allowed_cpus();
+  return choose_lanes({physical_cores(cpus), s.threads, s.lanes});
 }
 
 namespace {
@@ -115,7 +122,12 @@ std::shared_ptr<const LoadedModel> load_for_element(GstElement* self, const Sett
   eo.on_progress = [self, model = s.model](const LoadProgress& p) {
     post_load_progress(self, model, p);
   };
-  std::shared_ptr<const LoadedModel> m = load_model(eo, config, s.batch_size, generation, s.lanes);
+  const LanesPlan lanes = lanes_plan(s);
+  if (s.lanes == 0)
+    GST_INFO_OBJECT(self, "lanes=0 (automatic): %d lanes of %d threads or more", lanes.lanes,
+                    lanes.threads_per_lane);
+  std::shared_ptr<const LoadedModel> m =
+      load_model(eo, config, s.batch_size, generation, lanes.lanes);
   const EngineInfo& info = m->engine->info();
   if (config.accuracy_guard_forced)
     GST_ELEMENT_WARNING(

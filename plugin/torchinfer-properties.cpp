@@ -239,8 +239,8 @@ constexpr Property kProperties[] = {
     return g_param_spec_int("lanes", "Lanes",
       "Batches inferred at once: the model is loaded this many times, each copy on its own "
       "share of 'cores' (else of the cores this process may use) with its share of 'threads'. "
-      "More than 1 keeps every core busy when many cameras share the model at small batch "
-      "sizes (docs/tuning.md)", 1, kMaxLanes, 1, f); }),
+      "0 = automatic: lanes of about sqrt(cores) threads each (2 cores: 2 lanes of 1 thread; "
+      "docs/tuning.md)", 0, kMaxLanes, 0, f); }),
 };
 // clang-format on
 
