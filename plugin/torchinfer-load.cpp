@@ -175,6 +175,28 @@ std::shared_ptr<const LoadedModel> load_for_element(GstElement* self, const Sett
   return m;
 }
 
+std::shared_ptr<const LoadedModel> reload_for_element(GstElement* self, Settings run,
+                                                      const std::string& path, Batcher& batcher) {
+  run.model = path;
+  run.model_config.clear();  // the new model's own sidecar
+  const ModelConfig config = resolve_model_config(run.model, run.model_config, run.overrides());
+  auto load = [&](int generation) { return load_for_element(self, run, config, generation); };
+  if (run.model_instance_id.empty()) return reload_batcher(batcher, load);
+  return ModelRegistry::instance().reload(run.model_instance_id, sharing_key(run, config), load);
+}
+
+void post_model_reloaded(GstElement* self, const LoadedModel& m) {
+  const EngineInfo& info = m.engine->info();
+  gst_element_post_message(
+      self,
+      gst_message_new_element(
+          GST_OBJECT(self),
+          gst_structure_new("torchinfer-model-reloaded", "model", G_TYPE_STRING, m.path.c_str(),
+                            "generation", G_TYPE_INT, m.generation, "load-time", G_TYPE_DOUBLE,
+                            info.load_ms + info.optimize_ms + info.warmup_ms, nullptr)));
+  gst_element_post_message(self, gst_message_new_latency(GST_OBJECT(self)));
+}
+
 void post_load_error(GstElement* self, const std::exception& ex, const std::string& model) {
   if (const auto* e = dynamic_cast<const Error*>(&ex)) {
     const bool config =

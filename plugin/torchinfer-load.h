@@ -30,6 +30,17 @@ LanesPlan lanes_plan(const Settings& s);
 std::shared_ptr<const LoadedModel> load_for_element(GstElement* self, const Settings& s,
                                                     const ModelConfig& config, int generation);
 
+// Hot reload of the instance `batcher` runs: `path` with its own sidecar and
+// the rest of `run` (the element's settings at start), through the registry
+// when `run` names a model-instance-id, so that every element sharing it
+// switches (ModelRegistry::reload). Throws Error; the running model stays.
+std::shared_ptr<const LoadedModel> reload_for_element(GstElement* self, Settings run,
+                                                      const std::string& path, Batcher& batcher);
+
+// Posts "torchinfer-model-reloaded" (model, generation, load-time) and a
+// latency message (the batch time may have changed).
+void post_model_reloaded(GstElement* self, const LoadedModel& m);
+
 // Posts a start-up failure: an Error with the domain of its kind
 // (element-errors.h), anything else as LIBRARY/INIT.
 void post_load_error(GstElement* self, const std::exception& e, const std::string& model);

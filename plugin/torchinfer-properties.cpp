@@ -43,7 +43,8 @@ constexpr Property kProperties[] = {
        "TorchScript model file (.pt) saved with torch.jit.trace/script. Setting it while "
        "PAUSED or PLAYING loads the new model in the background and switches to it between "
        "batches (posts \"torchinfer-model-reloaded\"; a model that fails to load leaves the "
-       "old one running and posts a warning)", nullptr, f); },
+       "old one running and posts a warning). With a model-instance-id every element sharing "
+       "it switches, reads the new file here and posts the message with its first new result", nullptr, f); },
    set_field<&Settings::model>, get_field<&Settings::model>},
   ready<&Settings::model_config>(PROP_MODEL_CONFIG, [](GParamFlags f) {
     return g_param_spec_string("model-config", "Model config",
