@@ -349,8 +349,8 @@ static void gst_torchinfer_get_property(GObject* object, guint prop_id, GValue* 
   State* st = GST_TORCHINFER(object)->state;
   if (prop_id == PROP_MODEL) {
     std::lock_guard<std::mutex> lock(st->settings_lock);
-    g_value_set_string(
-        value, st->running ? st->running->model()->path.c_str() : st->settings.model.c_str());
+    const std::string& file = st->running ? st->running->model()->path : st->settings.model;
+    g_value_set_string(value, file.empty() ? nullptr : file.c_str());  // unset reads NULL
     return;
   }
   if (reads_stream_stats(prop_id)) {
