@@ -209,7 +209,9 @@ static void adopt_model(GstTorchInfer* self, const std::shared_ptr<const LoadedM
     st->settings.model = m->path;
     st->settings.model_config.clear();  // a reload reads the new model's own sidecar
   }
-  if (announce) post_model_reloaded(GST_ELEMENT(self), *m);
+  if (!announce) return;
+  post_model_reloaded(GST_ELEMENT(self), *m);
+  g_object_notify(G_OBJECT(self), "model");
 }
 
 static bool gst_torchinfer_start(GstTorchInfer* self) {

@@ -81,6 +81,10 @@ TEST(TorchInferSharedReload, EverySharerSwitchesReadsTheNewFileAndIsTold) {
   GstHarness* b = torchinfer_harness(shared("reload-two"), kGray);
   GstBus* bus_a = watch_bus(a);
   GstBus* bus_b = watch_bus(b);
+  int notified_b = 0;
+  g_signal_connect(b->element, "notify::model",
+                   G_CALLBACK(+[](GObject*, GParamSpec*, gpointer n) { ++*static_cast<int*>(n); }),
+                   &notified_b);
   EXPECT_EQ(channels_run(a, 1), 3);
   EXPECT_EQ(channels_run(b, 2), 3);
 
@@ -94,6 +98,7 @@ TEST(TorchInferSharedReload, EverySharerSwitchesReadsTheNewFileAndIsTold) {
   EXPECT_EQ(channels_run(b, 3), 1) << "B runs the new model";
   EXPECT_EQ(reloaded_messages(bus_b), (std::vector<std::pair<std::string, int>>{{new_file, 2}}))
       << "B is told, once, with the instance's generation";
+  EXPECT_EQ(notified_b, 1) << "and notify::model is emitted once";
   EXPECT_EQ(channels_run(b, 4), 1);
   EXPECT_TRUE(reloaded_messages(bus_b).empty());
   EXPECT_EQ(channels_run(a, 5), 1);
