@@ -36,6 +36,7 @@
 #include "preprocess/preprocess.h"
 #include "stream/stream_session.h"
 #include "torchinfer-load.h"
+#include "torchinfer-properties.h"
 #include "torchinfer-results.h"
 #include "torchinfer-settings.h"
 
@@ -331,19 +332,33 @@ static void start_reload(GstTorchInfer* self, const char* path) {
 
 // ---- properties ----------------------------------------------------------
 
+// The read-only properties' answers: the session's live figures and those
+// of the latest load.
+class ElementStatus final : public Status {
+ public:
+  explicit ElementStatus(State& st) : st_(st) {}
+  Stats load() const override {
+    std::lock_guard<std::mutex> lock(st_.stats_lock);
+    return st_.stats;
+  }
+  std::uint64_t frames_inferred() const override { return st_.session.frames_inferred(); }
+  double last_inference_ms() const override { return st_.session.last_inference_ms(); }
+  StatsSnapshot stream() const override { return st_.session.snapshot(false); }
+
+ private:
+  State& st_;
+};
+
 static void gst_torchinfer_set_property(GObject* object, guint prop_id, const GValue* value,
                                         GParamSpec* pspec) {
   auto* self = GST_TORCHINFER(object);
-  GST_OBJECT_LOCK(self);
-  const bool running =
-      GST_STATE(self) >= GST_STATE_PAUSED || GST_STATE_PENDING(self) >= GST_STATE_PAUSED;
-  GST_OBJECT_UNLOCK(self);
+  const bool running = gst::element_running(GST_ELEMENT(self));
   if (running && prop_id == PROP_MODEL) {
     start_reload(self, g_value_get_string(value));
     return;
   }
   std::lock_guard<std::mutex> lock(self->state->settings_lock);
-  set_property(self->state->settings, prop_id, value, pspec, running);
+  properties().set(self->state->settings, prop_id, value, pspec, running);
 }
 
 static void gst_torchinfer_get_property(GObject* object, guint prop_id, GValue* value,
@@ -355,15 +370,9 @@ static void gst_torchinfer_get_property(GObject* object, guint prop_id, GValue* 
     g_value_set_string(value, file.empty() ? nullptr : file.c_str());  // unset reads NULL
     return;
   }
-  if (reads_stream_stats(prop_id)) {
-    get_stream_property(prop_id, st->session.snapshot(false), value);
-    return;
-  }
-  std::scoped_lock lock(st->settings_lock, st->stats_lock);
-  Stats stats = st->stats;
-  stats.frames = st->session.frames_inferred();
-  stats.last_inference_ms = st->session.last_inference_ms();
-  get_property(st->settings, stats, prop_id, value, pspec);
+  const ElementStatus now(*st);
+  std::lock_guard<std::mutex> lock(st->settings_lock);
+  properties().get(st->settings, now, prop_id, value, pspec);
 }
 
 // ---- streaming thread ----------------------------------------------------
@@ -747,7 +756,7 @@ static void gst_torchinfer_class_init(GstTorchInferClass* klass) {
   gobject_class->set_property = gst_torchinfer_set_property;
   gobject_class->get_property = gst_torchinfer_get_property;
   gobject_class->finalize = gst_torchinfer_finalize;
-  install_properties(gobject_class);
+  properties().install(gobject_class);
 
   // Every format of the core's pixel-format table, any size and rate.
   GstCaps* caps = supported_video_caps();

@@ -19,26 +19,22 @@
 #include "element-errors.h"
 #include "export/frame_record.h"
 #include "frame-record-reader.h"
+#include "torchmetaconvert-properties.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_torchmetaconvert_debug);
 #define GST_CAT_DEFAULT gst_torchmetaconvert_debug
 
 using namespace torchinfer;
 
-enum { PROP_0, PROP_LOCATION, PROP_INCLUDE_TENSORS, PROP_MAX_TENSOR_ELEMENTS, PROP_LINES };
+namespace metaconvert = torchinfer::gst::metaconvert;
+using metaconvert::Settings;
 
 namespace {
 
-struct Settings {
-  std::string location;
-  bool include_tensors = false;
-  guint max_tensor_elements = 1024;
-};
-
 struct State {
-  std::mutex lock;  // guards settings and lines
+  std::mutex lock;  // guards settings and status
   Settings settings;
-  guint64 lines = 0;
+  metaconvert::Status status;
   // streaming thread only
   FILE* out = nullptr;
   bool owns_out = false;
@@ -64,51 +60,16 @@ static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
 static void gst_torchmetaconvert_set_property(GObject* object, guint prop_id, const GValue* value,
                                               GParamSpec* pspec) {
   auto* self = GST_TORCHMETACONVERT(object);
+  const bool running = gst::element_running(GST_ELEMENT(object));
   std::lock_guard<std::mutex> lock(self->state->lock);
-  Settings& s = self->state->settings;
-  switch (prop_id) {
-    case PROP_LOCATION: {
-      if (self->state->out) {
-        g_warning(
-            "torchmetaconvert: 'location' cannot change while the file is open (element running)");
-        return;
-      }
-      const gchar* v = g_value_get_string(value);
-      s.location = v ? v : "";
-      break;
-    }
-    case PROP_INCLUDE_TENSORS:
-      s.include_tensors = g_value_get_boolean(value);
-      break;
-    case PROP_MAX_TENSOR_ELEMENTS:
-      s.max_tensor_elements = g_value_get_uint(value);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-  }
+  metaconvert::properties().set(self->state->settings, prop_id, value, pspec, running);
 }
 
 static void gst_torchmetaconvert_get_property(GObject* object, guint prop_id, GValue* value,
                                               GParamSpec* pspec) {
   auto* self = GST_TORCHMETACONVERT(object);
   std::lock_guard<std::mutex> lock(self->state->lock);
-  const Settings& s = self->state->settings;
-  switch (prop_id) {
-    case PROP_LOCATION:
-      g_value_set_string(value, s.location.empty() ? nullptr : s.location.c_str());
-      break;
-    case PROP_INCLUDE_TENSORS:
-      g_value_set_boolean(value, s.include_tensors);
-      break;
-    case PROP_MAX_TENSOR_ELEMENTS:
-      g_value_set_uint(value, s.max_tensor_elements);
-      break;
-    case PROP_LINES:
-      g_value_set_uint64(value, self->state->lines);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-  }
+  metaconvert::properties().get(self->state->settings, self->state->status, prop_id, value, pspec);
 }
 
 static gboolean gst_torchmetaconvert_start(GstBaseTransform* trans) {
@@ -118,7 +79,7 @@ static gboolean gst_torchmetaconvert_start(GstBaseTransform* trans) {
   {
     std::lock_guard<std::mutex> lock(st.lock);
     location = st.settings.location;
-    st.lines = 0;
+    st.status.lines = 0;
   }
   st.stream.next_frame = 0;
   if (location.empty() || location == "-") {
@@ -213,7 +174,7 @@ static GstFlowReturn gst_torchmetaconvert_transform_ip(GstBaseTransform* trans, 
       return GST_FLOW_ERROR;
     }
     std::lock_guard<std::mutex> lock(st.lock);
-    st.lines++;
+    st.status.lines++;
   } catch (const std::exception& e) {
     gst::post_exception(GST_ELEMENT(self), e, ErrorKind::kRuntime,
                         "Could not convert results to JSON: ");
@@ -235,32 +196,10 @@ static void gst_torchmetaconvert_class_init(GstTorchMetaConvertClass* klass) {
   auto* gobject_class = G_OBJECT_CLASS(klass);
   auto* element_class = GST_ELEMENT_CLASS(klass);
   auto* trans_class = GST_BASE_TRANSFORM_CLASS(klass);
-  const auto rw = static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
-
   gobject_class->set_property = gst_torchmetaconvert_set_property;
   gobject_class->get_property = gst_torchmetaconvert_get_property;
   gobject_class->finalize = gst_torchmetaconvert_finalize;
-  g_object_class_install_property(
-      gobject_class, PROP_LOCATION,
-      g_param_spec_string(
-          "location", "Location",
-          "File to write JSON lines to (one object per frame); unset or \"-\" writes to stdout",
-          nullptr, static_cast<GParamFlags>(rw | GST_PARAM_MUTABLE_READY)));
-  g_object_class_install_property(
-      gobject_class, PROP_INCLUDE_TENSORS,
-      g_param_spec_boolean("include-tensors", "Include tensors",
-                           "Also write the raw output tensor values", FALSE, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_MAX_TENSOR_ELEMENTS,
-      g_param_spec_uint(
-          "max-tensor-elements", "Max tensor elements",
-          "Values written per tensor with include-tensors; longer tensors are cut and marked "
-          "\"truncated\"",
-          0, G_MAXUINT, 1024, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_LINES,
-      g_param_spec_uint64("lines", "Lines", "JSON lines written since start", 0, G_MAXUINT64, 0,
-                          static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
+  metaconvert::properties().install(gobject_class);
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);

@@ -31,72 +31,17 @@
 #include "element-errors.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "tensor-views.h"
+#include "torchnms-properties.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_torchnms_debug);
 #define GST_CAT_DEFAULT gst_torchnms_debug
 
 using namespace torchinfer;
 
-enum {
-  PROP_0,
-  PROP_DECODER,
-  PROP_CONFIDENCE_THRESHOLD,
-  PROP_IOU_THRESHOLD,
-  PROP_MAX_DETECTIONS,
-  PROP_CLASS_AGNOSTIC,
-  PROP_LABELS,
-  PROP_MODEL_CONFIG,
-  PROP_DETECTIONS,
-  PROP_STATS_INTERVAL,
-  PROP_STATS,
-};
-
-// Property values; 0 = take it from the model's sidecar.
-typedef enum {
-  GST_TORCHNMS_DECODER_AUTO,
-  GST_TORCHNMS_DECODER_YOLOV5,
-  GST_TORCHNMS_DECODER_YOLOV8,
-  GST_TORCHNMS_DECODER_SSD,
-  GST_TORCHNMS_DECODER_CLASSIFICATION,
-} GstTorchNmsDecoder;
-
-#define GST_TYPE_TORCHNMS_DECODER (gst_torchnms_decoder_get_type())
-static GType gst_torchnms_decoder_get_type() {
-  static GType type = 0;
-  static const GEnumValue values[] = {
-      {GST_TORCHNMS_DECODER_AUTO, "The sidecar's \"decoder\" (classification for classifiers)",
-       "auto"},
-      {GST_TORCHNMS_DECODER_YOLOV5, "YOLOv5 [1, A, 5+C]: cx, cy, w, h, objectness, classes",
-       "yolov5"},
-      {GST_TORCHNMS_DECODER_YOLOV8, "YOLOv8 [1, 4+C, A]: cx, cy, w, h, classes", "yolov8"},
-      {GST_TORCHNMS_DECODER_SSD, "SSD: boxes [1, A, 4] normalised corners, scores [1, A, C]",
-       "ssd"},
-      {GST_TORCHNMS_DECODER_CLASSIFICATION, "Classification: top-k labels, no boxes",
-       "classification"},
-      {0, nullptr, nullptr}};
-  if (g_once_init_enter(&type)) {
-    GType t = g_enum_register_static("GstTorchNmsDecoder", values);
-    g_once_init_leave(&type, t);
-  }
-  return type;
-}
+namespace nms = torchinfer::gst::nms;
+using namespace torchinfer::gst::nms;  // Settings, the decoder enum and its defaults
 
 namespace {
-
-constexpr double kDefaultConfidence = 0.25;
-constexpr double kDefaultIou = 0.45;
-constexpr guint kDefaultMaxDetections = 100;
-
-// Thresholds are optional: set ones override the sidecar, unset ones fall
-// back to it, then to the defaults above.
-struct Settings {
-  GstTorchNmsDecoder decoder = GST_TORCHNMS_DECODER_AUTO;
-  std::optional<double> confidence, iou;
-  std::optional<guint> max_detections;
-  bool class_agnostic = false;
-  std::string labels_file, model_config;
-  guint stats_interval_ms = 0;
-};
 
 // What applies to the current model, resolved on its first frame.
 struct Resolved {
@@ -110,11 +55,9 @@ struct Resolved {
 using Clock = std::chrono::steady_clock;
 
 struct State {
-  std::mutex lock;  // guards settings, counters and the decode window
+  std::mutex lock;  // guards settings and status
   Settings settings;
-  guint64 detections = 0;
-  guint64 frames = 0;  // frames decoded
-  LatencyWindow decode_ms;
+  Status status;
   Clock::time_point last_stats_post{};
   // streaming thread only
   Settings active;                  // copied at start
@@ -152,15 +95,6 @@ static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
     "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS("video/x-raw(ANY)"));
 
-// Caller holds st.lock.
-static GstStructure* stats_structure(const State& st) {
-  return gst_structure_new("torchnms-stats", "frames", G_TYPE_UINT64, st.frames, "detections",
-                           G_TYPE_UINT64, st.detections, "decode-ms-p50", G_TYPE_DOUBLE,
-                           st.decode_ms.percentile(50), "decode-ms-p95", G_TYPE_DOUBLE,
-                           st.decode_ms.percentile(95), "decode-ms-p99", G_TYPE_DOUBLE,
-                           st.decode_ms.percentile(99), nullptr);
-}
-
 static void post_stats(GstTorchNms* self, GstStructure* s) {
   gst_element_post_message(GST_ELEMENT(self), gst_message_new_element(GST_OBJECT(self), s));
 }
@@ -168,81 +102,16 @@ static void post_stats(GstTorchNms* self, GstStructure* s) {
 static void gst_torchnms_set_property(GObject* object, guint prop_id, const GValue* value,
                                       GParamSpec* pspec) {
   auto* self = GST_TORCHNMS(object);
+  const bool running = gst::element_running(GST_ELEMENT(object));
   std::lock_guard<std::mutex> lock(self->state->lock);
-  Settings& s = self->state->settings;
-  switch (prop_id) {
-    case PROP_DECODER:
-      s.decoder = static_cast<GstTorchNmsDecoder>(g_value_get_enum(value));
-      break;
-    case PROP_CONFIDENCE_THRESHOLD:
-      s.confidence = g_value_get_double(value);
-      break;
-    case PROP_IOU_THRESHOLD:
-      s.iou = g_value_get_double(value);
-      break;
-    case PROP_MAX_DETECTIONS:
-      s.max_detections = g_value_get_uint(value);
-      break;
-    case PROP_CLASS_AGNOSTIC:
-      s.class_agnostic = g_value_get_boolean(value);
-      break;
-    case PROP_LABELS: {
-      const gchar* v = g_value_get_string(value);
-      s.labels_file = v ? v : "";
-      break;
-    }
-    case PROP_STATS_INTERVAL:
-      s.stats_interval_ms = g_value_get_uint(value);
-      break;
-    case PROP_MODEL_CONFIG: {
-      const gchar* v = g_value_get_string(value);
-      s.model_config = v ? v : "";
-      break;
-    }
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-  }
+  nms::properties().set(self->state->settings, prop_id, value, pspec, running);
 }
 
 static void gst_torchnms_get_property(GObject* object, guint prop_id, GValue* value,
                                       GParamSpec* pspec) {
   auto* self = GST_TORCHNMS(object);
   std::lock_guard<std::mutex> lock(self->state->lock);
-  const Settings& s = self->state->settings;
-  switch (prop_id) {
-    case PROP_DECODER:
-      g_value_set_enum(value, s.decoder);
-      break;
-    case PROP_CONFIDENCE_THRESHOLD:
-      g_value_set_double(value, s.confidence.value_or(kDefaultConfidence));
-      break;
-    case PROP_IOU_THRESHOLD:
-      g_value_set_double(value, s.iou.value_or(kDefaultIou));
-      break;
-    case PROP_MAX_DETECTIONS:
-      g_value_set_uint(value, s.max_detections.value_or(kDefaultMaxDetections));
-      break;
-    case PROP_CLASS_AGNOSTIC:
-      g_value_set_boolean(value, s.class_agnostic);
-      break;
-    case PROP_LABELS:
-      g_value_set_string(value, s.labels_file.empty() ? nullptr : s.labels_file.c_str());
-      break;
-    case PROP_MODEL_CONFIG:
-      g_value_set_string(value, s.model_config.empty() ? nullptr : s.model_config.c_str());
-      break;
-    case PROP_DETECTIONS:
-      g_value_set_uint64(value, self->state->detections);
-      break;
-    case PROP_STATS_INTERVAL:
-      g_value_set_uint(value, s.stats_interval_ms);
-      break;
-    case PROP_STATS:
-      g_value_take_boxed(value, stats_structure(*self->state));
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-  }
+  nms::properties().get(self->state->settings, self->state->status, prop_id, value, pspec);
 }
 
 static gboolean gst_torchnms_start(GstBaseTransform* trans) {
@@ -251,9 +120,7 @@ static gboolean gst_torchnms_start(GstBaseTransform* trans) {
   {
     std::lock_guard<std::mutex> lock(st.lock);
     st.active = st.settings;
-    st.detections = 0;
-    st.frames = 0;
-    st.decode_ms = LatencyWindow();
+    st.status = Status();
     st.last_stats_post = Clock::now();
   }
   st.resolved.reset();
@@ -331,13 +198,13 @@ static void record_decode(GstTorchNms* self, Clock::time_point t0, std::size_t d
   GstStructure* due = nullptr;
   {
     std::lock_guard<std::mutex> lock(st.lock);
-    st.decode_ms.add(std::chrono::duration<double, std::milli>(now - t0).count());
-    ++st.frames;
-    st.detections += detections;
+    st.status.decode_ms.add(std::chrono::duration<double, std::milli>(now - t0).count());
+    ++st.status.frames;
+    st.status.detections += detections;
     const guint interval = st.settings.stats_interval_ms;
     if (interval > 0 && now - st.last_stats_post >= std::chrono::milliseconds(interval)) {
       st.last_stats_post = now;
-      due = stats_structure(st);
+      due = stats_structure(st.status);
     }
   }
   if (due) post_stats(self, due);
@@ -349,7 +216,7 @@ static gboolean gst_torchnms_sink_event(GstBaseTransform* trans, GstEvent* event
     GstStructure* last = nullptr;
     {
       std::lock_guard<std::mutex> lock(self->state->lock);
-      if (self->state->settings.stats_interval_ms > 0) last = stats_structure(*self->state);
+      if (self->state->settings.stats_interval_ms > 0) last = stats_structure(self->state->status);
     }
     if (last) post_stats(self, last);
   }
@@ -478,77 +345,6 @@ static void gst_torchnms_finalize(GObject* object) {
   G_OBJECT_CLASS(gst_torchnms_parent_class)->finalize(object);
 }
 
-static void install_decode_properties(GObjectClass* gobject_class) {
-  const auto rw = static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-                                           GST_PARAM_MUTABLE_READY);
-  g_object_class_install_property(
-      gobject_class, PROP_DECODER,
-      g_param_spec_enum("decoder", "Decoder",
-                        "Layout of the model output; auto = the sidecar's \"decoder\" "
-                        "(classification for a classifier's sidecar)",
-                        GST_TYPE_TORCHNMS_DECODER, GST_TORCHNMS_DECODER_AUTO, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_CONFIDENCE_THRESHOLD,
-      g_param_spec_double("confidence-threshold", "Confidence threshold",
-                          "Keep detections scoring at least this (YOLOv5: objectness x class "
-                          "score); unset = sidecar's confidence_threshold, else 0.25",
-                          0.0, 1.0, kDefaultConfidence, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_IOU_THRESHOLD,
-      g_param_spec_double("iou-threshold", "IoU threshold",
-                          "NMS drops a box overlapping a better one by more than this "
-                          "intersection-over-union; unset = sidecar's iou_threshold, else 0.45",
-                          0.0, 1.0, kDefaultIou, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_MAX_DETECTIONS,
-      g_param_spec_uint("max-detections", "Max detections",
-                        "Most detections per frame (the most confident); unset = sidecar's "
-                        "max_detections, else 100",
-                        1, 100000, kDefaultMaxDetections, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_CLASS_AGNOSTIC,
-      g_param_spec_boolean("class-agnostic", "Class-agnostic NMS",
-                           "Suppress overlapping boxes whatever their class (default: only "
-                           "boxes of the same class suppress each other)",
-                           FALSE, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_LABELS,
-      g_param_spec_string("labels", "Labels file",
-                          "Text file with one label per line (line n = class id n); overrides "
-                          "the sidecar's labels",
-                          nullptr, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_MODEL_CONFIG,
-      g_param_spec_string("model-config", "Model config",
-                          "JSON sidecar with decoder, thresholds and labels; unset = the one "
-                          "beside the model named in the tensor meta (<model>.json)",
-                          nullptr, rw));
-}
-
-static void install_stats_properties(GObjectClass* gobject_class) {
-  g_object_class_install_property(
-      gobject_class, PROP_DETECTIONS,
-      g_param_spec_uint64("detections", "Detections", "Detections attached since start", 0,
-                          G_MAXUINT64, 0,
-                          static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
-
-  g_object_class_install_property(
-      gobject_class, PROP_STATS_INTERVAL,
-      g_param_spec_uint("stats-interval", "Stats interval",
-                        "Post a \"torchnms-stats\" element message every this many ms (and one "
-                        "at EOS); 0 = never",
-                        0, G_MAXUINT, 0,
-                        static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-                                                 GST_PARAM_MUTABLE_PLAYING)));
-  g_object_class_install_property(
-      gobject_class, PROP_STATS,
-      g_param_spec_boxed("stats", "Statistics",
-                         "torchnms-stats: frames decoded, detections, decode-ms-p50/p95/p99 "
-                         "(decode + NMS per frame, over the latest 1024 frames)",
-                         GST_TYPE_STRUCTURE,
-                         static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
-}
-
 static void gst_torchnms_class_init(GstTorchNmsClass* klass) {
   auto* gobject_class = G_OBJECT_CLASS(klass);
   auto* element_class = GST_ELEMENT_CLASS(klass);
@@ -557,8 +353,7 @@ static void gst_torchnms_class_init(GstTorchNmsClass* klass) {
   gobject_class->set_property = gst_torchnms_set_property;
   gobject_class->get_property = gst_torchnms_get_property;
   gobject_class->finalize = gst_torchnms_finalize;
-  install_decode_properties(gobject_class);
-  install_stats_properties(gobject_class);
+  nms::install_properties(gobject_class);
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
@@ -576,7 +371,6 @@ static void gst_torchnms_class_init(GstTorchNmsClass* klass) {
   trans_class->passthrough_on_same_caps = FALSE;
 
   GST_DEBUG_CATEGORY_INIT(gst_torchnms_debug, "torchnms", 0, "torchinfer detection decoding");
-  gst_type_mark_as_plugin_api(GST_TYPE_TORCHNMS_DECODER, static_cast<GstPluginAPIFlags>(0));
 }
 
 static void gst_torchnms_init(GstTorchNms* self) {

@@ -22,22 +22,17 @@
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "gsttorchtrack.h"
 #include "overlay/draw.h"
+#include "torchoverlay-properties.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_torchoverlay_debug);
 #define GST_CAT_DEFAULT gst_torchoverlay_debug
 
 using namespace torchinfer;
 
-enum { PROP_0, PROP_SHOW_LABELS, PROP_SHOW_CONFIDENCE, PROP_SHOW_CLASSIFICATION, PROP_SHOW_HUD };
+namespace overlay = torchinfer::gst::overlay;
+using overlay::Settings;
 
 namespace {
-
-struct Settings {
-  bool show_labels = true;
-  bool show_confidence = true;
-  bool show_classification = true;
-  bool show_hud = false;
-};
 
 struct State {
   std::mutex lock;  // guards settings
@@ -140,47 +135,16 @@ GST_ELEMENT_REGISTER_DEFINE(torchoverlay, "torchoverlay", GST_RANK_NONE, GST_TYP
 static void gst_torchoverlay_set_property(GObject* object, guint prop_id, const GValue* value,
                                           GParamSpec* pspec) {
   auto* self = GST_TORCHOVERLAY(object);
+  const bool running = gst::element_running(GST_ELEMENT(object));
   std::lock_guard<std::mutex> lock(self->state->lock);
-  Settings& s = self->state->settings;
-  switch (prop_id) {
-    case PROP_SHOW_LABELS:
-      s.show_labels = g_value_get_boolean(value);
-      break;
-    case PROP_SHOW_CONFIDENCE:
-      s.show_confidence = g_value_get_boolean(value);
-      break;
-    case PROP_SHOW_CLASSIFICATION:
-      s.show_classification = g_value_get_boolean(value);
-      break;
-    case PROP_SHOW_HUD:
-      s.show_hud = g_value_get_boolean(value);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-  }
+  overlay::properties().set(self->state->settings, prop_id, value, pspec, running);
 }
 
 static void gst_torchoverlay_get_property(GObject* object, guint prop_id, GValue* value,
                                           GParamSpec* pspec) {
   auto* self = GST_TORCHOVERLAY(object);
   std::lock_guard<std::mutex> lock(self->state->lock);
-  const Settings& s = self->state->settings;
-  switch (prop_id) {
-    case PROP_SHOW_LABELS:
-      g_value_set_boolean(value, s.show_labels);
-      break;
-    case PROP_SHOW_CONFIDENCE:
-      g_value_set_boolean(value, s.show_confidence);
-      break;
-    case PROP_SHOW_CLASSIFICATION:
-      g_value_set_boolean(value, s.show_classification);
-      break;
-    case PROP_SHOW_HUD:
-      g_value_set_boolean(value, s.show_hud);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-  }
+  overlay::properties().get(self->state->settings, {}, prop_id, value, pspec);
 }
 
 static gboolean gst_torchoverlay_start(GstBaseTransform* trans) {
@@ -302,31 +266,10 @@ static void gst_torchoverlay_class_init(GstTorchOverlayClass* klass) {
   auto* element_class = GST_ELEMENT_CLASS(klass);
   auto* trans_class = GST_BASE_TRANSFORM_CLASS(klass);
   auto* filter_class = GST_VIDEO_FILTER_CLASS(klass);
-  const auto rw = static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-                                           GST_PARAM_MUTABLE_PLAYING);
-
   gobject_class->set_property = gst_torchoverlay_set_property;
   gobject_class->get_property = gst_torchoverlay_get_property;
   gobject_class->finalize = gst_torchoverlay_finalize;
-  g_object_class_install_property(
-      gobject_class, PROP_SHOW_LABELS,
-      g_param_spec_boolean("show-labels", "Show labels", "Write each detection's label on its box",
-                           TRUE, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_SHOW_CONFIDENCE,
-      g_param_spec_boolean("show-confidence", "Show confidence",
-                           "Write each result's confidence (0..1) beside its label", TRUE, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_SHOW_CLASSIFICATION,
-      g_param_spec_boolean("show-classification", "Show classification",
-                           "Write the frame's top-1 classification in the top-left corner", TRUE,
-                           rw));
-  g_object_class_install_property(
-      gobject_class, PROP_SHOW_HUD,
-      g_param_spec_boolean("show-hud", "Show HUD",
-                           "Add a line with the measured frame rate at this element and the "
-                           "frame's preprocessing and inference time",
-                           FALSE, rw));
+  overlay::properties().install(gobject_class);
 
   GstCaps* caps = gst::supported_video_caps();
   gst_element_class_add_pad_template(

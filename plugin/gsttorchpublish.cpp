@@ -61,12 +61,11 @@ class Throttle {
 };
 
 struct State {
-  std::mutex lock;  // guards settings, publisher (the pointer) and last
+  std::mutex lock;  // guards settings, publisher (the pointer) and status
   publish::Settings settings;
-  MqttCounters last;                // counters of the previous run, readable after stop
+  publish::Status status;           // status.running is publisher.get()
   std::atomic<bool> warned{false};  // a connection problem was posted since the last connect
-  std::atomic<guint> stats_interval_ms{0};  // may change while running
-  std::atomic<guint64> refused{0};          // kPublishFailed events this run
+  std::atomic<guint64> refused{0};  // kPublishFailed events this run
   Throttle drop_warning{std::chrono::seconds(5)};
   Throttle failure_warning{std::chrono::seconds(5)};
   Throttle conflict_warning{std::chrono::seconds(30)};
@@ -102,25 +101,16 @@ static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
 static void gst_torchpublish_set_property(GObject* object, guint prop_id, const GValue* value,
                                           GParamSpec* pspec) {
   State& st = *GST_TORCHPUBLISH(object)->state;
-  if (prop_id == publish::PROP_STATS_INTERVAL) {  // may change while running: no lock
-    st.stats_interval_ms = g_value_get_uint(value);
-    return;
-  }
+  const bool running = gst::element_running(GST_ELEMENT(object));
   std::lock_guard<std::mutex> lock(st.lock);
-  if (st.publisher) {
-    g_warning("torchpublish: '%s' cannot change while the element is running", pspec->name);
-    return;
-  }
-  publish::set_property(object, st.settings, prop_id, value, pspec);
+  publish::properties().set(st.settings, prop_id, value, pspec, running);
 }
 
 static void gst_torchpublish_get_property(GObject* object, guint prop_id, GValue* value,
                                           GParamSpec* pspec) {
   State& st = *GST_TORCHPUBLISH(object)->state;
   std::lock_guard<std::mutex> lock(st.lock);
-  const publish::Status now{st.publisher.get(), st.publisher ? st.publisher->counters() : st.last,
-                            st.stats_interval_ms};
-  publish::get_property(object, st.settings, now, prop_id, value, pspec);
+  publish::properties().get(st.settings, st.status, prop_id, value, pspec);
 }
 
 // Runs on the publisher's network thread. Posts one warning per episode of
@@ -187,7 +177,7 @@ static gboolean gst_torchpublish_start(GstBaseTransform* trans) {
   {
     std::lock_guard<std::mutex> lock(st.lock);
     s = st.settings;
-    st.last = MqttCounters();
+    st.status.last = MqttCounters();
   }
   if (s.topic.empty()) {
     GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("No MQTT topic: set the 'topic' property."),
@@ -216,6 +206,7 @@ static gboolean gst_torchpublish_start(GstBaseTransform* trans) {
                     s.topic.c_str(), p->client_id().c_str());
     std::lock_guard<std::mutex> lock(st.lock);
     st.out = p.get();
+    st.status.running = p.get();
     st.publisher = std::move(p);
   } catch (const std::exception& e) {
     const auto* err = dynamic_cast<const Error*>(&e);
@@ -276,7 +267,11 @@ static void report_progress(GstTorchPublish* self) {
                            st.topic.c_str(), guint64(c.dropped), guint(st.max_queued)),
                           (nullptr));
   }
-  const guint interval = st.stats_interval_ms;
+  guint interval;
+  {
+    std::lock_guard<std::mutex> lock(st.lock);
+    interval = st.settings.stats_interval_ms;
+  }
   const auto now = Clock::now();
   if (interval > 0 && now - st.last_stats >= std::chrono::milliseconds(interval)) {
     st.last_stats = now;
@@ -298,15 +293,16 @@ static gboolean gst_torchpublish_stop(GstBaseTransform* trans) {
   } catch (...) {
   }
   std::lock_guard<std::mutex> lock(st.lock);
-  st.last = p->counters();
+  const MqttCounters& last = st.status.last = p->counters();
   st.out = nullptr;
+  st.status.running = nullptr;
   st.publisher.reset();
   GST_INFO_OBJECT(self,
                   "stopped: %" G_GUINT64_FORMAT " published, %" G_GUINT64_FORMAT
                   " failed, %" G_GUINT64_FORMAT " dropped",
-                  st.last.published, st.last.failed, st.last.dropped);
+                  last.published, last.failed, last.dropped);
   // Only what the EOS summary did not already count.
-  if (st.last.failed + st.last.dropped > st.lost_reported) post_summary(self, st.last, "at stop");
+  if (last.failed + last.dropped > st.lost_reported) post_summary(self, last, "at stop");
   return TRUE;
 }
 

@@ -32,54 +32,17 @@
 
 #include "common/error.h"
 #include "gst/torchinfer/torchinfer-meta.h"
+#include "torchtrack-properties.h"
 #include "track/sort_tracker.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_torchtrack_debug);
 #define GST_CAT_DEFAULT gst_torchtrack_debug
 
 using namespace torchinfer;
-
-enum {
-  PROP_0,
-  PROP_TRACKING_TYPE,
-  PROP_MAX_AGE,
-  PROP_MIN_HITS,
-  PROP_IOU_THRESHOLD,
-};
-
-typedef enum {
-  GST_TORCHTRACK_ZERO_TERM,
-  GST_TORCHTRACK_SHORT_TERM,
-} GstTorchTrackTrackingType;
-
-#define GST_TYPE_TORCHTRACK_TRACKING_TYPE (gst_torchtrack_tracking_type_get_type())
-static GType gst_torchtrack_tracking_type_get_type() {
-  static GType type = 0;
-  static const GEnumValue values[] = {
-      {GST_TORCHTRACK_ZERO_TERM, "Detections on every frame: each frame's are taken as new",
-       "zero-term"},
-      {GST_TORCHTRACK_SHORT_TERM,
-       "Frames not inferred (inference-interval) show each track's predicted box", "short-term"},
-      {0, nullptr, nullptr}};
-  if (g_once_init_enter(&type)) {
-    GType t = g_enum_register_static("GstTorchTrackTrackingType", values);
-    g_once_init_leave(&type, t);
-  }
-  return type;
-}
+namespace track = torchinfer::gst::track;
+using track::Settings;
 
 namespace {
-
-constexpr guint kDefaultMaxAge = 30;
-constexpr guint kDefaultMinHits = 3;
-constexpr double kDefaultIou = 0.3;
-
-struct Settings {
-  GstTorchTrackTrackingType type = GST_TORCHTRACK_SHORT_TERM;
-  guint max_age = kDefaultMaxAge;
-  guint min_hits = kDefaultMinHits;
-  double iou = kDefaultIou;
-};
 
 struct Stream {
   explicit Stream(const TrackerOptions& o) : tracker(o) {}
@@ -143,47 +106,16 @@ static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
 static void gst_torchtrack_set_property(GObject* object, guint prop_id, const GValue* value,
                                         GParamSpec* pspec) {
   auto* self = GST_TORCHTRACK(object);
+  const bool running = gst::element_running(GST_ELEMENT(object));
   std::lock_guard<std::mutex> lock(self->state->lock);
-  Settings& s = self->state->settings;
-  switch (prop_id) {
-    case PROP_TRACKING_TYPE:
-      s.type = static_cast<GstTorchTrackTrackingType>(g_value_get_enum(value));
-      break;
-    case PROP_MAX_AGE:
-      s.max_age = g_value_get_uint(value);
-      break;
-    case PROP_MIN_HITS:
-      s.min_hits = g_value_get_uint(value);
-      break;
-    case PROP_IOU_THRESHOLD:
-      s.iou = g_value_get_double(value);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-  }
+  track::properties().set(self->state->settings, prop_id, value, pspec, running);
 }
 
 static void gst_torchtrack_get_property(GObject* object, guint prop_id, GValue* value,
                                         GParamSpec* pspec) {
   auto* self = GST_TORCHTRACK(object);
   std::lock_guard<std::mutex> lock(self->state->lock);
-  const Settings& s = self->state->settings;
-  switch (prop_id) {
-    case PROP_TRACKING_TYPE:
-      g_value_set_enum(value, s.type);
-      break;
-    case PROP_MAX_AGE:
-      g_value_set_uint(value, s.max_age);
-      break;
-    case PROP_MIN_HITS:
-      g_value_set_uint(value, s.min_hits);
-      break;
-    case PROP_IOU_THRESHOLD:
-      g_value_set_double(value, s.iou);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-  }
+  track::properties().get(self->state->settings, {}, prop_id, value, pspec);
 }
 
 static gboolean gst_torchtrack_start(GstBaseTransform* trans) {
@@ -395,7 +327,7 @@ static GstFlowReturn gst_torchtrack_transform_ip(GstBaseTransform* trans, GstBuf
     const GstTorchTensorMeta* meta = gst_buffer_get_torch_tensor_meta(buf);
     // Frames without a tensor meta: their ROIs come from elsewhere and are
     // taken as this frame's detections.
-    if (st.active.type == GST_TORCHTRACK_SHORT_TERM && meta && !meta->inferred)
+    if (st.active.type == track::GST_TORCHTRACK_SHORT_TERM && meta && !meta->inferred)
       show_predictions(st, buf, stream);
     else
       track_detections(self, buf, stream);
@@ -420,37 +352,10 @@ static void gst_torchtrack_class_init(GstTorchTrackClass* klass) {
   auto* gobject_class = G_OBJECT_CLASS(klass);
   auto* element_class = GST_ELEMENT_CLASS(klass);
   auto* trans_class = GST_BASE_TRANSFORM_CLASS(klass);
-  const auto rw = static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-                                           GST_PARAM_MUTABLE_READY);
-
   gobject_class->set_property = gst_torchtrack_set_property;
   gobject_class->get_property = gst_torchtrack_get_property;
   gobject_class->finalize = gst_torchtrack_finalize;
-  g_object_class_install_property(
-      gobject_class, PROP_TRACKING_TYPE,
-      g_param_spec_enum("tracking-type", "Tracking type",
-                        "zero-term: detections on every frame; short-term: frames torchinfer "
-                        "did not infer (inference-interval) show each track's predicted box",
-                        GST_TYPE_TORCHTRACK_TRACKING_TYPE, GST_TORCHTRACK_SHORT_TERM, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_MAX_AGE,
-      g_param_spec_uint("max-age", "Max age",
-                        "A track survives this many frames with detections in a row without "
-                        "a match (an occlusion) and ends on the next; predicted frames do not "
-                        "count",
-                        0, 100000, kDefaultMaxAge, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_MIN_HITS,
-      g_param_spec_uint("min-hits", "Min hits",
-                        "Detection frames in a row an object must be matched before it gets an id "
-                        "(predicted frames do not count)",
-                        1, 100000, kDefaultMinHits, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_IOU_THRESHOLD,
-      g_param_spec_double("iou-threshold", "IoU threshold",
-                          "Least intersection-over-union between a track's predicted box and a "
-                          "detection for them to match (must be > 0)",
-                          0.0, 1.0, kDefaultIou, rw));
+  track::install_properties(gobject_class);
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
@@ -468,7 +373,6 @@ static void gst_torchtrack_class_init(GstTorchTrackClass* klass) {
   trans_class->passthrough_on_same_caps = FALSE;
 
   GST_DEBUG_CATEGORY_INIT(gst_torchtrack_debug, "torchtrack", 0, "torchinfer object tracking");
-  gst_type_mark_as_plugin_api(GST_TYPE_TORCHTRACK_TRACKING_TYPE, static_cast<GstPluginAPIFlags>(0));
 }
 
 static void gst_torchtrack_init(GstTorchTrack* self) {

@@ -1,9 +1,7 @@
 // The torchinfer element's properties, each described once: its GParamSpec,
-// where its value lives and whether it may change while PLAYING. Installing,
-// setting and reading are generated from the table. A new property needs an
-// id in Prop, a member in Settings (or Stats) and one entry here.
-#include <iterator>
-
+// where its value lives and whether it may change while PLAYING (rules in
+// property-table.h). A new property needs an id in Prop, a member in
+// Settings (or a figure in Status) and one entry here.
 #include "model/model_loader.h"
 #include "torchinfer-property-access.h"
 #include "torchinfer-property-types.h"
@@ -15,19 +13,30 @@ namespace {
 // Writable before start (NULL or READY), stored in Settings member M; `set`
 // replaces the plain store where the value needs checking.
 template <auto M>
-constexpr Property ready(Prop id, MakeSpec spec, Setter set = set_field<M>) {
+constexpr Entry ready(Prop id, MakeSpec spec, Setter set = set_field<M>) {
   return {id, Access::kReady, spec, set, get_field<M>};
 }
 
-// Read-only, from Stats member M.
+// Read-only, Stats member M of the latest load.
 template <auto M>
-constexpr Property stat(Prop id, MakeSpec spec) {
+constexpr Entry stat(Prop id, MakeSpec spec) {
   return {id, Access::kReadOnly, spec, nullptr, get_field<M>};
 }
 
-// Read-only, from the element's stream statistics.
-constexpr Property stream(Prop id, MakeSpec spec, StreamGetter get) {
-  return {id, Access::kReadOnly, spec, nullptr, nullptr, get};
+// Read-only, the answer of Status member function F.
+template <auto F>
+void get_live(const Settings&, const Status& now, GValue* v) {
+  to_value(v, (now.*F)());
+}
+
+template <auto F>
+constexpr Entry live(Prop id, MakeSpec spec) {
+  return {id, Access::kReadOnly, spec, nullptr, get_live<F>};
+}
+
+// Read-only, from the element's stream statistics (Status::stream()).
+constexpr Entry stream(Prop id, MakeSpec spec, Getter get) {
+  return {id, Access::kReadOnly, spec, nullptr, get};
 }
 
 // The read-only figures: milliseconds, rates.
@@ -37,7 +46,7 @@ GParamSpec* nonnegative_double(const char* name, const char* nick, const char* b
 }
 
 // clang-format off
-constexpr Property kProperties[] = {
+constexpr Entry kProperties[] = {
   {PROP_MODEL, Access::kPlaying, [](GParamFlags f) {
      return g_param_spec_string("model", "Model",
        "TorchScript model file (.pt) saved with torch.jit.trace/script. Setting it while "
@@ -118,13 +127,13 @@ constexpr Property kProperties[] = {
   ready<&Settings::model_instance_id>(PROP_MODEL_INSTANCE_ID, [](GParamFlags f) {
     return g_param_spec_string("model-instance-id", "Model instance id",
       "Identifier of the loaded model, copied into every result", nullptr, f); }),
-  stat<&Stats::frames>(PROP_FRAMES, [](GParamFlags f) {
+  live<&Status::frames_inferred>(PROP_FRAMES, [](GParamFlags f) {
     return g_param_spec_uint64("frames", "Frames", "Frames inferred since start", 0,
       G_MAXUINT64, 0, f); }),
   stat<&Stats::load_ms>(PROP_LOAD_TIME, [](GParamFlags f) {
     return nonnegative_double("load-time", "Load time",
       "Milliseconds spent loading, optimising and warming up the model", f); }),
-  stat<&Stats::last_inference_ms>(PROP_LAST_INFERENCE_TIME, [](GParamFlags f) {
+  live<&Status::last_inference_ms>(PROP_LAST_INFERENCE_TIME, [](GParamFlags f) {
     return nonnegative_double("last-inference-time", "Last inference time",
       "Milliseconds taken by the most recent forward() call", f); }),
   ready<&Settings::threads>(PROP_THREADS, [](GParamFlags f) {
@@ -184,24 +193,28 @@ constexpr Property kProperties[] = {
   stream(PROP_DROPPED, [](GParamFlags f) {
       return g_param_spec_uint64("dropped", "Dropped",
         "Frames not inferred because the model was busy (drop-policy)", 0, G_MAXUINT64, 0, f); },
-    [](const StatsSnapshot& s, GValue* v) { g_value_set_uint64(v, s.dropped); }),
+    [](const Settings&, const Status& s, GValue* v) {
+      g_value_set_uint64(v, s.stream().dropped); }),
   stream(PROP_FPS, [](GParamFlags f) {
       return nonnegative_double("fps", "Frames per second", "Output frame rate since start", f); },
-    [](const StatsSnapshot& s, GValue* v) { g_value_set_double(v, s.fps); }),
+    [](const Settings&, const Status& s, GValue* v) {
+      g_value_set_double(v, s.stream().fps); }),
   stream(PROP_LATENCY_P50, [](GParamFlags f) {
       return nonnegative_double("latency-p50", "Latency p50",
         "Median milliseconds from a frame entering to it leaving, over the last 1024 frames",
         f); },
-    [](const StatsSnapshot& s, GValue* v) { g_value_set_double(v, s.total.p50); }),
+    [](const Settings&, const Status& s, GValue* v) {
+      g_value_set_double(v, s.stream().total.p50); }),
   stream(PROP_LATENCY_P99, [](GParamFlags f) {
       return nonnegative_double("latency-p99", "Latency p99", "99th percentile of the same latency", f); },
-    [](const StatsSnapshot& s, GValue* v) { g_value_set_double(v, s.total.p99); }),
+    [](const Settings&, const Status& s, GValue* v) {
+      g_value_set_double(v, s.stream().total.p99); }),
   stream(PROP_STATS, [](GParamFlags f) {
       return g_param_spec_boxed("stats", "Statistics",
         "Counters and per-stage latency percentiles (same fields as the torchinfer-stats "
         "message)", GST_TYPE_STRUCTURE, f); },
-    [](const StatsSnapshot& s, GValue* v) {
-      g_value_take_boxed(v, stats_structure("torchinfer-stats", s)); }),
+    [](const Settings&, const Status& s, GValue* v) {
+      g_value_take_boxed(v, stats_structure("torchinfer-stats", s.stream())); }),
   ready<&Settings::input_layout>(PROP_INPUT_LAYOUT, [](GParamFlags f) {
     return g_param_spec_enum("input-layout", "Input layout",
       "Layout of the tensor forward() takes: nchw, or nhwc for models converted from "
@@ -245,66 +258,14 @@ constexpr Property kProperties[] = {
 };
 // clang-format on
 
-constexpr bool table_matches_ids() {
-  for (std::size_t i = 0; i < std::size(kProperties); ++i)
-    if (kProperties[i].id != static_cast<Prop>(i + 1)) return false;
-  return std::size(kProperties) == PROP_LANES;
-}
-static_assert(table_matches_ids(), "kProperties lists every Prop once, in enum order");
-
-const Property* find(guint prop_id) {
-  if (prop_id < 1 || prop_id > std::size(kProperties)) return nullptr;
-  return &kProperties[prop_id - 1];
-}
-
-const char* name_of(GParamSpec* pspec) {
-  return pspec ? g_param_spec_get_name(pspec) : "?";
-}
+constexpr PropertyTable<Settings, Status> kTable{"torchinfer", kProperties};
+static_assert(kTable.in_id_order(), "kProperties lists every Prop once, in enum order");
+static_assert(kTable.size() == PROP_LANES, "every Prop has an entry");
 
 }  // namespace
 
-void install_properties(GObjectClass* klass) {
-  for (const Property& p : kProperties)
-    g_object_class_install_property(klass, p.id, p.spec(flags_for(p.access)));
-}
-
-bool changeable_while_playing(guint prop_id) {
-  const Property* p = find(prop_id);
-  return p && p->access == Access::kPlaying;
-}
-
-bool set_property(Settings& s, guint prop_id, const GValue* value, GParamSpec* pspec,
-                  bool running) {
-  const Property* p = find(prop_id);
-  if (!p || !p->set) {
-    g_warning("torchinfer: no writable property with id %u ('%s')", prop_id, name_of(pspec));
-    return false;
-  }
-  if (running && p->access != Access::kPlaying) {
-    g_warning("torchinfer: property '%s' can only be changed in the NULL or READY state",
-              name_of(pspec));
-    return false;
-  }
-  return p->set(s, value, pspec);
-}
-
-void get_property(const Settings& s, const Stats& stats, guint prop_id, GValue* value,
-                  GParamSpec* pspec) {
-  const Property* p = find(prop_id);
-  if (!p)
-    g_warning("torchinfer: no property with id %u ('%s')", prop_id, name_of(pspec));
-  else if (p->get)
-    p->get(s, stats, value);
-}
-
-bool reads_stream_stats(guint prop_id) {
-  const Property* p = find(prop_id);
-  return p && p->stream;
-}
-
-void get_stream_property(guint prop_id, const StatsSnapshot& snap, GValue* value) {
-  const Property* p = find(prop_id);
-  if (p && p->stream) p->stream(snap, value);
+const PropertyTable<Settings, Status>& properties() {
+  return kTable;
 }
 
 }  // namespace torchinfer::gst

@@ -50,7 +50,7 @@ bool set_crop(Settings& s, const GValue* value, GParamSpec* pspec) {
   return true;
 }
 
-void get_crop(const Settings& s, const Stats&, GValue* value) {
+void get_crop(const Settings& s, const Status&, GValue* value) {
   const Crop& c = s.crop;
   if (c.width > 0)
     g_value_take_string(value, g_strdup_printf("%d,%d,%d,%d", c.x, c.y, c.width, c.height));

@@ -1,6 +1,6 @@
 // Settings of the torchinfer element: property ids, the values users set and
 // their conversion to core config overrides. The properties themselves are
-// described once, in torchinfer-properties.cpp.
+// described once, in torchinfer-properties.cpp (torchinfer-properties.h).
 #pragma once
 
 #include <gst/gst.h>
@@ -119,23 +119,5 @@ struct Settings {
 
   ConfigOverrides overrides() const;
 };
-
-void install_properties(GObjectClass* klass);
-
-// Whether prop_id may be written while PAUSED or PLAYING (only "model": the
-// element reloads it itself; set_property just stores it).
-bool changeable_while_playing(guint prop_id);
-
-// Returns false, after a g_warning naming the property, for a rejected value,
-// for a property that cannot change while `running` (PAUSED or PLAYING) and
-// for an unknown or read-only id; the previous value is kept.
-bool set_property(Settings& s, guint prop_id, const GValue* value, GParamSpec* pspec, bool running);
-void get_property(const Settings& s, const Stats& stats, guint prop_id, GValue* value,
-                  GParamSpec* pspec);
-
-// The properties read from the element's StreamStats snapshot (dropped, fps,
-// latency-p50/p99, stats); get_property leaves them alone.
-bool reads_stream_stats(guint prop_id);
-void get_stream_property(guint prop_id, const StatsSnapshot& snap, GValue* value);
 
 }  // namespace torchinfer::gst

@@ -10,12 +10,10 @@
 
 namespace torchinfer::gst {
 
-// Read-only figures published as properties.
+// Figures of the latest model load, published as read-only properties.
 struct Stats {
-  guint64 frames = 0;
   double load_ms = 0;  // read + optimise + warm-up
   double read_ms = 0, optimize_ms = 0, warmup_ms = 0;
-  double last_inference_ms = 0;
   std::string active_precision;
 };
 

@@ -1,29 +1,14 @@
-// torchpublish's properties, each described once: its GParamSpec, where its
-// value lives and whether it may change while running. Installing, setting
-// and reading are generated from the table. A new property needs an id in
-// Prop, a member in Settings (or Status) and one entry here.
+// torchpublish's properties, each described once (rules in
+// property-table.h).
 #include "torchpublish-properties.h"
 
 #include <cstring>
-#include <iterator>
 #include <type_traits>
-
-#include "property-access.h"
 
 namespace torchinfer::gst::publish {
 namespace {
 
-using MakeSpec = GParamSpec* (*)(GParamFlags);
-using Setter = void (*)(Settings&, const GValue*);
-using Getter = void (*)(const Settings&, const Status&, GValue*);
-
-struct Property {
-  Prop id;
-  Access access;
-  MakeSpec spec;         // called with the flags of `access`
-  Setter set = nullptr;  // null: not stored in Settings
-  Getter get = nullptr;
-};
+using Entry = Property<Settings, Status>;
 
 GType mode_type() {
   static GType type = 0;
@@ -54,9 +39,6 @@ GType protocol_type() {
 
 // ---- where a value lives ---------------------------------------------------
 
-template <class C, class T>
-C owner_of(T C::*);
-
 // Settings member M, directly or inside its MqttOptions.
 template <auto M, class S>
 auto& field(S& s) {
@@ -66,48 +48,11 @@ auto& field(S& s) {
     return s.*M;
 }
 
-template <class T>
-constexpr bool kUnsupported = false;
-
-// std::size_t members are counts shown as guint properties.
-template <class T>
-void from_value(T& x, const GValue* v) {
-  if constexpr (std::is_same_v<T, std::string>) {
-    const gchar* s = g_value_get_string(v);
-    x = s ? s : "";
-  } else if constexpr (std::is_same_v<T, int>) {
-    x = g_value_get_int(v);
-  } else if constexpr (std::is_same_v<T, bool>) {
-    x = g_value_get_boolean(v);
-  } else if constexpr (std::is_same_v<T, std::size_t>) {
-    x = g_value_get_uint(v);
-  } else if constexpr (std::is_enum_v<T>) {
-    x = static_cast<T>(g_value_get_enum(v));
-  } else {
-    static_assert(kUnsupported<T>, "add this member type to from_value");
-  }
-}
-
-template <class T>
-void to_value(GValue* v, const T& x) {
-  if constexpr (std::is_same_v<T, std::string>) {
-    g_value_set_string(v, x.empty() ? nullptr : x.c_str());  // unset reads back as NULL
-  } else if constexpr (std::is_same_v<T, int>) {
-    g_value_set_int(v, x);
-  } else if constexpr (std::is_same_v<T, bool>) {
-    g_value_set_boolean(v, x);
-  } else if constexpr (std::is_same_v<T, std::size_t>) {
-    g_value_set_uint(v, static_cast<guint>(x));
-  } else if constexpr (std::is_enum_v<T>) {
-    g_value_set_enum(v, static_cast<gint>(x));
-  } else {
-    static_assert(kUnsupported<T>, "add this member type to to_value");
-  }
-}
-
 template <auto M>
-void set_field(Settings& s, const GValue* v) {
-  from_value(field<M>(s), v);
+bool set_field(Settings& s, const GValue* v, GParamSpec*) {
+  auto& x = field<M>(s);
+  x = from_value<std::remove_reference_t<decltype(x)>>(v);
+  return true;
 }
 
 template <auto M>
@@ -117,38 +62,41 @@ void get_field(const Settings& s, const Status&, GValue* v) {
 
 template <auto M>
 void get_counter(const Settings&, const Status& now, GValue* v) {
-  g_value_set_uint64(v, now.counters.*M);
+  g_value_set_uint64(v, now.counters().*M);
 }
 
 // ---- validated setters: refuse with a warning, keep the previous value -----
 
-void set_host(Settings& s, const GValue* value) {
+bool set_host(Settings& s, const GValue* value, GParamSpec*) {
   const gchar* v = g_value_get_string(value);
   if (!v || !*v) {
     g_warning("torchpublish: 'host' must not be empty; keeping '%s'", s.mqtt.host.c_str());
-    return;
+    return false;
   }
   s.mqtt.host = v;
+  return true;
 }
 
-void set_topic(Settings& s, const GValue* value) {
+bool set_topic(Settings& s, const GValue* value, GParamSpec*) {
   const gchar* v = g_value_get_string(value);
   const std::string problem = mqtt_topic_problem(v ? v : "");
   if (!problem.empty()) {
     g_warning("torchpublish: invalid topic '%s': %s; keeping '%s'", v ? v : "", problem.c_str(),
               s.topic.c_str());
-    return;
+    return false;
   }
   s.topic = v;
+  return true;
 }
 
-void set_client_id(Settings& s, const GValue* value) {
+bool set_client_id(Settings& s, const GValue* value, GParamSpec*) {
   const gchar* v = g_value_get_string(value);
   if (v && (strlen(v) > 65535 || !g_utf8_validate(v, -1, nullptr))) {
     g_warning("torchpublish: 'client-id' must be UTF-8 of at most 65535 bytes");
-    return;
+    return false;
   }
-  from_value(s.mqtt.client_id, value);
+  s.mqtt.client_id = from_value<std::string>(value);
+  return true;
 }
 
 // ---- special getters ---------------------------------------------------------
@@ -164,15 +112,12 @@ void get_client_id(const Settings& s, const Status& now, GValue* v) {
 }
 
 void get_queued(const Settings&, const Status& now, GValue* v) {
-  g_value_set_uint(v, static_cast<guint>(now.counters.queued + now.counters.in_flight));
+  const MqttCounters c = now.counters();
+  g_value_set_uint(v, static_cast<guint>(c.queued + c.in_flight));
 }
 
 void get_connected(const Settings&, const Status& now, GValue* v) {
-  g_value_set_boolean(v, now.counters.connected);
-}
-
-void get_stats_interval(const Settings&, const Status& now, GValue* v) {
-  g_value_set_uint(v, now.stats_interval_ms);
+  g_value_set_boolean(v, now.counters().connected);
 }
 
 // ---- the table -------------------------------------------------------------
@@ -180,13 +125,13 @@ void get_stats_interval(const Settings&, const Status& now, GValue* v) {
 // Writable before start, stored in Settings (or MqttOptions) member M; `set`
 // replaces the plain store where the value needs checking.
 template <auto M>
-constexpr Property ready(Prop id, MakeSpec spec, Setter set = set_field<M>,
-                         Getter get = get_field<M>) {
+constexpr Entry ready(Prop id, Entry::MakeSpec spec, Entry::Setter set = set_field<M>,
+                      Entry::Getter get = get_field<M>) {
   return {id, Access::kReady, spec, set, get};
 }
 
 // Read-only, from the publisher's counters.
-constexpr Property counter(Prop id, MakeSpec spec, Getter get) {
+constexpr Entry counter(Prop id, Entry::MakeSpec spec, Entry::Getter get) {
   return {id, Access::kReadOnly, spec, nullptr, get};
 }
 
@@ -198,9 +143,8 @@ GParamSpec* optional_string(const char* name, const char* nick, const char* blur
   return g_param_spec_string(name, nick, blurb, nullptr, f);
 }
 
-// In installation order (which is not the id order).
 // clang-format off
-constexpr Property kProperties[] = {
+constexpr Entry kEntries[] = {
   ready<&MqttOptions::host>(PROP_HOST, [](GParamFlags f) {
     return g_param_spec_string("host", "Host", "MQTT broker host name or address", "127.0.0.1",
       f); }, set_host, get_host),
@@ -268,26 +212,6 @@ constexpr Property kProperties[] = {
         "Messages sent but not delivered: refused (too large, rejected), lost with a QoS 0 "
         "connection, or unacknowledged at stop", f); },
     get_counter<&MqttCounters::failed>),
-  counter(PROP_DROPPED, [](GParamFlags f) {
-      return count64("dropped", "Dropped",
-        "Messages never sent: pushed out of the full queue, still queued at stop, or produced "
-        "after stop", f); },
-    get_counter<&MqttCounters::dropped>),
-  // Stored by the element itself, outside the settings lock.
-  {PROP_STATS_INTERVAL, Access::kPlaying, [](GParamFlags f) {
-     return g_param_spec_uint("stats-interval", "Stats interval",
-       "Post a \"torchpublish-stats\" element message every this many ms (0: only at EOS); one "
-       "is always posted at EOS", 0, G_MAXUINT, 0, f); },
-   nullptr, get_stats_interval},
-  ready<&MqttOptions::protocol>(PROP_PROTOCOL_VERSION, [](GParamFlags f) {
-    return g_param_spec_enum("protocol-version", "Protocol version",
-      "MQTT version; with 5 the broker announces its maximum packet size and a larger message "
-      "is refused by name instead of closing the connection", protocol_type(),
-      static_cast<gint>(MqttProtocol::kV5), f); }),
-  ready<&MqttOptions::max_message_size>(PROP_MAX_MESSAGE_SIZE, [](GParamFlags f) {
-    return g_param_spec_uint("max-message-size", "Max message size",
-      "Largest message payload to send, bytes; larger ones are counted in 'failed' with a "
-      "warning (0: no limit but the broker's)", 0, G_MAXINT, 0, f); }),
   counter(PROP_QUEUED, [](GParamFlags f) {
       return g_param_spec_uint("queued", "Queued",
         "Messages waiting for the broker now (queued or unacknowledged)", 0, G_MAXUINT, 0, f); },
@@ -300,50 +224,42 @@ constexpr Property kProperties[] = {
       return count64("reconnects", "Reconnects",
         "Times the connection was re-established after being lost", f); },
     get_counter<&MqttCounters::reconnects>),
+  counter(PROP_DROPPED, [](GParamFlags f) {
+      return count64("dropped", "Dropped",
+        "Messages never sent: pushed out of the full queue, still queued at stop, or produced "
+        "after stop", f); },
+    get_counter<&MqttCounters::dropped>),
+  {PROP_STATS_INTERVAL, Access::kPlaying, [](GParamFlags f) {
+     return g_param_spec_uint("stats-interval", "Stats interval",
+       "Post a \"torchpublish-stats\" element message every this many ms (0: only at EOS); one "
+       "is always posted at EOS", 0, G_MAXUINT, 0, f); },
+   set_field<&Settings::stats_interval_ms>, get_field<&Settings::stats_interval_ms>},
+  ready<&MqttOptions::protocol>(PROP_PROTOCOL_VERSION, [](GParamFlags f) {
+    return g_param_spec_enum("protocol-version", "Protocol version",
+      "MQTT version; with 5 the broker announces its maximum packet size and a larger message "
+      "is refused by name instead of closing the connection", protocol_type(),
+      static_cast<gint>(MqttProtocol::kV5), f); }),
+  ready<&MqttOptions::max_message_size>(PROP_MAX_MESSAGE_SIZE, [](GParamFlags f) {
+    return g_param_spec_uint("max-message-size", "Max message size",
+      "Largest message payload to send, bytes; larger ones are counted in 'failed' with a "
+      "warning (0: no limit but the broker's)", 0, G_MAXINT, 0, f); }),
 };
 // clang-format on
 
-constexpr bool table_has_every_id_once() {
-  bool seen[PROP_MAX_MESSAGE_SIZE + 1] = {};
-  for (const Property& p : kProperties) {
-    if (p.id <= PROP_0 || p.id > PROP_MAX_MESSAGE_SIZE || seen[p.id]) return false;
-    seen[p.id] = true;
-  }
-  return std::size(kProperties) == PROP_MAX_MESSAGE_SIZE;
-}
-static_assert(table_has_every_id_once(), "kProperties lists every Prop once");
-
-const Property* find(guint prop_id) {
-  for (const Property& p : kProperties)
-    if (p.id == prop_id) return &p;
-  return nullptr;
-}
+constexpr PropertyTable<Settings, Status> kTable{"torchpublish", kEntries};
+static_assert(kTable.in_id_order(), "kEntries lists every Prop once, in id order");
+static_assert(kTable.size() == PROP_MAX_MESSAGE_SIZE, "every Prop has an entry");
 
 }  // namespace
 
+const PropertyTable<Settings, Status>& properties() {
+  return kTable;
+}
+
 void install_properties(GObjectClass* klass) {
-  for (const Property& p : kProperties)
-    g_object_class_install_property(klass, p.id, p.spec(flags_for(p.access)));
+  kTable.install(klass);
   gst_type_mark_as_plugin_api(mode_type(), static_cast<GstPluginAPIFlags>(0));
   gst_type_mark_as_plugin_api(protocol_type(), static_cast<GstPluginAPIFlags>(0));
-}
-
-void set_property(GObject* object, Settings& s, guint prop_id, const GValue* value,
-                  GParamSpec* pspec) {
-  const Property* p = find(prop_id);
-  if (p && p->set)
-    p->set(s, value);
-  else
-    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-}
-
-void get_property(GObject* object, const Settings& s, const Status& now, guint prop_id,
-                  GValue* value, GParamSpec* pspec) {
-  const Property* p = find(prop_id);
-  if (p && p->get)
-    p->get(s, now, value);
-  else
-    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
 }
 
 }  // namespace torchinfer::gst::publish

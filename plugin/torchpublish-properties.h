@@ -1,6 +1,5 @@
 // The torchpublish element's settings and properties. Each property is
-// described once, in torchpublish-properties.cpp: its GParamSpec, where its
-// value lives and when it may change.
+// described once, in torchpublish-properties.cpp (see property-table.h).
 #pragma once
 
 #include <gst/gst.h>
@@ -8,10 +7,10 @@
 #include <string>
 
 #include "export/mqtt_publisher.h"
+#include "property-table.h"
 
 namespace torchinfer::gst::publish {
 
-// The ids are GObject's listing order (by id, not by installation): keep them.
 enum Prop {
   PROP_0,
   PROP_HOST,
@@ -44,30 +43,27 @@ enum Prop {
 
 enum Mode { PUBLISH_MODE_FRAME, PUBLISH_MODE_DETECTIONS };
 
-// What may only change before start (NULL or READY).
+// The settings: stats-interval applies from the next frame, the others from
+// the next start.
 struct Settings {
   MqttOptions mqtt;
   std::string topic;
   Mode mode = PUBLISH_MODE_FRAME;
-};
-
-// What the other properties read: stats-interval lives in the element, as
-// the streaming thread reads it while running.
-struct Status {
-  const MqttPublisher* running = nullptr;  // null when stopped
-  MqttCounters counters;                   // of the running publisher, else of the last run
   guint stats_interval_ms = 0;
 };
 
+// What the read-only properties (and client-id) read: the running
+// publisher, else the counters its last run ended with.
+struct Status {
+  const MqttPublisher* running = nullptr;  // null when stopped
+  MqttCounters last;                       // of the previous run, readable after stop
+
+  MqttCounters counters() const { return running ? running->counters() : last; }
+};
+
+const PropertyTable<Settings, Status>& properties();
+
 // Also marks the enum types as plugin API (documented with the element).
 void install_properties(GObjectClass* klass);
-
-// Stores a value into `s`. An invalid one is refused with a g_warning naming
-// the property and keeps the previous value. Not for stats-interval.
-void set_property(GObject* object, Settings& s, guint prop_id, const GValue* value,
-                  GParamSpec* pspec);
-
-void get_property(GObject* object, const Settings& s, const Status& now, guint prop_id,
-                  GValue* value, GParamSpec* pspec);
 
 }  // namespace torchinfer::gst::publish

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "element_helpers.h"
+
 namespace torchinfer::test {
 
 std::vector<GParamSpec*> own_specs(GstElement* e) {
@@ -93,6 +95,44 @@ int round_trip_writable(GstElement* e, const std::map<std::string, std::string>&
     ++written;
   }
   return written;
+}
+
+int expect_ready_only_refused(GstElement* running,
+                              const std::map<std::string, std::string>& strings) {
+  const std::string element = GST_OBJECT_NAME(gst_element_get_factory(running));
+  int refused = 0;
+  for (GParamSpec* p : own_specs(running)) {
+    if (!(p->flags & GST_PARAM_MUTABLE_READY)) continue;
+    const std::string before = read(running, p);
+    GValue v = G_VALUE_INIT;
+    if (!non_default(p, &v, strings)) return refused;
+    WarningCatcher w;
+    g_object_set_property(G_OBJECT(running), p->name, &v);
+    g_value_unset(&v);
+    EXPECT_EQ(w.messages(), std::vector<std::string>{element + ": property '" + p->name +
+                                                     "' cannot change while the element is "
+                                                     "running; set it in the NULL or READY state"});
+    EXPECT_EQ(read(running, p), before) << p->name;
+    ++refused;
+  }
+  return refused;
+}
+
+int expect_playing_accepted(GstElement* running,
+                            const std::map<std::string, std::string>& strings) {
+  int accepted = 0;
+  for (GParamSpec* p : own_specs(running)) {
+    if (!(p->flags & GST_PARAM_MUTABLE_PLAYING)) continue;
+    GValue v = G_VALUE_INIT;
+    if (!non_default(p, &v, strings)) return accepted;
+    WarningCatcher w;
+    g_object_set_property(G_OBJECT(running), p->name, &v);
+    EXPECT_TRUE(w.messages().empty()) << p->name << ": " << w.messages().front();
+    EXPECT_EQ(read(running, p), contents(&v)) << p->name;
+    g_value_unset(&v);
+    ++accepted;
+  }
+  return accepted;
 }
 
 void expect_property_list(GstElement* e, const ExpectedProperty* expected, std::size_t n) {

@@ -37,6 +37,18 @@ int round_trip_writable(GstElement* e, const std::map<std::string, std::string>&
 // were compared.
 int expect_defaults(GstElement* e);
 
+// On an element in PAUSED or PLAYING: sets each property writable only in
+// NULL/READY to a non-default value and expects it refused, by one warning
+// naming the property and the rule, with the previous value kept. Returns how
+// many were refused.
+int expect_ready_only_refused(GstElement* running,
+                              const std::map<std::string, std::string>& strings);
+
+// On an element in PAUSED or PLAYING: sets each property changeable while
+// PLAYING to a non-default value and expects it stored without a warning.
+// Returns how many were set.
+int expect_playing_accepted(GstElement* running, const std::map<std::string, std::string>& strings);
+
 // One row of an element's fixed property list. access: 'r' writable in
 // NULL/READY, 'p' also while PLAYING, 'o' read-only.
 struct ExpectedProperty {

@@ -1,0 +1,48 @@
+// torchmetaconvert's properties, each described once (rules in
+// property-table.h).
+#include "torchmetaconvert-properties.h"
+
+namespace torchinfer::gst::metaconvert {
+namespace {
+
+using Entry = Property<Settings, Status>;
+
+// Stored in Settings member M.
+template <auto M>
+constexpr Entry setting(Prop id, Access access, Entry::MakeSpec spec) {
+  return {id, access, spec, set_member<M, Settings>, get_member<M, Settings, Status>};
+}
+
+// clang-format off
+constexpr Entry kEntries[] = {
+  setting<&Settings::location>(PROP_LOCATION, Access::kReady, [](GParamFlags f) {
+    return g_param_spec_string("location", "Location",
+      "File to write JSON lines to (one object per frame); unset or \"-\" writes to stdout",
+      nullptr, f); }),
+  setting<&Settings::include_tensors>(PROP_INCLUDE_TENSORS, Access::kPlaying, [](GParamFlags f) {
+    return g_param_spec_boolean("include-tensors", "Include tensors",
+      "Also write the raw output tensor values", FALSE, f); }),
+  setting<&Settings::max_tensor_elements>(PROP_MAX_TENSOR_ELEMENTS, Access::kPlaying,
+    [](GParamFlags f) {
+    return g_param_spec_uint("max-tensor-elements", "Max tensor elements",
+      "Values written per tensor with include-tensors; longer tensors are cut and marked "
+      "\"truncated\"",
+      0, G_MAXUINT, 1024, f); }),
+  {PROP_LINES, Access::kReadOnly, [](GParamFlags f) {
+     return g_param_spec_uint64("lines", "Lines", "JSON lines written since start", 0,
+       G_MAXUINT64, 0, f); },
+   nullptr, get_member<&Status::lines, Settings, Status>},
+};
+// clang-format on
+
+constexpr PropertyTable<Settings, Status> kTable{"torchmetaconvert", kEntries};
+static_assert(kTable.in_id_order(), "kEntries lists every Prop once, in id order");
+static_assert(kTable.size() == PROP_LINES, "every Prop has an entry");
+
+}  // namespace
+
+const PropertyTable<Settings, Status>& properties() {
+  return kTable;
+}
+
+}  // namespace torchinfer::gst::metaconvert

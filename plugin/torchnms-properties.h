@@ -1,0 +1,70 @@
+// The torchnms element's settings, live figures and properties. Each
+// property is described once, in torchnms-properties.cpp (see
+// property-table.h).
+#pragma once
+
+#include <gst/gst.h>
+
+#include <optional>
+#include <string>
+
+#include "common/stream_stats.h"
+#include "property-table.h"
+
+namespace torchinfer::gst::nms {
+
+enum Prop {
+  PROP_0,
+  PROP_DECODER,
+  PROP_CONFIDENCE_THRESHOLD,
+  PROP_IOU_THRESHOLD,
+  PROP_MAX_DETECTIONS,
+  PROP_CLASS_AGNOSTIC,
+  PROP_LABELS,
+  PROP_MODEL_CONFIG,
+  PROP_DETECTIONS,
+  PROP_STATS_INTERVAL,
+  PROP_STATS,
+};
+
+// Property values; 0 = take it from the model's sidecar.
+enum GstTorchNmsDecoder {
+  GST_TORCHNMS_DECODER_AUTO,
+  GST_TORCHNMS_DECODER_YOLOV5,
+  GST_TORCHNMS_DECODER_YOLOV8,
+  GST_TORCHNMS_DECODER_SSD,
+  GST_TORCHNMS_DECODER_CLASSIFICATION,
+};
+
+constexpr double kDefaultConfidence = 0.25;
+constexpr double kDefaultIou = 0.45;
+constexpr guint kDefaultMaxDetections = 100;
+
+// Thresholds are optional: set ones override the sidecar, unset ones fall
+// back to it, then to the defaults above. stats-interval applies at once,
+// the others from the next start.
+struct Settings {
+  GstTorchNmsDecoder decoder = GST_TORCHNMS_DECODER_AUTO;
+  std::optional<double> confidence, iou;
+  std::optional<guint> max_detections;
+  bool class_agnostic = false;
+  std::string labels_file, model_config;
+  guint stats_interval_ms = 0;
+};
+
+// The element's live figures, since start.
+struct Status {
+  guint64 detections = 0;
+  guint64 frames = 0;  // frames decoded
+  LatencyWindow decode_ms;
+};
+
+// The "stats" property / "torchnms-stats" message.
+GstStructure* stats_structure(const Status& s);
+
+const PropertyTable<Settings, Status>& properties();
+
+// Also marks the decoder enum as plugin API (documented with the element).
+void install_properties(GObjectClass* klass);
+
+}  // namespace torchinfer::gst::nms

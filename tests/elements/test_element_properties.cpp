@@ -1,0 +1,150 @@
+// The properties of torchnms, torchtrack, torchoverlay and torchmetaconvert
+// as a user sees them, checked the same way as torchinfer's and
+// torchpublish's (property_checks.h): the fixed list of names, types and
+// access, defaults, round trips, and the one rule for changes while running.
+#include <gst/check/gstharness.h>
+#include <gst/gst.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "element_helpers.h"
+#include "property_checks.h"
+
+using namespace torchinfer::test;
+
+namespace {
+
+// 'r': writable in NULL/READY only; 'p': writable while PLAYING; 'o': read-only.
+struct ElementProperties {
+  const char* factory;
+  std::vector<ExpectedProperty> expected;
+  std::map<std::string, std::string> strings;  // a valid value per string property
+  int ready_only, playing;
+};
+
+const ElementProperties kElements[] = {
+    {"torchnms",
+     {{"decoder", "GstTorchNmsDecoder", 'r'},
+      {"confidence-threshold", "gdouble", 'r'},
+      {"iou-threshold", "gdouble", 'r'},
+      {"max-detections", "guint", 'r'},
+      {"class-agnostic", "gboolean", 'r'},
+      {"labels", "gchararray", 'r'},
+      {"model-config", "gchararray", 'r'},
+      {"detections", "guint64", 'o'},
+      {"stats-interval", "guint", 'p'},
+      {"stats", "GstStructure", 'o'}},
+     {{"labels", "/models/labels.txt"}, {"model-config", "/models/det.json"}},
+     7,
+     1},
+    {"torchtrack",
+     {{"tracking-type", "GstTorchTrackTrackingType", 'r'},
+      {"max-age", "guint", 'r'},
+      {"min-hits", "guint", 'r'},
+      {"iou-threshold", "gdouble", 'r'}},
+     {},
+     4,
+     0},
+    {"torchoverlay",
+     {{"show-labels", "gboolean", 'p'},
+      {"show-confidence", "gboolean", 'p'},
+      {"show-classification", "gboolean", 'p'},
+      {"show-hud", "gboolean", 'p'}},
+     {},
+     0,
+     4},
+    {"torchmetaconvert",
+     {{"location", "gchararray", 'r'},
+      {"include-tensors", "gboolean", 'p'},
+      {"max-tensor-elements", "guint", 'p'},
+      {"lines", "guint64", 'o'}},
+     {{"location", "/tmp/results.jsonl"}},
+     1,
+     2},
+};
+
+void PrintTo(const ElementProperties& p, std::ostream* os) {
+  *os << p.factory;
+}
+
+class ElementPropertiesTest : public ::testing::TestWithParam<ElementProperties> {
+ protected:
+  GstElement* make() { return gst_element_factory_make(GetParam().factory, nullptr); }
+
+  // The element started (PLAYING), on its own: every property is in use.
+  GstHarness* running() {
+    GstHarness* h = gst_harness_new(GetParam().factory);
+    if (GST_STATE(h->element) != GST_STATE_PLAYING) gst_harness_play(h);
+    return h;
+  }
+};
+
+std::string name_of(const ::testing::TestParamInfo<ElementProperties>& info) {
+  return info.param.factory;
+}
+
+INSTANTIATE_TEST_SUITE_P(Elements, ElementPropertiesTest, ::testing::ValuesIn(kElements), name_of);
+
+}  // namespace
+
+TEST_P(ElementPropertiesTest, NamesTypesAndAccessAreTheFixedList) {
+  GstElement* e = make();
+  ASSERT_NE(e, nullptr);
+  expect_property_list(e, GetParam().expected.data(), GetParam().expected.size());
+  gst_object_unref(e);
+}
+
+TEST_P(ElementPropertiesTest, FreshElementReadsTheParamSpecDefaults) {
+  GstElement* e = make();
+  int boxed = 0;
+  for (const ExpectedProperty& p : GetParam().expected)
+    boxed += std::string(p.type) == "GstStructure";
+  EXPECT_EQ(expect_defaults(e), static_cast<int>(GetParam().expected.size()) - boxed);
+  gst_object_unref(e);
+}
+
+TEST_P(ElementPropertiesTest, EveryWritablePropertyRoundTrips) {
+  GstElement* e = make();
+  WarningCatcher w;
+  EXPECT_EQ(round_trip_writable(e, GetParam().strings), GetParam().ready_only + GetParam().playing);
+  EXPECT_TRUE(w.messages().empty()) << w.messages().front();
+  gst_object_unref(e);
+}
+
+TEST_P(ElementPropertiesTest, PlayingPropertiesChangeWhileRunning) {
+  GstHarness* h = running();
+  EXPECT_EQ(expect_playing_accepted(h->element, GetParam().strings), GetParam().playing);
+  gst_harness_teardown(h);
+}
+
+// ---- negative -------------------------------------------------------------
+
+TEST_P(ElementPropertiesTest, ReadyOnlyPropertiesRefusedWhileRunning) {
+  GstHarness* h = running();
+  EXPECT_EQ(expect_ready_only_refused(h->element, GetParam().strings), GetParam().ready_only);
+  gst_harness_teardown(h);
+}
+
+TEST_P(ElementPropertiesTest, UnknownPropertyIdWarns) {
+  GstElement* e = make();
+  GParamSpec* p = g_param_spec_int("no-such-property", "x", "x", 0, 10, 0, G_PARAM_READWRITE);
+  g_param_spec_ref_sink(p);
+  GValue v = G_VALUE_INIT;
+  g_value_init(&v, G_TYPE_INT);
+  {
+    WarningCatcher w;
+    G_OBJECT_GET_CLASS(e)->set_property(G_OBJECT(e), 999, &v, p);
+    G_OBJECT_GET_CLASS(e)->get_property(G_OBJECT(e), 999, &v, p);
+    const std::string who = std::string(GetParam().factory) + ": ";
+    EXPECT_EQ(w.messages(), (std::vector<std::string>{
+                                who + "no writable property with id 999 ('no-such-property')",
+                                who + "no property with id 999 ('no-such-property')"}));
+  }
+  g_value_unset(&v);
+  g_param_spec_unref(p);
+  gst_object_unref(e);
+}
