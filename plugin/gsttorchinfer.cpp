@@ -152,7 +152,12 @@ struct State {
   // the session's batcher (set in start, reset in stop).
   std::mutex reload_lock;
   std::thread reload_thread;
+  // The generation of the instance's model this element last adopted
+  // (adopt_model); a sharer's reload raises the instance's.
   std::atomic<int> generation{1};
+  // From start to stop, under settings_lock: `model` reads the running file
+  // from it, whichever sharer reloaded.
+  std::shared_ptr<Batcher> running;
 };
 
 }  // namespace
@@ -184,6 +189,34 @@ static void record_load_stats(State* st, const LoadedModel& m) {
   st->stats.optimize_ms = info.optimize_ms;
   st->stats.warmup_ms = info.warmup_ms;
   st->stats.active_precision = to_string(info.precision);
+}
+
+static void set_running(State* st, std::shared_ptr<Batcher> batcher) {
+  std::lock_guard<std::mutex> lock(st->settings_lock);
+  st->running = std::move(batcher);
+}
+
+// Takes a newer generation of the instance's model as this element's, once,
+// from whichever thread meets it first: the reload's, the output thread's
+// with the first frame of it (another sharer reloaded), or stop's. A restart
+// then loads the file that ran.
+static void adopt_model(GstTorchInfer* self, const std::shared_ptr<const LoadedModel>& m,
+                        bool announce) {
+  State* st = self->state;
+  int seen = st->generation.load();
+  do {
+    if (m->generation <= seen) return;
+  } while (!st->generation.compare_exchange_weak(seen, m->generation));
+  record_load_stats(st, *m);
+  st->latency_ns = our_latency_ns(st->run, *m);
+  {
+    std::lock_guard<std::mutex> lock(st->settings_lock);
+    st->settings.model = m->path;
+    st->settings.model_config.clear();  // a reload reads the new model's own sidecar
+  }
+  if (!announce) return;
+  post_model_reloaded(GST_ELEMENT(self), *m);
+  g_object_notify(G_OBJECT(self), "model");
 }
 
 // False, after posting the error, for settings that cannot start.
@@ -268,9 +301,10 @@ static bool gst_torchinfer_start(GstTorchInfer* self) {
     GST_INFO_OBJECT(self, "preprocessing on the %s",
                     so.preprocess_in_batch ? "inference threads" : "streaming thread");
     std::lock_guard<std::mutex> lock(st->reload_lock);
+    set_running(st, batcher);
     st->session.start(std::move(batcher), std::move(so));
     st->session.set_skip_when_busy(s.drop_policy == DROP_SKIP);
-    st->generation = 1;
+    st->generation = model->generation;
     return true;
   } catch (const std::exception& e) {
     post_load_error(GST_ELEMENT(self), e, s.model);
@@ -285,37 +319,19 @@ static void gst_torchinfer_stop(GstTorchInfer* self) {
   State* st = self->state;
   std::lock_guard<std::mutex> lock(st->reload_lock);
   if (st->reload_thread.joinable()) st->reload_thread.join();
+  if (std::shared_ptr<Batcher> batcher = st->session.batcher())
+    adopt_model(self, batcher->model(), false);
+  set_running(st, nullptr);
   // The last element holding a batcher destroys it here, which waits for
   // the batch in flight (one forward()).
   st->session.stop();
 }
 
-// Loads `path` off the streaming path and switches the batcher to it.
+// Loads `path` off the streaming path and switches the instance to it.
 static void reload_model(GstTorchInfer* self, std::string path, std::shared_ptr<Batcher> batcher) {
-  State* st = self->state;
-  Settings s = st->run;
-  s.model = path;
-  s.model_config.clear();  // the new model's own sidecar
-  const int generation = ++st->generation;
   try {
-    const ModelConfig config = resolve_model_config(s.model, s.model_config, s.overrides());
-    auto model = load_for_element(GST_ELEMENT(self), s, config, generation);
-    batcher->replace_model(model);
-    record_load_stats(st, *model);
-    st->latency_ns = our_latency_ns(s, *model);
-    {
-      std::lock_guard<std::mutex> lock(st->settings_lock);
-      st->settings.model = path;
-    }
-    const EngineInfo& info = model->engine->info();
-    gst_element_post_message(
-        GST_ELEMENT(self),
-        gst_message_new_element(
-            GST_OBJECT(self),
-            gst_structure_new("torchinfer-model-reloaded", "model", G_TYPE_STRING, path.c_str(),
-                              "generation", G_TYPE_INT, generation, "load-time", G_TYPE_DOUBLE,
-                              info.load_ms + info.optimize_ms + info.warmup_ms, nullptr)));
-    gst_element_post_message(GST_ELEMENT(self), gst_message_new_latency(GST_OBJECT(self)));
+    adopt_model(self, reload_for_element(GST_ELEMENT(self), self->state->run, path, *batcher),
+                true);
   } catch (const std::exception& e) {
     GST_ELEMENT_WARNING(
         self, RESOURCE, FAILED,
@@ -376,6 +392,12 @@ static void gst_torchinfer_set_property(GObject* object, guint prop_id, const GV
 static void gst_torchinfer_get_property(GObject* object, guint prop_id, GValue* value,
                                         GParamSpec* pspec) {
   State* st = GST_TORCHINFER(object)->state;
+  if (prop_id == PROP_MODEL) {
+    std::lock_guard<std::mutex> lock(st->settings_lock);
+    const std::string& file = st->running ? st->running->model()->path : st->settings.model;
+    g_value_set_string(value, file.empty() ? nullptr : file.c_str());  // unset reads NULL
+    return;
+  }
   const ElementStatus now(*st);
   std::lock_guard<std::mutex> lock(st->settings_lock);
   properties().get(st->settings, now, prop_id, value, pspec);
@@ -680,6 +702,17 @@ static bool check_valid(GstTorchInfer* self, const FrameInference& rec) {
   return valid;
 }
 
+// Another sharer's reload reaches this element with the first frame the new
+// model inferred for it.
+static void notice_reload(GstTorchInfer* self, const FrameInference& rec) {
+  for (const SlotResult& slot : rec.slots)
+    if (slot.result.model) {
+      if (slot.result.model->generation > self->state->generation.load())
+        adopt_model(self, slot.result.model, true);
+      return;
+    }
+}
+
 static void gst_torchinfer_loop(gpointer user_data) {
   auto* self = GST_TORCHINFER(user_data);
   StreamSession& session = self->state->session;
@@ -723,6 +756,7 @@ static void gst_torchinfer_loop(gpointer user_data) {
     stop_output(self, GST_FLOW_ERROR);
     return;
   }
+  if (out->inferred) notice_reload(self, *out->results);
   const bool valid = !out->inferred || check_valid(self, *out->results);
   if (std::optional<StatsSnapshot> snap = session.finish(*out, valid)) post_stats(self, *snap);
   const GstFlowReturn ret = gst_pad_push(self->srcpad, buf);

@@ -6,6 +6,7 @@
 
 #include "common/cpu_set.h"
 #include "common/error.h"
+#include "common/sysinfo.h"
 #include "element-errors.h"
 #include "engine/selfcheck.h"
 #include "model/model_loader.h"
@@ -51,11 +52,17 @@ SharingKey sharing_key(const Settings& s, const ModelConfig& config) {
           {"input-layout", to_string(config.input_layout)},
           {"precision", to_string(s.precision)},
           {"threads", num(s.threads)},
-          {"lanes", num(s.lanes)},
+          {"lanes", num(lanes_plan(s).lanes)},
           {"cores", s.cores ? *s.cores : "(not pinned)"},
           {"batch-size", num(s.batch_size)},
           {"batch-timeout", num(s.batch_timeout_us)},
           {"optimize", s.optimize ? "true" : "false"}};
+}
+
+LanesPlan lanes_plan(const Settings& s) {
+  const std::vector<int> cpus =
+      s.cores ? resolve_cpu_list(*s.cores, allowed_cpus()) : allowed_cpus();
+  return choose_lanes({physical_cores(cpus), s.threads, s.lanes});
 }
 
 namespace {
@@ -115,7 +122,12 @@ std::shared_ptr<const LoadedModel> load_for_element(GstElement* self, const Sett
   eo.on_progress = [self, model = s.model](const LoadProgress& p) {
     post_load_progress(self, model, p);
   };
-  std::shared_ptr<const LoadedModel> m = load_model(eo, config, s.batch_size, generation, s.lanes);
+  const LanesPlan lanes = lanes_plan(s);
+  if (s.lanes == 0)
+    GST_INFO_OBJECT(self, "lanes=0 (automatic): %d lanes of %d threads or more", lanes.lanes,
+                    lanes.threads_per_lane);
+  std::shared_ptr<const LoadedModel> m =
+      load_model(eo, config, s.batch_size, generation, lanes.lanes);
   const EngineInfo& info = m->engine->info();
   if (config.accuracy_guard_forced)
     GST_ELEMENT_WARNING(
@@ -161,6 +173,28 @@ std::shared_ptr<const LoadedModel> load_for_element(GstElement* self, const Sett
                         ("optimize_for_inference failed: %s", info.optimize_note.c_str()));
   log_loaded(self, s, config, *m);
   return m;
+}
+
+std::shared_ptr<const LoadedModel> reload_for_element(GstElement* self, Settings run,
+                                                      const std::string& path, Batcher& batcher) {
+  run.model = path;
+  run.model_config.clear();  // the new model's own sidecar
+  const ModelConfig config = resolve_model_config(run.model, run.model_config, run.overrides());
+  auto load = [&](int generation) { return load_for_element(self, run, config, generation); };
+  if (run.model_instance_id.empty()) return reload_batcher(batcher, load);
+  return ModelRegistry::instance().reload(run.model_instance_id, sharing_key(run, config), load);
+}
+
+void post_model_reloaded(GstElement* self, const LoadedModel& m) {
+  const EngineInfo& info = m.engine->info();
+  gst_element_post_message(
+      self,
+      gst_message_new_element(
+          GST_OBJECT(self),
+          gst_structure_new("torchinfer-model-reloaded", "model", G_TYPE_STRING, m.path.c_str(),
+                            "generation", G_TYPE_INT, m.generation, "load-time", G_TYPE_DOUBLE,
+                            info.load_ms + info.optimize_ms + info.warmup_ms, nullptr)));
+  gst_element_post_message(self, gst_message_new_latency(GST_OBJECT(self)));
 }
 
 void post_load_error(GstElement* self, const std::exception& ex, const std::string& model) {

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "engine/engine.h"
+#include "model/lanes_rule.h"
 #include "model/loaded_model.h"
 #include "model/model_registry.h"
 #include "preprocess/preprocess.h"
@@ -19,10 +20,26 @@ EngineOptions engine_options(const Settings& s, const ModelConfig& config);
 PreprocessOptions preprocess_options(const Settings& s, const ModelConfig& config);
 SharingKey sharing_key(const Settings& s, const ModelConfig& config);
 
-// Loads the model of `s` (model_path overrides s.model, for hot reload) and
-// reports what it did on the element's log and bus. Throws Error.
+// The lanes `s` loads its model as: `lanes`, or for lanes=0 the rule's
+// choice for the physical cores of `cores` (else of the process's
+// affinity) and `threads`. Throws Error for a malformed `cores`.
+LanesPlan lanes_plan(const Settings& s);
+
+// Loads the model of `s` and reports what it did on the element's log and
+// bus. Throws Error.
 std::shared_ptr<const LoadedModel> load_for_element(GstElement* self, const Settings& s,
                                                     const ModelConfig& config, int generation);
+
+// Hot reload of the instance `batcher` runs: `path` with its own sidecar and
+// the rest of `run` (the element's settings at start), through the registry
+// when `run` names a model-instance-id, so that every element sharing it
+// switches (ModelRegistry::reload). Throws Error; the running model stays.
+std::shared_ptr<const LoadedModel> reload_for_element(GstElement* self, Settings run,
+                                                      const std::string& path, Batcher& batcher);
+
+// Posts "torchinfer-model-reloaded" (model, generation, load-time) and a
+// latency message (the batch time may have changed).
+void post_model_reloaded(GstElement* self, const LoadedModel& m);
 
 // Posts a start-up failure: an Error with the domain of its kind
 // (element-errors.h), anything else as LIBRARY/INIT.

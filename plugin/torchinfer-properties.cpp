@@ -68,7 +68,8 @@ constexpr Entry kProperties[] = {
        "TorchScript model file (.pt) saved with torch.jit.trace/script. Setting it while "
        "PAUSED or PLAYING loads the new model in the background and switches to it between "
        "batches (posts \"torchinfer-model-reloaded\"; a model that fails to load leaves the "
-       "old one running and posts a warning)", nullptr, f); },
+       "old one running and posts a warning). With a model-instance-id every element sharing "
+       "it switches, reads the new file here and posts the message with its first new result", nullptr, f); },
    set_field<&Settings::model>, get_field<&Settings::model>},
   ready<&Settings::model_config>(PROP_MODEL_CONFIG, [](GParamFlags f) {
     return g_param_spec_string("model-config", "Model config",
@@ -271,8 +272,8 @@ constexpr Entry kProperties[] = {
     return g_param_spec_int("lanes", "Lanes",
       "Batches inferred at once: the model is loaded this many times, each copy on its own "
       "share of 'cores' (else of the cores this process may use) with its share of 'threads'. "
-      "More than 1 keeps every core busy when many cameras share the model at small batch "
-      "sizes (docs/tuning.md)", 1, kMaxLanes, 1, f); }),
+      "0 = automatic: lanes of about sqrt(cores) threads each (2 cores: 2 lanes of 1 thread; "
+      "docs/tuning.md)", 0, kMaxLanes, 0, f); }),
 };
 // clang-format on
 

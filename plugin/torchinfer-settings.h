@@ -100,7 +100,7 @@ struct Settings {
   int warmup = 3;
   bool optimize = true;
   int threads = 0;                   // 0 = automatic; all lanes together
-  int lanes = 1;                     // forward() calls at once (model copies)
+  int lanes = 0;                     // forward() calls at once (model copies); 0 = auto
   std::optional<std::string> cores;  // unset = not pinned; validated at start
   Precision precision = Precision::kAuto;
   InputDtypeProp input_dtype = DTYPE_AUTO;

@@ -41,6 +41,36 @@ std::shared_ptr<Batcher> ModelRegistry::acquire(
   return b;
 }
 
+std::shared_ptr<const LoadedModel> ModelRegistry::reload(const std::string& id,
+                                                         const SharingKey& key,
+                                                         const LoadFn& load) {
+  std::shared_ptr<Entry> entry;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = entries_.find(id);
+    if (it != entries_.end()) entry = it->second;
+  }
+  std::shared_ptr<Batcher> batcher;
+  std::unique_lock<std::mutex> lk;
+  if (entry) {
+    lk = std::unique_lock<std::mutex>(entry->mu);
+    batcher = entry->batcher.lock();
+  }
+  if (!batcher)
+    throw Error(ErrorKind::kNotFound,
+                "no element holds model-instance-id '" + id + "': nothing to reload");
+  std::shared_ptr<const LoadedModel> model = reload_batcher(*batcher, load);
+  entry->key = key;
+  return model;
+}
+
+std::shared_ptr<const LoadedModel> reload_batcher(Batcher& batcher,
+                                                  const ModelRegistry::LoadFn& load) {
+  std::shared_ptr<const LoadedModel> model = load(batcher.model()->generation + 1);
+  batcher.replace_model(model);
+  return model;
+}
+
 long ModelRegistry::users(const std::string& id) {
   std::shared_ptr<Entry> entry;
   {

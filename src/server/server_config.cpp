@@ -271,7 +271,7 @@ ServerConfig parse_server_config(const json& j, const std::string& origin) {
     spec.batch_timeout_us =
         static_cast<int>(m.integer("batch_timeout_us", spec.batch_timeout_us, 0, 10000000));
     spec.threads = static_cast<int>(m.integer("threads", 0, 0, 1024));
-    spec.lanes = static_cast<int>(m.integer("lanes", 1, 1, 64));
+    spec.lanes = static_cast<int>(m.integer("lanes", spec.lanes, 0, 64));
     c.models.push_back(spec);
   }
   c.output_dir = f.str("output_dir", false, c.output_dir);

@@ -23,7 +23,7 @@ struct ModelSpec {
   int batch_size = 4;
   int batch_timeout_us = 40000;
   int threads = 0;  // 0: torchinfer's default
-  int lanes = 1;    // torchinfer lanes: batches run at once
+  int lanes = 0;    // torchinfer lanes: batches run at once; 0: automatic (its default)
 };
 
 enum class SourceKind { kFile, kV4l2, kRtsp };

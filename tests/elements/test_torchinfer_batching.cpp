@@ -296,10 +296,11 @@ TEST(TorchInferBatching, PreprocessingOnEitherThreadsGivesTheSameTensors) {
     std::vector<std::vector<float>> seen[2];
     const char* modes[2] = {"streaming-thread", "inference-threads"};
     for (int m = 0; m < 2; ++m) {
-      GstHarness* h = torchinfer_harness("model=" + model("grid_probe.pt") +
-                                             " threads=2 drop-policy=block batch-size=" + batch +
-                                             " preprocess-on=" + modes[m],
-                                         caps);
+      GstHarness* h =
+          torchinfer_harness("model=" + model("grid_probe.pt") +
+                                 " threads=2 lanes=1 drop-policy=block batch-size=" + batch +
+                                 " preprocess-on=" + modes[m],
+                             caps);
       for (unsigned i = 0; i < 7; ++i) {
         GstBuffer* in = make_video_buffer(info, i);
         GST_BUFFER_PTS(in) = i * 33 * GST_MSECOND;
@@ -771,7 +772,8 @@ TEST(TorchInferBatching, TwoLanesGiveEveryCameraItsOwnFramesInOrder) {
 }
 
 TEST(TorchInferBatching, LanesMustAgreeBetweenSharersAndFitTheCores) {
-  GstHarness* first = torchinfer_harness(identity("model-instance-id=lanes-conflict"), kGray);
+  GstHarness* first =
+      torchinfer_harness(identity("lanes=1 model-instance-id=lanes-conflict"), kGray);
   gst_harness_play(first);
   GstElement* second = gst_parse_launch(
       ("torchinfer " + identity("lanes=2 model-instance-id=lanes-conflict")).c_str(), nullptr);
@@ -798,13 +800,13 @@ TEST(TorchInferBatching, LanesMustAgreeBetweenSharersAndFitTheCores) {
   GstElement* e = gst_element_factory_make("torchinfer", nullptr);
   {
     WarningCatcher w("GLib-GObject");
-    g_object_set(e, "lanes", 0, nullptr);
+    g_object_set(e, "lanes", -1, nullptr);
     g_object_set(e, "lanes", 65, nullptr);
     EXPECT_EQ(w.messages().size(), 2u);
   }
-  int lanes = 0;
+  int lanes = -1;
   g_object_get(e, "lanes", &lanes, nullptr);
-  EXPECT_EQ(lanes, 1);
+  EXPECT_EQ(lanes, 0) << "automatic by default";
   gst_object_unref(e);
 }
 

@@ -113,6 +113,7 @@ TEST(ServerConfig, Defaults) {
   EXPECT_EQ(c.max_body_bytes, 65536u);
   EXPECT_EQ(c.models[0].batch_size, 4);
   EXPECT_EQ(c.models[0].batch_timeout_us, 40000);
+  EXPECT_EQ(c.models[0].lanes, 0) << "automatic, as torchinfer's own default";
   const StreamSpec& s = c.streams[0];
   EXPECT_TRUE(s.loop);
   EXPECT_FALSE(s.confidence_threshold.has_value());
@@ -204,7 +205,7 @@ TEST(ServerConfig, RangesAndMissingFields) {
   json models = kModels;
   models[0]["batch_size"] = 65;
   EXPECT_EQ(error_of({{"models", models}}).first, "models[0].batch_size");
-  for (int lanes : {0, 65}) {
+  for (int lanes : {-1, 65}) {
     models = kModels;
     models[0]["lanes"] = lanes;
     EXPECT_EQ(error_of({{"models", models}}).first, "models[0].lanes") << lanes;
