@@ -99,8 +99,12 @@ class ServerProcess {
 // at one moment by the server, so they add up exactly; "out" is the end of
 // the camera's pipeline, which trails torchinfer.
 inline FrameCounts counts_of(const nlohmann::json& stream) {
-  const nlohmann::json& f = stream.at("frames");
   FrameCounts c;
+  if (!stream.is_object() || !stream.contains("frames")) {
+    ADD_FAILURE() << "not a stream's status: " << stream;
+    return c;
+  }
+  const nlohmann::json& f = stream.at("frames");
   c.in = f.at("in").get<std::uint64_t>();
   c.inferred = f.at("inferred").get<std::uint64_t>();
   c.skipped = f.at("skipped").get<std::uint64_t>();
