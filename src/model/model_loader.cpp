@@ -37,6 +37,7 @@ std::shared_ptr<LoadedModel> load_lane(const EngineOptions& options, const Model
   m->run = [e](const void* input, int batch) { return e->run(input, batch); };
   m->first_touch = [e](void* data, std::size_t bytes) { e->first_touch(data, bytes); };
   m->parallel_for = [e](int n, const std::function<void(int, int)>& fn) { e->parallel_for(n, fn); };
+  m->post = [e](std::function<void()> fn) { return e->post(std::move(fn)); };
   m->threads = engine->info().threads;
   return m;
 }

@@ -18,9 +18,14 @@
 #include <vector>
 
 #include "batcher_fakes.h"
+#include "common/cpu_set.h"
 #include "common/error.h"
+#include "common/sysinfo.h"
+#include "engine/engine.h"
 #include "grey_model.h"
+#include "model/model_loader.h"
 #include "stream/stream_session.h"
+#include "test_paths.h"
 
 using namespace torchinfer;
 using namespace torchinfer::test;
@@ -253,4 +258,48 @@ TEST(BatcherLanes, SessionPutsOutOfOrderResultsBackInOrder) {
   const auto out = popped.get();
   EXPECT_EQ(out, (std::vector<std::pair<int, std::uint64_t>>{{10, 10000}, {20, 20000}}));
   session.stop();
+}
+
+// Each lane's batches run on the thread that loaded the lane, its engine's
+// own (EngineInfo::thread_ids[0]): one thread per lane loads, runs and frees
+// it, and no second team exists for the lane. Two lanes where there are two
+// physical cores, else one.
+TEST(BatcherLanes, LanesRunOnTheEngineThreadsThatLoadedThem) {
+  EngineOptions o;
+  o.model_path = test::model_path("identity.pt");
+  o.input_width = 8;
+  o.input_height = 6;
+  o.warmup_runs = 1;
+  o.precision = Precision::kFp32;
+  ModelConfig c;
+  c.input_width = 8;
+  c.input_height = 6;
+  const int lanes = physical_cores(allowed_cpus()) >= 2 ? 2 : 1;
+  o.threads = lanes;  // one per lane
+  const auto model = load_model(o, c, 1, 1, lanes);
+  ASSERT_EQ(model->lane_count(), lanes);
+  std::mutex mu;
+  std::map<int, int> tid_of;  // frame -> thread that prepared it
+  Results res;
+  {
+    Batcher batcher(model, opts(1));
+    for (int v = 0; v < 12; ++v) {
+      Batcher::Slot s = batcher.acquire(true, kNotCancelled);
+      ASSERT_TRUE(s);
+      batcher.commit(s, res.cb(v),
+                     [&, v](void* dst, const LoadedModel& m, int, int, int) -> std::string {
+                       std::memset(dst, 0, m.slot_bytes);
+                       std::lock_guard<std::mutex> lk(mu);
+                       tid_of[v] = current_tid();
+                       return {};
+                     });
+    }
+    res.wait_for(12);
+  }
+  for (auto& [v, r] : res.got) {
+    ASSERT_TRUE(r.error.empty()) << r.error;
+    const EngineInfo& lane = model->lane(r.lane).engine->info();
+    ASSERT_EQ(lane.thread_ids.size(), 1u) << "one thread per lane here";
+    EXPECT_EQ(tid_of[v], lane.thread_ids[0]) << "frame " << v << " on lane " << r.lane;
+  }
 }
