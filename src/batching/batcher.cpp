@@ -201,14 +201,20 @@ void Batcher::replace_model(std::shared_ptr<const LoadedModel> model) {
     throw Error(ErrorKind::kInvalidArgument, "a reloaded model must have the " +
                                                  std::to_string(lanes_) +
                                                  " lanes of the one it replaces");
-  std::lock_guard<std::mutex> lk(mu_);
-  model_ = std::move(model);
-  ++epoch_;
-  ran_batch_ms_ = 0;
-  // Frames already in the filling batch were preprocessed for the old model.
-  close_filling_locked();
-  start_workers_locked();
+  std::shared_ptr<const LoadedModel> old = std::move(model);
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    model_.swap(old);
+    ++epoch_;
+    ran_batch_ms_ = 0;
+    // Frames already in the filling batch were preprocessed for the old model.
+    close_filling_locked();
+    start_workers_locked();
+  }
   work_cv_.notify_all();  // the old workers end once their batches ran
+  // Unlocked: if this was the last reference, each old lane is freed on its
+  // own thread, after its worker (which needs the lock to end) returned.
+  old.reset();
 }
 
 void Batcher::worker(int lane, int epoch) {
@@ -308,10 +314,13 @@ void Batcher::run_batch(std::unique_lock<std::mutex>& lk, int index, int lane_in
     }
     run.callbacks[k](std::move(r));
   }
-  // Callbacks and what they point into may own stream state: released
-  // unlocked.
+  // Callbacks and what they point into may own stream state, and the model
+  // may be a replaced one whose last reference this is: released unlocked
+  // (freeing a lane waits for its worker, which needs the lock to end).
   run.callbacks.clear();
   run.keeps.clear();
+  common = FrameResult{};
+  model.reset();
   lk.lock();
 }
 
