@@ -73,6 +73,8 @@ struct Engine::Impl {
                        const PrecisionKey& key, std::string cache_note);
   void time_both(torch::jit::Module& fp32_module, torch::jit::Module& bf16_module,
                  const std::vector<float>& zeros, int b, Bf16Timings& t);
+  void apply_decision(const Bf16Timings& t, const torch::jit::Module& bf16_module, int b,
+                      bool requested, const PrecisionKey* key, std::string cache_note);
   torch::jit::Module make_bf16(const torch::jit::Module& eval);
   void bf16_error(torch::jit::Module& fp32_module, torch::jit::Module& bf16_module,
                   const float* input, int b, double* max_diff, double* max_ref);

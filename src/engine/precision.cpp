@@ -196,6 +196,9 @@ void Engine::Impl::time_both(torch::jit::Module& fp32_module, torch::jit::Module
     bf16_error(fp32_module, bf16_module, zeros.data(), b, &t.max_diff, &t.max_ref);
 }
 
+// Times a bf16 copy of `eval` against the fp32 `module` at batch b. A copy
+// that cannot run is refused: precision=bf16 fails, auto keeps fp32 and
+// says why (not cached: it is quick to find again).
 void Engine::Impl::time_and_decide(const torch::jit::Module& eval, int b, bool requested,
                                    bool keyed, const PrecisionKey& key, std::string cache_note) {
   torch::jit::Module fp32_module = module, bf16_module;
@@ -216,11 +219,18 @@ void Engine::Impl::time_and_decide(const torch::jit::Module& eval, int b, bool r
     if (requested)
       throw Error(ErrorKind::kConfigInvalid, "precision=bf16: model '" + opts.model_path +
                                                  "': " + failure + "; use precision=fp32 or auto");
-    // Not cached: a failure may be passing (memory), and is quick to find again.
     info.precision_note = "auto: fp32 (bf16 refused: " + failure + ")" +
                           (cache_note.empty() ? "" : "; " + cache_note);
     return;
   }
+  apply_decision(t, bf16_module, b, requested, keyed ? &key : nullptr, std::move(cache_note));
+}
+
+// The timed figures through decide_precision(): what runs, the note saying
+// why, and (precision=auto, `key` set) the decision cached.
+void Engine::Impl::apply_decision(const Bf16Timings& t, const torch::jit::Module& bf16_module,
+                                  int b, bool requested, const PrecisionKey* key,
+                                  std::string cache_note) {
   PrecisionRule rule;
   if (requested) {  // an explicit bf16 only needs to be faster; its accuracy is the user's call
     rule.min_fp32_ms = 0;
@@ -243,9 +253,9 @@ void Engine::Impl::time_and_decide(const torch::jit::Module& eval, int b, bool r
     return;
   }
   info.precision_note = "auto: " + d.reason.substr(0, 4) + " timed" + batch + why;
-  if (keyed) {
+  if (key) {
     std::string write_note;
-    info.precision_cache_file = write_cached_decision(precision_cache_dir(), key, d, &write_note);
+    info.precision_cache_file = write_cached_decision(precision_cache_dir(), *key, d, &write_note);
     if (!write_note.empty()) cache_note += (cache_note.empty() ? "" : "; ") + write_note;
   }
   if (!cache_note.empty()) info.precision_note += "; " + cache_note;

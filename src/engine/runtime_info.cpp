@@ -60,6 +60,33 @@ int default_threads(const std::vector<int>& cores) {
   return std::max(1, physical_cores(allowed));
 }
 
+namespace {
+
+std::string dnnl_isa_name() {
+  switch (dnnl_get_effective_cpu_isa()) {
+    case dnnl_cpu_isa_sse41:
+      return "sse41";
+    case dnnl_cpu_isa_avx:
+      return "avx";
+    case dnnl_cpu_isa_avx2:
+      return "avx2";
+    case dnnl_cpu_isa_avx2_vnni:
+      return "avx2_vnni";
+    case dnnl_cpu_isa_avx512_core:
+      return "avx512_core";
+    case dnnl_cpu_isa_avx512_core_vnni:
+      return "avx512_core_vnni";
+    case dnnl_cpu_isa_avx512_core_bf16:
+      return "avx512_core_bf16";
+    case dnnl_cpu_isa_avx512_core_amx:
+      return "avx512_core_amx";
+    default:
+      return "other (" + std::to_string(static_cast<int>(dnnl_get_effective_cpu_isa())) + ")";
+  }
+}
+
+}  // namespace
+
 RuntimeInfo runtime_info() {
   RuntimeInfo r;
   r.torch_version = TORCH_VERSION;
@@ -67,34 +94,7 @@ RuntimeInfo runtime_info() {
   r.dnnl_version =
       std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch) +
       (v->hash && std::strcmp(v->hash, "N/A") != 0 ? std::string(" (") + v->hash + ")" : "");
-  switch (dnnl_get_effective_cpu_isa()) {
-    case dnnl_cpu_isa_sse41:
-      r.dnnl_isa = "sse41";
-      break;
-    case dnnl_cpu_isa_avx:
-      r.dnnl_isa = "avx";
-      break;
-    case dnnl_cpu_isa_avx2:
-      r.dnnl_isa = "avx2";
-      break;
-    case dnnl_cpu_isa_avx2_vnni:
-      r.dnnl_isa = "avx2_vnni";
-      break;
-    case dnnl_cpu_isa_avx512_core:
-      r.dnnl_isa = "avx512_core";
-      break;
-    case dnnl_cpu_isa_avx512_core_vnni:
-      r.dnnl_isa = "avx512_core_vnni";
-      break;
-    case dnnl_cpu_isa_avx512_core_bf16:
-      r.dnnl_isa = "avx512_core_bf16";
-      break;
-    case dnnl_cpu_isa_avx512_core_amx:
-      r.dnnl_isa = "avx512_core_amx";
-      break;
-    default:
-      r.dnnl_isa = "other (" + std::to_string(static_cast<int>(dnnl_get_effective_cpu_isa())) + ")";
-  }
+  r.dnnl_isa = dnnl_isa_name();
   r.has_mkldnn = at::hasMKLDNN();
   r.mkldnn_enabled = at::globalContext().userEnabledMkldnn();
   for (at::QEngine q : at::globalContext().supportedQEngines())
