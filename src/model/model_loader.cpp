@@ -176,8 +176,9 @@ std::shared_ptr<const LoadedModel> load_model(EngineOptions options, const Model
                       std::to_string(timed) + " frames (batch-size=" + std::to_string(batch_size) +
                       "): " + e.what() +
                       "; a model that takes one frame at a time needs batch-size=1");
-    const Error oom = input_too_large(config.input_width, config.input_height, config.channels(),
-                                      batch_size, config.input_uint8 ? 1 : 4, e);
+    const Error oom =
+        input_too_large(config.input_width, config.input_height, config.channels(), batch_size,
+                        config.input_uint8 ? 1 : 4, e, "the batch timing");
     throw Error(oom.kind(), "model '" + options.model_path + "': " + oom.what());
   }
   return m;
