@@ -17,10 +17,7 @@ struct GstErrorCode {
   gint code;
 };
 
-// kNotFound -> RESOURCE/NOT_FOUND, kModelInvalid -> LIBRARY/INIT,
-// kConfigInvalid and kInvalidArgument -> RESOURCE/SETTINGS,
-// kStreamData -> STREAM/DECODE, kSetupFailed -> LIBRARY/INIT,
-// kRuntime -> STREAM/FAILED.
+// The domain and code of `kind` (the table: docs/architecture.md, "Errors").
 GstErrorCode error_code(ErrorKind kind);
 
 // Posts an ERROR message from `element` with the domain and code of `kind`;
