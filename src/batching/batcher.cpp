@@ -253,7 +253,8 @@ void Batcher::run_batch(std::unique_lock<std::mutex>& lk, int index, int lane_in
                         RunScratch& run) {
   Batch& b = batches_[index];
   b.state = State::kRunning;
-  lane_epoch_[lane_index] = b.epoch;
+  const int epoch = b.epoch;
+  lane_epoch_[lane_index] = epoch;
   const int n = b.reserved;
   std::shared_ptr<const LoadedModel> model = b.model;
   const LoadedModel& lane = model->lane(lane_index);
@@ -294,9 +295,7 @@ void Batcher::run_batch(std::unique_lock<std::mutex>& lk, int index, int lane_in
   b.state = State::kFree;
   b.model.reset();
   b.reserved = b.committed = 0;
-  lane_epoch_[lane_index] = -1;
   space_cv_.notify_all();
-  if (b.epoch != epoch_) work_cv_.notify_all();  // a newer model's worker may wait for this lane
   lk.unlock();
 
   const bool prepared = !run.prepare_ms.empty();
@@ -322,6 +321,10 @@ void Batcher::run_batch(std::unique_lock<std::mutex>& lk, int index, int lane_in
   common = FrameResult{};
   model.reset();
   lk.lock();
+  // The lane is free once its results are out: across a reload a lane's
+  // results still leave in fill order.
+  lane_epoch_[lane_index] = -1;
+  if (epoch != epoch_) work_cv_.notify_all();  // a newer model's worker may wait for this lane
 }
 
 void Batcher::prepare_batch(const LoadedModel& model, const LoadedModel& lane, std::uint8_t* data,

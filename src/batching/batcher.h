@@ -190,8 +190,9 @@ class Batcher {
   double ran_batch_ms_ = 0;  // moving average of full batches run (0 = none yet)
   std::shared_ptr<const LoadedModel> model_;
   int epoch_ = 0;  // +1 per replace_model()
-  // Per lane: the epoch of the batch it runs, -1 when idle. Across a reload
-  // a lane's cores run one batch at a time, the old model's first.
+  // Per lane: the epoch of the batch it runs (until its results are out),
+  // -1 when idle. Across a reload a lane runs one batch at a time, the old
+  // model's first, and its results leave in fill order.
   std::vector<int> lane_epoch_;
   bool stop_ = false;
   std::vector<std::future<void>> posted_;  // workers on the lanes' own threads
