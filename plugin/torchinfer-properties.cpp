@@ -254,12 +254,17 @@ constexpr Entry kProperties[] = {
       "share of 'cores' (else of the cores this process may use) with its share of 'threads'. "
       "More than 1 keeps every core busy when many cameras share the model at small batch "
       "sizes (docs/tuning.md)", 1, kMaxLanes, 1, f); }),
+  ready<&Settings::input_bits>(PROP_INPUT_BITS, [](GParamFlags f) {
+    return g_param_spec_int("input-bits", "Input bits",
+      "GRAY16_LE (10..16-bit mono cameras): significant low bits per sample; 2^bits - 1 is "
+      "white (255 before normalising), larger values clamp. 12 for a Mono12 camera", 8, 16, 16,
+      f); }),
 };
 // clang-format on
 
 constexpr PropertyTable<Settings, Status> kTable{"torchinfer", kProperties};
 static_assert(kTable.in_id_order(), "kProperties lists every Prop once, in enum order");
-static_assert(kTable.size() == PROP_LANES, "every Prop has an entry");
+static_assert(kTable.size() == PROP_INPUT_BITS, "every Prop has an entry");
 
 }  // namespace
 
