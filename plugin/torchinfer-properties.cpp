@@ -120,7 +120,8 @@ constexpr Entry kProperties[] = {
   {PROP_CROP, Access::kReady, [](GParamFlags f) {
      return g_param_spec_string("crop", "Crop",
        "Region of interest \"x,y,width,height\" in frame pixels fed to the model (clipped to "
-       "the frame; x/y rounded down to even for chroma-subsampled formats); unset = whole frame",
+       "the frame; x/y rounded down to even for chroma-subsampled formats; Bayer: whole 2x2 "
+       "cells); unset = whole frame",
        nullptr, f); },
    set_crop, get_crop},
   ready<&Settings::model_instance_id>(PROP_MODEL_INSTANCE_ID, [](GParamFlags f) {

@@ -404,3 +404,55 @@ TEST(CameraFormatsErrors, BayerFrameSmallerThanACellIsAStreamError) {
   EXPECT_EQ(gst_harness_push(hn, buf), GST_FLOW_ERROR);
   gst_harness_teardown(hn);
 }
+
+// inference-region=roi-list on a Bayer frame: each region (odd corners,
+// odd frame) equals full-frame inference on the region cut out by hand in
+// whole 2x2 cells, bit for bit, and its transform names those cells.
+TEST(TorchInferBayerRoi, RegionEqualsTheWholeCellsCutOutByHand) {
+  const int W = 97, H = 75;
+  const std::string caps = bayer_caps("gbrg", W, H);
+  const OwnedFrame f = make_frame(make_rgb_image(W, H, 11), PixelFormat::kBayerGBRG);
+  const GstVideoInfo info = bayer_info(W, H);
+  struct Region {
+    int x, y, w, h, x0, y0, x1, y1;  // the ROI, then the cells read
+  };
+  const Region regions[] = {{13, 7, 41, 29, 12, 6, 54, 36},
+                            {0, 0, W, H, 0, 0, 96, 74},
+                            {61, 49, 36, 26, 60, 48, 96, 74},
+                            {5, 3, 3, 2, 4, 2, 8, 6}};
+  GstHarness* roi_h = torchinfer_harness(
+      "model=" + model("roi_identity.pt") + " inference-region=roi-list batch-size=4", caps);
+  GstBuffer* in = to_gst_buffer(f, info);
+  for (int i = 0; i < 4; ++i) {
+    GstVideoRegionOfInterestMeta* roi = gst_buffer_add_video_region_of_interest_meta(
+        in, "part", regions[i].x, regions[i].y, regions[i].w, regions[i].h);
+    roi->id = i;
+  }
+  GstBuffer* out = gst_harness_push_and_pull(roi_h, in);
+  ASSERT_NE(out, nullptr);
+  for (int i = 0; i < 4; ++i) {
+    const Region& r = regions[i];
+    const int cw = r.x1 - r.x0, ch = r.y1 - r.y0;
+    GstHarness* ref_h =
+        torchinfer_harness("model=" + model("roi_identity.pt"), bayer_caps("gbrg", cw, ch));
+    OwnedFrame part;
+    part.view = f.view;
+    part.view.planes[0] += r.y0 * f.view.strides[0] + r.x0;  // even: the same cell phase
+    part.view.width = cw, part.view.height = ch;
+    GstBuffer* ref = gst_harness_push_and_pull(ref_h, to_gst_buffer(part, bayer_info(cw, ch)));
+    ASSERT_NE(ref, nullptr);
+    GstTorchTensorMeta* want = gst_buffer_get_torch_tensor_meta(ref);
+    GstTorchTensorMeta* got = gst_buffer_get_torch_tensor_meta_for_roi(out, i, nullptr);
+    ASSERT_NE(want, nullptr);
+    ASSERT_NE(got, nullptr) << "region " << i;
+    ASSERT_EQ(got->tensors[0].size, want->tensors[0].size);
+    EXPECT_EQ(std::memcmp(got->tensors[0].data, want->tensors[0].data, got->tensors[0].size), 0)
+        << "region " << i;
+    EXPECT_DOUBLE_EQ(got->transform.scale_x, 16.0 / cw) << "region " << i;
+    EXPECT_DOUBLE_EQ(got->transform.offset_x, -r.x0 * got->transform.scale_x) << "region " << i;
+    gst_buffer_unref(ref);
+    gst_harness_teardown(ref_h);
+  }
+  gst_buffer_unref(out);
+  gst_harness_teardown(roi_h);
+}
