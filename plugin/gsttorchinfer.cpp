@@ -417,11 +417,10 @@ static GstFlowReturn gst_torchinfer_chain(GstPad*, GstObject* parent, GstBuffer*
   std::vector<RegionOfInterest> regions;
   if (st->run.inference_region == REGION_ROI_LIST) regions = regions_of(buf);
   const GstClockTime pts = GST_BUFFER_PTS(buf);
-  const SubmitResult r =
-      st->session.submit_frame(own(GST_MINI_OBJECT(gst_buffer_ref(buf))),
-                               GST_VIDEO_INFO_WIDTH(&st->info), GST_VIDEO_INFO_HEIGHT(&st->info),
-                               pts, std::make_unique<BufferPixels>(&st->info, st->format, buf),
-                               &regions);
+  const SubmitResult r = st->session.submit_frame(
+      own(GST_MINI_OBJECT(gst_buffer_ref(buf))), GST_VIDEO_INFO_WIDTH(&st->info),
+      GST_VIDEO_INFO_HEIGHT(&st->info), pts,
+      std::make_unique<BufferPixels>(&st->info, st->format, buf), &regions);
   return flow_of(self, r);
 }
 

@@ -11,7 +11,9 @@
 # pipelines (source alone, ours, the user chain), each with n and 3n frames:
 # CPU per frame = ((CPU(3n) - CPU(n)) - the source's) / 2n, so start-up,
 # loading and warm-up cancel out. Medians over reps; the ratio is the user
-# chain's CPU per frame over ours. Not a test: the load is printed.
+# chain's CPU per frame over ours. torchinfer runs threads=1 in both (a
+# trivial model: a second OpenMP thread would only spin). Not a test: the
+# load is printed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/bench/lib.sh
@@ -28,20 +30,25 @@ done
 model=${MODEL:-$build/tests/grid_probe.pt}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# A private plugin registry, scanned once before measuring: on a shared
+# machine another build invalidates the user's registry, and a rescan
+# (which loads libtorch) inside one measured run costs a second of CPU.
+export GST_REGISTRY="$tmp/registry.bin" GST_PLUGIN_PATH="$build/plugin"
+gst-inspect-1.0 torchinfer > /dev/null
 
 cpu_of() {  # w h n kind -> user+sys seconds
   local w=$1 h=$2 n=$3 tail=()
   case $4 in
     source) tail=() ;;
-    ours) tail=(torchinfer "model=$model" input-width=224 input-height=224 !) ;;
+    ours) tail=(torchinfer "model=$model" input-width=224 input-height=224 threads=1 !) ;;
     chain) tail=(bayer2rgb ! videoconvert ! videoscale ! "video/x-raw,format=RGB,width=224,height=224" !
-                 torchinfer "model=$model" input-width=224 input-height=224 !) ;;
+                 torchinfer "model=$model" input-width=224 input-height=224 threads=1 !) ;;
   esac
   [ -s "$tmp/$w.raw" ] || gst-launch-1.0 -q videotestsrc num-buffers=1 pattern=smpte \
     ! "video/x-raw,format=ARGB,width=$w,height=$h" ! rgb2bayer ! video/x-bayer,format=bggr \
     ! filesink location="$tmp/$w.raw" > /dev/null
   rm -f "$tmp/time"
-  GST_PLUGIN_PATH="$build/plugin" OMP_NUM_THREADS=1 /usr/bin/time -f "%U %S" -o "$tmp/time" \
+  OMP_NUM_THREADS=1 /usr/bin/time -f "%U %S" -o "$tmp/time" \
     gst-launch-1.0 -q multifilesrc location="$tmp/$w.raw" loop=true num-buffers="$n" \
     caps="video/x-bayer,format=bggr,width=$w,height=$h,framerate=30/1" \
     ! "${tail[@]}" fakesink sync=false > /dev/null 2>&1 || { echo "pipeline failed: $4 $w x $h" >&2; exit 1; }
