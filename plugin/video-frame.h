@@ -17,8 +17,8 @@ GstCaps* drawable_video_caps();
 
 // Negotiated caps as the GstVideoInfo frames are mapped with, and the core's
 // format. video/x-bayer maps as one 8-bit plane with rows padded to 4 bytes
-// (GRAY8's layout: what bayer2rgb, rgb2bayer and aravissrc use). False for
-// caps the core does not read.
+// (GRAY8's layout: GStreamer's for video/x-bayer, as bayer2rgb and rgb2bayer
+// use it). False for caps the core does not read.
 bool video_info_from_caps(const GstCaps* caps, GstVideoInfo* info, PixelFormat* format);
 
 // False for formats the core does not read.
