@@ -68,6 +68,7 @@ enum Prop {
   PROP_RECLASSIFY_INTERVAL,
   PROP_PREPROCESS_ON,
   PROP_LANES,
+  PROP_INPUT_BITS,
 };
 
 // Enum values 0 mean "take it from the sidecar".
@@ -116,6 +117,7 @@ struct Settings {
   double object_padding = 0.0;
   int reclassify_interval = 1;
   PreprocessOn preprocess_on = PREPROCESS_AUTO;
+  int input_bits = 16;  // GRAY16_LE: significant bits per sample
 
   ConfigOverrides overrides() const;
 };
