@@ -65,6 +65,11 @@ lenet_nhwc_uint8.pt traced LeNet-5 shape (conv 6@5x5, avg pool, conv 16@5x5,
     std 1, input_layout nhwc, classification, labels "0".."9". The committed
     tests/data/digit_9.pgm (a thicker, shifted "9" than the template, white
     on black) must come out as 9; the generator checks it.
+lenet_casts_input.pt the same LeNet, traced with forward() converting its
+    input to float32 first (x.to(torch.float32)), as NNStreamer's LeNet-5
+    test model does. Its bfloat16 copy then meets bf16 weights with a
+    float32 input: the unfrozen copy raises, a frozen one crashed libtorch
+    (issue 24). Same sidecar as lenet_nhwc_uint8; same outputs in fp32.
 """
 import json
 import os
@@ -230,6 +235,15 @@ def seven_segment(digit, stroke=2, dx=0, dy=0):
         xa, ya, xb, yb = boxes[seg]
         img[ya:yb, xa:xb] = 1.0
     return img
+
+
+class LeNetCastsInput(nn.Module):
+    def __init__(self, lenet):
+        super().__init__()
+        self.lenet = lenet
+
+    def forward(self, x):
+        return self.lenet(x.to(torch.float32))
 
 
 class LeNetNHWC(nn.Module):
@@ -471,6 +485,25 @@ def main(outdir):
     out = ts((read_pgm(DIGIT_9_PGM) / 255.0).reshape(1, 28, 28, 1))
     if int(out.argmax()) != 9 or int(out[0, 9]) < 200:
         raise RuntimeError(f"lenet_nhwc_uint8: digit_9.pgm gives {out.tolist()}")
+    save_lenet_casts_input(lenet, outdir)
+
+
+def save_lenet_casts_input(lenet, outdir):
+    name = "lenet_casts_input"
+    with open(os.path.join(outdir, "lenet_nhwc_uint8.json")) as f:
+        sidecar = json.load(f)
+    ts, _ = save(LeNetCastsInput(lenet), outdir, name, torch.rand(1, 28, 28, 1), sidecar=sidecar)
+    nine = (read_pgm(DIGIT_9_PGM) / 255.0).reshape(1, 28, 28, 1)
+    if not torch.equal(ts(nine), lenet(nine)):
+        raise RuntimeError(f"{name}: differs from lenet_nhwc_uint8 in fp32")
+    if "aten::to" not in str(ts.graph):
+        raise RuntimeError(f"{name}: the trace lost the input conversion")
+    bf16 = torch.jit.load(os.path.join(outdir, name + ".pt")).eval().to(torch.bfloat16)
+    try:
+        bf16(nine.to(torch.bfloat16))
+    except RuntimeError:
+        return
+    raise RuntimeError(f"{name}: its bfloat16 copy must fail on a bfloat16 input")
 
 
 if __name__ == "__main__":

@@ -17,10 +17,7 @@ struct GstErrorCode {
   gint code;
 };
 
-// kNotFound -> RESOURCE/NOT_FOUND, kModelInvalid -> LIBRARY/INIT,
-// kConfigInvalid and kInvalidArgument -> RESOURCE/SETTINGS,
-// kStreamData -> STREAM/DECODE, kSetupFailed -> LIBRARY/INIT,
-// kRuntime -> STREAM/FAILED.
+// The domain and code of `kind` (the table: docs/architecture.md, "Errors").
 GstErrorCode error_code(ErrorKind kind);
 
 // Where a message was posted from: the bus message's debug text starts with

@@ -85,7 +85,8 @@ class BufferPixels : public FramePixels {
     ::operator delete(p);
   }
 
-  BufferPixels(GstVideoInfo* info, GstBuffer* buf) : info_(info), buf_(buf) {}
+  BufferPixels(GstVideoInfo* info, PixelFormat format, GstBuffer* buf)
+      : info_(info), format_(format), buf_(buf) {}
   ~BufferPixels() override {
     unmap();
     gst_buffer_unref(buf_);
@@ -93,7 +94,7 @@ class BufferPixels : public FramePixels {
   bool map(FrameView* view) override {
     if (!mapped_) mapped_ = gst_video_frame_map(&frame_, info_, buf_, GST_MAP_READ);
     if (!mapped_) return false;
-    *view = frame_view(frame_);
+    *view = frame_view(frame_, format_);
     return true;
   }
   void unmap() override {
@@ -118,6 +119,7 @@ class BufferPixels : public FramePixels {
   }
 
   GstVideoInfo* info_;
+  PixelFormat format_;  // Bayer frames map as GRAY8
   GstBuffer* buf_;
   GstVideoFrame frame_;
   bool mapped_ = false;
@@ -136,6 +138,7 @@ struct State {
 
   // Streaming thread only.
   GstVideoInfo info;
+  PixelFormat format = PixelFormat::kRGB;
   bool have_info = false;
   std::vector<RegionOfInterest> regions;  // the frame's ROIs (roi-list), reused frame to frame
   bool object_class_checked = false;      // against the labels of the regions' detector
@@ -483,10 +486,10 @@ static GstFlowReturn gst_torchinfer_chain(GstPad*, GstObject* parent, GstBuffer*
   }
   if (!st->object_class_checked) check_object_class(self, buf);
   const GstClockTime pts = GST_BUFFER_PTS(buf);
-  const SubmitResult r =
-      st->session.submit_frame(own(GST_MINI_OBJECT(gst_buffer_ref(buf))),
-                               GST_VIDEO_INFO_WIDTH(&st->info), GST_VIDEO_INFO_HEIGHT(&st->info),
-                               pts, std::make_unique<BufferPixels>(&st->info, buf), regions);
+  const SubmitResult r = st->session.submit_frame(
+      own(GST_MINI_OBJECT(gst_buffer_ref(buf))), GST_VIDEO_INFO_WIDTH(&st->info),
+      GST_VIDEO_INFO_HEIGHT(&st->info), pts,
+      std::make_unique<BufferPixels>(&st->info, st->format, buf), regions);
   return flow_of(self, r);
 }
 
@@ -521,8 +524,7 @@ static bool set_caps(GstTorchInfer* self, GstCaps* caps) {
   State* st = self->state;
   GstVideoInfo info;
   PixelFormat pf;
-  if (!gst_video_info_from_caps(&info, caps) ||
-      !to_pixel_format(GST_VIDEO_INFO_FORMAT(&info), &pf)) {
+  if (!video_info_from_caps(caps, &info, &pf)) {
     GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("torchinfer cannot handle this video format."),
                       ("caps %" GST_PTR_FORMAT, caps));
     return false;
@@ -531,6 +533,7 @@ static bool set_caps(GstTorchInfer* self, GstCaps* caps) {
   // partial batch runs now rather than waiting for its timeout.
   st->session.submit_partial();
   st->info = info;
+  st->format = pf;
   st->have_info = true;
   if (st->run.drop_policy == DROP_AUTO) st->session.set_skip_when_busy(query_upstream_live(self));
   return true;

@@ -53,9 +53,9 @@ GST_ELEMENT_REGISTER_DEFINE(torchmetaconvert, "torchmetaconvert", GST_RANK_NONE,
                             GST_TYPE_TORCHMETACONVERT);
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
-    "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS("video/x-raw(ANY)"));
+    "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS("video/x-raw(ANY); video/x-bayer"));
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
-    "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS("video/x-raw(ANY)"));
+    "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS("video/x-raw(ANY); video/x-bayer"));
 
 static void gst_torchmetaconvert_set_property(GObject* object, guint prop_id, const GValue* value,
                                               GParamSpec* pspec) {

@@ -271,7 +271,7 @@ static void gst_torchoverlay_class_init(GstTorchOverlayClass* klass) {
   gobject_class->finalize = gst_torchoverlay_finalize;
   overlay::properties().install(gobject_class);
 
-  GstCaps* caps = gst::supported_video_caps();
+  GstCaps* caps = gst::drawable_video_caps();  // not Bayer or 16-bit: draw on a converted branch
   gst_element_class_add_pad_template(
       element_class, gst_pad_template_new("sink", GST_PAD_SINK, GST_PAD_ALWAYS, caps));
   gst_element_class_add_pad_template(

@@ -94,9 +94,9 @@ G_DEFINE_TYPE(GstTorchPublish, gst_torchpublish, GST_TYPE_BASE_TRANSFORM);
 GST_ELEMENT_REGISTER_DEFINE(torchpublish, "torchpublish", GST_RANK_NONE, GST_TYPE_TORCHPUBLISH);
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
-    "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS("video/x-raw(ANY)"));
+    "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS("video/x-raw(ANY); video/x-bayer"));
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
-    "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS("video/x-raw(ANY)"));
+    "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS("video/x-raw(ANY); video/x-bayer"));
 
 static void gst_torchpublish_set_property(GObject* object, guint prop_id, const GValue* value,
                                           GParamSpec* pspec) {

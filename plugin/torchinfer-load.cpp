@@ -39,6 +39,7 @@ PreprocessOptions preprocess_options(const Settings& s, const ModelConfig& confi
   po.pad_value = s.pad_value;
   po.method = s.resize_method;
   po.crop = s.crop;
+  po.input_bits = s.input_bits;
   po.output = config.input_uint8 ? OutputType::kUInt8 : OutputType::kFloat32;
   return po;
 }

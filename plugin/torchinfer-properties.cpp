@@ -137,7 +137,8 @@ constexpr Entry kProperties[] = {
   {PROP_CROP, Access::kReady, [](GParamFlags f) {
      return g_param_spec_string("crop", "Crop",
        "Region of interest \"x,y,width,height\" in frame pixels fed to the model (clipped to "
-       "the frame; x/y rounded down to even for chroma-subsampled formats); unset = whole frame",
+       "the frame; x/y rounded down to even for chroma-subsampled formats; Bayer: whole 2x2 "
+       "cells); unset = whole frame",
        nullptr, f); },
    set_crop, get_crop},
   ready<&Settings::model_instance_id>(PROP_MODEL_INSTANCE_ID, [](GParamFlags f) {
@@ -274,12 +275,17 @@ constexpr Entry kProperties[] = {
       "share of 'cores' (else of the cores this process may use) with its share of 'threads'. "
       "0 = automatic: lanes of about sqrt(cores) threads each (2 cores: 2 lanes of 1 thread; "
       "docs/tuning.md)", 0, kMaxLanes, 0, f); }),
+  ready<&Settings::input_bits>(PROP_INPUT_BITS, [](GParamFlags f) {
+    return g_param_spec_int("input-bits", "Input bits",
+      "GRAY16_LE (10..16-bit mono cameras): significant low bits per sample; 2^bits - 1 is "
+      "white (255 before normalising), larger values clamp. 12 for a Mono12 camera", 8, 16, 16,
+      f); }),
 };
 // clang-format on
 
 constexpr PropertyTable<Settings, Status> kTable{"torchinfer", kProperties};
 static_assert(kTable.in_id_order(), "kProperties lists every Prop once, in enum order");
-static_assert(kTable.size() == PROP_LANES, "every Prop has an entry");
+static_assert(kTable.size() == PROP_INPUT_BITS, "every Prop has an entry");
 
 }  // namespace
 

@@ -68,6 +68,7 @@ enum Prop {
   PROP_RECLASSIFY_INTERVAL,
   PROP_PREPROCESS_ON,
   PROP_LANES,
+  PROP_INPUT_BITS,
 };
 
 // Enum values 0 mean "take it from the sidecar".
@@ -76,8 +77,8 @@ enum TaskProp { TASK_AUTO, TASK_CLASSIFICATION, TASK_DETECTION, TASK_RAW };
 enum ActivationProp { ACT_AUTO, ACT_SOFTMAX, ACT_SIGMOID, ACT_NONE };
 enum InputDtypeProp { DTYPE_AUTO, DTYPE_FLOAT32, DTYPE_UINT8 };
 enum InputLayoutProp { LAYOUT_AUTO, LAYOUT_NCHW, LAYOUT_NHWC };
-// What happens to a frame when the model cannot keep up (both batch buffers
-// busy, or the output queue full).
+// What happens to a frame when the model cannot keep up (no batch buffer
+// free, or the output queue full).
 enum DropPolicy { DROP_AUTO, DROP_BLOCK, DROP_SKIP };
 // What one inference covers: the whole frame, or each region-of-interest
 // meta on it.
@@ -116,6 +117,7 @@ struct Settings {
   double object_padding = 0.0;
   int reclassify_interval = 1;
   PreprocessOn preprocess_on = PREPROCESS_AUTO;
+  int input_bits = 16;  // GRAY16_LE: significant bits per sample
 
   ConfigOverrides overrides() const;
 };

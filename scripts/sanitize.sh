@@ -27,6 +27,7 @@ tsan() {
   g++ -std=c++17 -O1 -g -fsanitize=thread -Isrc -Itests/common \
     tests/unit/test_batcher.cpp tests/unit/test_batcher_lanes.cpp tests/unit/test_stream_session.cpp \
     src/batching/batcher.cpp src/model/model_registry.cpp src/stream/stream_session.cpp \
+    src/engine/engine_thread.cpp \
     src/stream/regions.cpp \
     src/preprocess/preprocess.cpp src/preprocess/resample.cpp \
     src/common/stream_stats.cpp src/common/aligned_buffer.cpp src/common/model_config.cpp \

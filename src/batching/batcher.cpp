@@ -5,7 +5,6 @@
 #include <exception>
 
 #include "common/error.h"
-#include "engine/run_here.h"
 
 namespace torchinfer {
 namespace {
@@ -48,9 +47,9 @@ Batcher::Batcher(std::shared_ptr<const LoadedModel> model, BatcherOptions option
       throw Error(ErrorKind::kInvalidArgument, "batcher needs a runnable model in every lane");
   batches_.resize(opts_.buffers);
   closed_.reserve(opts_.buffers);
-  scratch_.resize(lanes_);
-  threads_.reserve(lanes_);
-  for (int i = 0; i < lanes_; ++i) threads_.emplace_back([this, i] { worker(i); });
+  lane_epoch_.assign(lanes_, -1);
+  std::lock_guard<std::mutex> lk(mu_);
+  start_workers_locked();
 }
 
 Batcher::~Batcher() {
@@ -60,7 +59,19 @@ Batcher::~Batcher() {
   }
   work_cv_.notify_all();
   space_cv_.notify_all();
+  for (std::future<void>& f : posted_) f.wait();
   for (std::thread& t : threads_) t.join();
+}
+
+void Batcher::start_workers_locked() {
+  for (int i = 0; i < lanes_; ++i) {
+    const LoadedModel& lane = model_->lane(i);
+    auto loop = [this, i, epoch = epoch_] { worker(i, epoch); };
+    if (lane.post)
+      posted_.push_back(lane.post(loop));
+    else
+      threads_.emplace_back(loop);
+  }
 }
 
 std::shared_ptr<const LoadedModel> Batcher::model() const {
@@ -103,6 +114,7 @@ int Batcher::open_batch_locked() {
     }
     b.state = State::kFilling;
     b.model = model_;
+    b.epoch = epoch_;
     b.reserved = b.committed = 0;
     b.callbacks.assign(opts_.batch_size, nullptr);
     b.prepares.assign(opts_.batch_size, nullptr);
@@ -189,41 +201,51 @@ void Batcher::replace_model(std::shared_ptr<const LoadedModel> model) {
     throw Error(ErrorKind::kInvalidArgument, "a reloaded model must have the " +
                                                  std::to_string(lanes_) +
                                                  " lanes of the one it replaces");
-  std::lock_guard<std::mutex> lk(mu_);
-  model_ = std::move(model);
-  ran_batch_ms_ = 0;
-  // Frames already in the filling batch were preprocessed for the old model.
-  close_filling_locked();
+  std::shared_ptr<const LoadedModel> old = std::move(model);
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    model_.swap(old);
+    ++epoch_;
+    ran_batch_ms_ = 0;
+    // Frames already in the filling batch were preprocessed for the old model.
+    close_filling_locked();
+    start_workers_locked();
+  }
+  work_cv_.notify_all();  // the old workers end once their batches ran
+  // Unlocked: if this was the last reference, each old lane is freed on its
+  // own thread, after its worker (which needs the lock to end) returned.
+  old.reset();
 }
 
-void Batcher::worker(int lane) {
-  // forward() runs on this thread with its own pinned OpenMP team, not
-  // handed on to the engine's thread: one hand-off less per batch.
-  RunInferenceHere here;
-  RunScratch& run = scratch_[lane];
+void Batcher::worker(int lane, int epoch) {
+  RunScratch run;
   std::unique_lock<std::mutex> lk(mu_);
   while (!stop_) {
-    if (!closed_.empty()) {
-      const int b = closed_.front();
-      if (batches_[b].committed == batches_[b].reserved) {
+    const int b = closed_.empty() ? -1 : closed_.front();
+    // Batches run in fill order, an old model's before a new one's.
+    const int front = b < 0 ? epoch_ + 1 : batches_[b].epoch;
+    if (front == epoch) {
+      // Its frames all in, and this lane's cores free of an older model's batch.
+      if (batches_[b].committed == batches_[b].reserved && lane_epoch_[lane] < 0) {
         closed_.erase(closed_.begin());
         space_cv_.notify_all();  // one batch less queued: may_open_locked() may now allow one
         run_batch(lk, b, lane, run);
       } else {
-        work_cv_.wait(lk);  // a stream is still preprocessing into it
+        work_cv_.wait(lk);
       }
-      continue;
-    }
-    if (filling_ >= 0 && batches_[filling_].reserved > 0) {
+    } else if (front > epoch && epoch != epoch_) {
+      return;  // replaced, and none of this model's batches is left
+    } else if (front < epoch || b >= 0) {
+      work_cv_.wait(lk);  // an older model's workers run it first
+    } else if (filling_ >= 0 && batches_[filling_].reserved > 0) {
       const auto deadline = batches_[filling_].opened + opts_.timeout;
-      if (std::chrono::steady_clock::now() >= deadline) {
+      if (std::chrono::steady_clock::now() >= deadline)
         close_filling_locked();
-      } else {
+      else
         work_cv_.wait_until(lk, deadline);
-      }
-      continue;
+    } else {
+      work_cv_.wait(lk);
     }
-    work_cv_.wait(lk);
   }
 }
 
@@ -231,6 +253,8 @@ void Batcher::run_batch(std::unique_lock<std::mutex>& lk, int index, int lane_in
                         RunScratch& run) {
   Batch& b = batches_[index];
   b.state = State::kRunning;
+  const int epoch = b.epoch;
+  lane_epoch_[lane_index] = epoch;
   const int n = b.reserved;
   std::shared_ptr<const LoadedModel> model = b.model;
   const LoadedModel& lane = model->lane(lane_index);
@@ -289,11 +313,18 @@ void Batcher::run_batch(std::unique_lock<std::mutex>& lk, int index, int lane_in
     }
     run.callbacks[k](std::move(r));
   }
-  // Callbacks and what they point into may own stream state: released
-  // unlocked.
+  // Callbacks and what they point into may own stream state, and the model
+  // may be a replaced one whose last reference this is: released unlocked
+  // (freeing a lane waits for its worker, which needs the lock to end).
   run.callbacks.clear();
   run.keeps.clear();
+  common = FrameResult{};
+  model.reset();
   lk.lock();
+  // The lane is free once its results are out: across a reload a lane's
+  // results still leave in fill order.
+  lane_epoch_[lane_index] = -1;
+  if (epoch != epoch_) work_cv_.notify_all();  // a newer model's worker may wait for this lane
 }
 
 void Batcher::prepare_batch(const LoadedModel& model, const LoadedModel& lane, std::uint8_t* data,

@@ -17,6 +17,14 @@
 // running lane i: K batches run at once, each on its own cores. They start
 // in fill order but may finish out of it; each stream's InOrderQueue puts
 // its results back in order.
+//
+// Threads. A lane's worker is the lane's own thread (LoadedModel::post:
+// the engine's thread, which loaded the lane and frees it), so a forward()
+// needs no hand-off and no second OpenMP team exists for the lane. A lane
+// without `post` (a test runner) gets a thread of the batcher's. A reload
+// starts the new model's workers on the new lanes' threads; the old ones
+// run the old model's batches still queued and end. Batches carry the
+// epoch of the model they were filled for; a worker runs its epoch's only.
 #pragma once
 
 #include <atomic>
@@ -24,6 +32,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -132,6 +141,7 @@ class Batcher {
     State state = State::kFree;
     AlignedBuffer memory;
     std::shared_ptr<const LoadedModel> model;
+    int epoch = 0;  // of `model`: which workers may run it
     int reserved = 0, committed = 0;
     std::chrono::steady_clock::time_point opened;
     std::vector<FrameCallback> callbacks;
@@ -143,8 +153,10 @@ class Batcher {
   bool may_open_locked() const;
   int open_batch_locked();
   void close_filling_locked();
+  // One worker per lane of model_, as epoch `epoch_`.
+  void start_workers_locked();
   struct RunScratch;
-  void worker(int lane);
+  void worker(int lane, int epoch);
   void run_batch(std::unique_lock<std::mutex>& lk, int b, int lane, RunScratch& run);
   // Runs run.prepares (the batch's deferred preprocessing) on `lane`'s
   // threads; fills run.errors and run.prepare_ms per slot (empty when none
@@ -153,7 +165,8 @@ class Batcher {
                      RunScratch& run);
 
   // One worker's bookkeeping for the batch it runs, kept from batch to
-  // batch so that running one allocates nothing once the vectors have grown.
+  // batch (on the worker's stack) so that running one allocates nothing
+  // once the vectors have grown.
   struct RunScratch {
     std::vector<FrameCallback> callbacks;
     std::vector<SlotPrepare> prepares;
@@ -165,7 +178,6 @@ class Batcher {
     std::vector<std::string> band_errors;
     std::vector<double> band_ms;
   };
-  std::vector<RunScratch> scratch_;  // one per worker, used by that worker only
 
   const int lanes_;
   const BatcherOptions opts_;
@@ -177,8 +189,14 @@ class Batcher {
   std::vector<int> closed_;  // in fill order; at most `buffers` (reserved: never reallocates)
   double ran_batch_ms_ = 0;  // moving average of full batches run (0 = none yet)
   std::shared_ptr<const LoadedModel> model_;
+  int epoch_ = 0;  // +1 per replace_model()
+  // Per lane: the epoch of the batch it runs (until its results are out),
+  // -1 when idle. Across a reload a lane runs one batch at a time, the old
+  // model's first, and its results leave in fill order.
+  std::vector<int> lane_epoch_;
   bool stop_ = false;
-  std::vector<std::thread> threads_;  // worker i runs lane i
+  std::vector<std::future<void>> posted_;  // workers on the lanes' own threads
+  std::vector<std::thread> threads_;       // workers of lanes without `post`
 };
 
 }  // namespace torchinfer

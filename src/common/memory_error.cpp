@@ -14,7 +14,7 @@ bool is_out_of_memory(const std::exception& e) {
 }
 
 Error input_too_large(int width, int height, int channels, int batch, int bytes_per_value,
-                      const std::exception& cause) {
+                      const std::exception& cause, const std::string& stage) {
   const std::uint64_t input =
       static_cast<std::uint64_t>(width) * static_cast<std::uint64_t>(height) *
       static_cast<std::uint64_t>(channels) * static_cast<std::uint64_t>(batch) *
@@ -25,7 +25,7 @@ Error input_too_large(int width, int height, int channels, int batch, int bytes_
   if (std::regex_search(w, m, std::regex("allocate ([0-9]+) bytes")))
     asked = "; an allocation of " + m[1].str() + " bytes failed";
   return Error(ErrorKind::kConfigInvalid,
-               "out of memory at warm-up: input_width " + std::to_string(width) +
+               "out of memory at " + stage + ": input_width " + std::to_string(width) +
                    " x input_height " + std::to_string(height) + " x batch-size " +
                    std::to_string(batch) + " (" + std::to_string(channels) + " channels) needs " +
                    std::to_string(input) + " bytes for the input batch alone" + asked +

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <exception>
+#include <string>
 
 #include "common/error.h"
 
@@ -14,10 +15,10 @@ namespace torchinfer {
 // allocator error, possibly already wrapped in an Error).
 bool is_out_of_memory(const std::exception& e);
 
-// Error(kConfigInvalid) naming the input geometry, the bytes of one input
-// batch, the bytes the failed allocation asked for (when the cause says) and
-// the settings to lower.
+// Error(kConfigInvalid) naming where the load was (`stage`), the input
+// geometry, the bytes of one input batch, the bytes the failed allocation
+// asked for (when the cause says) and the settings to lower.
 Error input_too_large(int width, int height, int channels, int batch, int bytes_per_value,
-                      const std::exception& cause);
+                      const std::exception& cause, const std::string& stage = "warm-up");
 
 }  // namespace torchinfer

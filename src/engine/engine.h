@@ -2,23 +2,33 @@
 // on float NHWC batch buffers. The only part of the core that sees libtorch;
 // callers get plain TensorViews.
 //
-// Every forward() runs on one thread owned by the engine. libgomp keeps an
-// OpenMP team per calling thread and the thread count is a per-thread
-// setting, so a dedicated thread is what lets the engine pin its team once
-// and keep it pinned, whichever GStreamer thread submits the batch. A thread
-// that runs batches in a loop (the batcher's worker) can instead take the
-// engine's work on itself (RunInferenceHere): its own team is then set up
-// and pinned the same way, and a batch costs no hand-off.
+// Threads. Each Engine owns one thread (EngineThread), and that thread
+// alone loads the model, runs every forward() and frees the model:
+// - libgomp keeps an OpenMP team per calling thread and the thread count
+//   is a per-thread setting, so the engine sizes and pins its thread's team
+//   once, at load, and every later forward() reuses it pinned (no other
+//   thread ever grows a team of the engine's size on the engine's cores).
+// - run() and parallel_for() called from another thread are handed to the
+//   engine's thread and waited for; called on it, they run at once.
+// - A caller that runs batches in a loop (the batcher) posts that loop onto
+//   the engine's thread with post(): the loop then calls run() with no
+//   hand-off. While such a loop runs, run() and parallel_for() may only be
+//   called from it (a call from elsewhere would wait for the loop to end).
+// - first_touch() never uses the engine's thread (it may be busy in such a
+//   loop): short-lived helper threads pinned to `cores` zero the buffer.
+// - The destructor frees the model on the engine's thread and joins it;
+//   run from that thread itself (the last owner let go in a posted loop),
+//   it frees the model there and the thread ends when the loop returns.
 #pragma once
 
 #include <functional>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/tensor.h"
-#include "engine/run_here.h"
 
 namespace torchinfer {
 
@@ -73,7 +83,7 @@ struct EngineOptions {
   // The model takes [N,H,W,C] (sidecar "input_layout": "nhwc"); the batch
   // buffer is NHWC either way, so both layouts are zero-copy views.
   bool input_nhwc = false;
-  // Called on the inference thread when read, optimisation and each warm-up
+  // Called on the engine's thread when read, optimisation and each warm-up
   // batch size start/finish; must not throw or block. Dropped after the load.
   std::function<void(const LoadProgress&)> on_progress;
 };
@@ -97,7 +107,7 @@ struct EngineInfo {
   std::string qengine;               // quantized engine selected ("onednn")
   int threads = 0;
   std::vector<int> cores;       // pinned cores, empty = not pinned
-  std::vector<int> thread_ids;  // kernel tids of the inference thread and its OpenMP team
+  std::vector<int> thread_ids;  // kernel tids of the engine's thread and its OpenMP team
 };
 
 // Outputs of one forward call; frame(k) views frame k's slice without copying.
@@ -132,16 +142,20 @@ class Engine {
   // caller until run() returns. Throws Error(kRuntime).
   std::shared_ptr<const BatchOutput> run(const void* input, int batch);
 
-  // Zero-fills a buffer from the pinned threads, so that on a NUMA machine
-  // its pages are placed on the node of the engine's cores (first touch).
+  // Zero-fills a buffer from threads pinned to `cores`, so that on a NUMA
+  // machine its pages are placed on the node of the engine's cores (first
+  // touch). Any thread may call it.
   void first_touch(void* data, std::size_t bytes);
 
-  // Calls fn(i, worker) for i in 0..n-1 on the threads run() uses, from
-  // where run() is called (the engine's thread, or a RunInferenceHere
-  // thread's own team), worker = the OpenMP thread number. fn must not
-  // throw. Lets a batch's preprocessing use the inference team instead of
-  // competing with it for the cores.
+  // Calls fn(i, worker) for i in 0..n-1 on the engine's team (the threads
+  // run() uses), worker = the OpenMP thread number. fn must not throw. Lets
+  // a batch's preprocessing use the inference team instead of competing
+  // with it for the cores.
   void parallel_for(int n, const std::function<void(int i, int worker)>& fn);
+
+  // Runs fn on the engine's thread after what is queued there (see
+  // "Threads" above); the future holds what fn threw.
+  std::future<void> post(std::function<void()> fn);
 
   const EngineInfo& info() const;
   const EngineOptions& options() const;

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <future>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,6 +37,12 @@ struct LoadedModel {
   using ParallelFn = std::function<void(int n, const std::function<void(int i, int worker)>& fn)>;
   ParallelFn parallel_for;
   int threads = 1;  // the inference threads: workers parallel_for may use
+  // Runs fn on this lane's own thread, the one that loaded it, runs its
+  // forward() and frees it (engine.h, "Threads"); the batcher runs the
+  // lane's worker loop there. Optional: without it the batcher gives the
+  // lane a thread of its own.
+  using PostFn = std::function<std::future<void>(std::function<void()> fn)>;
+  PostFn post;
 
   // Lanes 1..K-1 of a model loaded `lanes`=K times (model_loader.h): the
   // same file on disjoint cores, so that K batches run at once. Each lane

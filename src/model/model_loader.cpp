@@ -37,6 +37,7 @@ std::shared_ptr<LoadedModel> load_lane(const EngineOptions& options, const Model
   m->run = [e](const void* input, int batch) { return e->run(input, batch); };
   m->first_touch = [e](void* data, std::size_t bytes) { e->first_touch(data, bytes); };
   m->parallel_for = [e](int n, const std::function<void(int, int)>& fn) { e->parallel_for(n, fn); };
+  m->post = [e](std::function<void()> fn) { return e->post(std::move(fn)); };
   m->threads = engine->info().threads;
   return m;
 }
@@ -175,8 +176,9 @@ std::shared_ptr<const LoadedModel> load_model(EngineOptions options, const Model
                       std::to_string(timed) + " frames (batch-size=" + std::to_string(batch_size) +
                       "): " + e.what() +
                       "; a model that takes one frame at a time needs batch-size=1");
-    const Error oom = input_too_large(config.input_width, config.input_height, config.channels(),
-                                      batch_size, config.input_uint8 ? 1 : 4, e);
+    const Error oom =
+        input_too_large(config.input_width, config.input_height, config.channels(), batch_size,
+                        config.input_uint8 ? 1 : 4, e, "the batch timing");
     throw Error(oom.kind(), "model '" + options.model_path + "': " + oom.what());
   }
   return m;

@@ -1,7 +1,9 @@
 // The pixel formats the core reads, in one table: GStreamer's name for each
 // (caps, gst_video_format_from_string) and where its samples sit in memory.
 // Preprocessing, the overlay and the plugin's caps all derive from it, so a
-// format is added in one place.
+// format is added in one place. Machine-vision formats (Bayer mosaics and
+// 16-bit mono) sit at the end: torchinfer reads them, torchoverlay does not
+// draw on them (overlay_draws()).
 #pragma once
 
 #include <array>
@@ -18,24 +20,30 @@ enum class PixelFormat {
   kRGBx, kBGRx, kxRGB, kxBGR,   // packed 32-bit, padding byte ignored
   kRGBA, kBGRA, kARGB, kABGR,   // packed 32-bit, alpha ignored
   kGRAY8,
+  kGRAY16_LE,                   // 10..16-bit mono, little-endian, low bits (input_bits)
+  kBayerRGGB, kBayerBGGR,       // 8-bit Bayer mosaics (caps video/x-bayer): the
+  kBayerGRBG, kBayerGBRG,       //   2x2 cell's top row, then its bottom row
 };
 // clang-format on
 
-// One colour component: read from `plane` every `step` bytes starting at
-// byte `offset`, at luma or (chroma) half horizontal resolution.
+// One colour component: read from `plane` every `step` samples starting at
+// sample `offset`, at luma or (chroma) half horizontal resolution. Bayer:
+// the component's site in the 2x2 cell is (row, offset), its step 2.
 struct Component {
   int plane, step, offset;
   bool chroma;
+  int row = 0;
 };
 
 struct PixelLayout {
-  enum Kind { kRGB, kGray, kYUV } kind;
+  enum Kind { kRGB, kGray, kYUV, kBayer } kind;
   int n_planes;
   int plane_bpp[3];      // bytes per (plane) pixel; packed 4:2:2 counts a pixel pair
   bool plane_half_w[3];  // plane is horizontally subsampled
   bool plane_half_h[3];  // plane is vertically subsampled
-  Component c[3];        // RGB: r,g,b   YUV: y,u,v   gray: y
+  Component c[3];        // RGB: r,g,b   YUV: y,u,v   gray: y   Bayer: r, g (in r's row), b
   int x_align, y_align;  // crop alignment
+  int sample_bytes = 1;  // 2: 16-bit little-endian samples (strides stay in bytes)
 };
 
 struct PixelFormatInfo {
@@ -97,10 +105,37 @@ constexpr PixelLayout gray8() {
           1,
           1};
 }
+constexpr PixelLayout gray16() {
+  return {PixelLayout::kGray,
+          1,
+          {2, 0, 0},
+          {false, false, false},
+          {false, false, false},
+          {{0, 1, 0, false}, {0, 0, 0, false}, {0, 0, 0, false}},
+          1,
+          1,
+          2};
+}
+// R at (r_row, r_col) of the 2x2 cell, B diagonal to it, G on the other two
+// sites. Crops snap to whole cells (both corners even), so every region
+// starts with the same cell phase as the frame.
+constexpr PixelLayout bayer(int r_row, int r_col) {
+  return {PixelLayout::kBayer,
+          1,
+          {1, 0, 0},
+          {false, false, false},
+          {false, false, false},
+          {{0, 2, r_col, true, r_row},
+           {0, 2, 1 - r_col, true, r_row},
+           {0, 2, 1 - r_col, true, 1 - r_row}},
+          2,
+          2};
+}
 }  // namespace pixel_layouts
 
-// In enum order, which is also the order caps list them.
-inline constexpr std::array<PixelFormatInfo, 17> kPixelFormats = {{
+// In enum order, which is also the order caps list them. Bayer names are the
+// `format` strings of video/x-bayer caps.
+inline constexpr std::array<PixelFormatInfo, 22> kPixelFormats = {{
     {PixelFormat::kYUY2, "YUY2", pixel_layouts::packed422(0, 1, 3)},
     {PixelFormat::kUYVY, "UYVY", pixel_layouts::packed422(1, 0, 2)},
     {PixelFormat::kNV12, "NV12", pixel_layouts::semi_planar420(0, 1)},
@@ -118,6 +153,11 @@ inline constexpr std::array<PixelFormatInfo, 17> kPixelFormats = {{
     {PixelFormat::kARGB, "ARGB", pixel_layouts::rgb(4, 1, 2, 3)},
     {PixelFormat::kABGR, "ABGR", pixel_layouts::rgb(4, 3, 2, 1)},
     {PixelFormat::kGRAY8, "GRAY8", pixel_layouts::gray8()},
+    {PixelFormat::kGRAY16_LE, "GRAY16_LE", pixel_layouts::gray16()},
+    {PixelFormat::kBayerRGGB, "rggb", pixel_layouts::bayer(0, 0)},
+    {PixelFormat::kBayerBGGR, "bggr", pixel_layouts::bayer(1, 1)},
+    {PixelFormat::kBayerGRBG, "grbg", pixel_layouts::bayer(0, 1)},
+    {PixelFormat::kBayerGBRG, "gbrg", pixel_layouts::bayer(1, 0)},
 }};
 
 constexpr bool table_in_enum_order() {
@@ -139,7 +179,15 @@ constexpr const char* to_string(PixelFormat f) {
   return pixel_format_info(f).name;
 }
 constexpr bool is_yuv_or_gray(PixelFormat f) {
-  return layout_of(f).kind != PixelLayout::kRGB;
+  return layout_of(f).kind == PixelLayout::kYUV || layout_of(f).kind == PixelLayout::kGray;
+}
+constexpr bool is_bayer(PixelFormat f) {
+  return layout_of(f).kind == PixelLayout::kBayer;
+}
+// torchoverlay draws 8-bit RGB, YUV and gray; on a Bayer mosaic or 16-bit
+// samples a drawn colour has no meaning (draw on a converted branch).
+constexpr bool overlay_draws(PixelFormat f) {
+  return !is_bayer(f) && layout_of(f).sample_bytes == 1;
 }
 
 }  // namespace torchinfer

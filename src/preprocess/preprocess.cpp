@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "preprocess/bayer.h"
 #include "preprocess/resample.h"
 
 namespace torchinfer {
@@ -93,13 +94,21 @@ struct Region {
   int x, y, width, height;
 };
 
+inline int round_up_even(int v) {
+  return v + (v & 1);
+}
+
+// Bayer: whole 2x2 cells only, so the region keeps the frame's colour phase
+// and no cell is cut; an odd frame's last column or row is not read.
 Region region_of(const Crop& crop, const PixelLayout& L, int width, int height) {
-  Region r{0, 0, width, height};
+  const bool cells = L.kind == PixelLayout::kBayer;
+  const int w = cells ? width & ~1 : width, h = cells ? height & ~1 : height;
+  Region r{0, 0, w, h};
   if (crop.width > 0 && crop.height > 0) {
     int x0 = std::max(0, crop.x) / L.x_align * L.x_align;
     int y0 = std::max(0, crop.y) / L.y_align * L.y_align;
-    const int x1 = std::min(width, crop.x + crop.width),
-              y1 = std::min(height, crop.y + crop.height);
+    int x1 = std::min(width, crop.x + crop.width), y1 = std::min(height, crop.y + crop.height);
+    if (cells) x1 = std::min(w, round_up_even(x1)), y1 = std::min(h, round_up_even(y1));
     if (x1 <= x0 || y1 <= y0)
       throw Error(ErrorKind::kInvalidArgument, "crop region lies outside the " +
                                                    std::to_string(width) + "x" +
@@ -141,6 +150,10 @@ Geometry geometry(const PreprocessOptions& o, const Crop& crop, const PixelLayou
 Geometry checked_geometry(const PreprocessOptions& o, const FrameView& f, const Crop& crop) {
   if (f.width < 1 || f.height < 1) throw Error(ErrorKind::kStreamData, "empty frame");
   const PixelLayout& L = layout_of(f.format);
+  if (L.kind == PixelLayout::kBayer && (f.width < 2 || f.height < 2))
+    throw Error(ErrorKind::kStreamData,
+                std::string(to_string(f.format)) + " Bayer frame " + std::to_string(f.width) + "x" +
+                    std::to_string(f.height) + " is smaller than one 2x2 cell");
   for (int p = 0; p < L.n_planes; ++p) {
     const int pw = L.plane_half_w[p] ? (f.width + 1) / 2 : f.width;
     if (!f.planes[p]) throw Error(ErrorKind::kStreamData, "missing plane " + std::to_string(p));
@@ -175,16 +188,157 @@ PreprocessOptions PreprocessOptions::from_config(const ModelConfig& cfg) {
   return o;
 }
 
+namespace {
+
 // Resampling plans depend only on the frame geometry: rebuilt on a caps
 // change, reused for every frame in between.
-struct Preprocessor::Scratch {
+struct Plans {
   int key[6] = {-1, -1, -1, -1, -1, -1};
   Taps luma_x, chroma_x, full_y, half_y;
   DenseTaps dense0, dense12;  // horizontal: component 0, components 1 and 2
-  std::vector<float> acc[3];
-  std::vector<float> row[3];  // one output row per component
+  bool lattice = false;       // Bayer: per-colour lattices (else row demosaicking)
+  Taps lattice_y[2];          // Bayer lattice: rows of parity 0 and 1
+  DenseTaps lattice_x[2];     // Bayer lattice: columns of parity 0 and 1
+  std::vector<float> acc[3];  // per plane; Bayer: per row parity (lattice) or RGB
+  std::vector<float> row[4];  // one output row per component (+ Bayer's second G)
   std::vector<const std::uint8_t*> rows;
+  std::vector<const std::uint16_t*> rows16;
+  // Bayer bilinear: demosaicked RGB rows, source row y in slot y % slots.
+  std::vector<std::uint8_t> ring;
+  std::vector<int> ring_row;
 };
+
+bool use_lattice(const PreprocessOptions& o, const Geometry& g) {
+  if (o.demosaic != Demosaic::kAuto) return o.demosaic == Demosaic::kLattice;
+  return g.r.width >= 2 * g.new_w && g.r.height >= 2 * g.new_h;
+}
+
+void make_plans(Plans& s, const PreprocessOptions& o, const PixelLayout& L, const Geometry& g) {
+  const Region& r = g.r;
+  const bool bayer = L.kind == PixelLayout::kBayer;
+  s.luma_x = taps_for(o.method, r.width, g.new_w);
+  s.full_y = taps_for(o.method, r.height, g.new_h);
+  // Each chroma sample stands for its 2 luma pixels (the convention of
+  // every capture pipeline's colour conversion): resampling the chroma
+  // plane with the luma weights folded onto it equals resampling the
+  // converted image, so only rounding and clamping can differ. A Bayer
+  // cell's samples stand for its 2x2 pixels the same way.
+  s.chroma_x = s.luma_x.subsampled();
+  s.half_y = s.full_y.subsampled();
+  s.lattice = bayer && use_lattice(o, g);
+  const bool bilinear = bayer && !s.lattice;
+  const Taps& t12 = L.kind == PixelLayout::kYUV || bayer ? s.chroma_x : s.luma_x;
+  s.dense0 = DenseTaps(s.luma_x, bilinear ? 3 : L.c[0].step);
+  s.dense12 = DenseTaps(t12, L.c[1].step);
+  for (int parity = 0; s.lattice && parity < 2; ++parity) {
+    s.lattice_y[parity] = s.full_y.lattice(parity, r.height / 2);
+    s.lattice_x[parity] = DenseTaps(s.luma_x.lattice(parity, r.width / 2), 2);
+  }
+  // Zero-padded taps may read past the row: keep that memory in bounds.
+  const int slack =
+      4 + std::max({s.dense0.taps * (bilinear ? 3 : L.c[0].step), s.dense12.taps * L.c[1].step,
+                    2 * s.lattice_x[0].taps + 1, 2 * s.lattice_x[1].taps + 1});
+  const int cw = (r.width + 1) / 2;
+  for (auto& a : s.acc) a.clear();
+  if (bayer) {
+    const int len = bilinear ? 3 * r.width : r.width;
+    s.acc[0].assign(static_cast<std::size_t>(len) + slack, 0.f);
+    if (s.lattice) s.acc[1].assign(static_cast<std::size_t>(len) + slack, 0.f);
+    int most = 1;
+    for (int i = 0; bilinear && i < s.full_y.size(); ++i) most = std::max(most, s.full_y.count(i));
+    s.ring.assign(bilinear ? static_cast<std::size_t>(most + 1) * 3 * r.width : 0, 0);
+    s.ring_row.assign(bilinear ? most + 1 : 0, -1);
+  } else {
+    for (int p = 0; p < L.n_planes; ++p) {
+      const int pw = L.plane_half_w[p] ? cw : r.width;
+      s.acc[p].assign(static_cast<std::size_t>(pw) * L.plane_bpp[p] / L.sample_bytes + slack, 0.f);
+    }
+  }
+  for (auto& row : s.row) row.assign(g.new_w, 0.f);
+}
+
+// Vertical pass of output row oy over every plane, then the horizontal pass
+// of each component into s.row (0..255 units; YUV: y, u, v).
+void resample_planes(Plans& s, const PixelLayout& L, const FrameView& f, const Region& r,
+                     const std::uint8_t* const* base, int oy) {
+  const int cw = (r.width + 1) / 2;
+  for (int p = 0; p < L.n_planes; ++p) {
+    const Taps& ty = L.plane_half_h[p] ? s.half_y : s.full_y;
+    const int n = ty.count(oy);
+    const int len = (L.plane_half_w[p] ? cw : r.width) * L.plane_bpp[p] / L.sample_bytes;
+    if (L.sample_bytes == 2) {
+      s.rows16.resize(n);
+      for (int i = 0; i < n; ++i)
+        s.rows16[i] = reinterpret_cast<const std::uint16_t*>(
+            base[p] + static_cast<std::size_t>(ty.first[oy] + i) * f.strides[p]);
+      accumulate_rows(s.rows16.data(), ty.w(oy), n, len, s.acc[p].data());
+      continue;
+    }
+    s.rows.resize(n);
+    for (int i = 0; i < n; ++i)
+      s.rows[i] = base[p] + static_cast<std::size_t>(ty.first[oy] + i) * f.strides[p];
+    accumulate_rows(s.rows.data(), ty.w(oy), n, len, s.acc[p].data());
+  }
+  const Component &c0 = L.c[0], &c1 = L.c[1], &c2 = L.c[2];
+  resample_row(s.acc[c0.plane].data() + c0.offset, c0.step, s.dense0, s.row[0].data());
+  if (L.kind != PixelLayout::kGray) {
+    resample_row(s.acc[c1.plane].data() + c1.offset, c1.step, s.dense12, s.row[1].data());
+    resample_row(s.acc[c2.plane].data() + c2.offset, c2.step, s.dense12, s.row[2].data());
+  }
+}
+
+// Bayer, per-colour lattices: the sample rows of each parity are summed
+// apart (s.acc[0], s.acc[1]) with that parity's vertical weights, then each
+// colour site is resampled with its column parity's weights; the two G sites
+// are averaged. Each colour is its samples' bilinear interpolation,
+// area-resized, in one pass. R, G, B in s.row.
+void resample_lattice(Plans& s, const PixelLayout& L, const FrameView& f, const Region& r,
+                      const std::uint8_t* origin, int oy) {
+  for (int parity = 0; parity < 2; ++parity) {
+    const Taps& ty = s.lattice_y[parity];
+    const int n = ty.count(oy);
+    s.rows.resize(n);
+    for (int i = 0; i < n; ++i)
+      s.rows[i] = origin + static_cast<std::size_t>(2 * (ty.first[oy] + i) + parity) * f.strides[0];
+    accumulate_rows(s.rows.data(), ty.w(oy), n, r.width, s.acc[parity].data());
+  }
+  auto site = [&](int row, int col, std::vector<float>& out) {
+    resample_row(s.acc[row].data() + col, 2, s.lattice_x[col], out.data());
+  };
+  const Component &red = L.c[0], &green = L.c[1], &blue = L.c[2];
+  site(red.row, red.offset, s.row[0]);
+  site(green.row, green.offset, s.row[1]);
+  site(1 - green.row, 1 - green.offset, s.row[3]);
+  site(blue.row, blue.offset, s.row[2]);
+  float* g = s.row[1].data();
+  const float* g2 = s.row[3].data();
+  for (std::size_t x = 0; x < s.row[1].size(); ++x) g[x] = 0.5f * (g[x] + g2[x]);
+}
+
+// Bayer, bilinear: the region rows output row oy reads are demosaicked
+// (each once per frame, kept in the ring while later rows need them), then
+// resampled as packed RGB. R, G, B in s.row.
+void resample_bilinear(Plans& s, const PixelLayout& L, const FrameView& f, const Region& r,
+                       const std::uint8_t* origin, int oy) {
+  const BayerRegion b{origin, f.strides[0], r.width, r.height, L.c[0].row, L.c[0].offset};
+  const std::size_t row_bytes = static_cast<std::size_t>(3) * r.width;
+  const int slots = static_cast<int>(s.ring_row.size());
+  const Taps& ty = s.full_y;
+  const int n = ty.count(oy);
+  s.rows.resize(n);
+  for (int i = 0; i < n; ++i) {
+    const int y = ty.first[oy] + i, slot = y % slots;
+    std::uint8_t* dst = s.ring.data() + slot * row_bytes;
+    if (s.ring_row[slot] != y) demosaic_bilinear_row(b, y, dst), s.ring_row[slot] = y;
+    s.rows[i] = dst;
+  }
+  accumulate_rows(s.rows.data(), ty.w(oy), n, static_cast<int>(row_bytes), s.acc[0].data());
+  for (int c = 0; c < 3; ++c) resample_row(s.acc[0].data() + c, 3, s.dense0, s.row[c].data());
+}
+
+}  // namespace
+
+struct Preprocessor::Scratch : Plans {};
 
 Preprocessor::Preprocessor(const PreprocessOptions& options)
     : opts_(options), scratch_(std::make_unique<Scratch>()) {
@@ -194,6 +348,10 @@ Preprocessor::Preprocessor(const PreprocessOptions& options)
     throw Error(ErrorKind::kInvalidArgument, "pad value must be within 0..255");
   if (opts_.crop.width < 0 || opts_.crop.height < 0 || opts_.crop.x < 0 || opts_.crop.y < 0)
     throw Error(ErrorKind::kInvalidArgument, "crop values must not be negative");
+  if (opts_.input_bits < 8 || opts_.input_bits > 16)
+    throw Error(ErrorKind::kInvalidArgument,
+                "input-bits must be within 8..16 (significant bits of a GRAY16_LE sample), not " +
+                    std::to_string(opts_.input_bits));
 }
 
 Preprocessor::~Preprocessor() = default;
@@ -247,32 +405,15 @@ FrameTransform Preprocessor::run_impl(const FrameView& f, const Crop& crop, Out*
   const Geometry g = checked_geometry(opts_, f, crop);
   const Region& r = g.r;
   const int new_w = g.new_w, new_h = g.new_h, off_x = g.off_x, off_y = g.off_y;
-  const int cw = (r.width + 1) / 2;
 
-  Scratch& s = *scratch_;
+  Plans& s = *scratch_;
   const int key[6] = {
       r.width, r.height, new_w, new_h, static_cast<int>(f.format), static_cast<int>(opts_.method)};
   if (!std::equal(key, key + 6, s.key)) {
-    s.luma_x = taps_for(opts_.method, r.width, new_w);
-    s.full_y = taps_for(opts_.method, r.height, new_h);
-    // Each chroma sample stands for its 2 luma pixels (the convention of
-    // every capture pipeline's colour conversion): resampling the chroma
-    // plane with the luma weights folded onto it equals resampling the
-    // converted image, so only rounding and clamping can differ.
-    s.chroma_x = s.luma_x.subsampled();
-    s.half_y = s.full_y.subsampled();
-    const Taps& t12 = L.kind == PixelLayout::kYUV ? s.chroma_x : s.luma_x;
-    s.dense0 = DenseTaps(s.luma_x, L.c[0].step);
-    s.dense12 = DenseTaps(t12, L.c[1].step);
-    // Zero-padded taps may read past the row: keep that memory in bounds.
-    const int slack = 4 + std::max(s.dense0.taps * L.c[0].step, s.dense12.taps * L.c[1].step);
-    for (int p = 0; p < L.n_planes; ++p) {
-      const int pw = L.plane_half_w[p] ? cw : r.width;
-      s.acc[p].assign(static_cast<std::size_t>(pw) * L.plane_bpp[p] + slack, 0.f);
-    }
-    for (auto& row : s.row) row.assign(new_w, 0.f);
+    make_plans(s, opts_, L, g);
     std::copy(key, key + 6, s.key);
   }
+  std::fill(s.ring_row.begin(), s.ring_row.end(), -1);  // a new frame
 
   const int C = opts_.channels();
   const Writer w{opts_};
@@ -295,31 +436,26 @@ FrameTransform Preprocessor::run_impl(const FrameView& f, const Crop& crop, Out*
   }
 
   const YuvCoefficients k = yuv_coefficients(f.matrix, f.full_range);
+  // 16-bit mono: input_bits full scale -> 255 pixel units.
+  const float gray_scale =
+      L.sample_bytes == 2 ? 255.f / static_cast<float>((1u << opts_.input_bits) - 1) : 1.f;
   const int oy_end = std::min(new_h, row_end - off_y);
   for (int oy = std::max(0, row_begin - off_y); oy < oy_end; ++oy) {
-    for (int p = 0; p < L.n_planes; ++p) {
-      const Taps& ty = L.plane_half_h[p] ? s.half_y : s.full_y;
-      const int n = ty.count(oy);
-      s.rows.resize(n);
-      for (int i = 0; i < n; ++i)
-        s.rows[i] = base[p] + static_cast<std::size_t>(ty.first[oy] + i) * f.strides[p];
-      const int len = (L.plane_half_w[p] ? cw : r.width) * L.plane_bpp[p];
-      accumulate_rows(s.rows.data(), ty.w(oy), n, len, s.acc[p].data());
-    }
-    const Component &c0 = L.c[0], &c1 = L.c[1], &c2 = L.c[2];
-    resample_row(s.acc[c0.plane].data() + c0.offset, c0.step, s.dense0, s.row[0].data());
-    if (L.kind != PixelLayout::kGray) {
-      resample_row(s.acc[c1.plane].data() + c1.offset, c1.step, s.dense12, s.row[1].data());
-      resample_row(s.acc[c2.plane].data() + c2.offset, c2.step, s.dense12, s.row[2].data());
-    }
+    if (L.kind != PixelLayout::kBayer)
+      resample_planes(s, L, f, r, base, oy);
+    else if (s.lattice)
+      resample_lattice(s, L, f, r, base[0], oy);
+    else
+      resample_bilinear(s, L, f, r, base[0], oy);
     Out* d = dst + (static_cast<std::size_t>(oy + off_y) * opts_.out_width + off_x) * C;
     const float *q0 = s.row[0].data(), *q1 = s.row[1].data(), *q2 = s.row[2].data();
     switch (L.kind) {
       case PixelLayout::kRGB:
+      case PixelLayout::kBayer:
         for (int x = 0; x < new_w; ++x, d += C) w.put(q0[x], q1[x], q2[x], d);
         break;
       case PixelLayout::kGray:
-        for (int x = 0; x < new_w; ++x, d += C) w.put_gray(q0[x], d);
+        for (int x = 0; x < new_w; ++x, d += C) w.put_gray(clamp255(q0[x] * gray_scale), d);
         break;
       case PixelLayout::kYUV:
         for (int x = 0; x < new_w; ++x, d += C) {

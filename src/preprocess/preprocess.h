@@ -18,6 +18,9 @@ const char* to_string(ResizeMethod m);
 
 // Region of interest in frame pixels; width 0 means the whole frame. For
 // chroma-subsampled formats x (and y for 4:2:0) are rounded down to even.
+// Bayer regions are whole 2x2 cells: x, y rounded down and the far edges up
+// to even, within the frame's whole cells (an odd frame's last column or row,
+// half a cell, is not read).
 struct Crop {
   int x = 0, y = 0, width = 0, height = 0;
 };
@@ -25,6 +28,15 @@ struct Crop {
 // kFloat32: normalised values; kUInt8: rounded pixel values for models that
 // take raw bytes (mean/std are not applied).
 enum class OutputType { kFloat32, kUInt8 };
+
+// How a Bayer mosaic becomes RGB. kLattice: each colour's samples are
+// interpolated bilinearly on their own lattice (every 2nd row and column;
+// G: the mean of its two lattices) and resized in the same weights, one pass
+// over the mosaic. kBilinear: the rows the resize reads are demosaicked
+// (G from its 4 neighbours), then resized as RGB. kAuto: kLattice when the
+// region shrinks by 2 or more on both axes, kBilinear otherwise -- the
+// measured choice (docs/elements.md, "Bayer and 16-bit mono").
+enum class Demosaic { kAuto, kLattice, kBilinear };
 
 struct PreprocessOptions {
   int out_width = 224;
@@ -37,6 +49,10 @@ struct PreprocessOptions {
   int pad_value = 114;  // letterbox fill, in 0..255 pixel units before normalising
   Crop crop;
   OutputType output = OutputType::kFloat32;
+  // GRAY16_LE: significant low bits per sample (a 12-bit camera sends
+  // 0..4095); 2^bits - 1 maps to 255 pixel units, larger values clamp.
+  int input_bits = 16;
+  Demosaic demosaic = Demosaic::kAuto;
 
   static PreprocessOptions from_config(const ModelConfig& cfg);
   int channels() const { return order == ChannelOrder::kGray ? 1 : 3; }

@@ -84,6 +84,35 @@ Taps Taps::subsampled() const {
   return t;
 }
 
+Taps Taps::lattice(int phase, int samples) const {
+  Taps t;
+  t.offset.push_back(0);
+  std::vector<float> w;
+  for (int i = 0; i < size(); ++i) {
+    // Source s lies at lattice position (s - phase) / 2: on sample j, or
+    // halfway between j and j + 1.
+    auto split = [&](int s, int* j0, int* j1) {
+      const int num = s - phase;
+      *j0 = num >= 0 ? num / 2 : -((1 - num) / 2);
+      *j1 = num % 2 == 0 ? *j0 : *j0 + 1;
+      *j0 = std::clamp(*j0, 0, samples - 1), *j1 = std::clamp(*j1, 0, samples - 1);
+    };
+    int lo = samples, hi = -1, j0, j1;
+    for (int k = 0; k < count(i); ++k) {
+      split(first[i] + k, &j0, &j1);
+      lo = std::min(lo, j0), hi = std::max(hi, j1);
+    }
+    w.assign(hi - lo + 1, 0.f);
+    for (int k = 0; k < count(i); ++k) {
+      split(first[i] + k, &j0, &j1);
+      w[j0 - lo] += 0.5f * this->w(i)[k];
+      w[j1 - lo] += 0.5f * this->w(i)[k];
+    }
+    push(t, lo, w);
+  }
+  return t;
+}
+
 DenseTaps::DenseTaps(const Taps& t, int step) : n(t.size()) {
   for (int x = 0; x < n; ++x) taps = std::max(taps, t.count(x));
   index.resize(n);
@@ -209,59 +238,70 @@ namespace {
 
 // The hot loop, compiled three times below: Debian builds for baseline
 // x86-64 (SSE2 only), and GCC keeps to 256-bit vectors unless told otherwise.
-__attribute__((always_inline)) inline void accumulate_body(const std::uint8_t* const* rows,
-                                                           const float* w, int n, int len,
-                                                           float* acc) {
+// T: 8-bit samples, or 16-bit ones (GRAY16_LE).
+template <typename T>
+__attribute__((always_inline)) inline void accumulate_body(const T* const* rows, const float* w,
+                                                           int n, int len, float* acc) {
   // uint8_t may alias anything: without __restrict the compiler must assume
   // each store to acc can change the source rows and will not vectorise.
   float* __restrict a = acc;
   int k = 0;
   if (n >= 2) {
-    const std::uint8_t* __restrict r0 = rows[0], * __restrict r1 = rows[1];
+    const T* __restrict r0 = rows[0], * __restrict r1 = rows[1];
     const float w0 = w[0], w1 = w[1];
     for (int j = 0; j < len; ++j) a[j] = w0 * r0[j] + w1 * r1[j];
     k = 2;
   } else {
-    const std::uint8_t* __restrict r0 = rows[0];
+    const T* __restrict r0 = rows[0];
     const float w0 = w[0];
     for (int j = 0; j < len; ++j) a[j] = w0 * r0[j];
     k = 1;
   }
   // Two rows per pass halves the accumulator traffic.
   for (; k + 1 < n; k += 2) {
-    const std::uint8_t* __restrict r0 = rows[k], * __restrict r1 = rows[k + 1];
+    const T* __restrict r0 = rows[k], * __restrict r1 = rows[k + 1];
     const float w0 = w[k], w1 = w[k + 1];
     for (int j = 0; j < len; ++j) a[j] += w0 * r0[j] + w1 * r1[j];
   }
   if (k < n) {
-    const std::uint8_t* __restrict r0 = rows[k];
+    const T* __restrict r0 = rows[k];
     const float w0 = w[k];
     for (int j = 0; j < len; ++j) a[j] += w0 * r0[j];
   }
 }
 
+template <typename T>
 __attribute__((target("avx512f,avx512bw,prefer-vector-width=512"))) void accumulate_avx512(
-    const std::uint8_t* const* rows, const float* w, int n, int len, float* acc) {
+    const T* const* rows, const float* w, int n, int len, float* acc) {
   accumulate_body(rows, w, n, len, acc);
 }
 
-__attribute__((target("avx2,fma"))) void accumulate_avx2(const std::uint8_t* const* rows,
-                                                         const float* w, int n, int len,
-                                                         float* acc) {
+template <typename T>
+__attribute__((target("avx2,fma"))) void accumulate_avx2(const T* const* rows, const float* w,
+                                                         int n, int len, float* acc) {
   accumulate_body(rows, w, n, len, acc);
 }
 
 const bool kHaveAvx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
 
-}  // namespace
-
-void accumulate_rows(const std::uint8_t* const* rows, const float* w, int n, int len, float* acc) {
+template <typename T>
+void accumulate(const T* const* rows, const float* w, int n, int len, float* acc) {
   if (kHaveAvx512)
     accumulate_avx512(rows, w, n, len, acc);
   else if (kHaveAvx2)
     accumulate_avx2(rows, w, n, len, acc);
   else
     accumulate_body(rows, w, n, len, acc);
+}
+
+}  // namespace
+
+void accumulate_rows(const std::uint8_t* const* rows, const float* w, int n, int len, float* acc) {
+  accumulate(rows, w, n, len, acc);
+}
+
+void accumulate_rows(const std::uint16_t* const* rows, const float* w, int n, int len, float* acc) {
+  accumulate(rows, w, n, len, acc);
 }
 
 }  // namespace torchinfer

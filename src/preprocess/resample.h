@@ -32,6 +32,12 @@ struct Taps {
   // The same filter on a plane at half resolution: source index s becomes
   // s / 2 and weights landing on the same sample are added.
   Taps subsampled() const;
+  // The same filter applied to one colour of a Bayer mosaic: that colour's
+  // `samples` samples sit at source indices 2 j + phase, and each source
+  // pixel between them is their linear interpolation (edges replicate the
+  // nearest sample) -- bilinear demosaicking of that colour and this filter
+  // composed into weights on its samples.
+  Taps lattice(int phase, int samples) const;
 };
 
 // Taps laid out for vectorising across output columns: every column gets
@@ -54,7 +60,8 @@ void resample_row(const float* a, int step, const DenseTaps& t, float* out);
 enum class ResampleKernel { kScalar, kGather, kLoads };
 bool resample_row_with(ResampleKernel k, const float* a, int step, const DenseTaps& t, float* out);
 
-// acc[j] = sum_k w[k] * rows[k][j] for j < len.
+// acc[j] = sum_k w[k] * rows[k][j] for j < len (len in samples).
 void accumulate_rows(const std::uint8_t* const* rows, const float* w, int n, int len, float* acc);
+void accumulate_rows(const std::uint16_t* const* rows, const float* w, int n, int len, float* acc);
 
 }  // namespace torchinfer

@@ -41,7 +41,13 @@ std::size_t frame_bytes(const OwnedFrame& f) {
     case PixelFormat::kI420:
       return static_cast<std::size_t>(v.width) * v.height * 3 / 2;
     case PixelFormat::kYUY2:
+    case PixelFormat::kGRAY16_LE:
       return static_cast<std::size_t>(v.width) * v.height * 2;
+    case PixelFormat::kBayerRGGB:
+    case PixelFormat::kBayerBGGR:
+    case PixelFormat::kBayerGRBG:
+    case PixelFormat::kBayerGBRG:
+      return static_cast<std::size_t>(v.width) * v.height;
     default:
       return static_cast<std::size_t>(v.width) * v.height * 3;
   }
@@ -74,6 +80,16 @@ void reference_chain(const OwnedFrame& f, const PreprocessOptions& o, cv::Mat& r
                           y * (v.width / 2),
                       v.planes[p] + y * v.strides[p], v.width / 2);
       cv::cvtColor(packed, rgb, cv::COLOR_YUV2RGB_I420);
+      break;
+    }
+    case PixelFormat::kBayerBGGR:  // a full-size demosaic first, as bayer2rgb does
+      cv::cvtColor(cv::Mat(v.height, v.width, CV_8UC1, p0, v.strides[0]), rgb,
+                   cv::COLOR_BayerBG2RGB);
+      break;
+    case PixelFormat::kGRAY16_LE: {  // to 8 bits, then to 3 channels
+      static cv::Mat gray;
+      cv::Mat(v.height, v.width, CV_16UC1, p0, v.strides[0]).convertTo(gray, CV_8U, 1 / 257.0);
+      cv::cvtColor(gray, rgb, cv::COLOR_GRAY2RGB);
       break;
     }
     default:
@@ -144,6 +160,12 @@ CASE(I420_1280x720_to_224, PixelFormat::kI420, 1280, 720, 224, 224, false);
 CASE(RGB_1280x720_to_224, PixelFormat::kRGB, 1280, 720, 224, 224, false);
 CASE(YUY2_1920x1080_to_640_letterbox, PixelFormat::kYUY2, 1920, 1080, 640, 640, true);
 CASE(NV12_1920x1080_to_640_letterbox, PixelFormat::kNV12, 1920, 1080, 640, 640, true);
+// Machine-vision cameras: 5 MP and 2.3 MP Bayer (the lattice path), a
+// 300x300 Bayer object crop's worth (the bilinear path) and 16-bit mono.
+CASE(BayerBG_2448x2048_to_224, PixelFormat::kBayerBGGR, 2448, 2048, 224, 224, false);
+CASE(BayerBG_1920x1200_to_224, PixelFormat::kBayerBGGR, 1920, 1200, 224, 224, false);
+CASE(BayerBG_300x300_to_224, PixelFormat::kBayerBGGR, 300, 300, 224, 224, false);
+CASE(GRAY16_1920x1200_to_224, PixelFormat::kGRAY16_LE, 1920, 1200, 224, 224, false);
 
 }  // namespace
 

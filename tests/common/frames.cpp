@@ -88,7 +88,45 @@ int packed_layout(PixelFormat f, int idx[4]) {
 
 }  // namespace
 
+namespace {
+
+// Bayer and 16-bit mono: one plane of w samples per row.
+OwnedFrame make_camera_frame(const cv::Mat& rgb, PixelFormat format, int stride) {
+  OwnedFrame f;
+  const int w = rgb.cols, h = rgb.rows;
+  const PixelLayout& L = layout_of(format);
+  const int row_bytes = w * L.plane_bpp[0];
+  const int s = std::max(stride, row_bytes) + (std::max(stride, row_bytes) & 1);
+  f.bytes.assign(static_cast<std::size_t>(s) * h + 64, 0xAB);
+  for (int y = 0; y < h; ++y) {
+    std::uint8_t* d = f.bytes.data() + static_cast<std::size_t>(y) * s;
+    for (int x = 0; x < w; ++x) {
+      const cv::Vec3b p = rgb.at<cv::Vec3b>(y, x);
+      if (L.kind == PixelLayout::kBayer) {
+        // The site's own colour, as the sensor's colour filter keeps it.
+        const int red_row = L.c[0].row, red_col = L.c[0].offset;
+        const bool rr = (y & 1) == red_row, rc = (x & 1) == red_col;
+        d[x] = rr && rc ? p[0] : !rr && !rc ? p[2] : p[1];
+      } else {  // GRAY16_LE: BT.601 luma at full 16-bit scale
+        const int v = std::lround((0.299 * p[0] + 0.587 * p[1] + 0.114 * p[2]) * 257.0);
+        d[2 * x] = static_cast<std::uint8_t>(v & 0xFF);
+        d[2 * x + 1] = static_cast<std::uint8_t>(v >> 8);
+      }
+    }
+  }
+  f.view.format = format;
+  f.view.width = w;
+  f.view.height = h;
+  f.view.planes[0] = f.bytes.data();
+  f.view.strides[0] = s;
+  return f;
+}
+
+}  // namespace
+
 OwnedFrame make_frame(const cv::Mat& rgb, PixelFormat format, int stride) {
+  if (is_bayer(format) || format == PixelFormat::kGRAY16_LE)
+    return make_camera_frame(rgb, format, stride);
   OwnedFrame f;
   const int w = rgb.cols, h = rgb.rows, cw = (w + 1) / 2, ch = (h + 1) / 2;
   auto px = [&](int y, int x) { return rgb.at<cv::Vec3b>(std::min(y, h - 1), std::min(x, w - 1)); };
@@ -206,6 +244,10 @@ cv::Mat reference_rgb(const FrameView& f) {
         o = cv::Vec3b::all(at(0, y, x));
         continue;
       }
+      if (f.format == PixelFormat::kGRAY16_LE) {
+        o = cv::Vec3b::all(sat((at(0, y, 2 * x) + 256 * at(0, y, 2 * x + 1)) / 257.0));
+        continue;
+      }
       double Y = 0, U = 0, V = 0;
       const int pair = (x / 2) * 4;
       switch (f.format) {
@@ -252,7 +294,16 @@ std::vector<float> reference_preprocess(const FrameView& f, const PreprocessOpti
 std::vector<float> reference_preprocess(const cv::Mat& full, PixelFormat format,
                                         const PreprocessOptions& o) {
   cv::Mat rgb = full;
-  if (o.crop.width > 0) {
+  if (is_bayer(format)) {  // whole 2x2 cells, both corners even
+    const int w = full.cols & ~1, h = full.rows & ~1;
+    int x0 = 0, y0 = 0, x1 = w, y1 = h;
+    if (o.crop.width > 0) {
+      x0 = o.crop.x & ~1, y0 = o.crop.y & ~1;
+      x1 = std::min(w, (o.crop.x + o.crop.width + 1) & ~1);
+      y1 = std::min(h, (o.crop.y + o.crop.height + 1) & ~1);
+    }
+    rgb = full(cv::Rect(x0, y0, x1 - x0, y1 - y0));
+  } else if (o.crop.width > 0) {
     const bool sub2 = is_yuv(format);
     const bool sub_y = format != PixelFormat::kYUY2 && format != PixelFormat::kUYVY && sub2;
     const int x0 = sub2 ? o.crop.x / 2 * 2 : o.crop.x, y0 = sub_y ? o.crop.y / 2 * 2 : o.crop.y;

@@ -16,7 +16,8 @@ namespace torchinfer::test {
 cv::Mat make_rgb_image(int width, int height, unsigned seed);
 
 // A frame in `format` made from an RGB image (YUV: BT.601 limited range,
-// chroma averaged over its 2x1 or 2x2 block), each plane's rows padded to
+// chroma averaged over its 2x1 or 2x2 block; Bayer: each pixel keeps its
+// site's colour; GRAY16_LE: BT.601 luma x 257), each plane's rows padded to
 // at least `stride` bytes (0 = tight) and filled with junk past the row.
 struct OwnedFrame {
   std::vector<std::uint8_t> bytes;
@@ -29,8 +30,9 @@ OwnedFrame make_frame(const cv::Mat& rgb, PixelFormat format, int stride = 0);
 // what cv::cvtColor does; it also handles odd sizes).
 cv::Mat reference_rgb(const FrameView& f);
 
-// Reference chain: reference_rgb -> resize (area when shrinking, linear when
-// growing, per axis, in float) -> normalise; NHWC floats in `o`'s layout.
+// Reference chain (Bayer: from the RGB the mosaic was made from, over the
+// region of whole 2x2 cells the preprocessor reads): reference_rgb -> resize (area when shrinking,
+// linear when growing, per axis, in float) -> normalise; NHWC floats in `o`'s layout.
 std::vector<float> reference_preprocess(const FrameView& f, const PreprocessOptions& o);
 // Same, from an already converted reference_rgb(f) (saves time in big tests).
 std::vector<float> reference_preprocess(const cv::Mat& rgb, PixelFormat format,

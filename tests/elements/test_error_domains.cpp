@@ -320,10 +320,12 @@ TEST(ErrorDomains, TorchPublishInconsistentSettingsAreSettings) {
 
 // torchoverlay raises no error a pipeline can provoke (its caps admit exactly
 // the formats it draws on); what it accepts is the core's format table.
-TEST(ErrorDomains, TorchOverlayAcceptsExactlyTheCoreFormats) {
+// The 8-bit formats of the core's table: no Bayer or 16-bit mono (draw on
+// a converted branch); torchinfer's template adds those.
+TEST(ErrorDomains, TorchOverlayAcceptsExactlyTheDrawableFormats) {
   GstElement* e = gst_element_factory_make("torchoverlay", nullptr);
   ASSERT_NE(e, nullptr);
-  GstCaps* want = gst::supported_video_caps();
+  GstCaps* want = gst::drawable_video_caps();
   for (const char* name : {"sink", "src"}) {
     GstPadTemplate* t = gst_element_get_pad_template(e, name);
     ASSERT_NE(t, nullptr) << name;
@@ -336,6 +338,18 @@ TEST(ErrorDomains, TorchOverlayAcceptsExactlyTheCoreFormats) {
       "{ YUY2, UYVY, NV12, NV21, I420, YV12, RGB, BGR, RGBx, BGRx, xRGB, xBGR, RGBA, BGRA, ARGB, "
       "ABGR, GRAY8 }"));
   EXPECT_TRUE(gst_caps_is_equal(want, gst_made));
+  GstCaps* all = gst::supported_video_caps();
+  GstCaps* camera = gst_caps_from_string(
+      GST_VIDEO_CAPS_MAKE("{ YUY2, UYVY, NV12, NV21, I420, YV12, RGB, BGR, RGBx, BGRx, xRGB, xBGR, "
+                          "RGBA, BGRA, ARGB, ABGR, GRAY8, GRAY16_LE }") "; video/x-bayer, "
+                                                                        "format=(string){ rggb, "
+                                                                        "bggr, grbg, gbrg }, "
+                                                                        "width=" GST_VIDEO_SIZE_RANGE
+                                                                        ", height=" GST_VIDEO_SIZE_RANGE
+                                                                        ", framerate=" GST_VIDEO_FPS_RANGE);
+  EXPECT_TRUE(gst_caps_is_equal(all, camera)) << gst_caps_to_string(all);
+  gst_caps_unref(camera);
+  gst_caps_unref(all);
   gst_caps_unref(gst_made);
   gst_caps_unref(want);
   gst_object_unref(e);

@@ -410,7 +410,7 @@ TEST(TorchInferErrors, RefusesUnsupportedCaps) {
   GstPad* sink = gst_element_get_static_pad(e, "sink");
   for (const char* caps :
        {"video/x-raw,format=NV16,width=64,height=48",
-        "video/x-bayer,format=rggb,width=64,height=48",
+        "video/x-bayer,format=rggb16le,width=64,height=48",  // 8-bit Bayer only
         "audio/x-raw,format=S16LE,rate=48000,channels=1", "image/jpeg,width=64,height=48"}) {
     GstCaps* c = gst_caps_from_string(caps);
     EXPECT_FALSE(gst_pad_query_accept_caps(sink, c)) << caps;

@@ -66,6 +66,7 @@ const ExpectedProperty kExpected[] = {
     {"reclassify-interval", "gint", 'r'},
     {"preprocess-on", "GstTorchInferPreprocessOn", 'r'},
     {"lanes", "gint", 'r'},
+    {"input-bits", "gint", 'r'},
 };
 
 // A valid value, different from the default, for each string property.
@@ -113,7 +114,7 @@ TEST(TorchInferProperties, EveryWritablePropertyRoundTrips) {
   GstElement* e = make();
   WarningCatcher w;
   const int written = round_trip_writable(e, kStringValues);
-  EXPECT_EQ(written, 37);
+  EXPECT_EQ(written, 38);
   EXPECT_TRUE(w.messages().empty()) << w.messages().front();
   gst_object_unref(e);
 }
@@ -124,7 +125,7 @@ TEST(TorchInferPropertiesErrors, ReadyOnlyPropertiesRefusedWhilePlaying) {
   GstHarness* h = torchinfer_harness("model=" + model("tiny_classifier.pt"),
                                      "video/x-raw,format=RGB,width=640,height=480,framerate=30/1");
   ASSERT_NE(h, nullptr);
-  EXPECT_EQ(expect_ready_only_refused(h->element, kStringValues), 36);
+  EXPECT_EQ(expect_ready_only_refused(h->element, kStringValues), 37);
   gst_harness_teardown(h);
 }
 
@@ -177,8 +178,8 @@ TEST(TorchInferPropertiesErrors, OutOfRangeNumbersKeepThePreviousValue) {
   }
   // input-width/height, scale, top-k, pad-value, warmup, threads, batch-size,
   // batch-timeout, inference-interval, min-object-size, object-padding,
-  // reclassify-interval, lanes
-  EXPECT_EQ(tried, 14);
+  // reclassify-interval, lanes, input-bits
+  EXPECT_EQ(tried, 15);
   gst_object_unref(e);
 }
 

@@ -18,7 +18,7 @@
 #include "batching/in_order_queue.h"
 #include "common/error.h"
 #include "common/stream_stats.h"
-#include "engine/run_here.h"
+#include "engine/engine_thread.h"
 #include "model/model_registry.h"
 
 using namespace torchinfer;
@@ -233,21 +233,25 @@ TEST(Batcher, LargeBatchesKeepFewerBuffers) {
   EXPECT_EQ(Batcher(fake.make(), one).options().buffers, 1) << "a smaller choice is kept";
 }
 
-TEST(Batcher, ForwardRunsOnTheWorkerThreadInARunInferenceHereScope) {
+// A lane that names its own thread (LoadedModel::post, an engine's thread
+// in the element) runs every batch there: its worker is that thread.
+TEST(Batcher, ForwardRunsOnTheLanesOwnThread) {
   std::mutex mu;
-  std::set<std::thread::id> threads;
-  int outside = 0;
+  std::multiset<std::thread::id> threads;
   FakeModel fake;
+  EngineThread own;
+  std::thread::id own_id;
+  own.call([&] { own_id = std::this_thread::get_id(); });
   auto model = std::const_pointer_cast<LoadedModel>(fake.make());
   auto record = model->run;
   model->run = [&, record](const void* data, int n) {
     {
       std::lock_guard<std::mutex> lk(mu);
       threads.insert(std::this_thread::get_id());
-      if (!RunInferenceHere::active()) ++outside;
     }
     return record(data, n);
   };
+  model->post = [&own](std::function<void()> fn) { return own.post(std::move(fn)); };
   Results res;
   {
     Batcher b(model, opts(2, 1ms));
@@ -255,13 +259,69 @@ TEST(Batcher, ForwardRunsOnTheWorkerThreadInARunInferenceHereScope) {
     b.submit_partial();
     res.wait_for(9);
   }
-  EXPECT_FALSE(RunInferenceHere::active()) << "the caller's thread is not in the scope";
-  EXPECT_EQ(outside, 0);
-  ASSERT_EQ(threads.size(), 1u) << "every batch on the one worker thread";
-  EXPECT_NE(*threads.begin(), std::this_thread::get_id());
+  EXPECT_EQ(threads.size(), 5u);
+  EXPECT_EQ(threads.count(own_id), 5u) << "every batch on the lane's own thread";
   for (int i = 0; i < 9; ++i) EXPECT_EQ(res.got[i].first, i);
   ASSERT_EQ(fake.batches.size(), 5u);
   EXPECT_EQ(fake.batches[4], (std::vector<int>{8}));
+  // The batcher's loop ended with it: the thread takes other work again.
+  bool ran = false;
+  own.call([&] { ran = true; });
+  EXPECT_TRUE(ran);
+}
+
+// A reload moves the work to the new model's own thread; batches filled for
+// the old model still run on the old one's, in fill order.
+TEST(Batcher, AReloadRunsEachModelsBatchesOnItsOwnThread) {
+  FakeModel fake;
+  EngineThread first, second;
+  std::thread::id first_id, second_id;
+  first.call([&] { first_id = std::this_thread::get_id(); });
+  second.call([&] { second_id = std::this_thread::get_id(); });
+  std::mutex mu;
+  std::vector<std::pair<int, std::thread::id>> ran;  // (generation, thread)
+  auto make = [&](int generation, EngineThread& thread) {
+    auto m = std::const_pointer_cast<LoadedModel>(fake.make(generation));
+    auto record = m->run;
+    m->run = [&, record, generation](const void* data, int n) {
+      {
+        std::lock_guard<std::mutex> lk(mu);
+        ran.emplace_back(generation, std::this_thread::get_id());
+      }
+      return record(data, n);
+    };
+    m->post = [&thread](std::function<void()> fn) { return thread.post(std::move(fn)); };
+    m->batch_ms = 1;  // measured: batches may queue behind the held one
+    return m;
+  };
+  Results res;
+  {
+    Batcher b(make(1, first), opts(2));
+    {
+      std::lock_guard<std::mutex> lk(fake.mu);
+      fake.hold = true;
+    }
+    put(b, 0, res);
+    put(b, 1, res);  // batch {0,1} runs on the old model, held
+    fake.wait_inside(1);
+    put(b, 2, res);
+    put(b, 3, res);  // {2,3} queued for the old model
+    put(b, 4, res);  // {4} filling: closed by the reload, still the old model's
+    b.replace_model(make(2, second));
+    put(b, 5, res);
+    put(b, 6, res);  // {5,6}: the new model's
+    fake.release();
+    res.wait_for(7);
+  }
+  ASSERT_EQ(ran.size(), 4u);
+  const std::vector<std::pair<int, std::thread::id>> expected{
+      {1, first_id}, {1, first_id}, {1, first_id}, {2, second_id}};
+  EXPECT_EQ(ran, expected);
+  EXPECT_EQ(fake.batches, (std::vector<std::vector<int>>{{0, 1}, {2, 3}, {4}, {5, 6}}));
+  for (int i = 0; i < 7; ++i) {
+    EXPECT_EQ(res.got[i].first, i) << "one lane: results in fill order across the switch";
+    EXPECT_EQ(res.got[i].second.model->generation, i < 5 ? 1 : 2);
+  }
 }
 
 TEST(Batcher, ForwardErrorReachesEveryFrame) {

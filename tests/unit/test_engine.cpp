@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <numeric>
 #include <set>
@@ -18,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 using namespace torchinfer;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -253,7 +255,9 @@ TEST(EngineThreads, ThreadCountDefaultsAndOverride) {
   EXPECT_EQ(parse_cpu_list(cpus_allowed_of(current_tid())), allowed_cpus());
 }
 
-TEST(EngineThreads, RunInferenceHereRunsOnTheCallerPinnedWithTheSameResults) {
+// A batcher's loop is posted onto the engine's thread: run() from there needs
+// no hand-off, and that thread is thread 0 of the team pinned at load.
+TEST(EngineThreads, WorkPostedToTheEngineRunsOnItsPinnedThread) {
   const auto allowed = allowed_cpus();
   const std::string core = std::to_string(allowed.back());
   EngineOptions o = opts("tiny_classifier.pt", 48, 32);
@@ -262,74 +266,67 @@ TEST(EngineThreads, RunInferenceHereRunsOnTheCallerPinnedWithTheSameResults) {
   Engine e(o);
   AlignedBuffer in = floats(2 * 32 * 48 * 3);
   fill_ramp(in);
-  const std::vector<float> on_engine_thread = [&] {
-    auto out = e.run(in.data(), 2);
+  auto values = [](const std::shared_ptr<const BatchOutput>& out) {
     const TensorView& v = out->tensors()[0];
     const float* p = static_cast<const float*>(v.data);
     return std::vector<float>(p, p + v.bytes / sizeof(float));
-  }();
-  std::vector<float> here;
-  std::string affinity_before, affinity_after;
-  bool active_inside = false, nested_refused = false;
-  std::thread caller([&] {
-    affinity_before = cpus_allowed_of(current_tid());
-    {
-      RunInferenceHere scope;
-      active_inside = RunInferenceHere::active();
-      try {
-        RunInferenceHere nested;
-      } catch (const Error& err) {
-        nested_refused = err.kind() == ErrorKind::kInvalidArgument;
-      }
-      for (int i = 0; i < 2; ++i) {
-        auto out = e.run(in.data(), 2);
-        const TensorView& v = out->tensors()[0];
-        const float* p = static_cast<const float*>(v.data);
-        here.assign(p, p + v.bytes / sizeof(float));
-      }
-      affinity_after = cpus_allowed_of(current_tid());
-    }
-    EXPECT_FALSE(RunInferenceHere::active());
-  });
-  caller.join();
-  EXPECT_TRUE(active_inside);
-  EXPECT_TRUE(nested_refused);
-  EXPECT_EQ(parse_cpu_list(affinity_before), allowed) << "not pinned before its first run()";
-  // The caller is thread 0 of its own team: pinned to the engine's core.
-  EXPECT_EQ(affinity_after, core);
-  EXPECT_EQ(here, on_engine_thread);
-  // The engine's own team is what EngineInfo names, unchanged.
+  };
+  const std::vector<float> handed_over = values(e.run(in.data(), 2));
+  std::vector<float> posted;
+  int tid = 0, calls = 0;
+  std::string affinity;
+  e.post([&] {
+     tid = current_tid();
+     affinity = cpus_allowed_of(tid);
+     for (int i = 0; i < 2; ++i) posted = values(e.run(in.data(), 2));
+     e.parallel_for(3, [&](int, int worker) { calls += worker == 0; });
+   }).get();
   ASSERT_EQ(e.info().thread_ids.size(), 1u);
-  EXPECT_EQ(cpus_allowed_of(e.info().thread_ids[0]), core);
-  // Its own thread still runs batches handed to it, and buffers it zeroes.
-  auto again = e.run(in.data(), 2);
-  const float* p = static_cast<const float*>(again->tensors()[0].data);
-  EXPECT_EQ(std::vector<float>(p, p + on_engine_thread.size()), on_engine_thread);
-  AlignedBuffer more = floats(64);
-  std::fill(more.data<float>(), more.data<float>() + 64, 1.f);
-  e.first_touch(more.data(), more.bytes());
-  EXPECT_EQ(std::count(more.data<float>(), more.data<float>() + 64, 0.f), 64);
+  EXPECT_EQ(tid, e.info().thread_ids[0]) << "the engine's own thread, not another team";
+  EXPECT_EQ(affinity, core);
+  EXPECT_EQ(posted, handed_over);
+  EXPECT_EQ(calls, 3);
+  EXPECT_EQ(parse_cpu_list(cpus_allowed_of(current_tid())), allowed) << "the caller is not pinned";
 }
 
-TEST(EngineThreads, RunInferenceHereReleasesTheEngineThreadsIdleTeam) {
+// first_touch never waits for the engine's thread, which a batcher's loop
+// holds for as long as the batcher lives.
+TEST(EngineThreads, FirstTouchWorksWhileALoopHoldsTheEngineThread) {
+  EngineOptions o = opts("tiny_classifier.pt", 48, 32);
+  o.cores = std::to_string(allowed_cpus().back());
+  Engine e(o);
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::future<void> loop = e.post([released] { released.wait(); });
+  constexpr std::size_t kFloats = 3 * 1024 + 7;  // three pages and a bit
+  AlignedBuffer b = floats(kFloats);
+  std::fill(b.data<float>(), b.data<float>() + kFloats, 1.f);
+  e.first_touch(b.data(), kFloats * sizeof(float));
+  EXPECT_EQ(std::count(b.data<float>(), b.data<float>() + kFloats, 0.f),
+            static_cast<long>(kFloats));
+  EXPECT_EQ(loop.wait_for(0s), std::future_status::timeout) << "the loop still holds the thread";
+  release.set_value();
+  loop.get();
+}
+
+// The last owner may let go on the engine's own thread (a batcher loop
+// holding the last reference to a replaced model): the model is freed there
+// and the thread and its OpenMP team end once the loop returns.
+TEST(EngineThreads, DestroyedOnItsOwnThreadEndsWithItsTeam) {
   EngineOptions o = opts("tiny_classifier.pt", 48, 32);
   o.threads = 2;  // a team of 2 on any machine
-  Engine e(o);
-  ASSERT_EQ(e.info().thread_ids.size(), 2u);
-  const int helper = e.info().thread_ids[1];
+  auto e = std::make_shared<Engine>(o);
+  ASSERT_EQ(e->info().thread_ids.size(), 2u);
+  const int own = e->info().thread_ids[0], helper = e->info().thread_ids[1];
   EXPECT_NE(cpus_allowed_of(helper), "?") << "the engine team's helper runs";
-  AlignedBuffer in = floats(32 * 48 * 3);
-  std::thread caller([&] {
-    RunInferenceHere scope;
-    e.run(in.data(), 1);
-  });
-  caller.join();
-  // libgomp's pool threads exit once released; wait for it to happen.
-  for (int i = 0; i < 200 && cpus_allowed_of(helper) != "?"; ++i)
+  Engine* raw = e.get();
+  std::future<void> done = raw->post([keep = std::move(e)]() mutable { keep.reset(); });
+  ASSERT_EQ(done.wait_for(60s), std::future_status::ready) << "the destructor waited for itself";
+  done.get();
+  for (int i = 0; i < 200 && (cpus_allowed_of(own) != "?" || cpus_allowed_of(helper) != "?"); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  EXPECT_EQ(cpus_allowed_of(helper), "?") << "the idle team outlived the hand-over";
-  e.run(in.data(), 1);  // the engine thread builds its team again
-  EXPECT_EQ(e.info().thread_ids.size(), 2u);
+  EXPECT_EQ(cpus_allowed_of(own), "?") << "the engine's thread outlived it";
+  EXPECT_EQ(cpus_allowed_of(helper), "?") << "its team outlived it";
 }
 
 TEST(EngineThreads, Bf16OrFallbackIsExplained) {

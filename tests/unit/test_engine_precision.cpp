@@ -11,11 +11,14 @@
 
 #include "common/cpu_set.h"
 #include "common/error.h"
+#include "common/memory_error.h"
 #include "common/precision_choice.h"
 #include "common/sysinfo.h"
 #include "engine/engine.h"
 #include "model/model_loader.h"
 #include "test_paths.h"
+
+#include <torch/version.h>
 
 using namespace torchinfer;
 
@@ -260,6 +263,121 @@ TEST_F(EnginePrecisionCache, LanesRunTheFirstLanesChoice) {
   EXPECT_EQ(std::count(stages.begin(), stages.end(), "precision"), 1);
   EXPECT_EQ(std::count(stages.begin(), stages.end(), "read"), 2) << "lane 1 reports too";
   EXPECT_EQ(stages.back(), "timing");
+}
+
+// NNStreamer's LeNet-5 shape (issue 24): forward() converts its input back
+// to float32, so its bf16 copy meets bf16 weights with a float32 input. The
+// unfrozen copy raises; a frozen one took the process down in libtorch. The
+// copy is tried unfrozen before anything freezes or times it.
+EngineOptions casts_input(Precision p) {
+  EngineOptions o;
+  o.model_path = test::model_path("lenet_casts_input.pt");
+  o.input_width = 28;
+  o.input_height = 28;
+  o.channels = 1;
+  o.input_nhwc = true;
+  o.warmup_runs = 1;
+  o.threads = 1;
+  o.precision = p;
+  o.probe_bf16 = true;  // as an AVX512-BF16 CPU would, on any CPU
+  return o;
+}
+
+void expect_bf16_refused(const EngineOptions& o, const std::string& what) {
+  try {
+    Engine e(o);
+    ADD_FAILURE() << what << ": loaded as " << to_string(e.info().precision);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kConfigInvalid) << e.what();
+    const std::string m = e.what();
+    for (const char* part :
+         {"precision=bf16: model '", "lenet_casts_input.pt': the model does not run in bfloat16 (",
+          "should be the same", "its forward() converts its input back to float32",
+          "; use precision=fp32 or auto"})
+      EXPECT_NE(m.find(part), std::string::npos) << what << ": no '" << part << "' in " << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  }
+}
+
+TEST_F(EnginePrecisionCache, Bf16OnAModelThatCastsItsInputIsRefusedWithTheReason) {
+  expect_bf16_refused(casts_input(Precision::kBf16), "precision=bf16");
+  EngineOptions lane = casts_input(Precision::kBf16);
+  lane.precision_decided = true;  // a later lane converts without timing: still tried first
+  expect_bf16_refused(lane, "decided bf16");
+  EXPECT_NE(access(dir.c_str(), F_OK), 0) << "nothing cached";
+}
+
+TEST_F(EnginePrecisionCache, AutoOnAModelThatCastsItsInputRunsFp32AndSaysWhy) {
+  for (int i = 0; i < 2; ++i) {
+    Engine e(casts_input(Precision::kAuto));
+    const EngineInfo& info = e.info();
+    EXPECT_EQ(info.precision, Precision::kFp32);
+    EXPECT_EQ(info.precision_note.rfind("auto: fp32 (bf16 refused: the model does not run in "
+                                        "bfloat16 (",
+                                        0),
+              0u)
+        << info.precision_note;
+    EXPECT_NE(info.precision_note.find("converts its input back to float32"), std::string::npos)
+        << info.precision_note;
+    EXPECT_EQ(info.bf16_ms, 0) << "refused before any timing";
+    EXPECT_FALSE(info.precision_from_cache) << "a refusal is not cached";
+    EXPECT_EQ(info.precision_cache_file, "");
+    // fp32 runs: all zeros is nearest to the template of "1" (two strokes).
+    std::vector<float> in(28 * 28, 0.f);
+    const auto out = e.run(in.data(), 1);
+    ASSERT_EQ(out->tensors()[0].dtype, DType::kUInt8);
+    const auto* p = static_cast<const std::uint8_t*>(out->tensors()[0].data);
+    EXPECT_EQ(std::max_element(p, p + 10) - p, 1);
+  }
+}
+
+// A cache file saying bf16 (written on another start, or by hand) is
+// tried like any bf16 copy: refused, decided again, fp32.
+TEST_F(EnginePrecisionCache, ACachedBf16ThatCannotRunIsDecidedAgain) {
+  const EngineOptions o = casts_input(Precision::kAuto);
+  PrecisionKey key;
+  hash_model_file(o.model_path, &key);
+  key.cpu_model = read_cpuinfo().model_name;
+  key.threads = 1;
+  key.batch = 1;
+  key.torch_version = TORCH_VERSION;
+  PrecisionDecision d;
+  d.bf16 = true;
+  d.fp32_ms = 2;
+  d.bf16_ms = 1;
+  d.reason = "bf16: written by the test";
+  std::string note;
+  ASSERT_NE(write_cached_decision(dir, key, d, &note), "") << note;
+  Engine e(o);
+  EXPECT_EQ(e.info().precision, Precision::kFp32);
+  EXPECT_FALSE(e.info().precision_from_cache);
+  EXPECT_NE(e.info().precision_note.find("cached bf16 no longer runs (the model does not run in "
+                                         "bfloat16 ("),
+            std::string::npos)
+      << e.info().precision_note;
+}
+
+// The fp32/bf16 timing runs at the full batch: a batch no memory holds is
+// named by its settings and bytes, not left to a bare std::bad_alloc
+// (which the element reported as "Out of memory while loading model (corrupt file?)").
+TEST_F(EnginePrecisionCache, OutOfMemoryAtTheBf16TimingNamesTheSettings) {
+  EngineOptions o = auto_opts();
+  o.model_path = test::model_path("identity.pt");
+  o.input_width = 1024;
+  o.input_height = 1024;
+  o.warmup_batch_sizes = {1};
+  o.precision_batch = 2000000000;  // 25 PB of input: no machine has it
+  try {
+    Engine e(o);
+    ADD_FAILURE() << "loaded: " << e.info().precision_note;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kConfigInvalid) << e.what();
+    EXPECT_EQ(std::string(e.what()),
+              "model '" + o.model_path +
+                  "': out of memory at the fp32/bf16 timing: input_width 1024 x input_height "
+                  "1024 x batch-size 2000000000 (3 channels) needs 25165824000000000 bytes for "
+                  "the input batch alone; lower batch-size or input_width/input_height");
+  }
 }
 
 }  // namespace

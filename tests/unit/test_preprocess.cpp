@@ -369,19 +369,39 @@ TEST(PreprocessOptions, SlotSizeFollowsTheOutputType) {
 // Every format: GStreamer's name, and a layout whose components lie within
 // the plane bytes of one (pair of) pixel(s).
 TEST(PixelFormatTable, NamesAndLayoutsAreConsistent) {
-  const char* names[] = {"YUY2", "UYVY", "NV12", "NV21", "I420", "YV12", "RGB",  "BGR",  "RGBx",
-                         "BGRx", "xRGB", "xBGR", "RGBA", "BGRA", "ARGB", "ABGR", "GRAY8"};
+  const char* names[] = {"YUY2",  "UYVY",      "NV12", "NV21", "I420", "YV12", "RGB",  "BGR",
+                         "RGBx",  "BGRx",      "xRGB", "xBGR", "RGBA", "BGRA", "ARGB", "ABGR",
+                         "GRAY8", "GRAY16_LE", "rggb", "bggr", "grbg", "gbrg"};
   ASSERT_EQ(kPixelFormats.size(), std::size(names));
   for (std::size_t i = 0; i < kPixelFormats.size(); ++i) {
     const PixelFormat f = kPixelFormats[i].format;
     EXPECT_STREQ(to_string(f), names[i]);
     const PixelLayout& L = layout_of(f);
-    EXPECT_EQ(is_yuv_or_gray(f), L.kind != PixelLayout::kRGB) << names[i];
+    EXPECT_EQ(is_yuv_or_gray(f), L.kind == PixelLayout::kYUV || L.kind == PixelLayout::kGray)
+        << names[i];
+    // Offsets in samples within one (pair of) pixel(s); Bayer: within a cell.
+    const int span = L.kind == PixelLayout::kBayer ? 2 : L.plane_bpp[0] / L.sample_bytes;
     for (const Component& c : L.c) {
       ASSERT_LT(c.plane, L.n_planes) << names[i];
-      EXPECT_LT(c.offset, L.plane_bpp[c.plane]) << names[i];
+      EXPECT_LT(c.offset, c.plane == 0 ? span : L.plane_bpp[c.plane]) << names[i];
+      EXPECT_LT(c.row, L.kind == PixelLayout::kBayer ? 2 : 1) << names[i];
     }
+    EXPECT_EQ(overlay_draws(f), L.kind != PixelLayout::kBayer && L.sample_bytes == 1) << names[i];
   }
+  // Bayer: R and B diagonal in the cell, G beside R; crops in whole cells.
+  for (PixelFormat f : {PixelFormat::kBayerRGGB, PixelFormat::kBayerBGGR, PixelFormat::kBayerGRBG,
+                        PixelFormat::kBayerGBRG}) {
+    const PixelLayout& L = layout_of(f);
+    EXPECT_TRUE(is_bayer(f));
+    EXPECT_EQ(L.c[2].row, 1 - L.c[0].row);
+    EXPECT_EQ(L.c[2].offset, 1 - L.c[0].offset);
+    EXPECT_EQ(L.c[1].row, L.c[0].row);
+    EXPECT_EQ(L.x_align, 2);
+    EXPECT_EQ(L.y_align, 2);
+  }
+  EXPECT_EQ(layout_of(PixelFormat::kBayerGRBG).c[0].offset, 1);  // G R / B G
+  EXPECT_EQ(layout_of(PixelFormat::kBayerGBRG).c[0].row, 1);     // G B / R G
+  EXPECT_EQ(layout_of(PixelFormat::kGRAY16_LE).sample_bytes, 2);
   EXPECT_EQ(layout_of(PixelFormat::kGRAY8).kind, PixelLayout::kGray);
   EXPECT_EQ(layout_of(PixelFormat::kYV12).c[1].plane, 2);  // Y, V, U
   EXPECT_EQ(layout_of(PixelFormat::kUYVY).c[0].offset, 1);
