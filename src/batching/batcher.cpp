@@ -46,6 +46,14 @@ Batcher::Batcher(std::shared_ptr<const LoadedModel> model, BatcherOptions option
     if (!model_->lane(i).run)
       throw Error(ErrorKind::kInvalidArgument, "batcher needs a runnable model in every lane");
   batches_.resize(opts_.buffers);
+  // A buffer first opened long after start (a third one behind two busy
+  // lanes) must not allocate its bookkeeping on a streaming thread.
+  for (Batch& b : batches_) {
+    b.callbacks.reserve(opts_.batch_size);
+    b.prepares.reserve(opts_.batch_size);
+    b.keeps.reserve(opts_.batch_size);
+    b.commit_times.reserve(opts_.batch_size);
+  }
   closed_.reserve(opts_.buffers);
   lane_epoch_.assign(lanes_, -1);
   std::lock_guard<std::mutex> lk(mu_);
