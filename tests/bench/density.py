@@ -73,7 +73,10 @@ def probe(args, model, batch, n, frames):
         if detector:
             cmd += ["!", "torchnms", f"name=nms{i}", "stats-interval=100000000"]
         cmd += ["!", "fakesink", "sync=true"]
-    env = dict(os.environ, GST_PLUGIN_PATH=os.path.join(args.build, "plugin"))
+    # A registry per build: with one shared registry, a second build's plugin
+    # of the same name is not loaded (A/B between two builds).
+    env = dict(os.environ, GST_PLUGIN_PATH=os.path.join(args.build, "plugin"),
+               GST_REGISTRY=os.path.join(args.build, "density-registry.bin"))
     rc, stdout, wall, cores_used = run_sampled(cmd, env)
     if rc != 0:
         raise RuntimeError(f"density probe failed ({rc}): n={n} batch={batch} {model}")
