@@ -168,4 +168,21 @@ int expect_defaults(GstElement* e) {
   return compared;
 }
 
+std::vector<std::string> unknown_id_warnings(GstElement* e, bool write, bool read) {
+  GParamSpec* p = g_param_spec_int("no-such-property", "x", "x", 0, 10, 0, G_PARAM_READWRITE);
+  g_param_spec_ref_sink(p);
+  GValue v = G_VALUE_INIT;
+  g_value_init(&v, G_TYPE_INT);
+  std::vector<std::string> out;
+  {
+    WarningCatcher w;
+    if (write) G_OBJECT_GET_CLASS(e)->set_property(G_OBJECT(e), 999, &v, p);
+    if (read) G_OBJECT_GET_CLASS(e)->get_property(G_OBJECT(e), 999, &v, p);
+    out = w.messages();
+  }
+  g_value_unset(&v);
+  g_param_spec_unref(p);
+  return out;
+}
+
 }  // namespace torchinfer::test

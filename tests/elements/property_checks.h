@@ -49,6 +49,10 @@ int expect_ready_only_refused(GstElement* running,
 // Returns how many were set.
 int expect_playing_accepted(GstElement* running, const std::map<std::string, std::string>& strings);
 
+// The warnings from writing (write) and then reading (read) property id 999,
+// which the element never installed ('no-such-property', an int).
+std::vector<std::string> unknown_id_warnings(GstElement* e, bool write, bool read);
+
 // One row of an element's fixed property list. access: 'r' writable in
 // NULL/READY, 'p' also while PLAYING, 'o' read-only.
 struct ExpectedProperty {

@@ -185,18 +185,11 @@ TEST(TorchInferPropertiesErrors, OutOfRangeNumbersKeepThePreviousValue) {
 
 TEST(TorchInferPropertiesErrors, UnknownPropertyIdWarns) {
   GstElement* e = make();
-  GParamSpec* p = g_param_spec_int("no-such-property", "x", "x", 0, 10, 0, G_PARAM_READWRITE);
-  g_param_spec_ref_sink(p);
-  GValue v = G_VALUE_INIT;
-  g_value_init(&v, G_TYPE_INT);
-  {
-    WarningCatcher w;
-    G_OBJECT_GET_CLASS(e)->set_property(G_OBJECT(e), 999, &v, p);
-    ASSERT_EQ(w.messages().size(), 1u);
-    EXPECT_NE(w.messages()[0].find("999"), std::string::npos) << w.messages()[0];
-    EXPECT_NE(w.messages()[0].find("no-such-property"), std::string::npos) << w.messages()[0];
+  const std::vector<std::string> m = unknown_id_warnings(e, true, false);
+  EXPECT_EQ(m.size(), 1u);
+  if (!m.empty()) {
+    EXPECT_NE(m[0].find("999"), std::string::npos) << m[0];
+    EXPECT_NE(m[0].find("no-such-property"), std::string::npos) << m[0];
   }
-  g_value_unset(&v);
-  g_param_spec_unref(p);
   gst_object_unref(e);
 }
