@@ -51,7 +51,8 @@ void WarningCatcher::handler(const gchar*, GLogLevelFlags, const gchar* message,
   static_cast<WarningCatcher*>(self)->messages_.push_back(message);
 }
 
-GstHarness* torchinfer_harness(const std::string& props, const std::string& caps) {
+GstHarness* torchinfer_harness(const std::string& props, const std::string& caps,
+                               Upstream upstream) {
   const std::string line = "torchinfer " + props;
   GError* err = nullptr;
   GstElement* e = gst_parse_launch(line.c_str(), &err);
@@ -62,6 +63,8 @@ GstHarness* torchinfer_harness(const std::string& props, const std::string& caps
   }
   GstHarness* h = gst_harness_new_with_element(e, "sink", "src");
   gst_object_unref(e);
+  // Before the caps: torchinfer asks upstream whether it is live then.
+  gst_harness_set_live(h, upstream == Upstream::kLive);
   gst_harness_set_src_caps_str(h, caps.c_str());
   return h;
 }

@@ -44,8 +44,15 @@ class WarningCatcher {
   std::vector<std::string> messages_;
 };
 
+// Whether the harness answers upstream latency queries as a live source.
+// GstHarness is live by default, which makes torchinfer's drop-policy=auto
+// skip frames whenever the machine is slower than the test's pushes: tests
+// get a non-live upstream (auto = block) unless they test live behaviour.
+enum class Upstream { kNotLive, kLive };
+
 // A harness around torchinfer with the given properties (set before start).
-GstHarness* torchinfer_harness(const std::string& props, const std::string& caps);
+GstHarness* torchinfer_harness(const std::string& props, const std::string& caps,
+                               Upstream upstream = Upstream::kNotLive);
 
 // The video info of a caps string (the test fails if it is not video).
 GstVideoInfo info_of(const std::string& caps);

@@ -514,7 +514,8 @@ TEST(TorchInferBatching, SurvivesStateChangeStressWhileStreaming) {
 }
 
 TEST(TorchInferBatching, LatencyQueryAddsBatchWaitAndInference) {
-  GstHarness* h = torchinfer_harness(identity("batch-size=4 batch-timeout=50000"), kGray);
+  GstHarness* h =
+      torchinfer_harness(identity("batch-size=4 batch-timeout=50000"), kGray, Upstream::kLive);
   gst_harness_set_upstream_latency(h, 10 * GST_MSECOND);
   gst_harness_play(h);
   GstQuery* q = gst_query_new_latency();
@@ -528,6 +529,53 @@ TEST(TorchInferBatching, LatencyQueryAddsBatchWaitAndInference) {
   EXPECT_LT(min, 60 * GST_MSECOND + GST_SECOND);
   gst_query_unref(q);
   gst_harness_teardown(h);
+}
+
+// drop-policy=auto (the default) asks upstream at the caps: a live source
+// skips frames while the model is busy, any other source waits for it.
+namespace {
+
+FrameCounts push_four_to_a_busy_model(Upstream upstream, int* inferred) {
+  const GstVideoInfo info = info_of(kGray);
+  // ~0.25 s per frame; four frames arrive at once.
+  GstHarness* h = torchinfer_harness(
+      "model=" + model("slow_identity.pt") + " warmup=1 precision=fp32 batch-size=1", kGray,
+      upstream);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(gst_harness_push(h, frame(info, i)), GST_FLOW_OK);
+  gst_harness_push_event(h, gst_event_new_eos());
+  const guint out = buffers_at_eos(h);
+  *inferred = 0;
+  for (guint k = 0; k < out; ++k) {
+    GstBuffer* b = gst_harness_pull(h);
+    GstTorchTensorMeta* m = gst_buffer_get_torch_tensor_meta(b);
+    if (m && m->inferred) ++*inferred;
+    gst_buffer_unref(b);
+  }
+  const FrameCounts c = frame_counts(h->element);
+  EXPECT_TRUE(frames_add_up(c, Settled::kYes));
+  gst_harness_teardown(h);
+  return c;
+}
+
+}  // namespace
+
+TEST(TorchInferBatching, AutoDropPolicySkipsBusyFramesFromALiveSource) {
+  int inferred = 0;
+  const FrameCounts c = push_four_to_a_busy_model(Upstream::kLive, &inferred);
+  EXPECT_EQ(c.in, 4u);
+  EXPECT_GE(inferred, 1);
+  EXPECT_LT(inferred, 4) << "nothing skipped although the model was busy";
+  EXPECT_EQ(c.skipped_by[static_cast<std::size_t>(SkipReason::kBusy)], 4u - inferred);
+}
+
+TEST(TorchInferBatching, AutoDropPolicyWaitsForTheModelWithASourceThatIsNotLive) {
+  int inferred = 0;
+  const FrameCounts c = push_four_to_a_busy_model(Upstream::kNotLive, &inferred);
+  EXPECT_EQ(c.in, 4u);
+  EXPECT_EQ(inferred, 4);
+  EXPECT_EQ(c.inferred, 4u);
+  EXPECT_EQ(c.skipped, 0u);
+  EXPECT_EQ(c.dropped, 0u);
 }
 
 TEST(TorchInferBatching, LiveOverloadSkipsFramesCountsThemAndStaysBounded) {

@@ -421,6 +421,8 @@ TEST(TorchTrack, BehindTorchinferWithInferenceInterval) {
   const std::string line = "torchinfer inference-interval=3 model=" + model("yolo_candidates.pt") +
                            " ! torchnms ! torchtrack min-hits=1";
   GstHarness* h = gst_harness_new_parse(line.c_str());
+  // Not live, so drop-policy=auto waits for the model (see Upstream).
+  gst_harness_set_live(h, FALSE);
   const char* caps = "video/x-raw,format=RGB,width=640,height=512,framerate=30/1";
   gst_harness_set_src_caps_str(h, caps);
   const GstVideoInfo info = info_of(caps);
