@@ -24,6 +24,14 @@ cost being preprocessing (p50 of one camera alone, from the element's stats)
 p50 / B) + decode (torchnms p50, one camera alone); the bound is taken at
 the batch where it is highest.
 
+Saturated bound (--saturated-n N, issue 24's definition): N cameras with
+drop-policy=block, so every frame is inferred and the cores stay busy; the
+all-in CPU per frame (every thread of the process: sources, preprocessing,
+forward, decode, spinning) is the CPU time of a long run minus a short one
+over the frames between them, which cancels loading and warm-up; bound =
+cores x 1000 ms / (30 fps x that). It counts what the process really
+spends per frame, where the first bound adds up parts measured alone.
+
 Cores used: the process's CPU time over wall time in each probe's steady
 state (after 2 s). At the first N that fails it shows whether frames were
 skipped with cores to spare (item 2: skips only when the CPU is saturated)
@@ -142,6 +150,26 @@ def run_sampled(cmd, env, settle_s=2.0, every_s=0.25):
     return p.returncode, out[0] if out else "", wall, used
 
 
+def saturated_ms_per_frame(args, model, batch, n):
+    """All-in CPU ms per inferred frame, n cameras at drop-policy=block:
+    (CPU of a 3x run - CPU of a 1x run) / (frames of 3x - frames of 1x)."""
+    import resource
+    extra = args.extra
+    args.extra = f"{extra} drop-policy=block".strip()
+    got = []
+    try:
+        for k in (1, 3):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            r = probe(args, model, batch, n, int(args.duration * 30 * k))
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+            got.append((cpu, r["inferred"]))
+    finally:
+        args.extra = extra
+    (c1, f1), (c3, f3) = got
+    return 1000.0 * (c3 - c1) / max(f3 - f1, 1)
+
+
 def instance_cores(args, k):
     """--instances K splits --cores into K equal runs, instance k taking
     the k-th, with --threads / K threads."""
@@ -253,6 +281,9 @@ def main():
     ap.add_argument("--extra", default="",
                     help="more torchinfer properties, e.g. preprocess-on=streaming-thread")
     ap.add_argument("--fwd-iters", type=int, default=30)
+    ap.add_argument("--saturated-n", type=int, default=0,
+                    help="also measure the saturated bound with N cameras at drop-policy=block "
+                         "(0: not measured)")
     ap.add_argument("--json", default=os.path.join(ROOT, "build/bench-density.json"))
     ap.add_argument("--plots", default="", help="folder for density.png (none: no plot)")
     ap.add_argument("--ab", default="",
@@ -282,12 +313,16 @@ def main():
             fwd = forward_ms_per_frame(args, model, precision, b)
             cost = one["preprocess_p50"] + fwd + one["decode_p50"]
             bound = ncores * 1000.0 / (30.0 * cost)
+            sat_ms = (saturated_ms_per_frame(args, model, b, args.saturated_n)
+                      if args.saturated_n else 0.0)
             n, probes = search(args, model, b)
             at = probes.get(n)
             nxt = probes.get(n + 1)
             results.append({"model": name, "precision": precision, "batch": b, "density": n,
                             "preprocess_ms": one["preprocess_p50"], "forward_ms": fwd,
                             "decode_ms": one["decode_p50"], "bound": bound,
+                            "saturated_ms": sat_ms,
+                            "saturated_bound": ncores * 1000.0 / (30.0 * sat_ms) if sat_ms else 0.0,
                             "at": at, "next": nxt, "probes": list(probes.values())})
     best = {}
     for r in results:
@@ -365,8 +400,9 @@ def table(results, ncores):
            f"{os.getloadavg()[0]:.1f}",
            "| model | batch | density (cameras) | inferred at N | worst p99 at N (ms) | "
            "N+1: inferred, p99 | cores used at N, N+1 | preprocess + forward/frame + decode (core-ms) | "
-           "bound at this batch | bound (best batch) | density / bound |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+           "bound at this batch | bound (best batch) | density / bound | "
+           "saturated: all-in core-ms/frame, bound, density / bound |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         at, nx = r["at"], r["next"]
         at_s = (f"{100 * at['inferred_frac']:.1f} % | {at['p99_ms']:.1f}" if at else "– | –")
@@ -376,7 +412,9 @@ def table(results, ncores):
             f"| {r['model']} {r['precision']} | {r['batch']} | {r['density']} | {at_s} | {nx_s} | "
             f"{used} | "
             f"{r['preprocess_ms']:.2f} + {r['forward_ms']:.2f} + {r['decode_ms']:.3f} | "
-            f"{r['bound']:.1f} | {r['best_bound']:.1f} | {r['density'] / r['best_bound']:.2f} |")
+            f"{r['bound']:.1f} | {r['best_bound']:.1f} | {r['density'] / r['best_bound']:.2f} | "
+            + (f"{r['saturated_ms']:.2f}, {r['saturated_bound']:.1f}, "
+               f"{r['density'] / r['saturated_bound']:.2f} |" if r.get("saturated_ms") else "– |"))
     return "\n".join(out)
 
 
