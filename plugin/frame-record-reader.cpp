@@ -2,6 +2,7 @@
 
 #include <gst/video/video.h>
 
+#include <algorithm>
 #include <optional>
 
 #include "gst/torchinfer/torchinfer-meta.h"
@@ -41,6 +42,75 @@ std::string string_field(const GstStructure* s, const char* name) {
   return v ? v : "";
 }
 
+// The map rule the anomaly structure carries (torchinfer-meta.h).
+MapRule map_rule(const GstStructure* s) {
+  MapRule rule;
+  gst_structure_get_double(s, "map_threshold", &rule.threshold);
+  MinMaxNorm n;
+  if (gst_structure_get_double(s, "map_norm_threshold", &n.threshold) &&
+      gst_structure_get_double(s, "map_norm_min", &n.min) &&
+      gst_structure_get_double(s, "map_norm_max", &n.max))
+    rule.norm = n;
+  return rule;
+}
+
+// Boxes of the map's anomalous areas; none when the model gave no map.
+std::vector<AnomalyRegion> map_regions(const GstStructure* s, GstTorchTensorMeta* tm, double x0,
+                                       double y0, double x1, double y1) {
+  const gchar* name = gst_structure_get_string(s, "map");
+  const GstTorchTensor* t =
+      tm && name && *name ? gst_torch_tensor_meta_get_tensor(tm, name) : nullptr;
+  if (!t) return {};
+  TensorView v;
+  v.name = name;
+  v.dtype = from_gst_dtype(t->dtype);
+  v.dims.assign(t->dims, t->dims + std::min<guint>(t->n_dims, GST_TORCH_MAX_DIMS));
+  v.data = t->data;
+  v.bytes = t->size;
+  MapPlacement where;
+  where.input_width = static_cast<int>(tm->input_width);
+  where.input_height = static_cast<int>(tm->input_height);
+  where.scale_x = tm->transform.scale_x;
+  where.scale_y = tm->transform.scale_y;
+  where.offset_x = tm->transform.offset_x;
+  where.offset_y = tm->transform.offset_y;
+  where.clip_x0 = x0;
+  where.clip_y0 = y0;
+  where.clip_x1 = x1;
+  where.clip_y1 = y1;
+  return anomaly_regions(v, map_rule(s), where);
+}
+
+AnomalyRecord read_anomaly(const GstStructure* s) {
+  AnomalyRecord a;
+  gst_structure_get_double(s, "score", &a.score);
+  gst_structure_get_double(s, "raw_score", &a.raw_score);
+  gboolean anomalous = FALSE;
+  gst_structure_get_boolean(s, "anomalous", &anomalous);
+  a.anomalous = anomalous;
+  return a;
+}
+
+// torchinfer roi-list anomaly result (the first one: one anomaly model per part).
+void read_roi_anomaly(GstBuffer* buf, GstVideoRegionOfInterestMeta* roi, bool regions,
+                      DetectionRecord& rec) {
+  const GstStructure* s = gst_torch_roi_get_anomaly(roi, nullptr);
+  if (!s) return;
+  rec.anomaly = read_anomaly(s);
+  if (!regions) return;
+  GstTorchTensorMeta* tm =
+      gst_buffer_get_torch_tensor_meta_for_roi(buf, roi->id, gst_structure_get_string(s, "model"));
+  rec.anomaly->regions = map_regions(s, tm, roi->x, roi->y, static_cast<double>(roi->x) + roi->w,
+                                     static_cast<double>(roi->y) + roi->h);
+}
+
+void read_frame_anomaly(GstBuffer* buf, GstTorchTensorMeta* tm, bool regions, FrameRecord& r) {
+  const GstStructure* s = gst_buffer_get_torch_anomaly(buf);
+  if (!s) return;
+  r.anomaly = read_anomaly(s);
+  if (regions) r.anomaly->regions = map_regions(s, tm, 0, 0, tm->frame_width, tm->frame_height);
+}
+
 // torchinfer roi-list results: one "classification" param per classifier.
 void read_roi_classifications(GstVideoRegionOfInterestMeta* roi, DetectionRecord& rec) {
   gpointer state = nullptr;
@@ -59,7 +129,7 @@ void read_roi_classifications(GstVideoRegionOfInterestMeta* roi, DetectionRecord
 }
 
 // Every ROI meta with a "detection" param, in the order they were attached.
-void read_detections(GstBuffer* buf, FrameRecord& r) {
+void read_detections(GstBuffer* buf, bool anomaly_regions, FrameRecord& r) {
   gpointer iter = nullptr;
   while (GstMeta* m = gst_buffer_iterate_meta_filtered(
              buf, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
@@ -89,6 +159,7 @@ void read_detections(GstBuffer* buf, FrameRecord& r) {
       }
     }
     read_roi_classifications(reinterpret_cast<GstVideoRegionOfInterestMeta*>(m), rec);
+    read_roi_anomaly(buf, reinterpret_cast<GstVideoRegionOfInterestMeta*>(m), anomaly_regions, rec);
     r.detections.push_back(std::move(rec));
   }
 }
@@ -143,7 +214,8 @@ void StreamContext::on_event(GstEvent* event) {
   stream_id = id ? id : "";
 }
 
-FrameRecord read_frame_record(GstBuffer* buf, StreamContext& ctx, bool include_tensors) {
+FrameRecord read_frame_record(GstBuffer* buf, StreamContext& ctx, bool include_tensors,
+                              bool anomaly_regions) {
   FrameRecord r;
   r.frame_number = ctx.next_frame++;
   r.pts_ns = clock_time(GST_BUFFER_PTS(buf));
@@ -167,8 +239,9 @@ FrameRecord read_frame_record(GstBuffer* buf, StreamContext& ctx, bool include_t
     r.valid = m->valid;
     if (include_tensors) r.tensors = tensor_views(m);
     read_classification(buf, r);
+    read_frame_anomaly(buf, m, anomaly_regions, r);
   }
-  read_detections(buf, r);
+  read_detections(buf, anomaly_regions, r);
   read_track_events(buf, r);
   return r;
 }

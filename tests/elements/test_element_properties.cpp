@@ -61,10 +61,11 @@ const ElementProperties kElements[] = {
      {{"location", "gchararray", 'r'},
       {"include-tensors", "gboolean", 'p'},
       {"max-tensor-elements", "guint", 'p'},
-      {"lines", "guint64", 'o'}},
+      {"lines", "guint64", 'o'},
+      {"anomaly-regions", "gboolean", 'p'}},
      {{"location", "/tmp/results.jsonl"}},
      1,
-     2},
+     3},
 };
 
 void PrintTo(const ElementProperties& p, std::ostream* os) {
