@@ -13,9 +13,11 @@ bool is_float(const TensorView& t) {
   return t.data && (t.dtype == DType::kFloat32 || t.dtype == DType::kFloat64);
 }
 
+// [1,1,h,w], or [1,h,w] (anomalib 2's InferenceBatch may drop the channel).
 bool is_map(const TensorView& t) {
-  return is_float(t) && t.dims.size() == 4 && t.dims[0] == 1 && t.dims[1] == 1 && t.dims[2] >= 1 &&
-         t.dims[3] >= 1;
+  const std::size_t n = t.dims.size();
+  return is_float(t) && (n == 4 || n == 3) && t.dims[0] == 1 && (n == 3 || t.dims[1] == 1) &&
+         t.dims[n - 2] >= 1 && t.dims[n - 1] >= 1 && t.elements() > 1;
 }
 
 bool is_score(const TensorView& t) {
@@ -83,8 +85,9 @@ MapRule anomaly_map_rule(const AnomalyConfig& cfg) {
 std::vector<AnomalyRegion> anomaly_regions(const TensorView& map, const MapRule& rule,
                                            const MapPlacement& where) {
   if (!is_map(map))
-    throw Error(ErrorKind::kStreamData, "'" + map.name + "' is not a [1,1,h,w] map");
-  const int h = static_cast<int>(map.dims[2]), w = static_cast<int>(map.dims[3]);
+    throw Error(ErrorKind::kStreamData, "'" + map.name + "' is not a [1,1,h,w] or [1,h,w] map");
+  const std::size_t rank = map.dims.size();
+  const int h = static_cast<int>(map.dims[rank - 2]), w = static_cast<int>(map.dims[rank - 1]);
   cv::Mat values(h, w, CV_64F);
   for (int y = 0; y < h; ++y)
     for (int x = 0; x < w; ++x) {

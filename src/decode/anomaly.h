@@ -16,8 +16,10 @@ namespace torchinfer {
 double normalize_min_max(double raw, const MinMaxNorm& n);
 
 // The outputs of one frame that an anomaly model produced: the map
-// ([1,1,h,w] float) and/or the score ([1] or [1,1] float). A dict's
-// "anomaly_map" / "pred_score" win; otherwise the first tensor of each shape.
+// ([1,1,h,w] or [1,h,w] float, more than one cell) and/or the score ([1] or
+// [1,1] float). A dict's "anomaly_map" / "pred_score" win; otherwise the
+// first tensor of each shape. Integer and bool outputs (anomalib 2's
+// pred_label, pred_mask) are not looked at.
 struct AnomalyOutputs {
   const TensorView* map = nullptr;
   const TensorView* score = nullptr;

@@ -220,6 +220,42 @@ TEST(AnomalyDecode, TupleOutputsAreFoundByShape) {
   EXPECT_EQ(r->map_name, "output1");
 }
 
+TEST(AnomalyDecode, AnomalibTwoInferenceBatchTupleSkipsLabelAndMask) {
+  // (pred_score [1], pred_label [1] bool, anomaly_map [1,h,w], pred_mask
+  // [1,h,w] bool), already normalised by anomalib 2's post-processor.
+  const std::vector<float> score{0.75f}, map = {0.1f, 0.8f, 0.2f, 0.3f};
+  const bool label = true;
+  const bool mask[4] = {false, true, false, false};
+  TensorView l;
+  l.name = "output1";
+  l.dtype = DType::kBool;
+  l.dims = {1};
+  l.data = &label;
+  l.bytes = 1;
+  TensorView m = l;
+  m.name = "output3";
+  m.dims = {1, 2, 2};
+  m.data = mask;
+  m.bytes = 4;
+  const std::vector<TensorView> views = {view("output0", {1}, score), l,
+                                         view("output2", {1, 2, 2}, map), m};
+  const auto r = decode_anomaly(views, AnomalyConfig{});
+  ASSERT_TRUE(r);
+  EXPECT_DOUBLE_EQ(r->score, 0.75);
+  EXPECT_TRUE(r->anomalous);
+  EXPECT_EQ(r->map_name, "output2");
+  MapPlacement where;
+  where.input_width = where.input_height = 2;
+  where.clip_x1 = where.clip_y1 = 2;
+  const auto regions =
+      anomaly_regions(*find_anomaly_outputs(views).map, anomaly_map_rule(AnomalyConfig{}), where);
+  ASSERT_EQ(regions.size(), 1u);
+  EXPECT_DOUBLE_EQ(regions[0].x_min, 1.0);
+  EXPECT_DOUBLE_EQ(regions[0].x_max, 2.0);
+  EXPECT_DOUBLE_EQ(regions[0].y_min, 0.0);
+  EXPECT_DOUBLE_EQ(regions[0].y_max, 1.0);
+}
+
 TEST(AnomalyDecode, NoMapOrScoreIsNoResult) {
   const std::vector<float> logits(5, 0.f);
   EXPECT_FALSE(decode_anomaly({view("output", {1, 5}, logits)}, config()));
