@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "anomaly-map-view.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "gsttorchtrack.h"
 #include "tensor-views.h"
@@ -42,43 +43,12 @@ std::string string_field(const GstStructure* s, const char* name) {
   return v ? v : "";
 }
 
-// The map rule the anomaly structure carries (torchinfer-meta.h).
-MapRule map_rule(const GstStructure* s) {
-  MapRule rule;
-  gst_structure_get_double(s, "map_threshold", &rule.threshold);
-  MinMaxNorm n;
-  if (gst_structure_get_double(s, "map_norm_threshold", &n.threshold) &&
-      gst_structure_get_double(s, "map_norm_min", &n.min) &&
-      gst_structure_get_double(s, "map_norm_max", &n.max))
-    rule.norm = n;
-  return rule;
-}
-
 // Boxes of the map's anomalous areas; none when the model gave no map.
 std::vector<AnomalyRegion> map_regions(const GstStructure* s, GstTorchTensorMeta* tm, double x0,
                                        double y0, double x1, double y1) {
-  const gchar* name = gst_structure_get_string(s, "map");
-  const GstTorchTensor* t =
-      tm && name && *name ? gst_torch_tensor_meta_get_tensor(tm, name) : nullptr;
-  if (!t) return {};
-  TensorView v;
-  v.name = name;
-  v.dtype = from_gst_dtype(t->dtype);
-  v.dims.assign(t->dims, t->dims + std::min<guint>(t->n_dims, GST_TORCH_MAX_DIMS));
-  v.data = t->data;
-  v.bytes = t->size;
-  MapPlacement where;
-  where.input_width = static_cast<int>(tm->input_width);
-  where.input_height = static_cast<int>(tm->input_height);
-  where.scale_x = tm->transform.scale_x;
-  where.scale_y = tm->transform.scale_y;
-  where.offset_x = tm->transform.offset_x;
-  where.offset_y = tm->transform.offset_y;
-  where.clip_x0 = x0;
-  where.clip_y0 = y0;
-  where.clip_x1 = x1;
-  where.clip_y1 = y1;
-  return anomaly_regions(v, map_rule(s), where);
+  const auto view = anomaly_map_view(s, tm, x0, y0, x1, y1);
+  if (!view) return {};
+  return anomaly_regions(view->map, view->rule, view->where);
 }
 
 AnomalyRecord read_anomaly(const GstStructure* s) {

@@ -18,6 +18,7 @@
 
 #include "element_helpers.h"
 #include "gst/torchinfer/torchinfer-meta.h"
+#include "overlay/draw.h"
 
 using namespace torchinfer::test;
 
@@ -472,4 +473,38 @@ TEST(TorchInferAnomaly, MetaconvertWritesEachPartsAnomalyInFrameCoordinates) {
   EXPECT_TRUE(d[1]["anomaly"]["regions"].empty());
   EXPECT_EQ(d[1]["classification"][0]["label"], "normal");
   EXPECT_EQ(d[1]["classification"][0]["confidence"], 1.0);
+}
+
+// ---- overlay --------------------------------------------------------------------
+
+TEST(TorchInferAnomaly, OverlayBlendsEachAnomalousPartsMapIntoItsBox) {
+  const std::string caps = "video/x-raw,format=RGB,width=64,height=48,framerate=30/1";
+  GstHarness* h = gst_harness_new_parse(
+      ("torchinfer name=anomaly inference-region=roi-list model=" + model("anomaly_map.pt") +
+       " ! torchoverlay show-labels=false")
+          .c_str());
+  gst_harness_set_src_caps_str(h, caps.c_str());
+  // The part (8, 8) 16x16 is the model's input at scale 1: map cell (2, 1)
+  // is frame x 16..20, y 12..16, red there (raw 20, anomalous), black (raw
+  // 0, heat 0) elsewhere.
+  GstBuffer* in = painted(caps, {{16, 12, 4, 4, 255, 0}});
+  add_roi(in, 8, 8, 16, 16, 0);
+  GstBuffer* out = gst_harness_push_and_pull(h, in);
+  ASSERT_NE(out, nullptr);
+  GstMapInfo m;
+  ASSERT_TRUE(gst_buffer_map(out, &m, GST_MAP_READ));
+  auto px = [&](int x, int y) {
+    const guint8* p = m.data + y * 192 + x * 3;  // RGB 64 wide: stride 192
+    return std::vector<int>{p[0], p[1], p[2]};
+  };
+  const torchinfer::Rgb cold = torchinfer::heat_colour(0.0), edge = torchinfer::class_colour(0);
+  EXPECT_EQ(px(9, 22), (std::vector<int>{torchinfer::blend_sample(0, cold.r, 0.4),
+                                         torchinfer::blend_sample(0, cold.g, 0.4),
+                                         torchinfer::blend_sample(0, cold.b, 0.4)}));
+  EXPECT_EQ(px(16, 13),
+            (std::vector<int>{edge.r, edge.g, edge.b}));  // the anomalous cell's outline
+  EXPECT_EQ(px(40, 30), (std::vector<int>{0, 0, 0}));     // outside the part
+  gst_buffer_unmap(out, &m);
+  gst_buffer_unref(out);
+  gst_harness_teardown(h);
 }

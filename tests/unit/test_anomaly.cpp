@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/model_config.h"
 #include "decode/anomaly.h"
+#include "overlay/draw.h"
 
 using namespace torchinfer;
 
@@ -365,4 +366,50 @@ TEST(AnomalyRegions, MapOnlyModelUsesTheScoreNormalisationAndNaNCellsAreNormal) 
   EXPECT_DOUBLE_EQ(regions[0].x_min, 1.0);
   EXPECT_DOUBLE_EQ(regions[0].peak, 0.5);
   EXPECT_THROW(anomaly_regions(view("s", {1}, map), rule, where), Error);
+}
+
+TEST(AnomalyHeatMap, ColoursAndHeatOfRawAndNormalisedValues) {
+  // OpenCV's JET: dark blue at 0, dark red at 1.
+  EXPECT_EQ(heat_colour(0.0).b, 128);
+  EXPECT_EQ(heat_colour(0.0).r, 0);
+  EXPECT_EQ(heat_colour(1.0).r, 128);
+  EXPECT_EQ(heat_colour(1.0).b, 0);
+  MapRule raw;
+  raw.threshold = 2.0;
+  EXPECT_DOUBLE_EQ(heat_of(2.0, raw), 0.5);  // the threshold sits at 0.5
+  EXPECT_DOUBLE_EQ(heat_of(8.0, raw), 1.0);
+  EXPECT_DOUBLE_EQ(heat_of(std::nan(""), raw), 0.0);
+  MapRule norm;
+  norm.norm = MinMaxNorm{1, 0, 2};
+  norm.threshold = 0.7;  // sensitivity 0.3: the colours stay anomalib's
+  EXPECT_DOUBLE_EQ(heat_of(0.25, norm), 0.25);
+  EXPECT_EQ(blend_sample(0, 200, 0.4), 80);
+  EXPECT_EQ(blend_sample(100, 100, 0.9), 100);
+}
+
+TEST(AnomalyHeatMap, BlendsOnlyInsideThePartsBox) {
+  // An 8x8 RGB image; the map (2x2, all 1.0 raw) covers x 2..8, y 0..6 but
+  // the part's box ends at x 6, y 4.
+  std::vector<std::uint8_t> px(8 * 8 * 3, 0);
+  OverlayImage img;
+  img.format = PixelFormat::kRGB;
+  img.width = img.height = 8;
+  img.planes[0] = px.data();
+  img.strides[0] = 24;
+  const std::vector<float> map(4, 1.0f);
+  OverlayHeatMap hm;
+  hm.map = view("m", {1, 1, 2, 2}, map);
+  hm.where.input_width = hm.where.input_height = 6;
+  hm.where.offset_x = -2;  // model = frame - 2
+  hm.where.clip_x0 = 2;
+  hm.where.clip_x1 = 6;
+  hm.where.clip_y1 = 4;
+  draw_heat_map(hm, 0.5, img);
+  const Rgb hot = heat_colour(1.0);
+  auto r_at = [&](int x, int y) { return px[static_cast<std::size_t>(y * 24 + x * 3)]; };
+  EXPECT_EQ(r_at(2, 0), blend_sample(0, hot.r, 0.5));
+  EXPECT_EQ(r_at(5, 3), blend_sample(0, hot.r, 0.5));
+  EXPECT_EQ(r_at(1, 0), 0);  // left of the map
+  EXPECT_EQ(r_at(6, 0), 0);  // inside the map, outside the box
+  EXPECT_EQ(r_at(3, 4), 0);
 }
