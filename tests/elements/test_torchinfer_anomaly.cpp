@@ -508,3 +508,23 @@ TEST(TorchInferAnomaly, OverlayBlendsEachAnomalousPartsMapIntoItsBox) {
   gst_buffer_unref(out);
   gst_harness_teardown(h);
 }
+
+// Results are decoded with the shared model's config: a sharer asking for
+// another decision must fail, not be ignored.
+TEST(TorchInferAnomaly, SharersDisagreeingOnSensitivityFailClearly) {
+  GstHarness* first = torchinfer_harness(
+      "model=" + model("anomaly_map.pt") + " model-instance-id=anomaly-share", kCaps);
+  gst_harness_play(first);
+  GstElement* second = gst_parse_launch(("torchinfer model=" + model("anomaly_map.pt") +
+                                         " model-instance-id=anomaly-share sensitivity=0.3")
+                                            .c_str(),
+                                        nullptr);
+  const StartResult r = try_start(second);
+  EXPECT_EQ(r.ret, GST_STATE_CHANGE_FAILURE);
+  EXPECT_EQ(r.error.domain, GST_RESOURCE_ERROR);
+  EXPECT_EQ(r.error.code, GST_RESOURCE_ERROR_SETTINGS);
+  EXPECT_NE(r.error.message.find("must use the same sensitivity"), std::string::npos)
+      << r.error.message;
+  gst_object_unref(second);
+  gst_harness_teardown(first);
+}
