@@ -151,7 +151,12 @@ void parse_anomaly_keys(const json& j, const std::string& origin, ModelConfig& c
         fail(origin, "task", "anomalib's task must be classification, segmentation or detection");
     }
     cfg.task = Task::kAnomaly;
-    read_transform(j, origin, cfg);
+    try {
+      read_transform(j, origin, cfg);
+    } catch (const json::exception&) {
+      // A step's field of the wrong type ("width": "wide").
+      fail(origin, "transform", "a Resize/Normalize field has the wrong type");
+    }
   }
   AnomalyConfig& a = cfg.anomaly;
   a.score = read_norm(j, origin, "image_threshold", "pred_scores.min", "pred_scores.max");

@@ -106,6 +106,16 @@ TEST(AnomalyConfig, UnsupportedAnomalibTransformIsRefused) {
       {"__class_fullname__": "CenterCrop", "height": 10, "width": 10}]}}})",
                      "transform");
   expect_field_error(R"({"transform": [1, 2]})", "transform");
+  expect_field_error(R"({"transform": {"transform": {"transforms": [
+      {"__class_fullname__": "Resize", "height": 10, "width": "wide"}]}}})",
+                     "transform");
+  expect_field_error(R"({"transform": {"transform": {"transforms": [
+      {"__class_fullname__": "Normalize", "mean": [0.5], "std": [0.5],
+       "max_pixel_value": "255"}]}}})",
+                     "transform");
+  expect_field_error(R"({"transform": {"transform": {"transforms": [
+      {"__class_fullname__": "Resize", "height": 0, "width": 10}]}}})",
+                     "transform");
 }
 
 TEST(AnomalyConfig, ContradictoryKeysNameTheKey) {
