@@ -682,7 +682,8 @@ static bool attach(GstTorchInfer* self, GstBuffer* buf, const StreamOutput& out)
     if (!scores && !st->warned_not_classifier) {
       st->warned_not_classifier = true;
       GST_ELEMENT_WARNING(self, STREAM, FORMAT,
-                          ("Model output is not a vector of class scores; no labels attached."),
+                          ("Model output is neither a vector of class scores nor (task anomaly) "
+                           "an anomaly map [N,1,h,w] or score [N]; no labels attached."),
                           ("set task=raw or task=detection for this model"));
     }
     return true;

@@ -166,7 +166,8 @@ static GstFlowReturn gst_torchmetaconvert_transform_ip(GstBaseTransform* trans, 
     s = st.settings;
   }
   try {
-    const FrameRecord r = gst::read_frame_record(buf, st.stream, s.include_tensors);
+    const FrameRecord r =
+        gst::read_frame_record(buf, st.stream, s.include_tensors, s.anomaly_regions);
     const std::string line = to_json_line(r, s.include_tensors, s.max_tensor_elements) + "\n";
     if (std::fwrite(line.data(), 1, line.size(), st.out) != line.size() ||
         std::fflush(st.out) != 0) {

@@ -67,6 +67,8 @@ const ExpectedProperty kExpected[] = {
     {"preprocess-on", "GstTorchInferPreprocessOn", 'r'},
     {"lanes", "gint", 'r'},
     {"input-bits", "gint", 'r'},
+    {"sensitivity", "gdouble", 'r'},
+    {"anomaly-threshold", "gdouble", 'r'},
 };
 
 // A valid value, different from the default, for each string property.
@@ -114,7 +116,7 @@ TEST(TorchInferProperties, EveryWritablePropertyRoundTrips) {
   GstElement* e = make();
   WarningCatcher w;
   const int written = round_trip_writable(e, kStringValues);
-  EXPECT_EQ(written, 38);
+  EXPECT_EQ(written, 40);
   EXPECT_TRUE(w.messages().empty()) << w.messages().front();
   gst_object_unref(e);
 }
@@ -125,7 +127,7 @@ TEST(TorchInferPropertiesErrors, ReadyOnlyPropertiesRefusedWhilePlaying) {
   GstHarness* h = torchinfer_harness("model=" + model("tiny_classifier.pt"),
                                      "video/x-raw,format=RGB,width=640,height=480,framerate=30/1");
   ASSERT_NE(h, nullptr);
-  EXPECT_EQ(expect_ready_only_refused(h->element, kStringValues), 37);
+  EXPECT_EQ(expect_ready_only_refused(h->element, kStringValues), 39);
   gst_harness_teardown(h);
 }
 
@@ -178,8 +180,8 @@ TEST(TorchInferPropertiesErrors, OutOfRangeNumbersKeepThePreviousValue) {
   }
   // input-width/height, scale, top-k, pad-value, warmup, threads, batch-size,
   // batch-timeout, inference-interval, min-object-size, object-padding,
-  // reclassify-interval, lanes, input-bits
-  EXPECT_EQ(tried, 15);
+  // reclassify-interval, lanes, input-bits, sensitivity
+  EXPECT_EQ(tried, 16);
   gst_object_unref(e);
 }
 
