@@ -401,8 +401,8 @@ void AravisSource::update_statistics(Session& s, bool closing) {
 }
 
 // A complete frame goes to the appsrc (lent without a copy when its rows
-// are already 4-byte aligned, GStreamer's layout); every buffer goes back to
-// the stream once done with.
+// are already 4-byte aligned, GStreamer's layout, and Aravis has buffers to
+// spare; else copied); every buffer goes back to the stream once done with.
 void AravisSource::hand_on(Session& s, ArvBuffer* b) {
   const bool complete = arv_buffer_get_status(b) == ARV_BUFFER_STATUS_SUCCESS;
   loss_.on_buffer(arv_buffer_get_frame_id(b), complete);
@@ -418,8 +418,13 @@ void AravisSource::hand_on(Session& s, ArvBuffer* b) {
                             ARV_PIXEL_FORMAT_BIT_PER_PIXEL(arv_buffer_get_image_pixel_format(b)) /
                             8;
     const std::size_t stride = (row + 3) & ~std::size_t{3};
+    // Lent only while Aravis keeps half its buffers: frames held downstream
+    // (torchinfer's queue when the model is behind) must not starve the
+    // stream, which would drop whole frames ("underruns").
+    gint free_buffers = 0, unused = 0;
+    arv_stream_get_n_buffers(s.stream, &free_buffers, &unused);
     if (data && w > 0 && h > 0 && size >= row * h) {
-      if (stride == row) {
+      if (stride == row && free_buffers >= kArvBuffers / 2) {
         out = gst_buffer_new_wrapped_full(
             GST_MEMORY_FLAG_READONLY, const_cast<std::uint8_t*>(data), row * h, 0, row * h,
             new Lent{static_cast<ArvStream*>(g_object_ref(s.stream)), b}, give_back);
