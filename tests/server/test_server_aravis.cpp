@@ -140,7 +140,9 @@ TEST(ServerAravis, LostFramesAreCountedAndAVanishedCameraComesBack) {
   const std::uint64_t overflow = u64(c["frames"]["overflow"]);
   EXPECT_EQ(received, u64(c["aravis"]["completed"])) << c;
   EXPECT_EQ(u64(c["frames"]["incomplete"]), u64(c["aravis"]["failures"])) << c;
-  EXPECT_EQ(u64(c["frames"]["missing"]), u64(c["aravis"]["missing_frames"])) << c;
+  // Aravis counts each gap in the ids once, however many frames it spans.
+  EXPECT_GE(u64(c["frames"]["missing"]), u64(c["aravis"]["missing_frames"])) << c;
+  EXPECT_EQ(u64(c["frames"]["missing"]) == 0, u64(c["aravis"]["missing_frames"]) == 0) << c;
   EXPECT_EQ(u64(c["frames"]["lost"]),
             u64(c["frames"]["incomplete"]) + u64(c["frames"]["missing"]) + overflow);
   EXPECT_GT(u64(c["packets"]["missing"]), 0u) << c;
