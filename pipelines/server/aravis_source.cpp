@@ -78,7 +78,10 @@ void AravisSource::start() {
 }
 
 void AravisSource::stop() {
-  stop_ = true;
+  {
+    std::lock_guard<std::mutex> lock(wake_mu_);  // not between its check and its wait
+    stop_ = true;
+  }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
 }

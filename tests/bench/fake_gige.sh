@@ -65,6 +65,8 @@ incomplete=$(d .camera.frames.incomplete)
 missing=$(d .camera.frames.missing)
 overflow=$(d .camera.frames.overflow)
 inferred=$(d .frames.inferred)
+skipped=$(d .frames.skipped)
+dropped=$(d .frames.dropped)
 failures=$(d .camera.aravis.failures)
 aravis_missing=$(d .camera.aravis.missing_frames)
 underruns=$(d .camera.aravis.underruns)
@@ -80,7 +82,7 @@ machine_line
 echo "fake GigE camera ($format $(jq -r '"\(.camera.width)x\(.camera.height)"' <<< "$b"), $seconds s," \
   "--gvsp-lost-ratio $lost/1000, $packets packets per frame"
 echo "frames sent (ids) $sent = received $received + incomplete $incomplete + missing $missing;" \
-  "inferred $inferred; overflow $overflow"
+  "inferred $inferred, skipped $skipped (model busy), dropped $dropped; overflow $overflow"
 awk -v s="$sent" -v r="$received" -v i="$inferred" -v t="$seconds" -v c0="$c0" -v c1="$c1" \
   'BEGIN {c = c1 - c0; printf "rate: %.2f frames/s sent, %.2f received, %.2f inferred; CPU %.1f ms per frame received (%.0f %% of one core)\n", s/t, r/t, i/t, 1000*c/(r>0?r:1), 100*c/t}'
 # Aravis counts as missing every packet of an incomplete frame it did not
