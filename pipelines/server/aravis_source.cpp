@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -30,6 +31,12 @@ std::uint64_t stream_stat(ArvStream* s, const char* name) {
         arv_stream_get_info_type(s, i) == G_TYPE_UINT64)
       return arv_stream_get_info_uint64(s, i);
   return 0;
+}
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.10g", v);
+  return buf;
 }
 
 bool offers(const char** list, guint n, const std::string& value, std::string* all) {
@@ -187,8 +194,8 @@ static bool apply_features(ArvCamera* cam, const CameraSettings& set, std::strin
     arv_camera_get_exposure_time_bounds(cam, &lo, &hi, err);
     if (*err) return false;
     if (*set.exposure_us < lo || *set.exposure_us > hi) {
-      *why = "exposure_us: " + std::to_string(*set.exposure_us) + " is outside the camera's " +
-             std::to_string(lo) + " to " + std::to_string(hi);
+      *why = "exposure_us: " + num(*set.exposure_us) + " is outside the camera's " + num(lo) +
+             " to " + num(hi);
       return false;
     }
     if (arv_camera_is_exposure_auto_available(cam, nullptr))
@@ -200,8 +207,8 @@ static bool apply_features(ArvCamera* cam, const CameraSettings& set, std::strin
     arv_camera_get_gain_bounds(cam, &lo, &hi, err);
     if (*err) return false;
     if (*set.gain_db < lo || *set.gain_db > hi) {
-      *why = "gain_db: " + std::to_string(*set.gain_db) + " is outside the camera's " +
-             std::to_string(lo) + " to " + std::to_string(hi);
+      *why = "gain_db: " + num(*set.gain_db) + " is outside the camera's " + num(lo) + " to " +
+             num(hi);
       return false;
     }
     if (arv_camera_is_gain_auto_available(cam, nullptr))

@@ -151,6 +151,11 @@ TEST(ServerAravis, LostFramesAreCountedAndAVanishedCameraComesBack) {
   EXPECT_TRUE(eventually(
       [&] { return lines_in(server.out_dir() + "/line.jsonl") == u64(s["frames"]["out"]); }, 10));
   const std::string metrics = http.get(server.url("/metrics")).body;
+  std::ofstream(server.dir() + "/metrics.txt") << metrics;
+  const Result check =
+      run({"sh", "-c", "promtool check metrics < '" + server.dir() + "/metrics.txt'"});
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  EXPECT_EQ(check.out + check.err, "");  // lint problems too
   EXPECT_NE(metrics.find("torchinfer_camera_frames_lost_total{stream=\"line\",model=\"parts\","
                          "reason=\"incomplete\"} " +
                          std::to_string(u64(c["frames"]["incomplete"])) + "\n"),
@@ -214,6 +219,56 @@ TEST(ServerAravis, EachSoftwareTriggerGivesOneResult) {
   EXPECT_TRUE(frames_add_up(counts_of(s), Settled::kYes));
   EXPECT_TRUE(
       eventually([&] { return lines_in(server.out_dir() + "/trig.jsonl") == kTriggers; }, 10));
+}
+
+// What the camera itself refuses (a format it does not offer, an exposure
+// outside its range, a trigger line it lacks) fails the stream, naming it;
+// a hardware-triggered camera waiting for its line is running, not failed.
+TEST(ServerAravis, SettingsTheCameraRefusesFailTheStreamNamingThem) {
+  FakeCamera fake("TIREFUSE");
+  ASSERT_TRUE(fake.listening()) << "is another arv-fake-gv-camera-0.8 on 127.0.0.1?";
+  ServerProcess server(json{{"streams", json::array()}});
+  ASSERT_TRUE(server.ready()) << server.child().err();
+  Http http;
+  const std::pair<json, std::string> refused[] = {
+      {{{"pixel_format", "Mono12"}},
+       "pixel_format: the camera does not offer Mono12; it offers BayerBG8, BayerGB8, BayerGR8, "
+       "BayerRG8, Mono8, RGB8, Mono16"},
+      {{{"exposure_us", 5}}, "exposure_us: 5 is outside the camera's 10 to 10000000"},
+      {{{"gain_db", 20}}, "gain_db: 20 is outside the camera's 0 to 10"},
+      {{{"trigger", {{"mode", "hardware"}, {"line", "Line1"}}}},
+       "trigger: the camera has no trigger source Line1; it has Line0, Software"},
+  };
+  int n = 0;
+  for (const auto& [fields, why] : refused) {
+    const std::string id = "r" + std::to_string(n++);
+    json body = {{"id", id}, {"uri", fake.uri()}};
+    body.update(fields);
+    ASSERT_EQ(http.request("POST", server.url("/streams"), body.dump()).status, 201);
+    ASSERT_TRUE(eventually([&] { return stream_of(http, server, id)["state"] == "failed"; }, 30))
+        << stream_of(http, server, id);
+    const std::string error = stream_of(http, server, id)["last_error"];
+    EXPECT_NE(error.find("aravis: camera '" + fake.name() + "': " + why), std::string::npos)
+        << error;
+    // A failed stream lets go of the camera for the next one.
+    ASSERT_EQ(http.request("DELETE", server.url("/streams/" + id)).status, 200);
+  }
+  const json line0 = {{"id", "hw"},
+                      {"uri", fake.uri()},
+                      {"pixel_format", "Mono8"},
+                      {"trigger", {{"mode", "hardware"}, {"line", "Line0"}}}};
+  ASSERT_EQ(http.request("POST", server.url("/streams"), line0.dump()).status, 201);
+  ASSERT_TRUE(
+      eventually([&] { return stream_of(http, server, "hw")["camera"]["acquiring"] == true; }, 30))
+      << stream_of(http, server, "hw");
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  const json s = stream_of(http, server, "hw");
+  EXPECT_EQ(s["state"], "running") << s;
+  EXPECT_EQ(u64(s["camera"]["frames"]["received"]), 0u) << s;
+  EXPECT_EQ(s["config"]["trigger"], json({{"mode", "hardware"}, {"line", "Line0"}}));
+  const HttpReply r = http.request("POST", server.url("/streams/hw/trigger"));
+  EXPECT_EQ(r.status, 409) << r.body;
+  EXPECT_NE(r.body.find("hardware mode"), std::string::npos) << r.body;
 }
 
 // The camera fields are checked like every other: a 400 naming the field;
