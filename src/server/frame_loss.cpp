@@ -17,13 +17,24 @@ std::uint64_t FrameLossCounter::skipped(std::uint64_t last, std::uint64_t id) {
   return forward > kMax16 / 2 ? 0 : forward - 1;
 }
 
+// An incomplete buffer's id is not trusted: Aravis sets it from the
+// frame's leader packet, so a frame whose leader was lost carries the id of
+// the buffer's previous frame. Between two complete frames, the ids in
+// between are the incomplete buffers that came meanwhile, and the rest
+// never arrived.
 void FrameLossCounter::on_buffer(std::uint64_t frame_id, bool complete) {
-  if (last_) f_.missing += skipped(*last_, frame_id);
-  last_ = frame_id;
-  if (complete)
-    f_.received++;
-  else
+  if (!complete) {
     f_.incomplete++;
+    incomplete_since_last_++;
+    return;
+  }
+  if (last_) {
+    const std::uint64_t between = skipped(*last_, frame_id);
+    f_.missing += between > incomplete_since_last_ ? between - incomplete_since_last_ : 0;
+  }
+  incomplete_since_last_ = 0;
+  last_ = frame_id;
+  f_.received++;
 }
 
 }  // namespace torchinfer::server

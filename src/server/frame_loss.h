@@ -3,7 +3,8 @@
 // frame it started to receive as a buffer with a status; a frame of which
 // not even a packet arrived leaves a gap in the ids. So:
 //   lost = incomplete (a buffer whose status is not success: missing
-//          packets, timeout, ...) + missing (ids skipped between buffers).
+//          packets, timeout, ...) + missing (ids skipped between complete
+//          frames that no incomplete buffer accounts for).
 // GigE Vision 1.x block ids are 16 bits, count 1..65535 and wrap to 1 (0 is
 // never used); GigE Vision 2 and USB3 Vision ids are 64 bits. A new
 // acquisition (a reconnect) starts the ids afresh: restart() says so.
@@ -28,7 +29,10 @@ class FrameLossCounter {
   // One buffer of the stream, in arrival order.
   void on_buffer(std::uint64_t frame_id, bool complete);
   // The next buffer starts a new acquisition: no gap is counted before it.
-  void restart() { last_.reset(); }
+  void restart() {
+    last_.reset();
+    incomplete_since_last_ = 0;
+  }
   const FrameLossFigures& figures() const { return f_; }
 
  private:
@@ -37,7 +41,8 @@ class FrameLossCounter {
   static std::uint64_t skipped(std::uint64_t last, std::uint64_t id);
 
   FrameLossFigures f_;
-  std::optional<std::uint64_t> last_;
+  std::optional<std::uint64_t> last_;  // the last complete frame's id
+  std::uint64_t incomplete_since_last_ = 0;
 };
 
 }  // namespace torchinfer::server
