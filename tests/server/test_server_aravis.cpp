@@ -221,13 +221,26 @@ TEST(ServerAravis, EachSoftwareTriggerGivesOneResult) {
       eventually([&] { return lines_in(server.out_dir() + "/trig.jsonl") == kTriggers; }, 10));
 }
 
+// One server for the request checks (no camera at start): each start loads
+// the model, and these tests add what they need by POST.
+class ServerAravisRequests : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { server_ = new ServerProcess(json{{"streams", json::array()}}); }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  static ServerProcess* server_;
+};
+ServerProcess* ServerAravisRequests::server_ = nullptr;
+
 // What the camera itself refuses (a format it does not offer, an exposure
 // outside its range, a trigger line it lacks) fails the stream, naming it;
 // a hardware-triggered camera waiting for its line is running, not failed.
-TEST(ServerAravis, SettingsTheCameraRefusesFailTheStreamNamingThem) {
+TEST_F(ServerAravisRequests, SettingsTheCameraRefusesFailTheStreamNamingThem) {
   FakeCamera fake("TIREFUSE");
   ASSERT_TRUE(fake.listening()) << "is another arv-fake-gv-camera-0.8 on 127.0.0.1?";
-  ServerProcess server(json{{"streams", json::array()}});
+  ServerProcess& server = *server_;
   ASSERT_TRUE(server.ready()) << server.child().err();
   Http http;
   const std::pair<json, std::string> refused[] = {
@@ -269,13 +282,14 @@ TEST(ServerAravis, SettingsTheCameraRefusesFailTheStreamNamingThem) {
   const HttpReply r = http.request("POST", server.url("/streams/hw/trigger"));
   EXPECT_EQ(r.status, 409) << r.body;
   EXPECT_NE(r.body.find("hardware mode"), std::string::npos) << r.body;
+  EXPECT_EQ(http.request("DELETE", server.url("/streams/hw")).status, 200);
 }
 
 // The camera fields are checked like every other: a 400 naming the field;
 // a trigger where none applies is a 409; a camera nobody answers for is
 // named with the cause.
-TEST(ServerAravis, BadCameraRequestsAreRefusedNamingTheField) {
-  ServerProcess server(json{{"streams", json::array()}});
+TEST_F(ServerAravisRequests, BadCameraRequestsAreRefusedNamingTheField) {
+  ServerProcess& server = *server_;
   ASSERT_TRUE(server.ready()) << server.child().err();
   Http http;
   auto post = [&](const json& body) {
