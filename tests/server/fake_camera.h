@@ -15,6 +15,10 @@
 
 namespace torchinfer::test {
 
+inline const char* kNoFakeCamera =
+    "arv-fake-gv-camera-0.8 did not start listening on 127.0.0.1:3956: is aravis-tools installed "
+    "(scripts/setup.sh), or does another fake camera hold the port?";
+
 class FakeCamera {
  public:
   // `lost_per_thousand`: GVSP packets the camera leaves out (-r).

@@ -192,7 +192,7 @@ TEST(Dashboard, ShowsAddsAndRemovesCameras) {
 // frame received and analysed, and its snapshot shows.
 TEST(Dashboard, AMachineVisionCameraShowsItsHealthAndTakesTriggers) {
   FakeCamera fake("TIDASH");
-  ASSERT_TRUE(fake.listening()) << "is another arv-fake-gv-camera-0.8 on 127.0.0.1?";
+  ASSERT_TRUE(fake.listening()) << kNoFakeCamera;
   ServerProcess server(json{{"streams",
                              {{{"id", "gige"},
                                {"uri", fake.uri()},

@@ -50,7 +50,7 @@ bool inferred_at_least(Http& http, const ServerProcess& s, const std::string& id
 // the first stream goes.
 TEST(ServerAravis, BayerAndMono8GoStraightInAndABusyCameraWaits) {
   FakeCamera fake("TIBAYER");
-  ASSERT_TRUE(fake.listening()) << "is another arv-fake-gv-camera-0.8 on 127.0.0.1?";
+  ASSERT_TRUE(fake.listening()) << kNoFakeCamera;
   ServerProcess server(
       json{{"streams", {{{"id", "bayer"}, {"uri", fake.uri()}, {"pixel_format", "BayerRG8"}}}}});
   ASSERT_TRUE(server.ready()) << server.child().err();
@@ -103,7 +103,7 @@ TEST(ServerAravis, BayerAndMono8GoStraightInAndABusyCameraWaits) {
 // camera then vanishes (reconnecting, naming it) and comes back (running).
 TEST(ServerAravis, LostFramesAreCountedAndAVanishedCameraComesBack) {
   FakeCamera fake("TILOSS", /*lost_per_thousand=*/5);
-  ASSERT_TRUE(fake.listening()) << "is another arv-fake-gv-camera-0.8 on 127.0.0.1?";
+  ASSERT_TRUE(fake.listening()) << kNoFakeCamera;
   ServerProcess server(
       json{{"streams", {{{"id", "line"}, {"uri", fake.uri()}, {"pixel_format", "Mono8"}}}}});
   ASSERT_TRUE(server.ready()) << server.child().err();
@@ -179,7 +179,7 @@ TEST(ServerAravis, LostFramesAreCountedAndAVanishedCameraComesBack) {
 // one frame and one result.
 TEST(ServerAravis, EachSoftwareTriggerGivesOneResult) {
   FakeCamera fake("TITRIG");
-  ASSERT_TRUE(fake.listening()) << "is another arv-fake-gv-camera-0.8 on 127.0.0.1?";
+  ASSERT_TRUE(fake.listening()) << kNoFakeCamera;
   ServerProcess server(json{{"streams",
                              {{{"id", "trig"},
                                {"uri", fake.uri()},
@@ -239,7 +239,7 @@ ServerProcess* ServerAravisRequests::server_ = nullptr;
 // a hardware-triggered camera waiting for its line is running, not failed.
 TEST_F(ServerAravisRequests, SettingsTheCameraRefusesFailTheStreamNamingThem) {
   FakeCamera fake("TIREFUSE");
-  ASSERT_TRUE(fake.listening()) << "is another arv-fake-gv-camera-0.8 on 127.0.0.1?";
+  ASSERT_TRUE(fake.listening()) << kNoFakeCamera;
   ServerProcess& server = *server_;
   ASSERT_TRUE(server.ready()) << server.child().err();
   Http http;
