@@ -263,6 +263,17 @@ int ServerApp::snapshot(const std::string& id, std::vector<std::uint8_t>* jpeg,
   return jpeg->empty() ? 503 : 200;
 }
 
+Reply ServerApp::trigger(const std::string& id) {
+  std::shared_ptr<Camera> cam = cameras_.find(id);
+  if (!cam) return error_reply(404, "no stream '" + printable(id) + "'");
+  std::string why;
+  const int status = cam->trigger(&why);
+  if (status != 202) return error_reply(status, why);
+  // The count includes this trigger once the camera's thread has sent it;
+  // the frame's result shows in GET /streams/{id} camera.last_result.
+  return {202, {{"id", id}, {"queued", true}}};
+}
+
 void ServerApp::count_reply(int status) {
   replies_[std::to_string(status)]++;
 }
