@@ -406,7 +406,27 @@ void Camera::begin_drain() {
     return;
   }
   if (rtsp_) rtsp_->stop();
-  if (!send_eos()) drained_ = true;  // not running yet: nothing to drain
+  // Off the main loop: an EOS waits for the streaming thread, which an
+  // output that blocks (a JSON reader that stopped reading) holds for good,
+  // and /healthz and SIGTERM must still answer. The task holds only what it
+  // needs (the camera may be gone when it ends): the target and the flag.
+  struct Drain {
+    GstElement* target;
+    std::shared_ptr<std::atomic<bool>> refused;
+  };
+  GstElement* target = appsrc_ ? GST_ELEMENT(appsrc_) : convert_;
+  gst_element_call_async(
+      pipeline_,
+      [](GstElement*, gpointer p) {
+        auto* d = static_cast<Drain*>(p);
+        if (!send_eos_to(d->target)) d->refused->store(true);  // not running: nothing to drain
+      },
+      new Drain{GST_ELEMENT(gst_object_ref(target)), eos_refused_},
+      [](gpointer p) {
+        auto* d = static_cast<Drain*>(p);
+        gst_object_unref(d->target);
+        delete d;
+      });
 }
 
 // Into videoconvert, not the pipeline: a demuxer pulling from filesrc (the
@@ -414,8 +434,12 @@ void Camera::begin_drain() {
 // leaves after the frames already on their way. False when it cannot go in:
 // the pipeline is not running (never started, failed): nothing to drain.
 bool Camera::send_eos() {
-  if (appsrc_) return gst_app_src_end_of_stream(appsrc_) == GST_FLOW_OK;
-  GstPad* pad = gst_element_get_static_pad(convert_, "sink");
+  return send_eos_to(appsrc_ ? GST_ELEMENT(appsrc_) : convert_);
+}
+
+bool Camera::send_eos_to(GstElement* target) {
+  if (GST_IS_APP_SRC(target)) return gst_app_src_end_of_stream(GST_APP_SRC(target)) == GST_FLOW_OK;
+  GstPad* pad = gst_element_get_static_pad(target, "sink");
   const bool sent = gst_pad_send_event(pad, gst_event_new_eos());
   gst_object_unref(pad);
   return sent;
@@ -441,7 +465,7 @@ void Camera::shutdown(double timeout_s) {
   // An EOS that cannot go in means nothing flows (the start never got
   // there): nothing to drain, and no reason to wait for it.
   if (!drained_ && timeout_s > 0 && !draining_.exchange(true) && !send_eos()) timeout_s = 0;
-  if (!drained_ && timeout_s > 0) {
+  if (!drained() && timeout_s > 0) {
     GstBus* bus = gst_element_get_bus(pipeline_);
     GstMessage* m = gst_bus_timed_pop_filtered(
         bus, static_cast<GstClockTime>(timeout_s * GST_SECOND),
