@@ -11,11 +11,13 @@
 
 #include <gst/video/video.h>
 
+#include <unistd.h>
 #include <cerrno>
 #include <cstdio>
 #include <mutex>
 #include <string>
 
+#include "common/file_check.h"
 #include "element-errors.h"
 #include "export/frame_record.h"
 #include "frame-record-reader.h"
@@ -87,7 +89,18 @@ static gboolean gst_torchmetaconvert_start(GstBaseTransform* trans) {
     st.owns_out = false;
     return TRUE;
   }
-  FILE* f = std::fopen(location.c_str(), "w");
+  // Never blocks: a FIFO nobody reads yet would hold the state change forever.
+  FILE* f = nullptr;
+  try {
+    const int fd = torchinfer::open_output_file(location, "torchmetaconvert location");
+    f = fdopen(fd, "w");
+    if (!f) ::close(fd);
+  } catch (const std::exception& e) {
+    GST_ELEMENT_ERROR(self, RESOURCE, OPEN_WRITE,
+                      ("Could not open '%s' for writing: %s", location.c_str(), e.what()),
+                      ("torchmetaconvert location=%s", location.c_str()));
+    return FALSE;
+  }
   if (!f) {
     GST_ELEMENT_ERROR(self, RESOURCE, OPEN_WRITE,
                       ("Could not open '%s' for writing.", location.c_str()), GST_ERROR_SYSTEM);

@@ -56,6 +56,31 @@ int open_regular_file(const std::string& path, const std::string& what) {
   return fd;
 }
 
+int open_output_file(const std::string& path, const std::string& what) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENXIO)
+      throw Error(ErrorKind::kNotFound, what + " '" + path +
+                                            "' is a FIFO (named pipe) that no process reads; "
+                                            "start its reader first or give the path of a file");
+    throw Error(ErrorKind::kNotFound,
+                what + " '" + path + "' cannot be opened for writing: " + std::strerror(err));
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || S_ISSOCK(st.st_mode)) {
+    const int err = errno;
+    ::close(fd);
+    throw Error(ErrorKind::kNotFound,
+                what + " '" + path + "' cannot be written: " +
+                    (S_ISSOCK(st.st_mode) ? "it is a socket" : std::strerror(err)));
+  }
+  // Writes then wait for a slow reader like any file would (back-pressure).
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  return fd;
+}
+
 std::string read_regular_file(const std::string& path, const std::string& what,
                               std::size_t max_bytes) {
   FileDescriptor fd(open_regular_file(path, what));

@@ -14,6 +14,14 @@ namespace torchinfer {
 // regular file" (directory, FIFO, device, socket).
 int open_regular_file(const std::string& path, const std::string& what);
 
+// Opens `path` for writing (created, truncated) without blocking: a FIFO
+// nobody reads yet would otherwise hold open() forever. Regular files,
+// character devices (/dev/null, /dev/stdout) and a FIFO with a reader are
+// written; a FIFO without a reader, a directory or a socket is
+// Error(kNotFound) naming `what`, the path and what it is. Returns the
+// descriptor in blocking mode (O_CLOEXEC; the caller closes it).
+int open_output_file(const std::string& path, const std::string& what);
+
 // Whole file as bytes, at most `max_bytes` (a larger one is
 // Error(kConfigInvalid) saying so: these are small text files).
 std::string read_regular_file(const std::string& path, const std::string& what,
