@@ -11,7 +11,6 @@
 
 #include <gst/video/video.h>
 
-#include <unistd.h>
 #include <cerrno>
 #include <cstdio>
 #include <mutex>
@@ -92,18 +91,10 @@ static gboolean gst_torchmetaconvert_start(GstBaseTransform* trans) {
   // Never blocks: a FIFO nobody reads yet would hold the state change forever.
   FILE* f = nullptr;
   try {
-    const int fd = torchinfer::open_output_file(location, "torchmetaconvert location");
-    f = fdopen(fd, "w");
-    if (!f) ::close(fd);
+    f = torchinfer::open_output_stream(location, "torchmetaconvert location");
   } catch (const std::exception& e) {
-    GST_ELEMENT_ERROR(self, RESOURCE, OPEN_WRITE,
-                      ("Could not open '%s' for writing: %s", location.c_str(), e.what()),
+    GST_ELEMENT_ERROR(self, RESOURCE, OPEN_WRITE, ("%s", e.what()),
                       ("torchmetaconvert location=%s", location.c_str()));
-    return FALSE;
-  }
-  if (!f) {
-    GST_ELEMENT_ERROR(self, RESOURCE, OPEN_WRITE,
-                      ("Could not open '%s' for writing.", location.c_str()), GST_ERROR_SYSTEM);
     return FALSE;
   }
   std::lock_guard<std::mutex> lock(st.lock);

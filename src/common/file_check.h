@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdio>
 #include <string>
 
 namespace torchinfer {
@@ -17,10 +18,13 @@ int open_regular_file(const std::string& path, const std::string& what);
 // Opens `path` for writing (created, truncated) without blocking: a FIFO
 // nobody reads yet would otherwise hold open() forever. Regular files,
 // character devices (/dev/null, /dev/stdout) and a FIFO with a reader are
-// written; a FIFO without a reader, a directory or a socket is
-// Error(kNotFound) naming `what`, the path and what it is. Returns the
-// descriptor in blocking mode (O_CLOEXEC; the caller closes it).
+// written; a FIFO without a reader, a directory, a socket or a block device
+// is Error(kNotFound) naming `what`, the path, what it is and what to do.
+// Returns the descriptor in blocking mode (O_CLOEXEC; the caller closes it).
 int open_output_file(const std::string& path, const std::string& what);
+
+// open_output_file() as a stdio stream (mode "w"); the caller fcloses it.
+std::FILE* open_output_stream(const std::string& path, const std::string& what);
 
 // Whole file as bytes, at most `max_bytes` (a larger one is
 // Error(kConfigInvalid) saying so: these are small text files).
