@@ -104,6 +104,18 @@ std::FILE* open_output_stream(const std::string& path, const std::string& what) 
   return f;
 }
 
+void write_output_file(const std::string& path, const std::string& what, const std::string& bytes) {
+  FileDescriptor fd(open_output_file(path, what));
+  for (std::size_t done = 0; done < bytes.size();) {
+    const ssize_t n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      throw Error(ErrorKind::kNotFound,
+                  what + " '" + path + "' cannot be written: " + std::strerror(errno));
+    done += static_cast<std::size_t>(n);
+  }
+}
+
 std::string read_regular_file(const std::string& path, const std::string& what,
                               std::size_t max_bytes) {
   FileDescriptor fd(open_regular_file(path, what));

@@ -26,6 +26,10 @@ int open_output_file(const std::string& path, const std::string& what);
 // open_output_file() as a stdio stream (mode "w"); the caller fcloses it.
 std::FILE* open_output_stream(const std::string& path, const std::string& what);
 
+// Writes all of `bytes` to `path` through open_output_file(); a short write
+// is Error(kNotFound) naming `what`, the path and the system's reason.
+void write_output_file(const std::string& path, const std::string& what, const std::string& bytes);
+
 // Whole file as bytes, at most `max_bytes` (a larger one is
 // Error(kConfigInvalid) saying so: these are small text files).
 std::string read_regular_file(const std::string& path, const std::string& what,

@@ -205,6 +205,19 @@ TEST(HostileOutputs, RegularFileIsCreatedThenTruncated) {
   EXPECT_EQ(::close(open_output_file("/dev/null", "output")), 0);
 }
 
+TEST(HostileOutputs, WriteOutputFileWritesEveryByteOrNamesTheFile) {
+  const std::string path = temp_path("snapshot.png");
+  const std::string bytes = std::string("\x89PNG\0", 5) + std::string(200000, 'x');
+  write_output_file(path, "snapshot", bytes);
+  const std::vector<char> got = read_all(path);
+  EXPECT_EQ(std::string(got.begin(), got.end()), bytes);
+  expect_error([&] { write_output_file("/dev/full", "snapshot", bytes); }, ErrorKind::kNotFound,
+               {"snapshot '/dev/full' cannot be written: No space left on device"});
+  const std::string fifo = make_fifo("snapshot_fifo.png");
+  expect_error([&] { write_output_file(fifo, "snapshot", bytes); }, ErrorKind::kNotFound,
+               {"snapshot '" + fifo + "' is a FIFO (named pipe) that no process reads"});
+}
+
 TEST(HostileOutputs, DirectoriesSocketsAndMissingFoldersAreNamed) {
   expect_error(
       [] { open_output_file(testing::TempDir(), "--output"); }, ErrorKind::kNotFound,
