@@ -146,6 +146,28 @@ TEST(ServerFifo, AConfiguredFifoCameraFailsWithoutHoldingUpTheServer) {
   g_rmdir(dir.c_str());
 }
 
+// A camera whose JSON file is a FIFO nobody reads fails at once, naming the
+// file (torchmetaconvert's open waited for a reader forever: "starting"
+// until someone read); the server serves on.
+TEST(ServerFifo, ACameraWhoseJsonFileIsAFifoNobodyReadsFailsNamingIt) {
+  ServerProcess server(json{{"max_streams", 2}});
+  ASSERT_TRUE(server.ready()) << server.child().err();
+  const std::string fifo = server.out_dir() + "/pipe.jsonl";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  Http http;
+  ASSERT_EQ(post(http, server, {{"id", "pipe"}, {"uri", clip_uri()}}).status, 201);
+  ASSERT_TRUE(eventually([&] { return server.stream(http, "pipe")["state"] == "failed"; }, 60))
+      << server.stream(http, "pipe");
+  EXPECT_EQ(server.stream(http, "pipe")["last_error"],
+            "json: torchmetaconvert location '" + fifo +
+                "' is a FIFO (named pipe) that no process reads; start its reader first or give "
+                "the path of a file (torchmetaconvert location=" +
+                fifo + ")");
+  EXPECT_EQ(http.get(server.url("/healthz")).status, 200);
+  server.child().signal(SIGTERM);
+  EXPECT_EQ(server.child().wait_exit(30), 0) << server.child().err();
+}
+
 // A camera whose JSON consumer stopped reading (its file a FIFO that is
 // open but full, as a hung reader leaves it): its first line blocks, no
 // frame gets through (starting), and its pipeline cannot stop while the
