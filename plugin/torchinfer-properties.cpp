@@ -280,12 +280,16 @@ constexpr Entry kProperties[] = {
       "GRAY16_LE (10..16-bit mono cameras): significant low bits per sample; 2^bits - 1 is "
       "white (255 before normalising), larger values clamp. 12 for a Mono12 camera", 8, 16, 16,
       f); }),
+  stat<&Stats::active_lanes>(PROP_ACTIVE_LANES, [](GParamFlags f) {
+    return g_param_spec_int("active-lanes", "Active lanes",
+      "Lanes the loaded model runs: 'lanes' as resolved (lanes=0: the count chosen from the "
+      "cores); 0 before the first load", 0, kMaxLanes, 0, f); }),
 };
 // clang-format on
 
 constexpr PropertyTable<Settings, Status> kTable{"torchinfer", kProperties};
 static_assert(kTable.in_id_order(), "kProperties lists every Prop once, in enum order");
-static_assert(kTable.size() == PROP_INPUT_BITS, "every Prop has an entry");
+static_assert(kTable.size() == PROP_ACTIVE_LANES, "every Prop has an entry");
 
 }  // namespace
 

@@ -69,6 +69,7 @@ enum Prop {
   PROP_PREPROCESS_ON,
   PROP_LANES,
   PROP_INPUT_BITS,
+  PROP_ACTIVE_LANES,
 };
 
 // Enum values 0 mean "take it from the sidecar".
