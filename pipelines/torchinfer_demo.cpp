@@ -220,6 +220,18 @@ bool write_snapshot(const std::string& path, const cv::Mat& image) {
   return true;
 }
 
+// The annotated video's descriptor for fdsink, or -1 (said why): opened
+// without blocking, since filesink's own open waits forever on a FIFO nobody
+// reads. The caller closes it after the run.
+int open_video(const std::string& path) {
+  try {
+    return torchinfer::open_output_file(path, "annotated video");
+  } catch (const std::exception& e) {
+    g_printerr("ERROR: %s\n", e.what());
+    return -1;
+  }
+}
+
 GstPad* pad_of(GstElement* pipeline, const char* element, const char* pad) {
   GstElement* e = gst_bin_get_by_name(GST_BIN(pipeline), element);
   GstPad* p = gst_element_get_static_pad(e, pad);
@@ -239,15 +251,8 @@ int main(int argc, char** argv) {
   // The decoded MJPEG is converted to YUY2 once, as a factory camera sends
   // it; from there torchinfer, torchnms and torchoverlay work in YUY2.
   const std::string out = run.opt.out;
-  // Opened here without blocking (filesink's open would wait forever on a
-  // FIFO nobody reads); fdsink writes it, and it is closed after the run.
-  int video_fd = -1;
-  try {
-    video_fd = torchinfer::open_output_file(out + "/annotated.mkv", "annotated video");
-  } catch (const std::exception& e) {
-    g_printerr("ERROR: %s\n", e.what());
-    return 1;
-  }
+  const int video_fd = open_video(out + "/annotated.mkv");
+  if (video_fd < 0) return 1;
   gchar* line = g_strdup_printf(
       "filesrc location=\"%s\" ! matroskademux ! jpegdec ! videoconvert ! video/x-raw,format=YUY2 "
       "! torchinfer name=infer model=\"%s\" stats-interval=100000 ! torchnms name=nms "
