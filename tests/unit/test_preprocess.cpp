@@ -10,8 +10,10 @@
 #include "common/aligned_buffer.h"
 #include "common/error.h"
 #include "frames.h"
+#include "preprocess/lattice_rows.h"
 #include "preprocess/preprocess.h"
 #include "preprocess/resample.h"
+#include "preprocess/write_rows.h"
 
 using namespace torchinfer;
 using namespace torchinfer::test;
@@ -340,6 +342,83 @@ TEST(Resample, AccumulateRows) {
     accumulate_rows(rows, w, n, 37, acc.data());
     const float want = n == 1 ? 2.5f : n == 2 ? 12.5f : 22.5f;
     for (float v : acc) ASSERT_FLOAT_EQ(v, want) << n;
+  }
+}
+
+// The Bayer lattice path's vertical kernel: n mosaic rows summed with their
+// weights, even and odd samples stored apart; lengths around the 16-cell
+// vector step (and its scalar tail), against a double-precision sum.
+TEST(LatticeRows, AccumulateCellsSplitsTheTwoSites) {
+  std::vector<std::vector<std::uint8_t>> data(7);
+  for (std::size_t k = 0; k < data.size(); ++k)
+    for (int j = 0; j < 2 * 40; ++j)
+      data[k].push_back(static_cast<std::uint8_t>((j * 37 + k * 101) % 256));
+  const float w[7] = {0.05f, 0.2f, 0.25f, 0.125f, 0.3f, 0.0625f, 0.0125f};
+  for (LatticeKernel kernel : {LatticeKernel::kScalar, LatticeKernel::kAvx2})
+    for (int n : {1, 2, 7})
+      for (int cells : {1, 15, 16, 17, 33, 40}) {
+        std::vector<const std::uint8_t*> rows;
+        for (int k = 0; k < n; ++k) rows.push_back(data[k].data());
+        std::vector<float> even(cells + 1, -1.f), odd(cells + 1, -1.f);
+        if (!accumulate_cells_with(kernel, rows.data(), w, n, cells, even.data(), odd.data()))
+          continue;  // no AVX2 on this CPU
+        for (int i = 0; i < cells; ++i) {
+          double e = 0, o = 0;
+          for (int k = 0; k < n; ++k) e += w[k] * data[k][2 * i], o += w[k] * data[k][2 * i + 1];
+          ASSERT_NEAR(even[i], e, 1e-4) << "n " << n << " cells " << cells << " i " << i;
+          ASSERT_NEAR(odd[i], o, 1e-4) << "n " << n << " cells " << cells << " i " << i;
+        }
+        EXPECT_EQ(even[cells], -1.f) << "wrote past the row, cells " << cells;
+        EXPECT_EQ(odd[cells], -1.f) << "wrote past the row, cells " << cells;
+      }
+}
+
+// Its horizontal kernel: each output's taps read as whole vectors (8, 16 or
+// 24 with zero padding), the last < 8 outputs summed alike; against the
+// Taps it was made from, in double.
+TEST(LatticeRows, TapsRowsMatchTheirTaps) {
+  for (auto [src, out] : {std::tuple{1224, 224}, {960, 224}, {150, 7}, {700, 20}, {100, 3}})
+    for (int phase : {0, 1}) {
+      const Taps taps = Taps::area(2 * src, out).lattice(phase, src);
+      const RowTaps t(taps);
+      ASSERT_EQ(t.taps % 8, 0);
+      ASSERT_GE(t.taps, taps.count(0));
+      std::vector<float> a(src + t.taps);
+      for (int i = 0; i < src; ++i) a[i] = static_cast<float>((i * 7919) % 256);
+      for (LatticeKernel kernel : {LatticeKernel::kScalar, LatticeKernel::kAvx2}) {
+        std::vector<float> got(out + 1, -1.f);
+        if (!resample_row_taps_with(kernel, a.data(), t, got.data())) continue;
+        for (int x = 0; x < out; ++x) {
+          double want = 0;
+          for (int k = 0; k < taps.count(x); ++k) want += taps.w(x)[k] * a[taps.first[x] + k];
+          ASSERT_NEAR(got[x], want, 1e-3) << src << "->" << out << " phase " << phase << " x " << x;
+        }
+        EXPECT_EQ(got[out], -1.f) << "wrote past the row";
+      }
+    }
+}
+
+// The row writer's AVX2 kernel interleaves and rounds exactly as the scalar
+// loop does (multiply, then add): the same bits, every length.
+TEST(WriteRows, EveryKernelGivesTheSameBits) {
+  const float alpha[3] = {1 / (255 * 0.229f), 1 / (255 * 0.224f), 1 / (255 * 0.225f)};
+  const float beta[3] = {-0.485f / 0.229f, -0.456f / 0.224f, -0.406f / 0.225f};
+  for (int n : {1, 7, 8, 9, 23, 224}) {
+    std::vector<float> c[3];
+    for (int k = 0; k < 3; ++k)
+      for (int x = 0; x < n; ++x)
+        c[k].push_back(static_cast<float>((x * 31 + k * 50) % 256) + 0.25f * k);
+    std::vector<float> scalar(3 * n + 1, -1.f), avx2(3 * n + 1, -1.f);
+    ASSERT_TRUE(write_interleaved_with(false, c[0].data(), c[1].data(), c[2].data(), alpha, beta, n,
+                                       scalar.data()));
+    for (int x = 0; x < n; ++x)
+      for (int k = 0; k < 3; ++k)
+        ASSERT_EQ(scalar[3 * x + k], c[k][x] * alpha[k] + beta[k]) << n << " " << x << " " << k;
+    EXPECT_EQ(scalar[3 * n], -1.f);
+    if (!write_interleaved_with(true, c[0].data(), c[1].data(), c[2].data(), alpha, beta, n,
+                                avx2.data()))
+      continue;
+    EXPECT_EQ(avx2, scalar) << n;
   }
 }
 
