@@ -26,10 +26,20 @@ struct RowTaps {
   explicit RowTaps(const Taps& t);
 };
 
-// even[i] = sum_k w[k] * rows[k][2 i], odd[i] = sum_k w[k] * rows[k][2 i + 1]
-// for i < cells: n mosaic rows summed with their vertical weights, the two
-// column sites of a cell stored apart.
-void accumulate_cells(const std::uint8_t* const* rows, const float* w, int n, int cells,
+// Vertical weights in fixed point: kWeightOne is 1. Per output, the rounded
+// weights sum to the float weights' sum rounded (largest remainders), so
+// weights summing to 1 leave a flat image exact. Each weight is off by less
+// than 1/16384 and the errors cancel in the sum: a sum of n rows is off by
+// less than n/128 of a pixel value (0.008 per row before normalising), on
+// hard edges only (bayer-numerics has the effect: docs/performance.md).
+constexpr int kWeightOne = 1 << 14;
+std::vector<std::int16_t> fixed_point_weights(const Taps& t);  // Taps' layout (offset)
+
+// even[i] = sum_k w[k] * rows[k][2 i] / kWeightOne, odd[i] the same for
+// rows[k][2 i + 1], for i < cells: n mosaic rows summed with their
+// vertical weights, exactly (integers), the two column sites of a cell
+// stored apart. Every kernel gives the same bits.
+void accumulate_cells(const std::uint8_t* const* rows, const std::int16_t* w, int n, int cells,
                       float* even, float* odd);
 
 // out[x] = sum_k t.weights[x * t.taps + k] * a[t.first[x] + k]; `a` must be
@@ -37,10 +47,11 @@ void accumulate_cells(const std::uint8_t* const* rows, const float* w, int n, in
 void resample_row_taps(const float* a, const RowTaps& t, float* out);
 
 // The same through one kernel (tests compare them): false if the CPU lacks
-// AVX2/FMA for kAvx2. The two sum in different orders: not the same bits.
+// AVX2/FMA for kAvx2. accumulate_cells: the same bits; resample_row_taps
+// sums in a different order.
 enum class LatticeKernel { kScalar, kAvx2 };
-bool accumulate_cells_with(LatticeKernel k, const std::uint8_t* const* rows, const float* w, int n,
-                           int cells, float* even, float* odd);
+bool accumulate_cells_with(LatticeKernel k, const std::uint8_t* const* rows, const std::int16_t* w,
+                           int n, int cells, float* even, float* odd);
 bool resample_row_taps_with(LatticeKernel k, const float* a, const RowTaps& t, float* out);
 
 }  // namespace torchinfer

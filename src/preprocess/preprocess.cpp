@@ -222,13 +222,14 @@ namespace {
 struct Plans {
   int key[6] = {-1, -1, -1, -1, -1, -1};
   Taps luma_x, chroma_x, full_y, half_y;
-  DenseTaps dense0, dense12;      // horizontal: component 0, components 1 and 2
-  bool lattice = false;           // Bayer: per-colour lattices (else row demosaicking)
-  Taps lattice_y[2];              // Bayer lattice: rows of parity 0 and 1
-  RowTaps lattice_x[2];           // Bayer lattice: columns of parity 0 and 1
-  std::vector<float> acc[3];      // per plane; Bayer bilinear: RGB
-  std::vector<float> site[2][2];  // Bayer lattice: the column sums of [row][column] sites
-  std::vector<float> row[4];      // one output row per component (+ Bayer's second G)
+  DenseTaps dense0, dense12;                // horizontal: component 0, components 1 and 2
+  bool lattice = false;                     // Bayer: per-colour lattices (else row demosaicking)
+  Taps lattice_y[2];                        // Bayer lattice: rows of parity 0 and 1
+  std::vector<std::int16_t> lattice_yq[2];  // their weights in fixed point
+  RowTaps lattice_x[2];                     // Bayer lattice: columns of parity 0 and 1
+  std::vector<float> acc[3];                // per plane; Bayer bilinear: RGB
+  std::vector<float> site[2][2];            // Bayer lattice: the column sums of [row][column] sites
+  std::vector<float> row[4];                // one output row per component (+ Bayer's second G)
   std::vector<const std::uint8_t*> rows;
   std::vector<const std::uint16_t*> rows16;
   // Bayer bilinear: demosaicked RGB rows, source row y in slot y % slots.
@@ -260,6 +261,7 @@ void make_plans(Plans& s, const PreprocessOptions& o, const PixelLayout& L, cons
   s.dense12 = DenseTaps(t12, L.c[1].step);
   for (int parity = 0; s.lattice && parity < 2; ++parity) {
     s.lattice_y[parity] = s.full_y.lattice(parity, r.height / 2);
+    s.lattice_yq[parity] = fixed_point_weights(s.lattice_y[parity]);
     s.lattice_x[parity] = RowTaps(s.luma_x.lattice(parity, r.width / 2));
   }
   // Zero-padded taps may read past the row: keep that memory in bounds.
@@ -331,8 +333,8 @@ void resample_lattice(Plans& s, const PixelLayout& L, const FrameView& f, const 
     s.rows.resize(n);
     for (int i = 0; i < n; ++i)
       s.rows[i] = origin + static_cast<std::size_t>(2 * (ty.first[oy] + i) + parity) * f.strides[0];
-    accumulate_cells(s.rows.data(), ty.w(oy), n, r.width / 2, s.site[parity][0].data(),
-                     s.site[parity][1].data());
+    accumulate_cells(s.rows.data(), s.lattice_yq[parity].data() + ty.offset[oy], n, r.width / 2,
+                     s.site[parity][0].data(), s.site[parity][1].data());
   }
   auto site = [&](int row, int col, std::vector<float>& out) {
     resample_row_taps(s.site[row][col].data(), s.lattice_x[col], out.data());

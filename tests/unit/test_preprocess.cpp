@@ -346,31 +346,60 @@ TEST(Resample, AccumulateRows) {
 }
 
 // The Bayer lattice path's vertical kernel: n mosaic rows summed with their
-// weights, even and odd samples stored apart; lengths around the 16-cell
-// vector step (and its scalar tail), against a double-precision sum.
-TEST(LatticeRows, AccumulateCellsSplitsTheTwoSites) {
+// fixed-point weights, exactly, even and odd samples stored apart; lengths
+// around the 16-cell vector step (and its scalar tail); every kernel the
+// same bits.
+TEST(LatticeRows, AccumulateCellsSplitsTheTwoSitesExactly) {
   std::vector<std::vector<std::uint8_t>> data(7);
   for (std::size_t k = 0; k < data.size(); ++k)
     for (int j = 0; j < 2 * 40; ++j)
-      data[k].push_back(static_cast<std::uint8_t>((j * 37 + k * 101) % 256));
-  const float w[7] = {0.05f, 0.2f, 0.25f, 0.125f, 0.3f, 0.0625f, 0.0125f};
-  for (LatticeKernel kernel : {LatticeKernel::kScalar, LatticeKernel::kAvx2})
-    for (int n : {1, 2, 7})
-      for (int cells : {1, 15, 16, 17, 33, 40}) {
-        std::vector<const std::uint8_t*> rows;
-        for (int k = 0; k < n; ++k) rows.push_back(data[k].data());
-        std::vector<float> even(cells + 1, -1.f), odd(cells + 1, -1.f);
-        if (!accumulate_cells_with(kernel, rows.data(), w, n, cells, even.data(), odd.data()))
+      data[k].push_back(static_cast<std::uint8_t>(j == 3 ? 255 : (j * 37 + k * 101) % 256));
+  // Up to kWeightOne (a weight of 1: growing, or a clamped edge).
+  const std::int16_t w[7] = {16384, 3277, 4096, 2048, 4915, 1024, 205};
+  for (int n : {1, 2, 3, 7})
+    for (int cells : {1, 15, 16, 17, 33, 40}) {
+      std::vector<const std::uint8_t*> rows;
+      for (int k = 0; k < n; ++k) rows.push_back(data[k].data());
+      std::vector<float> even[2], odd[2];
+      for (LatticeKernel kernel : {LatticeKernel::kScalar, LatticeKernel::kAvx2}) {
+        std::vector<float> e(cells + 1, -1.f), o(cells + 1, -1.f);
+        if (!accumulate_cells_with(kernel, rows.data(), w, n, cells, e.data(), o.data()))
           continue;  // no AVX2 on this CPU
         for (int i = 0; i < cells; ++i) {
-          double e = 0, o = 0;
-          for (int k = 0; k < n; ++k) e += w[k] * data[k][2 * i], o += w[k] * data[k][2 * i + 1];
-          ASSERT_NEAR(even[i], e, 1e-4) << "n " << n << " cells " << cells << " i " << i;
-          ASSERT_NEAR(odd[i], o, 1e-4) << "n " << n << " cells " << cells << " i " << i;
+          double we = 0, wo = 0;
+          for (int k = 0; k < n; ++k) we += w[k] * data[k][2 * i], wo += w[k] * data[k][2 * i + 1];
+          ASSERT_EQ(e[i], static_cast<float>(we / kWeightOne))
+              << n << " rows, cells " << cells << " i " << i;
+          ASSERT_EQ(o[i], static_cast<float>(wo / kWeightOne))
+              << n << " rows, cells " << cells << " i " << i;
         }
-        EXPECT_EQ(even[cells], -1.f) << "wrote past the row, cells " << cells;
-        EXPECT_EQ(odd[cells], -1.f) << "wrote past the row, cells " << cells;
+        EXPECT_EQ(e[cells], -1.f) << "wrote past the row, cells " << cells;
+        EXPECT_EQ(o[cells], -1.f) << "wrote past the row, cells " << cells;
+        even[static_cast<int>(kernel)] = e, odd[static_cast<int>(kernel)] = o;
       }
+      if (!even[1].empty())
+        EXPECT_TRUE(even[0] == even[1] && odd[0] == odd[1]) << n << " " << cells;
+    }
+}
+
+// Fixed-point weights keep each output's sum (a flat image stays exact) and
+// stay within one unit of the float weights.
+TEST(LatticeRows, FixedPointWeightsKeepTheSum) {
+  for (auto [src, out] : {std::tuple{1200, 224}, {2048, 224}, {30, 64}, {7, 3}, {1000, 999}})
+    for (int parity : {0, 1}) {
+      const Taps t = Taps::area(src, std::min(src, out)).lattice(parity, src / 2);
+      const std::vector<std::int16_t> q = fixed_point_weights(t);
+      ASSERT_EQ(q.size(), t.weights.size());
+      for (int i = 0; i < t.size(); ++i) {
+        int sum = 0;
+        for (int k = 0; k < t.count(i); ++k) {
+          const int v = q[t.offset[i] + k];
+          sum += v;
+          EXPECT_LT(std::fabs(v - t.w(i)[k] * kWeightOne), 1.0) << src << "->" << out << " " << i;
+        }
+        EXPECT_EQ(sum, kWeightOne) << src << "->" << out << " parity " << parity << " output " << i;
+      }
+    }
 }
 
 // Its horizontal kernel: each output's taps read as whole vectors (8, 16 or
