@@ -123,6 +123,47 @@ TEST(Preprocess, ExactValuesWithoutResize) {
           << i << "," << c;
 }
 
+// A frame at the model's size, or nearest-neighbour resizing, reads one
+// sample per output value: exactly sample * alpha + beta (GRAY16: scaled to
+// 0..255 first), with a crop, in RGB, BGRx, GRAY8 and GRAY16_LE.
+TEST(Preprocess, OneToOneAndNearestReadSamplesExactly) {
+  const cv::Mat rgb = make_rgb_image(50, 30, 8);
+  struct Case {
+    int out_w, out_h;
+    ResizeMethod method;
+  };
+  for (PixelFormat fmt :
+       {PixelFormat::kRGB, PixelFormat::kBGRx, PixelFormat::kGRAY8, PixelFormat::kGRAY16_LE})
+    for (const Case c : {Case{37, 23, ResizeMethod::kArea}, Case{37, 23, ResizeMethod::kLinear},
+                         Case{17, 11, ResizeMethod::kNearest}}) {
+      const OwnedFrame f = make_frame(rgb, fmt, 211);
+      const PixelLayout& L = layout_of(fmt);
+      PreprocessOptions o;
+      o.out_width = c.out_w, o.out_height = c.out_h, o.method = c.method;
+      o.crop = {3, 2, 37, 23};
+      o.alpha = {0.5f, 2.f, 3.f};
+      o.beta = {1.f, -1.f, 0.25f};
+      if (L.kind == PixelLayout::kGray) o.order = ChannelOrder::kGray;
+      Preprocessor pre(o);
+      AlignedBuffer dst(o.slot_bytes());
+      pre.run(f.view, dst.data<float>());
+      for (int y = 0; y < c.out_h; ++y)
+        for (int x = 0; x < c.out_w; ++x) {
+          const int sx = 3 + x * 37 / c.out_w, sy = 2 + y * 23 / c.out_h;
+          const std::uint8_t* px = f.view.planes[0] + sy * f.view.strides[0] + sx * L.plane_bpp[0];
+          for (int ch = 0; ch < o.channels(); ++ch) {
+            float v = px[L.c[ch].offset];
+            if (fmt == PixelFormat::kGRAY16_LE)
+              v = std::min(255.f, (px[0] | px[1] << 8) * (255.f / 65535));
+            ASSERT_EQ(dst.data<float>()[(y * c.out_w + x) * o.channels() + ch],
+                      v * o.alpha[ch] + o.beta[ch])
+                << to_string(fmt) << " " << c.out_w << "x" << c.out_h << " at " << x << "," << y
+                << " channel " << ch;
+          }
+        }
+    }
+}
+
 TEST(Preprocess, GrayModelFromRgbUsesBt601Luma) {
   cv::Mat rgb(1, 1, CV_8UC3, cv::Scalar(200, 100, 50));
   const OwnedFrame f = make_frame(rgb, PixelFormat::kRGB);
