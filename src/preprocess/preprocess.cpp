@@ -406,6 +406,19 @@ void resample_bilinear(Plans& s, const PixelLayout& L, const FrameView& f, const
   for (int c = 0; c < 3; ++c) resample_row(s.acc[0].data() + c, 3, s.dense0, s.row[c].data());
 }
 
+// A packed 24-bit frame at the model's size, its bytes already in the
+// model's channel order (RGB into an RGB model, BGR into a BGR one): each
+// output row is its input row converted (convert_packed3).
+bool plain_conversion(const Plans& s, const PixelLayout& L, ChannelOrder order, const Region& r,
+                      int new_w, int new_h) {
+  if (!s.pick || L.kind != PixelLayout::kRGB || L.plane_bpp[0] != 3 || r.width != new_w ||
+      r.height != new_h)
+    return false;
+  const int red = L.c[0].offset, green = L.c[1].offset, blue = L.c[2].offset;
+  if (order == ChannelOrder::kRGB) return red == 0 && green == 1 && blue == 2;
+  return order == ChannelOrder::kBGR && blue == 0 && green == 1 && red == 2;
+}
+
 }  // namespace
 
 struct Preprocessor::Scratch : Plans {};
@@ -509,15 +522,22 @@ FrameTransform Preprocessor::run_impl(const FrameView& f, const Crop& crop, Out*
   // 16-bit mono: input_bits full scale -> 255 pixel units.
   const float gray_scale =
       L.sample_bytes == 2 ? 255.f / static_cast<float>((1u << opts_.input_bits) - 1) : 1.f;
+  const bool plain =
+      std::is_same_v<Out, float> && plain_conversion(s, L, opts_.order, r, new_w, new_h);
   const int oy_end = std::min(new_h, row_end - off_y);
   for (int oy = std::max(0, row_begin - off_y); oy < oy_end; ++oy) {
+    Out* d = dst + (static_cast<std::size_t>(oy + off_y) * opts_.out_width + off_x) * C;
+    if (plain) {
+      convert_packed3(base[0] + static_cast<std::size_t>(oy) * f.strides[0], opts_.alpha.data(),
+                      opts_.beta.data(), new_w, reinterpret_cast<float*>(d));
+      continue;
+    }
     if (L.kind != PixelLayout::kBayer)
       resample_planes(s, L, f, r, base, oy);
     else if (s.lattice)
       resample_lattice(s, L, f, r, base[0], oy);
     else
       resample_bilinear(s, L, f, r, base[0], oy);
-    Out* d = dst + (static_cast<std::size_t>(oy + off_y) * opts_.out_width + off_x) * C;
     const float *q0 = s.row[0].data(), *q1 = s.row[1].data(), *q2 = s.row[2].data();
     switch (L.kind) {
       case PixelLayout::kRGB:

@@ -48,6 +48,31 @@ __attribute__((target("avx2"))) void write_avx2(const float* c0, const float* c1
   write_scalar(c0, c1, c2, alpha, beta, x, n, d);
 }
 
+void convert_scalar(const std::uint8_t* src, const float alpha[3], const float beta[3], int i,
+                    int n, float* d) {
+  for (; i < 3 * n; ++i) d[i] = static_cast<float>(src[i]) * alpha[i % 3] + beta[i % 3];
+}
+
+// 8 pixels = 24 values per step; the coefficients repeat every 3 values,
+// so three patterned vectors cover them. No FMA, as above.
+__attribute__((target("avx2"))) void convert_avx2(const std::uint8_t* src, const float alpha[3],
+                                                  const float beta[3], int n, float* d) {
+  __m256 a[3], b[3];
+  for (int v = 0; v < 3; ++v) {
+    alignas(32) float pa[8], pb[8];
+    for (int i = 0; i < 8; ++i) pa[i] = alpha[(8 * v + i) % 3], pb[i] = beta[(8 * v + i) % 3];
+    a[v] = _mm256_load_ps(pa), b[v] = _mm256_load_ps(pb);
+  }
+  int i = 0;
+  for (; i + 24 <= 3 * n; i += 24)
+    for (int v = 0; v < 3; ++v) {
+      const __m256 x = _mm256_cvtepi32_ps(
+          _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + i + 8 * v))));
+      _mm256_storeu_ps(d + i + 8 * v, _mm256_add_ps(_mm256_mul_ps(x, a[v]), b[v]));
+    }
+  convert_scalar(src, alpha, beta, i, n, d);
+}
+
 const bool kHaveAvx2 = __builtin_cpu_supports("avx2");
 
 }  // namespace
@@ -58,6 +83,22 @@ void write_interleaved(const float* c0, const float* c1, const float* c2, const 
     write_avx2(c0, c1, c2, alpha, beta, n, d);
   else
     write_scalar(c0, c1, c2, alpha, beta, 0, n, d);
+}
+
+void convert_packed3(const std::uint8_t* src, const float alpha[3], const float beta[3], int n,
+                     float* d) {
+  if (kHaveAvx2)
+    convert_avx2(src, alpha, beta, n, d);
+  else
+    convert_scalar(src, alpha, beta, 0, n, d);
+}
+
+bool convert_packed3_with(bool avx2, const std::uint8_t* src, const float alpha[3],
+                          const float beta[3], int n, float* d) {
+  if (!avx2) return convert_scalar(src, alpha, beta, 0, n, d), true;
+  if (!kHaveAvx2) return false;
+  convert_avx2(src, alpha, beta, n, d);
+  return true;
 }
 
 bool write_interleaved_with(bool avx2, const float* c0, const float* c1, const float* c2,

@@ -125,37 +125,44 @@ TEST(Preprocess, ExactValuesWithoutResize) {
 
 // A frame at the model's size, or nearest-neighbour resizing, reads one
 // sample per output value: exactly sample * alpha + beta (GRAY16: scaled to
-// 0..255 first), with a crop, in RGB, BGRx, GRAY8 and GRAY16_LE.
+// 0..255 first), with a crop, in RGB, BGR (into a BGR model), BGRx, GRAY8
+// and GRAY16_LE.
 TEST(Preprocess, OneToOneAndNearestReadSamplesExactly) {
   const cv::Mat rgb = make_rgb_image(50, 30, 8);
   struct Case {
     int out_w, out_h;
     ResizeMethod method;
+    bool letterbox = false;  // 37x31: the 37x23 region lands 4 rows down
   };
-  for (PixelFormat fmt :
-       {PixelFormat::kRGB, PixelFormat::kBGRx, PixelFormat::kGRAY8, PixelFormat::kGRAY16_LE})
-    for (const Case c : {Case{37, 23, ResizeMethod::kArea}, Case{37, 23, ResizeMethod::kLinear},
-                         Case{17, 11, ResizeMethod::kNearest}}) {
+  for (PixelFormat fmt : {PixelFormat::kRGB, PixelFormat::kBGR, PixelFormat::kBGRx,
+                          PixelFormat::kGRAY8, PixelFormat::kGRAY16_LE})
+    for (const Case c :
+         {Case{37, 23, ResizeMethod::kArea}, Case{37, 23, ResizeMethod::kLinear},
+          Case{17, 11, ResizeMethod::kNearest}, Case{37, 31, ResizeMethod::kArea, true}}) {
       const OwnedFrame f = make_frame(rgb, fmt, 211);
       const PixelLayout& L = layout_of(fmt);
       PreprocessOptions o;
       o.out_width = c.out_w, o.out_height = c.out_h, o.method = c.method;
+      o.keep_aspect_ratio = c.letterbox;
       o.crop = {3, 2, 37, 23};
       o.alpha = {0.5f, 2.f, 3.f};
       o.beta = {1.f, -1.f, 0.25f};
       if (L.kind == PixelLayout::kGray) o.order = ChannelOrder::kGray;
+      if (fmt == PixelFormat::kBGR) o.order = ChannelOrder::kBGR;  // bytes in the model's order
       Preprocessor pre(o);
       AlignedBuffer dst(o.slot_bytes());
       pre.run(f.view, dst.data<float>());
-      for (int y = 0; y < c.out_h; ++y)
+      const int top = c.letterbox ? 4 : 0, rows = c.out_h - 2 * top;
+      for (int y = 0; y < rows; ++y)
         for (int x = 0; x < c.out_w; ++x) {
-          const int sx = 3 + x * 37 / c.out_w, sy = 2 + y * 23 / c.out_h;
+          const int sx = 3 + x * 37 / c.out_w, sy = 2 + y * 23 / rows;
           const std::uint8_t* px = f.view.planes[0] + sy * f.view.strides[0] + sx * L.plane_bpp[0];
           for (int ch = 0; ch < o.channels(); ++ch) {
-            float v = px[L.c[ch].offset];
+            const int comp = o.order == ChannelOrder::kBGR ? 2 - ch : ch;
+            float v = px[L.c[comp].offset];
             if (fmt == PixelFormat::kGRAY16_LE)
               v = std::min(255.f, (px[0] | px[1] << 8) * (255.f / 65535));
-            ASSERT_EQ(dst.data<float>()[(y * c.out_w + x) * o.channels() + ch],
+            ASSERT_EQ(dst.data<float>()[((y + top) * c.out_w + x) * o.channels() + ch],
                       v * o.alpha[ch] + o.beta[ch])
                 << to_string(fmt) << " " << c.out_w << "x" << c.out_h << " at " << x << "," << y
                 << " channel " << ch;
@@ -466,6 +473,22 @@ TEST(LatticeRows, TapsRowsMatchTheirTaps) {
         EXPECT_EQ(got[out], -1.f) << "wrote past the row";
       }
     }
+}
+
+// The plain conversion of a packed row: its AVX2 kernel gives the scalar
+// loop's bits, every length.
+TEST(WriteRows, PackedConversionGivesTheSameBits) {
+  const float alpha[3] = {0.5f, 1 / (255 * 0.224f), 3.f}, beta[3] = {1.f, -2.03f, 0.25f};
+  for (int n : {1, 7, 8, 9, 224}) {
+    std::vector<std::uint8_t> src(3 * n);
+    for (int i = 0; i < 3 * n; ++i) src[i] = static_cast<std::uint8_t>((i * 53) % 256);
+    std::vector<float> scalar(3 * n + 1, -1.f), avx2(3 * n + 1, -1.f);
+    ASSERT_TRUE(convert_packed3_with(false, src.data(), alpha, beta, n, scalar.data()));
+    for (int i = 0; i < 3 * n; ++i) ASSERT_EQ(scalar[i], src[i] * alpha[i % 3] + beta[i % 3]) << i;
+    EXPECT_EQ(scalar[3 * n], -1.f);
+    if (!convert_packed3_with(true, src.data(), alpha, beta, n, avx2.data())) continue;
+    EXPECT_EQ(avx2, scalar) << n;
+  }
 }
 
 // The row writer's AVX2 kernel interleaves and rounds exactly as the scalar
