@@ -29,6 +29,10 @@ returns_int_list.pt scripted forward(x) -> List[int], i.e. x.size(). No sidecar.
 grid_probe.pt       traced; input [N,3,64,64] rgb, mean 0 std 1, raw. Output
     [N,4,4,3] contiguous: out[n,i,j,c] = mean of channel c over grid cell
     row i, column j (each cell 16x16 pixels).
+pixel_probe.pt      traced; input [N,3,224,224] rgb, mean 0 std 1, raw (any size
+    works). Output [N,2,2,3] contiguous: the model input's top-left 2x2
+    pixels. A model that costs next to nothing, so a benchmark of the
+    element measures its own per-frame work (tests/bench/bayer.sh).
 uint8_input.pt      traced; takes uint8 [N,3,6,8] (sidecar input_dtype "uint8",
     rgb, raw) and returns x.float() * 2 - 1.
 wrong_channels.pt   traced conv expecting 1 input channel, but its sidecar says
@@ -127,6 +131,11 @@ class ReturnsIntList(nn.Module):
 class GridProbe(nn.Module):
     def forward(self, x):
         return F.adaptive_avg_pool2d(x, 4).permute(0, 2, 3, 1).contiguous()
+
+
+class PixelProbe(nn.Module):
+    def forward(self, x):
+        return x[:, :, :2, :2].permute(0, 2, 3, 1).contiguous()
 
 
 class WrongChannels(nn.Module):
@@ -418,6 +427,14 @@ def main(outdir):
     if out.shape != (2, 4, 4, 3) or not out.is_contiguous():
         raise RuntimeError("grid_probe: wrong shape/layout")
     check_close(out, ref, "grid_probe")
+
+    ts, _ = save(PixelProbe(), outdir, "pixel_probe", torch.rand(1, 3, 224, 224),
+                 sidecar={"input_width": 224, "input_height": 224, **RAW_RGB})
+    x = torch.rand(2, 3, 96, 64)
+    out = ts(x.to(memory_format=cl))
+    if out.shape != (2, 2, 2, 3) or not out.is_contiguous():
+        raise RuntimeError("pixel_probe: wrong shape/layout")
+    check_close(out, x[:, :, :2, :2].permute(0, 2, 3, 1), "pixel_probe")
 
     torch.manual_seed(0)
     ts, m = save(WrongChannels(), outdir, "wrong_channels", torch.rand(1, 1, 16, 16),

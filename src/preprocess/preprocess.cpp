@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "common/error.h"
 #include "preprocess/bayer.h"
+#include "preprocess/lattice_rows.h"
 #include "preprocess/resample.h"
+#include "preprocess/write_rows.h"
 
 namespace torchinfer {
 namespace {
@@ -49,30 +52,44 @@ Taps taps_for(ResizeMethod m, int src, int out) {
 }
 
 // Writes one pixel of model channels from rgb (or gray) in 0..255 units.
+// It holds copies of the options, not a reference: a store through the
+// float output may alias the options' floats, which made the compiler
+// reload them and re-dispatch on the channel order for every pixel (11 %
+// of a Bayer frame's preprocessing).
 struct Writer {
-  const PreprocessOptions& o;
+  ChannelOrder order;
+  int channels;
+  float a0, a1, a2, b0, b1, b2;
+  explicit Writer(const PreprocessOptions& o)
+      : order(o.order),
+        channels(o.channels()),
+        a0(o.alpha[0]),
+        a1(o.alpha[1]),
+        a2(o.alpha[2]),
+        b0(o.beta[0]),
+        b1(o.beta[1]),
+        b2(o.beta[2]) {}
   inline void put(float r, float g, float b, float* d) const {
-    switch (o.order) {
+    switch (order) {
       case ChannelOrder::kRGB:
-        d[0] = r * o.alpha[0] + o.beta[0], d[1] = g * o.alpha[1] + o.beta[1],
-        d[2] = b * o.alpha[2] + o.beta[2];
+        d[0] = r * a0 + b0, d[1] = g * a1 + b1, d[2] = b * a2 + b2;
         break;
       case ChannelOrder::kBGR:
-        d[0] = b * o.alpha[0] + o.beta[0], d[1] = g * o.alpha[1] + o.beta[1],
-        d[2] = r * o.alpha[2] + o.beta[2];
+        d[0] = b * a0 + b0, d[1] = g * a1 + b1, d[2] = r * a2 + b2;
         break;
       // BT.601 luma weights, as cv::cvtColor(RGB2GRAY) uses.
       case ChannelOrder::kGray:
-        d[0] = (0.299f * r + 0.587f * g + 0.114f * b) * o.alpha[0] + o.beta[0];
+        d[0] = (0.299f * r + 0.587f * g + 0.114f * b) * a0 + b0;
         break;
     }
   }
   inline void put_gray(float v, float* d) const {
-    for (int c = 0; c < o.channels(); ++c) d[c] = v * o.alpha[c] + o.beta[c];
+    d[0] = v * a0 + b0;
+    if (channels == 3) d[1] = v * a1 + b1, d[2] = v * a2 + b2;
   }
   static inline std::uint8_t byte(float v) { return static_cast<std::uint8_t>(clamp255(v) + 0.5f); }
   inline void put(float r, float g, float b, std::uint8_t* d) const {
-    switch (o.order) {
+    switch (order) {
       case ChannelOrder::kRGB:
         d[0] = byte(r), d[1] = byte(g), d[2] = byte(b);
         break;
@@ -85,7 +102,17 @@ struct Writer {
     }
   }
   inline void put_gray(float v, std::uint8_t* d) const {
-    for (int c = 0; c < o.channels(); ++c) d[c] = byte(v);
+    for (int c = 0; c < channels; ++c) d[c] = byte(v);
+  }
+  // A row of RGB components; float RGB/BGR rows vectorised (write_rows.h).
+  template <typename Out>
+  void put_row(const float* r, const float* g, const float* b, int n, Out* d) const {
+    if constexpr (std::is_same_v<Out, float>) {
+      const float alpha[3] = {a0, a1, a2}, beta[3] = {b0, b1, b2};
+      if (order == ChannelOrder::kRGB) return write_interleaved(r, g, b, alpha, beta, n, d);
+      if (order == ChannelOrder::kBGR) return write_interleaved(b, g, r, alpha, beta, n, d);
+    }
+    for (int x = 0; x < n; ++x, d += channels) put(r[x], g[x], b[x], d);
   }
 };
 
@@ -197,16 +224,26 @@ struct Plans {
   Taps luma_x, chroma_x, full_y, half_y;
   DenseTaps dense0, dense12;  // horizontal: component 0, components 1 and 2
   bool lattice = false;       // Bayer: per-colour lattices (else row demosaicking)
+  bool pick = false;          // every output value is one source sample: 1:1, or nearest
   Taps lattice_y[2];          // Bayer lattice: rows of parity 0 and 1
-  DenseTaps lattice_x[2];     // Bayer lattice: columns of parity 0 and 1
-  std::vector<float> acc[3];  // per plane; Bayer: per row parity (lattice) or RGB
-  std::vector<float> row[4];  // one output row per component (+ Bayer's second G)
+  std::vector<std::int16_t> lattice_yq[2];  // their weights in fixed point
+  RowTaps lattice_x[2];                     // Bayer lattice: columns of parity 0 and 1
+  std::vector<float> acc[3];                // per plane; Bayer bilinear: RGB
+  std::vector<float> site[2][2];            // Bayer lattice: the column sums of [row][column] sites
+  std::vector<float> row[4];                // one output row per component (+ Bayer's second G)
   std::vector<const std::uint8_t*> rows;
   std::vector<const std::uint16_t*> rows16;
   // Bayer bilinear: demosaicked RGB rows, source row y in slot y % slots.
   std::vector<std::uint8_t> ring;
   std::vector<int> ring_row;
 };
+
+// One tap of weight 1 per output: resampling only picks samples.
+bool is_pick(const Taps& t) {
+  for (int i = 0; i < t.size(); ++i)
+    if (t.count(i) != 1 || t.w(i)[0] != 1.f) return false;
+  return true;
+}
 
 bool use_lattice(const PreprocessOptions& o, const Geometry& g) {
   if (o.demosaic != Demosaic::kAuto) return o.demosaic == Demosaic::kLattice;
@@ -228,22 +265,27 @@ void make_plans(Plans& s, const PreprocessOptions& o, const PixelLayout& L, cons
   s.lattice = bayer && use_lattice(o, g);
   const bool bilinear = bayer && !s.lattice;
   const Taps& t12 = L.kind == PixelLayout::kYUV || bayer ? s.chroma_x : s.luma_x;
+  s.pick =
+      !bayer && is_pick(s.luma_x) && is_pick(s.full_y) && is_pick(s.chroma_x) && is_pick(s.half_y);
   s.dense0 = DenseTaps(s.luma_x, bilinear ? 3 : L.c[0].step);
   s.dense12 = DenseTaps(t12, L.c[1].step);
   for (int parity = 0; s.lattice && parity < 2; ++parity) {
     s.lattice_y[parity] = s.full_y.lattice(parity, r.height / 2);
-    s.lattice_x[parity] = DenseTaps(s.luma_x.lattice(parity, r.width / 2), 2);
+    s.lattice_yq[parity] = fixed_point_weights(s.lattice_y[parity]);
+    s.lattice_x[parity] = RowTaps(s.luma_x.lattice(parity, r.width / 2));
   }
   // Zero-padded taps may read past the row: keep that memory in bounds.
   const int slack =
       4 + std::max({s.dense0.taps * (bilinear ? 3 : L.c[0].step), s.dense12.taps * L.c[1].step,
-                    2 * s.lattice_x[0].taps + 1, 2 * s.lattice_x[1].taps + 1});
+                    s.lattice_x[0].taps, s.lattice_x[1].taps});
   const int cw = (r.width + 1) / 2;
   for (auto& a : s.acc) a.clear();
   if (bayer) {
     const int len = bilinear ? 3 * r.width : r.width;
-    s.acc[0].assign(static_cast<std::size_t>(len) + slack, 0.f);
-    if (s.lattice) s.acc[1].assign(static_cast<std::size_t>(len) + slack, 0.f);
+    if (bilinear) s.acc[0].assign(static_cast<std::size_t>(len) + slack, 0.f);
+    for (auto& row : s.site)
+      for (auto& site : row)  // zeros past the cells: the taps' padding reads them
+        site.assign(s.lattice ? static_cast<std::size_t>(r.width / 2) + slack : 0, 0.f);
     int most = 1;
     for (int i = 0; bilinear && i < s.full_y.size(); ++i) most = std::max(most, s.full_y.count(i));
     s.ring.assign(bilinear ? static_cast<std::size_t>(most + 1) * 3 * r.width : 0, 0);
@@ -259,8 +301,34 @@ void make_plans(Plans& s, const PreprocessOptions& o, const PixelLayout& L, cons
 
 // Vertical pass of output row oy over every plane, then the horizontal pass
 // of each component into s.row (0..255 units; YUV: y, u, v).
+template <typename T>
+void pick_row(const std::uint8_t* row, const Component& c, const DenseTaps& t, float* out) {
+  const T* src = reinterpret_cast<const T*>(row) + c.offset;
+  for (int x = 0; x < t.n; ++x) out[x] = static_cast<float>(src[t.index[x]]);
+}
+
+// A frame already at the model's size (or nearest-neighbour resizing): each
+// output value is one sample, read straight from its row. The sums would
+// give the same bits (1.0 * v, plus zeros), at 14 % of a 224x224 RGB frame's
+// CPU in the element.
+void pick_planes(Plans& s, const PixelLayout& L, const FrameView& f,
+                 const std::uint8_t* const* base, int oy) {
+  for (int i = 0; i < (L.kind == PixelLayout::kGray ? 1 : 3); ++i) {
+    const Component& c = L.c[i];
+    const Taps& ty = L.plane_half_h[c.plane] ? s.half_y : s.full_y;
+    const std::uint8_t* row =
+        base[c.plane] + static_cast<std::size_t>(ty.first[oy]) * f.strides[c.plane];
+    const DenseTaps& t = i == 0 ? s.dense0 : s.dense12;
+    if (L.sample_bytes == 2)
+      pick_row<std::uint16_t>(row, c, t, s.row[i].data());
+    else
+      pick_row<std::uint8_t>(row, c, t, s.row[i].data());
+  }
+}
+
 void resample_planes(Plans& s, const PixelLayout& L, const FrameView& f, const Region& r,
                      const std::uint8_t* const* base, int oy) {
+  if (s.pick) return pick_planes(s, L, f, base, oy);
   const int cw = (r.width + 1) / 2;
   for (int p = 0; p < L.n_planes; ++p) {
     const Taps& ty = L.plane_half_h[p] ? s.half_y : s.full_y;
@@ -288,10 +356,11 @@ void resample_planes(Plans& s, const PixelLayout& L, const FrameView& f, const R
 }
 
 // Bayer, per-colour lattices: the sample rows of each parity are summed
-// apart (s.acc[0], s.acc[1]) with that parity's vertical weights, then each
-// colour site is resampled with its column parity's weights; the two G sites
-// are averaged. Each colour is its samples' bilinear interpolation,
-// area-resized, in one pass. R, G, B in s.row.
+// apart with that parity's vertical weights, split into their two column
+// sites (s.site), then each colour site is resampled with its column
+// parity's weights; the two G sites are averaged. Each colour is its
+// samples' bilinear interpolation, area-resized, in one pass. R, G, B in
+// s.row.
 void resample_lattice(Plans& s, const PixelLayout& L, const FrameView& f, const Region& r,
                       const std::uint8_t* origin, int oy) {
   for (int parity = 0; parity < 2; ++parity) {
@@ -300,10 +369,11 @@ void resample_lattice(Plans& s, const PixelLayout& L, const FrameView& f, const 
     s.rows.resize(n);
     for (int i = 0; i < n; ++i)
       s.rows[i] = origin + static_cast<std::size_t>(2 * (ty.first[oy] + i) + parity) * f.strides[0];
-    accumulate_rows(s.rows.data(), ty.w(oy), n, r.width, s.acc[parity].data());
+    accumulate_cells(s.rows.data(), s.lattice_yq[parity].data() + ty.offset[oy], n, r.width / 2,
+                     s.site[parity][0].data(), s.site[parity][1].data());
   }
   auto site = [&](int row, int col, std::vector<float>& out) {
-    resample_row(s.acc[row].data() + col, 2, s.lattice_x[col], out.data());
+    resample_row_taps(s.site[row][col].data(), s.lattice_x[col], out.data());
   };
   const Component &red = L.c[0], &green = L.c[1], &blue = L.c[2];
   site(red.row, red.offset, s.row[0]);
@@ -334,6 +404,19 @@ void resample_bilinear(Plans& s, const PixelLayout& L, const FrameView& f, const
   }
   accumulate_rows(s.rows.data(), ty.w(oy), n, static_cast<int>(row_bytes), s.acc[0].data());
   for (int c = 0; c < 3; ++c) resample_row(s.acc[0].data() + c, 3, s.dense0, s.row[c].data());
+}
+
+// A packed 24-bit frame at the model's size, its bytes already in the
+// model's channel order (RGB into an RGB model, BGR into a BGR one): each
+// output row is its input row converted (convert_packed3).
+bool plain_conversion(const Plans& s, const PixelLayout& L, ChannelOrder order, const Region& r,
+                      int new_w, int new_h) {
+  if (!s.pick || L.kind != PixelLayout::kRGB || L.plane_bpp[0] != 3 || r.width != new_w ||
+      r.height != new_h)
+    return false;
+  const int red = L.c[0].offset, green = L.c[1].offset, blue = L.c[2].offset;
+  if (order == ChannelOrder::kRGB) return red == 0 && green == 1 && blue == 2;
+  return order == ChannelOrder::kBGR && blue == 0 && green == 1 && red == 2;
 }
 
 }  // namespace
@@ -416,7 +499,7 @@ FrameTransform Preprocessor::run_impl(const FrameView& f, const Crop& crop, Out*
   std::fill(s.ring_row.begin(), s.ring_row.end(), -1);  // a new frame
 
   const int C = opts_.channels();
-  const Writer w{opts_};
+  const Writer w(opts_);
   if (new_w != opts_.out_width || new_h != opts_.out_height) {
     Out pad[3];
     w.put_gray(static_cast<float>(opts_.pad_value), pad);
@@ -439,20 +522,27 @@ FrameTransform Preprocessor::run_impl(const FrameView& f, const Crop& crop, Out*
   // 16-bit mono: input_bits full scale -> 255 pixel units.
   const float gray_scale =
       L.sample_bytes == 2 ? 255.f / static_cast<float>((1u << opts_.input_bits) - 1) : 1.f;
+  const bool plain =
+      std::is_same_v<Out, float> && plain_conversion(s, L, opts_.order, r, new_w, new_h);
   const int oy_end = std::min(new_h, row_end - off_y);
   for (int oy = std::max(0, row_begin - off_y); oy < oy_end; ++oy) {
+    Out* d = dst + (static_cast<std::size_t>(oy + off_y) * opts_.out_width + off_x) * C;
+    if (plain) {
+      convert_packed3(base[0] + static_cast<std::size_t>(oy) * f.strides[0], opts_.alpha.data(),
+                      opts_.beta.data(), new_w, reinterpret_cast<float*>(d));
+      continue;
+    }
     if (L.kind != PixelLayout::kBayer)
       resample_planes(s, L, f, r, base, oy);
     else if (s.lattice)
       resample_lattice(s, L, f, r, base[0], oy);
     else
       resample_bilinear(s, L, f, r, base[0], oy);
-    Out* d = dst + (static_cast<std::size_t>(oy + off_y) * opts_.out_width + off_x) * C;
     const float *q0 = s.row[0].data(), *q1 = s.row[1].data(), *q2 = s.row[2].data();
     switch (L.kind) {
       case PixelLayout::kRGB:
       case PixelLayout::kBayer:
-        for (int x = 0; x < new_w; ++x, d += C) w.put(q0[x], q1[x], q2[x], d);
+        w.put_row(q0, q1, q2, new_w, d);
         break;
       case PixelLayout::kGray:
         for (int x = 0; x < new_w; ++x, d += C) w.put_gray(clamp255(q0[x] * gray_scale), d);

@@ -10,8 +10,10 @@
 #include "common/aligned_buffer.h"
 #include "common/error.h"
 #include "frames.h"
+#include "preprocess/lattice_rows.h"
 #include "preprocess/preprocess.h"
 #include "preprocess/resample.h"
+#include "preprocess/write_rows.h"
 
 using namespace torchinfer;
 using namespace torchinfer::test;
@@ -119,6 +121,54 @@ TEST(Preprocess, ExactValuesWithoutResize) {
     for (int c = 0; c < 3; ++c)
       EXPECT_FLOAT_EQ(dst.data<float>()[i * 3 + c], rgb.data[i * 3 + c] * o.alpha[c] + o.beta[c])
           << i << "," << c;
+}
+
+// A frame at the model's size, or nearest-neighbour resizing, reads one
+// sample per output value: exactly sample * alpha + beta (GRAY16: scaled to
+// 0..255 first), with a crop, in RGB, BGR (into a BGR model), BGRx, GRAY8
+// and GRAY16_LE.
+TEST(Preprocess, OneToOneAndNearestReadSamplesExactly) {
+  const cv::Mat rgb = make_rgb_image(50, 30, 8);
+  struct Case {
+    int out_w, out_h;
+    ResizeMethod method;
+    bool letterbox = false;  // 37x31: the 37x23 region lands 4 rows down
+  };
+  for (PixelFormat fmt : {PixelFormat::kRGB, PixelFormat::kBGR, PixelFormat::kBGRx,
+                          PixelFormat::kGRAY8, PixelFormat::kGRAY16_LE})
+    for (const Case c :
+         {Case{37, 23, ResizeMethod::kArea}, Case{37, 23, ResizeMethod::kLinear},
+          Case{17, 11, ResizeMethod::kNearest}, Case{37, 31, ResizeMethod::kArea, true}}) {
+      const OwnedFrame f = make_frame(rgb, fmt, 211);
+      const PixelLayout& L = layout_of(fmt);
+      PreprocessOptions o;
+      o.out_width = c.out_w, o.out_height = c.out_h, o.method = c.method;
+      o.keep_aspect_ratio = c.letterbox;
+      o.crop = {3, 2, 37, 23};
+      o.alpha = {0.5f, 2.f, 3.f};
+      o.beta = {1.f, -1.f, 0.25f};
+      if (L.kind == PixelLayout::kGray) o.order = ChannelOrder::kGray;
+      if (fmt == PixelFormat::kBGR) o.order = ChannelOrder::kBGR;  // bytes in the model's order
+      Preprocessor pre(o);
+      AlignedBuffer dst(o.slot_bytes());
+      pre.run(f.view, dst.data<float>());
+      const int top = c.letterbox ? 4 : 0, rows = c.out_h - 2 * top;
+      for (int y = 0; y < rows; ++y)
+        for (int x = 0; x < c.out_w; ++x) {
+          const int sx = 3 + x * 37 / c.out_w, sy = 2 + y * 23 / rows;
+          const std::uint8_t* px = f.view.planes[0] + sy * f.view.strides[0] + sx * L.plane_bpp[0];
+          for (int ch = 0; ch < o.channels(); ++ch) {
+            const int comp = o.order == ChannelOrder::kBGR ? 2 - ch : ch;
+            float v = px[L.c[comp].offset];
+            if (fmt == PixelFormat::kGRAY16_LE)
+              v = std::min(255.f, (px[0] | px[1] << 8) * (255.f / 65535));
+            ASSERT_EQ(dst.data<float>()[((y + top) * c.out_w + x) * o.channels() + ch],
+                      v * o.alpha[ch] + o.beta[ch])
+                << to_string(fmt) << " " << c.out_w << "x" << c.out_h << " at " << x << "," << y
+                << " channel " << ch;
+          }
+        }
+    }
 }
 
 TEST(Preprocess, GrayModelFromRgbUsesBt601Luma) {
@@ -340,6 +390,128 @@ TEST(Resample, AccumulateRows) {
     accumulate_rows(rows, w, n, 37, acc.data());
     const float want = n == 1 ? 2.5f : n == 2 ? 12.5f : 22.5f;
     for (float v : acc) ASSERT_FLOAT_EQ(v, want) << n;
+  }
+}
+
+// The Bayer lattice path's vertical kernel: n mosaic rows summed with their
+// fixed-point weights, exactly, even and odd samples stored apart; lengths
+// around the 16-cell vector step (and its scalar tail); every kernel the
+// same bits.
+TEST(LatticeRows, AccumulateCellsSplitsTheTwoSitesExactly) {
+  std::vector<std::vector<std::uint8_t>> data(7);
+  for (std::size_t k = 0; k < data.size(); ++k)
+    for (int j = 0; j < 2 * 40; ++j)
+      data[k].push_back(static_cast<std::uint8_t>(j == 3 ? 255 : (j * 37 + k * 101) % 256));
+  // Up to kWeightOne (a weight of 1: growing, or a clamped edge).
+  const std::int16_t w[7] = {16384, 3277, 4096, 2048, 4915, 1024, 205};
+  for (int n : {1, 2, 3, 7})
+    for (int cells : {1, 15, 16, 17, 33, 40}) {
+      std::vector<const std::uint8_t*> rows;
+      for (int k = 0; k < n; ++k) rows.push_back(data[k].data());
+      std::vector<float> even[2], odd[2];
+      for (LatticeKernel kernel : {LatticeKernel::kScalar, LatticeKernel::kAvx2}) {
+        std::vector<float> e(cells + 1, -1.f), o(cells + 1, -1.f);
+        if (!accumulate_cells_with(kernel, rows.data(), w, n, cells, e.data(), o.data()))
+          continue;  // no AVX2 on this CPU
+        for (int i = 0; i < cells; ++i) {
+          double we = 0, wo = 0;
+          for (int k = 0; k < n; ++k) we += w[k] * data[k][2 * i], wo += w[k] * data[k][2 * i + 1];
+          ASSERT_EQ(e[i], static_cast<float>(we / kWeightOne))
+              << n << " rows, cells " << cells << " i " << i;
+          ASSERT_EQ(o[i], static_cast<float>(wo / kWeightOne))
+              << n << " rows, cells " << cells << " i " << i;
+        }
+        EXPECT_EQ(e[cells], -1.f) << "wrote past the row, cells " << cells;
+        EXPECT_EQ(o[cells], -1.f) << "wrote past the row, cells " << cells;
+        even[static_cast<int>(kernel)] = e, odd[static_cast<int>(kernel)] = o;
+      }
+      if (!even[1].empty())
+        EXPECT_TRUE(even[0] == even[1] && odd[0] == odd[1]) << n << " " << cells;
+    }
+}
+
+// Fixed-point weights keep each output's sum (a flat image stays exact) and
+// stay within one unit of the float weights.
+TEST(LatticeRows, FixedPointWeightsKeepTheSum) {
+  for (auto [src, out] : {std::tuple{1200, 224}, {2048, 224}, {30, 64}, {7, 3}, {1000, 999}})
+    for (int parity : {0, 1}) {
+      const Taps t = Taps::area(src, std::min(src, out)).lattice(parity, src / 2);
+      const std::vector<std::int16_t> q = fixed_point_weights(t);
+      ASSERT_EQ(q.size(), t.weights.size());
+      for (int i = 0; i < t.size(); ++i) {
+        int sum = 0;
+        for (int k = 0; k < t.count(i); ++k) {
+          const int v = q[t.offset[i] + k];
+          sum += v;
+          EXPECT_LT(std::fabs(v - t.w(i)[k] * kWeightOne), 1.0) << src << "->" << out << " " << i;
+        }
+        EXPECT_EQ(sum, kWeightOne) << src << "->" << out << " parity " << parity << " output " << i;
+      }
+    }
+}
+
+// Its horizontal kernel: each output's taps read as whole vectors (8, 16 or
+// 24 with zero padding), the last < 8 outputs summed alike; against the
+// Taps it was made from, in double.
+TEST(LatticeRows, TapsRowsMatchTheirTaps) {
+  for (auto [src, out] : {std::tuple{1224, 224}, {960, 224}, {150, 7}, {700, 20}, {100, 3}})
+    for (int phase : {0, 1}) {
+      const Taps taps = Taps::area(2 * src, out).lattice(phase, src);
+      const RowTaps t(taps);
+      ASSERT_EQ(t.taps % 8, 0);
+      ASSERT_GE(t.taps, taps.count(0));
+      std::vector<float> a(src + t.taps);
+      for (int i = 0; i < src; ++i) a[i] = static_cast<float>((i * 7919) % 256);
+      for (LatticeKernel kernel : {LatticeKernel::kScalar, LatticeKernel::kAvx2}) {
+        std::vector<float> got(out + 1, -1.f);
+        if (!resample_row_taps_with(kernel, a.data(), t, got.data())) continue;
+        for (int x = 0; x < out; ++x) {
+          double want = 0;
+          for (int k = 0; k < taps.count(x); ++k) want += taps.w(x)[k] * a[taps.first[x] + k];
+          ASSERT_NEAR(got[x], want, 1e-3) << src << "->" << out << " phase " << phase << " x " << x;
+        }
+        EXPECT_EQ(got[out], -1.f) << "wrote past the row";
+      }
+    }
+}
+
+// The plain conversion of a packed row: its AVX2 kernel gives the scalar
+// loop's bits, every length.
+TEST(WriteRows, PackedConversionGivesTheSameBits) {
+  const float alpha[3] = {0.5f, 1 / (255 * 0.224f), 3.f}, beta[3] = {1.f, -2.03f, 0.25f};
+  for (int n : {1, 7, 8, 9, 224}) {
+    std::vector<std::uint8_t> src(3 * n);
+    for (int i = 0; i < 3 * n; ++i) src[i] = static_cast<std::uint8_t>((i * 53) % 256);
+    std::vector<float> scalar(3 * n + 1, -1.f), avx2(3 * n + 1, -1.f);
+    ASSERT_TRUE(convert_packed3_with(false, src.data(), alpha, beta, n, scalar.data()));
+    for (int i = 0; i < 3 * n; ++i) ASSERT_EQ(scalar[i], src[i] * alpha[i % 3] + beta[i % 3]) << i;
+    EXPECT_EQ(scalar[3 * n], -1.f);
+    if (!convert_packed3_with(true, src.data(), alpha, beta, n, avx2.data())) continue;
+    EXPECT_EQ(avx2, scalar) << n;
+  }
+}
+
+// The row writer's AVX2 kernel interleaves and rounds exactly as the scalar
+// loop does (multiply, then add): the same bits, every length.
+TEST(WriteRows, EveryKernelGivesTheSameBits) {
+  const float alpha[3] = {1 / (255 * 0.229f), 1 / (255 * 0.224f), 1 / (255 * 0.225f)};
+  const float beta[3] = {-0.485f / 0.229f, -0.456f / 0.224f, -0.406f / 0.225f};
+  for (int n : {1, 7, 8, 9, 23, 224}) {
+    std::vector<float> c[3];
+    for (int k = 0; k < 3; ++k)
+      for (int x = 0; x < n; ++x)
+        c[k].push_back(static_cast<float>((x * 31 + k * 50) % 256) + 0.25f * k);
+    std::vector<float> scalar(3 * n + 1, -1.f), avx2(3 * n + 1, -1.f);
+    ASSERT_TRUE(write_interleaved_with(false, c[0].data(), c[1].data(), c[2].data(), alpha, beta, n,
+                                       scalar.data()));
+    for (int x = 0; x < n; ++x)
+      for (int k = 0; k < 3; ++k)
+        ASSERT_EQ(scalar[3 * x + k], c[k][x] * alpha[k] + beta[k]) << n << " " << x << " " << k;
+    EXPECT_EQ(scalar[3 * n], -1.f);
+    if (!write_interleaved_with(true, c[0].data(), c[1].data(), c[2].data(), alpha, beta, n,
+                                avx2.data()))
+      continue;
+    EXPECT_EQ(avx2, scalar) << n;
   }
 }
 
