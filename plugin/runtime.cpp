@@ -4,6 +4,7 @@
 #include <gst/gst.h>
 
 #include "gst/torchinfer/torchinfer-meta.h"
+#include "gsttorchanalytics.h"
 #include "gsttorchinfer.h"
 #include "gsttorchmetaconvert.h"
 #include "gsttorchnms.h"
@@ -15,11 +16,13 @@ extern "C" __attribute__((visibility("default"))) gboolean torchinfer_runtime_re
     GstPlugin* plugin) {
   gst_torch_classification_meta_register();
   gst_torchtrack_events_meta_register();
+  gst_torch_analytics_meta_register();
   gboolean ok = GST_ELEMENT_REGISTER(torchinfer, plugin);
   ok &= GST_ELEMENT_REGISTER(torchmetaconvert, plugin);
   ok &= GST_ELEMENT_REGISTER(torchnms, plugin);
   ok &= GST_ELEMENT_REGISTER(torchoverlay, plugin);
   ok &= GST_ELEMENT_REGISTER(torchpublish, plugin);
   ok &= GST_ELEMENT_REGISTER(torchtrack, plugin);
+  ok &= GST_ELEMENT_REGISTER(torchanalytics, plugin);
   return ok;
 }
