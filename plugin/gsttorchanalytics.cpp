@@ -251,8 +251,22 @@ static GstStructure* line_structure(const LineCounts& c) {
   return s;
 }
 
-static void attach_counts(GstBuffer* buf, const StreamAnalytics& a, const std::string& stream_id,
-                          const std::vector<GstStructure*>& events) {
+// Where the line or zone is, in frame pixels (x1, y1, x2, y2, ...), for
+// drawing (torchoverlay) and for applications.
+static void set_points(GstStructure* s, const std::vector<Point2>& points) {
+  GValue a = G_VALUE_INIT, v = G_VALUE_INIT;
+  gst_value_array_init(&a, 2 * points.size());
+  for (const Point2& p : points)
+    for (double c : {p.x, p.y}) {
+      g_value_init(&v, G_TYPE_DOUBLE);
+      g_value_set_double(&v, c);
+      gst_value_array_append_and_take_value(&a, &v);
+    }
+  gst_structure_take_value(s, "points", &a);
+}
+
+static void attach_counts(GstBuffer* buf, const StreamAnalytics& a, const AnalyticsConfig& where,
+                          const std::string& stream_id, const std::vector<GstStructure*>& events) {
   GstCustomMeta* cm = gst_buffer_add_custom_meta(buf, GST_TORCH_ANALYTICS_META_NAME);
   if (!cm) return;
   GstStructure* s = gst_custom_meta_get_structure(cm);
@@ -260,13 +274,22 @@ static void attach_counts(GstBuffer* buf, const StreamAnalytics& a, const std::s
   gst_structure_set(s, "stream-id", G_TYPE_STRING, stream_id.c_str(), nullptr);
   GValue lines = G_VALUE_INIT, zones = G_VALUE_INIT, evs = G_VALUE_INIT;
   gst_value_array_init(&lines, 0);
-  for (const LineCounts& c : a.line_counts()) append_structure(&lines, line_structure(c));
+  const std::vector<LineCounts> lc = a.line_counts();
+  for (std::size_t i = 0; i < lc.size(); ++i) {
+    GstStructure* l = line_structure(lc[i]);
+    if (i < where.lines.size()) set_points(l, {where.lines[i].p1, where.lines[i].p2});
+    append_structure(&lines, l);
+  }
   gst_value_array_init(&zones, 0);
-  for (const ZoneCounts& z : a.zone_counts())
-    append_structure(&zones,
-                     gst_structure_new("zone", "name", G_TYPE_STRING, z.name.c_str(), "inside",
-                                       G_TYPE_UINT64, z.inside, "entered", G_TYPE_UINT64, z.entered,
-                                       "exited", G_TYPE_UINT64, z.exited, nullptr));
+  const std::vector<ZoneCounts> zc = a.zone_counts();
+  for (std::size_t i = 0; i < zc.size(); ++i) {
+    const ZoneCounts& z = zc[i];
+    GstStructure* zs = gst_structure_new("zone", "name", G_TYPE_STRING, z.name.c_str(), "inside",
+                                         G_TYPE_UINT64, z.inside, "entered", G_TYPE_UINT64,
+                                         z.entered, "exited", G_TYPE_UINT64, z.exited, nullptr);
+    if (i < where.zones.size()) set_points(zs, where.zones[i].outline);
+    append_structure(&zones, zs);
+  }
   gst_value_array_init(&evs, events.size());
   for (GstStructure* e : events) append_structure(&evs, gst_structure_copy(e));
   take_array(s, "lines", &lines);
@@ -292,7 +315,7 @@ static void analyse(GstTorchAnalytics* self, GstBuffer* buf) {
   for (std::size_t i = 0; i < rois.size(); ++i) add_zone_names(rois[i], step.zones[i]);
   std::vector<GstStructure*> events;
   for (const AnalyticsEvent& e : step.events) events.push_back(event_structure(e, st.current));
-  attach_counts(buf, stream, st.current, events);
+  attach_counts(buf, stream, st.config, st.current, events);
   for (GstStructure* s : events)
     gst_element_post_message(GST_ELEMENT(self), gst_message_new_element(GST_OBJECT(self), s));
 }
