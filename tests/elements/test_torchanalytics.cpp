@@ -8,12 +8,14 @@
 
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "element_helpers.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "gsttorchtrack.h"
+#include "mqtt_broker.h"
 
 using namespace torchinfer::test;
 
@@ -395,4 +397,111 @@ TEST(TorchAnalytics, NameInPropertyAndFileWarnsAndKeepsThePrevious) {
   EXPECT_NE(std::string(err->message).find("'gate' is in both"), std::string::npos) << err->message;
   g_error_free(err);
   gst_message_unref(w);
+}
+
+namespace {
+
+std::vector<nlohmann::json> json_lines(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<nlohmann::json> out;
+  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+// A launch line around torchanalytics, fed scripted frames.
+struct Chain {
+  GstHarness* h;
+  int n = 0;
+  explicit Chain(const std::string& line) : h(gst_harness_new_parse(line.c_str())) {
+    gst_harness_set_src_caps_str(h, kCaps);
+  }
+  ~Chain() { gst_harness_teardown(h); }
+  void push(const std::vector<Obj>& objs) {
+    GstBuffer* out = gst_harness_push_and_pull(h, frame(n++, objs));
+    EXPECT_NE(out, nullptr);
+    if (out) gst_buffer_unref(out);
+  }
+  void stop() { gst_element_set_state(h->element, GST_STATE_NULL); }
+};
+
+}  // namespace
+
+TEST(TorchAnalytics, JsonLinesCarryCountsEventsAndZones) {
+  const std::string path = testing::TempDir() + "analytics.jsonl";
+  {
+    Chain c(
+        "torchanalytics lines=gate:320,480,320,0 zones=right:320,0,640,0,640,480,320,480 "
+        "hysteresis=0 ! torchmetaconvert location=" +
+        path);
+    for (double x : {300.0, 340.0, 360.0}) c.push({{1, x, 300}});
+    c.stop();
+  }
+  const auto lines = json_lines(path);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0]["analytics"], nlohmann::json::parse(R"({"lines": {"gate": {"forward": 0,
+      "backward": 0, "by_class": {}}}, "zones": {"right": {"inside": 0, "entered": 0,
+      "exited": 0}}})"));
+  EXPECT_EQ(lines[0]["detections"][0]["zones"], nlohmann::json::array());
+  const auto& a = lines[1]["analytics"];
+  EXPECT_EQ(a["lines"]["gate"]["forward"], 1);
+  EXPECT_EQ(a["lines"]["gate"]["by_class"]["part"]["forward"], 1);
+  EXPECT_EQ(a["zones"]["right"], nlohmann::json::parse(R"({"inside": 1, "entered": 1,
+      "exited": 0})"));
+  ASSERT_EQ(a["events"].size(), 2u);
+  EXPECT_EQ(a["events"][0]["event"], "crossing");
+  EXPECT_EQ(a["events"][0]["direction"], "forward");
+  EXPECT_EQ(a["events"][0]["pts"], kFrame);
+  EXPECT_EQ(a["events"][1]["event"], "zone-entered");
+  EXPECT_EQ(lines[1]["detections"][0]["zones"], nlohmann::json({"right"}));
+  EXPECT_FALSE(lines[2]["analytics"].contains("events"));
+  EXPECT_EQ(lines[2]["analytics"]["lines"]["gate"]["forward"], 1);
+}
+
+// torchpublish mode=events sends only the frames with a crossing, entry or exit.
+TEST(TorchAnalytics, PublishEventsModeSendsCrossingsOnly) {
+  Broker broker;
+  ASSERT_TRUE(broker.start());
+  Subscriber sub(broker.port(), "gate");
+  ASSERT_TRUE(sub.wait_subscribed());
+  Chain c("torchanalytics lines=gate:320,480,320,0 ! torchpublish name=pub port=" +
+          std::to_string(broker.port()) + " topic=gate reconnect-delay-max=1 mode=events");
+  for (double x : {280.0, 300.0, 340.0, 360.0, 340.0, 300.0, 280.0}) c.push({{1, x, 300}});
+  // Before stopping: the client connects in the background.
+  ASSERT_TRUE(sub.wait_for(2));
+  c.stop();
+  const auto msgs = sub.messages();
+  ASSERT_EQ(msgs.size(), 2u);
+  const auto first = nlohmann::json::parse(msgs[0]), second = nlohmann::json::parse(msgs[1]);
+  EXPECT_EQ(first["frame"], 2);
+  EXPECT_EQ(first["analytics"]["events"][0]["direction"], "forward");
+  EXPECT_EQ(second["frame"], 5);
+  EXPECT_EQ(second["analytics"]["events"][0]["direction"], "backward");
+}
+
+// torchoverlay draws the lines and zones (white on a black outline) and
+// their counts as text rows at the top left.
+TEST(TorchAnalytics, OverlayDrawsLinesZonesAndCounts) {
+  GstHarness* h = gst_harness_new_parse(
+      "torchanalytics lines=gate:320,480,320,0 zones=bay:100,300,200,300,200,400,100,400 ! "
+      "torchoverlay");
+  gst_harness_set_src_caps_str(h, kCaps);
+  GstBuffer* in = frame(0, {});
+  gst_buffer_memset(in, 0, 0, kW * kH);
+  GstBuffer* out = gst_harness_push_and_pull(h, in);
+  ASSERT_NE(out, nullptr);
+  GstMapInfo m;
+  ASSERT_TRUE(gst_buffer_map(out, &m, GST_MAP_READ));
+  auto at = [&](int x, int y) { return int(m.data[y * kW + x]); };
+  EXPECT_GT(at(320, 240), 200);  // the gate
+  EXPECT_GT(at(100, 350), 200);  // the zone's left edge
+  EXPECT_GT(at(150, 400), 200);  // its bottom edge
+  EXPECT_EQ(at(400, 240), 0);    // elsewhere untouched
+  EXPECT_EQ(at(150, 350), 0);    // inside the zone too
+  int bright = 0;                // the counts' text rows, top left
+  for (int y = 0; y < 30; ++y)
+    for (int x = 0; x < 200; ++x) bright += at(x, y) > 200;
+  EXPECT_GT(bright, 50);
+  gst_buffer_unmap(out, &m);
+  gst_buffer_unref(out);
+  gst_harness_teardown(h);
 }
