@@ -40,6 +40,8 @@ namespace {
 struct State {
   std::mutex lock;  // guards settings
   an::Settings settings;
+  an::CountsBoard board;  // its own lock
+  an::Status status{&board};
   // streaming thread only
   std::uint64_t applied = 0;  // settings generation in use
   bool fresh = true;          // nothing applied yet (start, new caps)
@@ -78,7 +80,7 @@ static void gst_torchanalytics_get_property(GObject* object, guint prop_id, GVal
                                             GParamSpec* pspec) {
   auto* self = GST_TORCHANALYTICS(object);
   std::lock_guard<std::mutex> lock(self->state->lock);
-  an::properties().get(self->state->settings, {}, prop_id, value, pspec);
+  an::properties().get(self->state->settings, self->state->status, prop_id, value, pspec);
 }
 
 static gboolean gst_torchanalytics_start(GstBaseTransform* trans) {
@@ -100,6 +102,7 @@ static gboolean gst_torchanalytics_start(GstBaseTransform* trans) {
   std::lock_guard<std::mutex> lock(st.lock);
   if (st.settings.config == path) st.settings.config_content = std::move(content);
   st.settings.running = true;
+  st.board.clear();
   st.streams.clear();
   st.current.clear();
   st.fresh = true;
@@ -265,10 +268,11 @@ static void set_points(GstStructure* s, const std::vector<Point2>& points) {
   gst_structure_take_value(s, "points", &a);
 }
 
-static void attach_counts(GstBuffer* buf, const StreamAnalytics& a, const AnalyticsConfig& where,
-                          const std::string& stream_id, const std::vector<GstStructure*>& events) {
+static const GstStructure* attach_counts(GstBuffer* buf, const StreamAnalytics& a,
+                                         const AnalyticsConfig& where, const std::string& stream_id,
+                                         const std::vector<GstStructure*>& events) {
   GstCustomMeta* cm = gst_buffer_add_custom_meta(buf, GST_TORCH_ANALYTICS_META_NAME);
-  if (!cm) return;
+  if (!cm) return nullptr;
   GstStructure* s = gst_custom_meta_get_structure(cm);
   gst_structure_set_name(s, "torchanalytics");
   gst_structure_set(s, "stream-id", G_TYPE_STRING, stream_id.c_str(), nullptr);
@@ -295,6 +299,7 @@ static void attach_counts(GstBuffer* buf, const StreamAnalytics& a, const Analyt
   take_array(s, "lines", &lines);
   take_array(s, "zones", &zones);
   take_array(s, "events", &evs);
+  return s;
 }
 
 static StreamAnalytics& current_stream(State& st) {
@@ -315,7 +320,8 @@ static void analyse(GstTorchAnalytics* self, GstBuffer* buf) {
   for (std::size_t i = 0; i < rois.size(); ++i) add_zone_names(rois[i], step.zones[i]);
   std::vector<GstStructure*> events;
   for (const AnalyticsEvent& e : step.events) events.push_back(event_structure(e, st.current));
-  attach_counts(buf, stream, st.config, st.current, events);
+  const GstStructure* counts = attach_counts(buf, stream, st.config, st.current, events);
+  if (counts) st.board.put(st.current, counts);
   for (GstStructure* s : events)
     gst_element_post_message(GST_ELEMENT(self), gst_message_new_element(GST_OBJECT(self), s));
 }

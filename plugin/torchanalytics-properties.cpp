@@ -77,6 +77,24 @@ constexpr Entry live(Prop id, Entry::MakeSpec spec) {
   return {id, Access::kPlaying, spec, set_live<M>, get_member<M, Settings, Status>};
 }
 
+// "torchanalytics-counts" with "streams": one "torchanalytics" structure
+// (as on the frames' meta, without "events") per stream seen since start.
+void get_counts(const Settings&, const Status& now, GValue* v) {
+  GstStructure* s = gst_structure_new_empty("torchanalytics-counts");
+  GValue streams = G_VALUE_INIT, one = G_VALUE_INIT;
+  gst_value_array_init(&streams, 0);
+  if (now.board) {
+    std::lock_guard<std::mutex> lock(now.board->lock);
+    for (const auto& [id, c] : now.board->latest) {
+      g_value_init(&one, GST_TYPE_STRUCTURE);
+      gst_value_set_structure(&one, c);
+      gst_value_array_append_and_take_value(&streams, &one);
+    }
+  }
+  gst_structure_take_value(s, "streams", &streams);
+  g_value_take_boxed(v, s);
+}
+
 // clang-format off
 constexpr Entry kEntries[] = {
   {PROP_LINES, Access::kPlaying, [](GParamFlags f) {
@@ -117,12 +135,18 @@ constexpr Entry kEntries[] = {
       "Frames a track's state (sides, zones, what it was counted for) is kept "
       "after its last sighting: a track re-found within them does not count again",
       0, 100000, kDefaultMaxAge, f); }),
+  {PROP_COUNTS, Access::kReadOnly, [](GParamFlags f) {
+    return g_param_spec_boxed("counts", "Counts",
+      "torchanalytics-counts: \"streams\", the latest counts of each stream since start "
+      "(lines and zones as on the frames' meta)",
+      GST_TYPE_STRUCTURE, f); },
+    nullptr, get_counts},
 };
 // clang-format on
 
 constexpr PropertyTable<Settings, Status> kTable{"torchanalytics", kEntries};
 static_assert(kTable.in_id_order(), "kEntries lists every Prop once, in id order");
-static_assert(kTable.size() == PROP_MAX_AGE, "every Prop has an entry");
+static_assert(kTable.size() == PROP_COUNTS, "every Prop has an entry");
 
 template <class T>
 void append(std::vector<T>& to, const std::vector<T>& from, const char* what) {
@@ -145,6 +169,21 @@ const PropertyTable<Settings, Status>& properties() {
 void install_properties(GObjectClass* klass) {
   kTable.install(klass);
   gst_type_mark_as_plugin_api(reference_type(), static_cast<GstPluginAPIFlags>(0));
+}
+
+void CountsBoard::put(const std::string& stream, const GstStructure* s) {
+  GstStructure* copy = gst_structure_copy(s);
+  gst_structure_remove_field(copy, "events");  // this frame's only
+  std::lock_guard<std::mutex> l(lock);
+  GstStructure*& slot = latest[stream];
+  if (slot) gst_structure_free(slot);
+  slot = copy;
+}
+
+void CountsBoard::clear() {
+  std::lock_guard<std::mutex> l(lock);
+  for (auto& [id, s] : latest) gst_structure_free(s);
+  latest.clear();
 }
 
 AnalyticsConfig effective_config(const Settings& s, int width, int height) {

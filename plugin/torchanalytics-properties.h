@@ -5,6 +5,8 @@
 #include <gst/gst.h>
 
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,7 @@ enum Prop {
   PROP_REFERENCE_POINT,
   PROP_HYSTERESIS,
   PROP_MAX_AGE,
+  PROP_COUNTS,
 };
 
 constexpr double kDefaultHysteresis = 4;
@@ -45,7 +48,20 @@ struct Settings {
   bool running = false;          // set by start/stop: the config file is read at once
 };
 
-struct Status {};
+// The latest counts of each stream (a copy of the structure of its latest
+// frame's meta), for the read-only `counts` property: an application (the
+// server) reads them without a pad probe.
+struct CountsBoard {
+  std::mutex lock;
+  std::map<std::string, GstStructure*> latest;  // by stream-id, owned
+  void put(const std::string& stream, const GstStructure* s);
+  void clear();
+  ~CountsBoard() { clear(); }
+};
+
+struct Status {
+  CountsBoard* board = nullptr;
+};
 
 const PropertyTable<Settings, Status>& properties();
 

@@ -505,3 +505,30 @@ TEST(TorchAnalytics, OverlayDrawsLinesZonesAndCounts) {
   gst_buffer_unref(out);
   gst_harness_teardown(h);
 }
+
+// The read-only `counts` property: each stream's latest counts, for an
+// application that does not probe the frames (the server).
+TEST(TorchAnalytics, CountsPropertyHoldsEachStreamsLatest) {
+  Analytics a("lines=gate:320,480,320,0");
+  auto streams = [&] {
+    GstStructure* s = nullptr;
+    g_object_get(a.h->element, "counts", &s, nullptr);
+    EXPECT_NE(s, nullptr);
+    std::map<std::string, guint64> forward;  // stream -> gate forward
+    const GValue* arr = s ? gst_structure_get_value(s, "streams") : nullptr;
+    for (guint i = 0; arr && i < gst_value_array_get_size(arr); ++i) {
+      const GstStructure* st = nth(arr, i);
+      EXPECT_FALSE(gst_structure_has_field(st, "events"));
+      forward[gst_structure_get_string(st, "stream-id")] =
+          u64(nth(gst_structure_get_value(st, "lines"), 0), "forward");
+    }
+    if (s) gst_structure_free(s);
+    return forward;
+  };
+  EXPECT_TRUE(streams().empty());
+  EXPECT_TRUE(gst_harness_push_event(a.h, gst_event_new_stream_start("cam-a")));
+  a.walk(1, {300, 340});
+  EXPECT_TRUE(gst_harness_push_event(a.h, gst_event_new_stream_start("cam-b")));
+  a.walk(1, {300});
+  EXPECT_EQ(streams(), (std::map<std::string, guint64>{{"cam-a", 1}, {"cam-b", 0}}));
+}
