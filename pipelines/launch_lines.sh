@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The launch lines of pipelines/README.md, one function each, after building:
 #   pipelines/launch_lines.sh LINE     (paths are relative to the repository root)
-# LINE: factory_camera from_file tracked two_stage rtsp_out rtsp_in rtsp_in_client four_cameras python_app qa_line
+# LINE: factory_camera from_file tracked counted two_stage rtsp_out rtsp_in rtsp_in_client four_cameras python_app qa_line
 #
 # Settings (environment):
 #   MODEL       detector (default models/demo/parts_detector.pt)
@@ -72,6 +72,15 @@ tracked() {
     "$SINK"
 }
 
+# Counting at a gate: each part crossing x = 320 (its box centre) counted
+# once, by class; the gate, its counts and each box's id drawn.
+counted() {
+  # shellcheck disable=SC2046
+  gst-launch-1.0 -e $(clip) ! torchinfer model="$MODEL" inference-interval=3 ! torchnms ! \
+    torchtrack ! torchanalytics reference-point=center lines="gate:320,480,320,0" ! \
+    torchmetaconvert location="$OUT/counted.jsonl" ! torchoverlay ! videoconvert ! "$SINK"
+}
+
 # Two stages: the detector finds the parts, torchtrack gives each an id, a
 # classifier judges each part's crop (padded by 10 %); "classification" on
 # each part box in the JSON.
@@ -130,7 +139,7 @@ qa_line() {
 }
 
 case "${1:-}" in
-  factory_camera | from_file | tracked | two_stage | rtsp_out | rtsp_in | rtsp_in_client | four_cameras | python_app | qa_line)
+  factory_camera | from_file | tracked | counted | two_stage | rtsp_out | rtsp_in | rtsp_in_client | four_cameras | python_app | qa_line)
     "$1" ;;
   *)
     sed -n '2,4p' "$0" >&2

@@ -18,6 +18,19 @@ std::optional<std::int64_t> clock_time(GstClockTime t) {
   return static_cast<std::int64_t>(t);
 }
 
+// torchanalytics: the zones the object is in.
+void read_roi_zones(GstVideoRegionOfInterestMeta* roi, DetectionRecord& rec) {
+  const GstStructure* s =
+      gst_video_region_of_interest_meta_get_param(roi, GST_TORCH_ANALYTICS_ROI_STRUCTURE_NAME);
+  const GValue* zones = s ? gst_structure_get_value(s, "zones") : nullptr;
+  if (!zones || !GST_VALUE_HOLDS_ARRAY(zones)) return;
+  rec.zones.emplace();
+  for (guint i = 0; i < gst_value_array_get_size(zones); ++i) {
+    const GValue* v = gst_value_array_get_value(zones, i);
+    if (G_VALUE_HOLDS_STRING(v)) rec.zones->push_back(g_value_get_string(v));
+  }
+}
+
 void read_classification(GstBuffer* buf, FrameRecord& r) {
   GstCustomMeta* cm = gst_buffer_get_custom_meta(buf, GST_TORCH_CLASSIFICATION_META_NAME);
   if (!cm) return;
@@ -128,6 +141,7 @@ void read_detections(GstBuffer* buf, bool anomaly_regions, FrameRecord& r) {
         rec.predicted = gst_structure_get_boolean(id, "predicted", &predicted) && predicted;
       }
     }
+    read_roi_zones(reinterpret_cast<GstVideoRegionOfInterestMeta*>(m), rec);
     read_roi_classifications(reinterpret_cast<GstVideoRegionOfInterestMeta*>(m), rec);
     read_roi_anomaly(buf, reinterpret_cast<GstVideoRegionOfInterestMeta*>(m), anomaly_regions, rec);
     r.detections.push_back(std::move(rec));
@@ -167,6 +181,72 @@ void read_track_events(GstBuffer* buf, FrameRecord& r) {
     }
     r.track_events.push_back(std::move(e));
   }
+}
+
+guint64 count(const GstStructure* s, const char* name) {
+  guint64 v = 0;
+  gst_structure_get_uint64(s, name, &v);
+  return v;
+}
+
+// Calls f(structure) for each structure of array field `name` of s.
+template <class F>
+void each_structure(const GstStructure* s, const char* name, F f) {
+  const GValue* a = gst_structure_get_value(s, name);
+  if (!a || !GST_VALUE_HOLDS_ARRAY(a)) return;
+  for (guint i = 0; i < gst_value_array_get_size(a); ++i) {
+    const GValue* v = gst_value_array_get_value(a, i);
+    if (GST_VALUE_HOLDS_STRUCTURE(v)) f(gst_value_get_structure(v));
+  }
+}
+
+LineCounts read_line(const GstStructure* l) {
+  LineCounts c;
+  c.name = string_field(l, "name");
+  c.total = {count(l, "forward"), count(l, "backward")};
+  each_structure(l, "by-class", [&](const GstStructure* k) {
+    c.by_class[string_field(k, "label")] = {count(k, "forward"), count(k, "backward")};
+  });
+  return c;
+}
+
+std::optional<AnalyticsEvent> read_analytics_event(const GstStructure* s) {
+  AnalyticsEvent e;
+  if (gst_structure_has_name(s, "torchanalytics-crossing"))
+    e.type = AnalyticsEventType::kCrossing;
+  else if (gst_structure_has_name(s, "torchanalytics-zone-entered"))
+    e.type = AnalyticsEventType::kEntered;
+  else if (gst_structure_has_name(s, "torchanalytics-zone-exited"))
+    e.type = AnalyticsEventType::kExited;
+  else
+    return std::nullopt;
+  const bool crossing = e.type == AnalyticsEventType::kCrossing;
+  e.name = string_field(s, crossing ? "line" : "zone");
+  e.forward = string_field(s, "direction") != "backward";
+  gst_structure_get_int(s, "id", &e.track_id);
+  e.label = string_field(s, "label");
+  gst_structure_get_int(s, "label-id", &e.label_id);
+  e.pts_ns = pts_field(s, "pts").value_or(-1);
+  e.dwell_ns = static_cast<std::int64_t>(count(s, "dwell"));
+  e.lost = string_field(s, "reason") == "lost";
+  return e;
+}
+
+// torchanalytics' meta: counts so far and this frame's events.
+void read_analytics(GstBuffer* buf, FrameRecord& r) {
+  GstCustomMeta* cm = gst_buffer_get_custom_meta(buf, GST_TORCH_ANALYTICS_META_NAME);
+  if (!cm) return;
+  const GstStructure* s = gst_custom_meta_get_structure(cm);
+  AnalyticsRecord a;
+  each_structure(s, "lines", [&](const GstStructure* l) { a.lines.push_back(read_line(l)); });
+  each_structure(s, "zones", [&](const GstStructure* z) {
+    a.zones.push_back(
+        {string_field(z, "name"), count(z, "inside"), count(z, "entered"), count(z, "exited")});
+  });
+  each_structure(s, "events", [&](const GstStructure* e) {
+    if (auto ev = read_analytics_event(e)) a.events.push_back(std::move(*ev));
+  });
+  r.analytics = std::move(a);
 }
 
 }  // namespace
@@ -213,6 +293,7 @@ FrameRecord read_frame_record(GstBuffer* buf, StreamContext& ctx, bool include_t
   }
   read_detections(buf, anomaly_regions, r);
   read_track_events(buf, r);
+  read_analytics(buf, r);
   return r;
 }
 

@@ -27,6 +27,7 @@
 #include "common/model_config.h"
 #include "common/stream_stats.h"
 #include "decode/classification.h"
+#include "decode/containment.h"
 #include "decode/detection.h"
 #include "element-errors.h"
 #include "gst/torchinfer/torchinfer-meta.h"
@@ -192,7 +193,8 @@ static GstFlowReturn fail_decode(GstTorchNms* self, const std::string& what,
 }
 
 // One decoded frame: counters, decode time, and a stats message when due.
-static void record_decode(GstTorchNms* self, Clock::time_point t0, std::size_t detections) {
+static void record_decode(GstTorchNms* self, Clock::time_point t0, std::size_t detections,
+                          std::size_t contained = 0) {
   State& st = *self->state;
   const auto now = Clock::now();
   GstStructure* due = nullptr;
@@ -201,6 +203,7 @@ static void record_decode(GstTorchNms* self, Clock::time_point t0, std::size_t d
     st.status.decode_ms.add(std::chrono::duration<double, std::milli>(now - t0).count());
     ++st.status.frames;
     st.status.detections += detections;
+    st.status.contained += contained;
     const guint interval = st.settings.stats_interval_ms;
     if (interval > 0 && now - st.last_stats_post >= std::chrono::milliseconds(interval)) {
       st.last_stats_post = now;
@@ -279,12 +282,13 @@ static void detect(GstTorchNms* self, GstBuffer* buf, const GstTorchTensorMeta* 
   m.frame_height = static_cast<int>(meta->frame_height);
   m.input_width = static_cast<int>(meta->input_width);
   m.input_height = static_cast<int>(meta->input_height);
-  const std::vector<Detection> dets = decode_detections(*r.decoder, views, r.options, m);
+  std::vector<Detection> dets = decode_detections(*r.decoder, views, r.options, m);
+  const std::size_t contained = suppress_contained(dets, self->state->active.suppress_contained);
   for (const Detection& d : dets)
     gst_buffer_add_torch_detection(buf, d.label.c_str(), d.label_id, d.confidence, d.x_min, d.y_min,
                                    d.x_max, d.y_max, meta->frame_width, meta->frame_height);
-  GST_LOG_OBJECT(self, "%zu detections", dets.size());
-  record_decode(self, t0, dets.size());
+  GST_LOG_OBJECT(self, "%zu detections, %zu inside another", dets.size(), contained);
+  record_decode(self, t0, dets.size(), contained);
 }
 
 // A failure while decoding: bad tensors fail the frame; a sidecar named by

@@ -147,6 +147,57 @@ void add_classification(GstBuffer* buf, const Settings& s, OverlayScene& scene) 
   scene.lines.push_back(tag_text(label, confidence, both));
 }
 
+// Doubles x1, y1, x2, y2, ... of a structure's "points" array.
+std::vector<std::pair<double, double>> points_of(const GstStructure* s) {
+  std::vector<std::pair<double, double>> out;
+  const GValue* a = gst_structure_get_value(s, "points");
+  if (!a || !GST_VALUE_HOLDS_ARRAY(a)) return out;
+  for (guint i = 0; i + 1 < gst_value_array_get_size(a); i += 2) {
+    const GValue* x = gst_value_array_get_value(a, i);
+    const GValue* y = gst_value_array_get_value(a, i + 1);
+    if (G_VALUE_HOLDS_DOUBLE(x) && G_VALUE_HOLDS_DOUBLE(y))
+      out.emplace_back(g_value_get_double(x), g_value_get_double(y));
+  }
+  return out;
+}
+
+guint64 count_of(const GstStructure* s, const char* field) {
+  guint64 v = 0;
+  gst_structure_get_uint64(s, field, &v);
+  return v;
+}
+
+// torchanalytics' lines and zones, drawn where they are, and their counts
+// as text rows ("gate: 12 forward, 0 backward", "bay: 1 inside, 7 in, 6 out").
+void add_analytics(GstBuffer* buf, OverlayScene& scene) {
+  GstCustomMeta* cm = gst_buffer_get_custom_meta(buf, GST_TORCH_ANALYTICS_META_NAME);
+  if (!cm) return;
+  const GstStructure* st = gst_custom_meta_get_structure(cm);
+  for (const char* kind : {"lines", "zones"}) {
+    const GValue* a = gst_structure_get_value(st, kind);
+    for (guint i = 0; a && GST_VALUE_HOLDS_ARRAY(a) && i < gst_value_array_get_size(a); ++i) {
+      const GValue* v = gst_value_array_get_value(a, i);
+      if (!GST_VALUE_HOLDS_STRUCTURE(v)) continue;
+      const GstStructure* s = gst_value_get_structure(v);
+      const gchar* name = gst_structure_get_string(s, "name");
+      const bool zone = std::string(kind) == "zones";
+      scene.shapes.push_back({points_of(s), zone, name ? name : ""});
+      char text[160];
+      if (zone)
+        std::snprintf(text, sizeof text,
+                      "%s: %" G_GUINT64_FORMAT " inside, %" G_GUINT64_FORMAT
+                      " in, %" G_GUINT64_FORMAT " out",
+                      name ? name : "?", count_of(s, "inside"), count_of(s, "entered"),
+                      count_of(s, "exited"));
+      else
+        std::snprintf(text, sizeof text,
+                      "%s: %" G_GUINT64_FORMAT " forward, %" G_GUINT64_FORMAT " backward",
+                      name ? name : "?", count_of(s, "forward"), count_of(s, "backward"));
+      scene.lines.push_back(text);
+    }
+  }
+}
+
 }  // namespace
 
 struct _GstTorchOverlay {
@@ -269,6 +320,7 @@ static GstFlowReturn gst_torchoverlay_transform_frame_ip(GstVideoFilter* filter,
     add_boxes(frame->buffer, img.width, img.height, s, scene);
     if (s.show_classification) add_classification(frame->buffer, s, scene);
     if (s.show_hud) scene.lines.push_back(hud_line(st, frame->buffer));
+    add_analytics(frame->buffer, scene);
     st.overlay.draw(scene, img);
   } catch (const std::exception& e) {
     gst::post_exception(GST_ELEMENT(self), e, ErrorKind::kRuntime, "Drawing the overlay failed: ");

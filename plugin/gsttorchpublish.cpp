@@ -327,14 +327,24 @@ static gboolean gst_torchpublish_sink_event(GstBaseTransform* trans, GstEvent* e
   return GST_BASE_TRANSFORM_CLASS(gst_torchpublish_parent_class)->sink_event(trans, event);
 }
 
+static bool wanted(publish::Mode mode, EventFilter& filter, const FrameRecord& r) {
+  switch (mode) {
+    case publish::PUBLISH_MODE_DETECTIONS:
+      return filter.is_event(r);
+    case publish::PUBLISH_MODE_EVENTS:
+      return EventFilter::is_change(r);
+    default:
+      return true;
+  }
+}
+
 static GstFlowReturn gst_torchpublish_transform_ip(GstBaseTransform* trans, GstBuffer* buf) {
   auto* self = GST_TORCHPUBLISH(trans);
   State& st = *self->state;
   if (!st.out) return GST_FLOW_OK;
   try {
     const FrameRecord r = gst::read_frame_record(buf, st.stream, false);
-    if (st.mode != publish::PUBLISH_MODE_DETECTIONS || st.filter.is_event(r))
-      st.out->publish(st.topic, to_json_line(r, false, 0));
+    if (wanted(st.mode, st.filter, r)) st.out->publish(st.topic, to_json_line(r, false, 0));
     report_progress(self);
   } catch (const std::exception& e) {
     gst::post_exception(GST_ELEMENT(self), e, ErrorKind::kRuntime, "Could not publish results: ");

@@ -4,6 +4,7 @@
 #include <gst/gst.h>
 
 #include "gst/torchinfer/torchinfer-meta.h"
+#include "gsttorchanalytics.h"
 #include "gsttorchinfer.h"
 #include "gsttorchmetaconvert.h"
 #include "gsttorchnms.h"
@@ -13,6 +14,7 @@
 
 extern "C" __attribute__((visibility("default"))) gboolean torchinfer_runtime_register(
     GstPlugin* plugin) {
+  gst_torch_analytics_meta_register();
   gst_torch_classification_meta_register();
   gst_torch_anomaly_meta_register();
   gst_torchtrack_events_meta_register();
@@ -22,5 +24,6 @@ extern "C" __attribute__((visibility("default"))) gboolean torchinfer_runtime_re
   ok &= GST_ELEMENT_REGISTER(torchoverlay, plugin);
   ok &= GST_ELEMENT_REGISTER(torchpublish, plugin);
   ok &= GST_ELEMENT_REGISTER(torchtrack, plugin);
+  ok &= GST_ELEMENT_REGISTER(torchanalytics, plugin);
   return ok;
 }

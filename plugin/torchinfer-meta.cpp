@@ -274,3 +274,30 @@ gboolean gst_torch_detection_from_roi(GstVideoRegionOfInterestMeta* roi, GstTorc
 }
 
 }  // extern "C"
+
+// The whole structure goes with a copy: counts are cumulative, so any copy
+// of the frame says the same.
+static gboolean analytics_transform(GstBuffer* dest, GstCustomMeta* meta, GstBuffer*, GQuark type,
+                                    gpointer, gpointer) {
+  if (!GST_META_TRANSFORM_IS_COPY(type)) return FALSE;
+  GstCustomMeta* d = gst_buffer_add_custom_meta(dest, GST_TORCH_ANALYTICS_META_NAME);
+  if (!d) return FALSE;
+  const GstStructure* src = gst_custom_meta_get_structure(meta);
+  GstStructure* dst = gst_custom_meta_get_structure(d);
+  gst_structure_set_name(dst, gst_structure_get_name(src));
+  for (gint i = 0; i < gst_structure_n_fields(src); ++i) {
+    const gchar* name = gst_structure_nth_field_name(src, i);
+    gst_structure_set_value(dst, name, gst_structure_get_value(src, name));
+  }
+  return TRUE;
+}
+
+void gst_torch_analytics_meta_register(void) {
+  static gsize done = 0;
+  if (g_once_init_enter(&done)) {
+    static const gchar* tags[] = {nullptr};
+    gst_meta_register_custom(GST_TORCH_ANALYTICS_META_NAME, tags, analytics_transform, nullptr,
+                             nullptr);
+    g_once_init_leave(&done, 1);
+  }
+}

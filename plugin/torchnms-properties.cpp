@@ -103,21 +103,26 @@ constexpr Entry kEntries[] = {
        "(decode + NMS per frame, over the latest 1024 frames)",
        GST_TYPE_STRUCTURE, f); },
    nullptr, get_stats},
+  ready<&Settings::suppress_contained>(PROP_SUPPRESS_CONTAINED, [](GParamFlags f) {
+    return g_param_spec_double("suppress-contained", "Suppress contained",
+      "Drop a box of which at least this fraction lies inside a bigger box of the same class "
+      "(a detector's box of part of an object inside the box of the whole); 0 = off",
+      0.0, 1.0, kDefaultSuppressContained, f); }),
 };
 // clang-format on
 
 constexpr PropertyTable<Settings, Status> kTable{"torchnms", kEntries};
 static_assert(kTable.in_id_order(), "kEntries lists every Prop once, in id order");
-static_assert(kTable.size() == PROP_STATS, "every Prop has an entry");
+static_assert(kTable.size() == PROP_SUPPRESS_CONTAINED, "every Prop has an entry");
 
 }  // namespace
 
 GstStructure* stats_structure(const Status& s) {
   return gst_structure_new("torchnms-stats", "frames", G_TYPE_UINT64, s.frames, "detections",
-                           G_TYPE_UINT64, s.detections, "decode-ms-p50", G_TYPE_DOUBLE,
-                           s.decode_ms.percentile(50), "decode-ms-p95", G_TYPE_DOUBLE,
-                           s.decode_ms.percentile(95), "decode-ms-p99", G_TYPE_DOUBLE,
-                           s.decode_ms.percentile(99), nullptr);
+                           G_TYPE_UINT64, s.detections, "contained", G_TYPE_UINT64, s.contained,
+                           "decode-ms-p50", G_TYPE_DOUBLE, s.decode_ms.percentile(50),
+                           "decode-ms-p95", G_TYPE_DOUBLE, s.decode_ms.percentile(95),
+                           "decode-ms-p99", G_TYPE_DOUBLE, s.decode_ms.percentile(99), nullptr);
 }
 
 const PropertyTable<Settings, Status>& properties() {

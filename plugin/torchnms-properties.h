@@ -25,6 +25,7 @@ enum Prop {
   PROP_DETECTIONS,
   PROP_STATS_INTERVAL,
   PROP_STATS,
+  PROP_SUPPRESS_CONTAINED,
 };
 
 // Property values; 0 = take it from the model's sidecar.
@@ -39,6 +40,8 @@ enum GstTorchNmsDecoder {
 constexpr double kDefaultConfidence = 0.25;
 constexpr double kDefaultIou = 0.45;
 constexpr guint kDefaultMaxDetections = 100;
+// Measured on models/demo/line.mkv (docs/elements.md, torchnms).
+constexpr double kDefaultSuppressContained = 0.9;
 
 // Thresholds are optional: set ones override the sidecar, unset ones fall
 // back to it, then to the defaults above. stats-interval applies at once,
@@ -50,12 +53,14 @@ struct Settings {
   bool class_agnostic = false;
   std::string labels_file, model_config;
   guint stats_interval_ms = 0;
+  double suppress_contained = kDefaultSuppressContained;  // 0: off
 };
 
 // The element's live figures, since start.
 struct Status {
   guint64 detections = 0;
-  guint64 frames = 0;  // frames decoded
+  guint64 frames = 0;     // frames decoded
+  guint64 contained = 0;  // detections dropped as lying inside another (suppress-contained)
   LatencyWindow decode_ms;
 };
 

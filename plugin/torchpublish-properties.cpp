@@ -16,6 +16,10 @@ GType mode_type() {
       {PUBLISH_MODE_FRAME, "One message per frame", "frame"},
       {PUBLISH_MODE_DETECTIONS,
        "Only frames whose own inference found detections or changed the top-1 class", "detections"},
+      {PUBLISH_MODE_EVENTS,
+       "Only frames on which a track started or ended or an object crossed a line or entered "
+       "or left a zone (torchtrack, torchanalytics)",
+       "events"},
       {0, nullptr, nullptr}};
   if (g_once_init_enter(&type)) {
     GType t = g_enum_register_static("GstTorchPublishMode", values);
@@ -186,7 +190,8 @@ constexpr Entry kEntries[] = {
   ready<&Settings::mode>(PROP_MODE, [](GParamFlags f) {
     return g_param_spec_enum("mode", "Mode",
       "frame: one message per frame; detections: only frames whose own inference found "
-      "detections or changed the top-1 class", mode_type(), PUBLISH_MODE_FRAME, f); }),
+      "detections or changed the top-1 class; events: only frames with track starts/ends or "
+      "line crossings and zone entries/exits", mode_type(), PUBLISH_MODE_FRAME, f); }),
   ready<&MqttOptions::max_queued>(PROP_MAX_QUEUED, [](GParamFlags f) {
     return g_param_spec_uint("max-queued", "Max queued",
       "Messages kept while the broker is unreachable; beyond it the oldest is dropped and "

@@ -41,7 +41,7 @@ enum Prop {
   PROP_MAX_MESSAGE_SIZE,
 };
 
-enum Mode { PUBLISH_MODE_FRAME, PUBLISH_MODE_DETECTIONS };
+enum Mode { PUBLISH_MODE_FRAME, PUBLISH_MODE_DETECTIONS, PUBLISH_MODE_EVENTS };
 
 // The settings: stats-interval applies from the next frame, the others from
 // the next start.

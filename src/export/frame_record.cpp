@@ -47,6 +47,54 @@ json tensor_values(const TensorView& t, std::size_t n) {
   return a;
 }
 
+json direction_counts(const DirectionCounts& c) {
+  return {{"forward", c.forward}, {"backward", c.backward}};
+}
+
+const char* event_name(AnalyticsEventType t) {
+  return t == AnalyticsEventType::kCrossing  ? "crossing"
+         : t == AnalyticsEventType::kEntered ? "zone-entered"
+                                             : "zone-exited";
+}
+
+json analytics_event(const AnalyticsEvent& e) {
+  const bool crossing = e.type == AnalyticsEventType::kCrossing;
+  json j = {{"event", event_name(e.type)}, {crossing ? "line" : "zone", e.name}};
+  if (crossing) j["direction"] = e.forward ? "forward" : "backward";
+  j["id"] = e.track_id;
+  j["label"] = e.label;
+  j["label_id"] = e.label_id;
+  j["pts"] = e.pts_ns >= 0 ? json(e.pts_ns) : json(nullptr);
+  if (e.type == AnalyticsEventType::kExited) {
+    j["dwell_ns"] = e.dwell_ns;
+    j["reason"] = e.lost ? "lost" : "left";
+  }
+  return j;
+}
+
+// "analytics": {"lines": {NAME: {forward, backward, by_class: {LABEL:
+// {forward, backward}}}}, "zones": {NAME: {inside, entered, exited}},
+// "events": [...] (only when the frame has some)}.
+json analytics_json(const AnalyticsRecord& a) {
+  json lines = json::object(), zones = json::object();
+  for (const LineCounts& l : a.lines) {
+    json by_class = json::object();
+    for (const auto& [label, c] : l.by_class) by_class[label] = direction_counts(c);
+    json jl = direction_counts(l.total);
+    jl["by_class"] = std::move(by_class);
+    lines[l.name] = std::move(jl);
+  }
+  for (const ZoneCounts& z : a.zones)
+    zones[z.name] = {{"inside", z.inside}, {"entered", z.entered}, {"exited", z.exited}};
+  json j = {{"lines", std::move(lines)}, {"zones", std::move(zones)}};
+  if (!a.events.empty()) {
+    json evs = json::array();
+    for (const AnalyticsEvent& e : a.events) evs.push_back(analytics_event(e));
+    j["events"] = std::move(evs);
+  }
+  return j;
+}
+
 json track_event(const TrackEventRecord& e) {
   json j = {{"event", e.ended ? "ended" : "started"},
             {"id", e.id},
@@ -131,6 +179,7 @@ std::string to_json_line(const FrameRecord& r, bool include_tensors,
         jd["object_id"] = *d.object_id;
         jd["predicted"] = d.predicted;
       }
+      if (d.zones) jd["zones"] = *d.zones;
       // Only on classified regions, so other lines stay as they were.
       if (!d.classification.empty()) {
         json cls = json::array();
@@ -154,6 +203,7 @@ std::string to_json_line(const FrameRecord& r, bool include_tensors,
     for (const auto& e : r.track_events) evs.push_back(track_event(e));
     j["track_events"] = evs;
   }
+  if (r.analytics) j["analytics"] = analytics_json(*r.analytics);
   if (r.has_inference) {
     if (include_tensors) {
       json ts = json::array();

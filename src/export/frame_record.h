@@ -12,6 +12,8 @@
 #include "decode/classification.h"
 #include "decode/detection.h"
 
+#include "analytics/analytics.h"  // torchanalytics' counts and events
+
 namespace torchinfer {
 
 // One classifier's result on a detection (torchinfer inference-region=roi-list).
@@ -41,10 +43,19 @@ constexpr std::size_t kMaxAnomalyRegionsWritten = 32;
 struct DetectionRecord {
   Detection box;
   double nx_min = 0, ny_min = 0, nx_max = 0, ny_max = 0;
-  std::optional<int> object_id;  // absent: not tracked (written only when set)
-  bool predicted = false;        // the tracker's predicted box, not a detection
+  std::optional<int> object_id;                   // absent: not tracked (written only when set)
+  std::optional<std::vector<std::string>> zones;  // torchanalytics: zones it is in (when set)
+  bool predicted = false;                         // the tracker's predicted box, not a detection
   std::vector<RegionClassificationRecord> classification;  // written only when not empty
   std::optional<AnomalyRecord> anomaly;                    // written only when set
+};
+
+// torchanalytics' counts of the frame's stream so far, and the crossings,
+// entries and exits of this frame (its meta and element messages).
+struct AnalyticsRecord {
+  std::vector<LineCounts> lines;
+  std::vector<ZoneCounts> zones;
+  std::vector<AnalyticsEvent> events;
 };
 
 // A track starting or ending on this frame (torchtrack's
@@ -82,6 +93,7 @@ struct FrameRecord {
   std::vector<DetectionRecord> detections;     // written when has_inference or not empty
   std::vector<TensorView> tensors;             // written only when asked for
   std::vector<TrackEventRecord> track_events;  // written only when not empty
+  std::optional<AnalyticsRecord> analytics;    // written when set (torchanalytics upstream)
 };
 
 // One JSON object, no trailing newline. Tensors longer than

@@ -53,6 +53,32 @@ void dashed_rectangle(cv::Mat& m, cv::Point p0, cv::Point p1, const cv::Scalar& 
   }
 }
 
+// Analytics lines and zones: white on a black outline, so that they show on
+// light and dark scenes alike, and unlike any class colour; the name on a
+// black tag at the first point.
+void draw_shapes(cv::Mat& m, const std::vector<OverlayShape>& shapes,
+                 const std::function<cv::Scalar(int)>& colour, int thick, double font,
+                 int font_thick, int line_type) {
+  const int face = cv::FONT_HERSHEY_SIMPLEX;
+  for (const OverlayShape& sh : shapes) {
+    if (sh.points.size() < 2) continue;
+    std::vector<cv::Point> pts;
+    for (const auto& [x, y] : sh.points)
+      pts.emplace_back(static_cast<int>(std::lround(x)), static_cast<int>(std::lround(y)));
+    cv::polylines(m, pts, sh.closed, colour(kBlack), thick + 2, cv::LINE_8);
+    cv::polylines(m, pts, sh.closed, colour(kWhite), thick, cv::LINE_8);
+    if (sh.name.empty()) continue;
+    int base = 0;
+    const cv::Size ts = cv::getTextSize(sh.name, face, font, font_thick, &base);
+    const cv::Point at(std::clamp(pts[0].x, 0, std::max(0, m.cols - ts.width - 2)),
+                       std::clamp(pts[0].y, ts.height + 2, std::max(ts.height + 2, m.rows - base)));
+    cv::rectangle(m, cv::Rect(at.x, at.y - ts.height - 2, ts.width + 4, ts.height + base + 4),
+                  colour(kBlack), cv::FILLED);
+    cv::putText(m, sh.name, cv::Point(at.x + 2, at.y), face, font, colour(kWhite), font_thick,
+                line_type);
+  }
+}
+
 // Draws the scene with colour indices turned into Scalars by `colour`.
 void draw_scene(cv::Mat& m, const OverlayScene& s, const std::function<cv::Scalar(int)>& colour,
                 int line_type) {
@@ -60,6 +86,7 @@ void draw_scene(cv::Mat& m, const OverlayScene& s, const std::function<cv::Scala
   const double font = std::max(0.4, m.rows / 1200.0);
   const int font_thick = std::max(1, static_cast<int>(std::lround(font * 1.5)));
   const int face = cv::FONT_HERSHEY_SIMPLEX;
+  draw_shapes(m, s.shapes, colour, thick, font, font_thick, line_type);
   for (const auto& b : s.boxes) {
     const int ci = palette_index(b.class_id);
     const cv::Point p0(static_cast<int>(std::floor(b.x_min)),

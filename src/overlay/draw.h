@@ -35,11 +35,22 @@ struct OverlayBox {
   bool dashed = false;  // outline in dashes (a tracker's predicted box, not a detection)
 };
 
+// A torchanalytics line (two points) or zone (a closed polygon), frame
+// pixels, with its name drawn at its first point.
+struct OverlayShape {
+  std::vector<std::pair<double, double>> points;
+  bool closed = false;
+  std::string name;
+};
+
 struct OverlayScene {
   std::vector<OverlayHeatMap> heat_maps;  // drawn first, under the boxes
   double heat_alpha = 0.4;                // weight of the colour map
   std::vector<OverlayBox> boxes;
   std::vector<std::string> lines;  // top-left, one per row (classification, HUD)
+  // Drawn first, under the boxes; their counts go in `lines` (a scene with
+  // shapes and no lines draws nothing).
+  std::vector<OverlayShape> shapes;
 };
 
 struct Rgb {

@@ -150,15 +150,16 @@ TEST(TorchNms, StatsCountFramesDetectionsAndDecodeTime) {
   g_object_get(nms, "stats", &s, nullptr);
   ASSERT_NE(s, nullptr);
   EXPECT_TRUE(gst_structure_has_name(s, "torchnms-stats"));
-  guint64 frames = 0, dets = 0;
+  guint64 frames = 0, dets = 0, contained = 1;
   double p50 = -1, p95 = -1, p99 = -1;
   ASSERT_TRUE(gst_structure_get(s, "frames", G_TYPE_UINT64, &frames, "detections", G_TYPE_UINT64,
-                                &dets, "decode-ms-p50", G_TYPE_DOUBLE, &p50, "decode-ms-p95",
-                                G_TYPE_DOUBLE, &p95, "decode-ms-p99", G_TYPE_DOUBLE, &p99,
-                                nullptr));
+                                &dets, "contained", G_TYPE_UINT64, &contained, "decode-ms-p50",
+                                G_TYPE_DOUBLE, &p50, "decode-ms-p95", G_TYPE_DOUBLE, &p95,
+                                "decode-ms-p99", G_TYPE_DOUBLE, &p99, nullptr));
   gst_structure_free(s);
   EXPECT_EQ(frames, 3u);
-  EXPECT_EQ(dets, 18u);  // 6 a frame
+  EXPECT_EQ(dets, 18u);      // 6 a frame
+  EXPECT_EQ(contained, 0u);  // no box of the test model lies inside another of its class
   EXPECT_GT(p50, 0.0);
   EXPECT_LE(p50, p95);
   EXPECT_LE(p95, p99);

@@ -125,6 +125,21 @@ TEST(LaunchLines, TrackedFileGivesEachObjectOneId) {
   EXPECT_GT(predicted, 0);
 }
 
+// torchanalytics on the clip: the gate counts the 12 parts that cross it,
+// each once, forward (docs/elements.md: 7 brackets, 5 washers).
+TEST(LaunchLines, CountedFileCountsEachPartOnceAtTheGate) {
+  const std::string out = out_dir("counted");
+  const Result r = line("counted", settings(out));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = results(out + "/counted.jsonl");
+  EXPECT_EQ(check_frames(lines, 300, "counted"), 100);
+  ASSERT_FALSE(lines.empty());
+  const json& gate = lines.back()["analytics"]["lines"]["gate"];
+  EXPECT_EQ(gate["backward"], 0);
+  EXPECT_EQ(gate["by_class"]["bracket"]["forward"], 7);
+  EXPECT_EQ(gate["by_class"]["washer"]["forward"], 5);
+}
+
 TEST(LaunchLines, FourCamerasShareOneModel) {
   const std::string out = out_dir("four");
   const Result r = line("four_cameras", settings(out));

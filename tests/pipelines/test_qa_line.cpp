@@ -74,7 +74,9 @@ TEST(QaLine, DetectorOnlyThresholdDecidesFromTheBestViews) {
   EXPECT_EQ(o.summary["rejected"], rejected);
   EXPECT_EQ(rejected, 8) << "the chip at ~0.74 passes";
   EXPECT_EQ(o.summary["passed"].get<int>() + rejected, 13);
-  EXPECT_EQ(o.summary["duplicates"], 2) << "half-bracket boxes inside a bracket are not parts";
+  // torchnms suppress-contained drops the half-bracket boxes inside a
+  // bracket before they become tracks (there were 2 without it).
+  EXPECT_EQ(o.summary["duplicates"], 0) << "half-bracket boxes inside a bracket are not parts";
   EXPECT_FALSE(o.summary.contains("scores")) << "no --truth";
 }
 

@@ -183,6 +183,27 @@ GstVideoRegionOfInterestMeta* gst_buffer_add_torch_detection(GstBuffer* buffer, 
  * is missing. */
 gboolean gst_torch_detection_from_roi(GstVideoRegionOfInterestMeta* roi, GstTorchDetection* out);
 
+/* Line and zone counts (torchanalytics): a GstCustomMeta of this name on
+ * every frame the element passes, whose GstStructure "torchanalytics" has
+ * "stream-id" (string) and the counts so far of that stream, cumulative:
+ * "lines", an array of structures "line" with "name" (string), "forward",
+ * "backward" (guint64), "by-class", an array of structures "class" with
+ * "label" (string), "forward", "backward" (guint64), and "points" (array of
+ * doubles x1, y1, x2, y2: frame pixels); "zones", an array of structures
+ * "zone" with "name" (string), "inside" (guint64: tracked objects inside
+ * now), "entered", "exited" (guint64) and "points" (x1, y1, x2, y2, ...: the
+ * outline in frame pixels); and "events", an array of the
+ * structures of the element messages this frame caused
+ * ("torchanalytics-crossing", "-zone-entered", "-zone-exited"; see
+ * docs/elements.md). Each detection ROI the element saw gets a param
+ * structure "analytics" with "zones", an array of the names (strings) of
+ * the zones it is in. */
+#define GST_TORCH_ANALYTICS_META_NAME "GstTorchAnalyticsMeta"
+#define GST_TORCH_ANALYTICS_ROI_STRUCTURE_NAME "analytics"
+
+/* Registers the analytics custom meta; idempotent. */
+void gst_torch_analytics_meta_register(void);
+
 #define GST_TORCH_ROI_CLASSIFICATION_STRUCTURE_NAME "classification"
 
 /* Iterates the "classification" params of a ROI (one per classifying
