@@ -86,6 +86,7 @@ class Camera {
   static void on_pad_added(GstElement* decodebin, GstPad* pad, gpointer user);
   bool build(std::string* why);
   GstElement* make(const char* factory, const char* name, std::string* why);
+  void read_mqtt_counters(StreamFigures& f) const;
   void handle_message(GstMessage* msg);
   void fail(const std::string& message);
   void take_sample(GstSample* sample);

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "common/error.h"
+#include "server/metrics_text.h"
 #include "server/probes.h"
 #include "server/server_config.h"
 #include "server/shard.h"
@@ -208,6 +209,28 @@ TEST(ShardLabel, AddsTheLabelToEverySampleAndNoComment) {
             "b{shard=\"1\",stream=\"x\",model=\"m\"} 1.5\nc{shard=\"1\"} 2\n");
   EXPECT_EQ(add_constant_label("", "shard", "0"), "");
   EXPECT_EQ(add_constant_label("x 1", "shard", "0"), "x{shard=\"0\"} 1");
+}
+
+// The publish-loss alert's series: only streams that publish have it.
+TEST(MqttSeries, CountsEachResultOfAPublishingStreamOnly) {
+  MetricsSnapshot m;
+  StreamFigures pub, quiet;
+  pub.id = "a";
+  pub.model = "m";
+  pub.mqtt = true;
+  pub.mqtt_published = 7;
+  pub.mqtt_failed = 2;
+  pub.mqtt_dropped = 1;
+  quiet.id = "b";
+  quiet.model = "m";
+  m.streams = {pub, quiet};
+  const std::string text = render_prometheus(m);
+  const std::string series = "torchinfer_stream_mqtt_messages_total{stream=\"a\",model=\"m\",";
+  EXPECT_NE(text.find(series + "result=\"published\"} 7\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(series + "result=\"failed\"} 2\n"), std::string::npos);
+  EXPECT_NE(text.find(series + "result=\"dropped\"} 1\n"), std::string::npos);
+  EXPECT_EQ(text.find("torchinfer_stream_mqtt_messages_total{stream=\"b\""), std::string::npos);
+  EXPECT_NE(text.find("# TYPE torchinfer_stream_mqtt_messages_total counter\n"), std::string::npos);
 }
 
 // Probes ------------------------------------------------------------------
