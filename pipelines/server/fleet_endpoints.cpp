@@ -136,7 +136,13 @@ std::optional<Reply> FleetEndpoints::gate_add(std::string* body) const {
 
 std::string FleetEndpoints::label_metrics(const std::string& text) const {
   if (!shard_.enabled) return text;
-  return add_constant_label(text, "shard", std::to_string(shard_.index));
+  // Every shard says how many there should be, so a rule can tell that one
+  // is missing even when its pod does not exist (no target, no `up`).
+  const std::string count =
+      "# HELP torchinfer_shards Shards the camera list is split over (N).\n"
+      "# TYPE torchinfer_shards gauge\ntorchinfer_shards " +
+      std::to_string(shard_.count) + "\n";
+  return add_constant_label(text + count, "shard", std::to_string(shard_.index));
 }
 
 }  // namespace torchinfer::server

@@ -42,7 +42,8 @@ class FleetEndpoints {
   // POST /streams: the refusal (421 for another shard's camera, 400 for a
   // bad "pin"), or nullopt to go on with *body, "pin" taken out of it.
   std::optional<Reply> gate_add(std::string* body) const;
-  // /metrics with shard="K" on every sample when sharded.
+  // /metrics with shard="K" on every sample, and torchinfer_shards (N),
+  // when sharded.
   std::string label_metrics(const std::string& text) const;
   // SIGTERM: /readyz answers 503 from now on.
   void set_draining() { draining_ = true; }
