@@ -120,7 +120,7 @@ TEST(MetricsText, StreamModelAndProcessSeries) {
   for (std::size_t p = 0; (p = t.find("# HELP ", p)) != std::string::npos; ++p) help++;
   for (std::size_t p = 0; (p = t.find("# TYPE ", p)) != std::string::npos; ++p) type++;
   EXPECT_EQ(help, type);
-  EXPECT_EQ(help, 33u);  // frames_skipped_total and frames_in_flight included
+  EXPECT_EQ(help, 34u);  // frames_skipped_total, frames_in_flight and mqtt_messages_total included
   EXPECT_EQ(t.find("restream_clients{stream=\"cam1\""), std::string::npos) << t;
   EXPECT_EQ(t.find("restream_frames_dropped_total{stream=\"cam1\""), std::string::npos) << t;
 }
