@@ -33,7 +33,7 @@ for k in 0 1; do
     sleep 0.5
   done
   if [ -z "$ready" ]; then echo "FAIL: shard $k not ready in 300 s"; fail=1; continue; fi
-  echo "shard $k: pod start to /readyz 200: $(echo "$ready - $start" | bc) s"
+  echo "shard $k: pod start to /readyz 200: $(awk "BEGIN {printf \"%.1f\", $ready - $start}") s"
   for probe in livez startupz; do
     code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/$probe")
     [ "$code" = 200 ] || { echo "FAIL: shard $k /$probe $code"; fail=1; }

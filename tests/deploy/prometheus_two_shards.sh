@@ -31,6 +31,7 @@ cat > "$work/server.json" <<JSON
 JSON
 
 ports=()
+started=$(date +%s.%N)
 for k in 0 1; do
   port=$(free_port)
   ports+=("$port")
@@ -49,6 +50,8 @@ wait_for() {  # seconds, command...
 ready() { [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$1/readyz")" = 200 ]; }
 for k in 0 1; do
   wait_for 120 ready "${ports[$k]}" || { echo "FAIL: shard $k not ready"; cat "$work/shard$k.log"; exit 1; }
+  echo "shard $k: process start to /readyz 200 within $(awk "BEGIN {printf \"%.1f\", $(date +%s.%N) - $started}") s" \
+    "(polled every 0.5 s; $(grep -o 'loaded from .* in [0-9.]* s' "$work/shard$k.log" | sed 's/.* in /model load /'))"
 done
 
 prom_port=$(free_port)
