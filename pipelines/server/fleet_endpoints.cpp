@@ -39,7 +39,13 @@ FleetEndpoints::~FleetEndpoints() {
 
 gboolean FleetEndpoints::on_tick(gpointer self) {
   auto* f = static_cast<FleetEndpoints*>(self);
-  f->clock_.observe(f->states(), g_get_monotonic_time() / 1e6);
+  // Exceptions stop here: GLib is C. A missed sample only delays a grace
+  // period by a second (the next sample or /readyz catches up).
+  try {
+    f->clock_.observe(f->states(), g_get_monotonic_time() / 1e6);
+  } catch (const std::exception& e) {
+    g_printerr("torchinfer-server: warning: the cameras' states were not sampled: %s\n", e.what());
+  }
   return G_SOURCE_CONTINUE;
 }
 
