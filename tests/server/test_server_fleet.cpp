@@ -222,6 +222,49 @@ TEST_F(TwoShards, RulesAndDashboardUseOnlyExportedMetricNames) {
   }
 }
 
+// MQTT results go to each camera's own topic from the shared config,
+// whichever shard runs it, and the shard counts them for the publish-loss
+// alert. A real mosquitto on a free port; mosquitto_sub reads the topic.
+TEST(ShardMqtt, ACameraPublishesToItsConfiguredTopicFromItsShard) {
+  const int broker_port = free_port();
+  Child broker({"/usr/sbin/mosquitto", "-p", std::to_string(broker_port)});
+  json config = eight_cameras();
+  config["mqtt"] = {{"host", "127.0.0.1"}, {"port", broker_port}};
+  config["streams"][0]["mqtt_topic"] = "plant/line1/cam0";  // cam0: shard 1's
+  ASSERT_EQ(torchinfer::server::owner_shard("cam0", 2), 1);
+  ServerProcess shard1(config, "", {"--shard", "1/2"});
+  ASSERT_TRUE(shard1.ready()) << shard1.child().err();
+  const Result sub = run({"mosquitto_sub", "-p", std::to_string(broker_port), "-t", "plant/#", "-v",
+                          "-C", "3", "-W", "60"});
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  std::istringstream lines(sub.out);
+  int n = 0;
+  for (std::string line; std::getline(lines, line); ++n) {
+    ASSERT_EQ(line.rfind("plant/line1/cam0 {", 0), 0u) << line;
+    const json frame = json::parse(line.substr(line.find('{')));
+    EXPECT_TRUE(frame.contains("frame")) << line;
+  }
+  EXPECT_EQ(n, 3);
+  Http http;
+  const std::string series =
+      "torchinfer_stream_mqtt_messages_total{shard=\"1\",stream=\"cam0\",model=\"parts\","
+      "result=\"";
+  std::string metrics;
+  EXPECT_TRUE(eventually(
+      [&] {
+        metrics = http.get(shard1.url("/metrics")).body;
+        const std::size_t at = metrics.find(series + "published\"} ");
+        return at != std::string::npos && std::stoull(metrics.substr(at + series.size() + 12)) >= 3;
+      },
+      30))
+      << metrics;
+  EXPECT_NE(metrics.find(series + "dropped\"} 0\n"), std::string::npos);
+  EXPECT_NE(metrics.find(series + "failed\"} 0\n"), std::string::npos);
+  // Cameras without a topic have no MQTT series.
+  EXPECT_EQ(metrics.find("torchinfer_stream_mqtt_messages_total{shard=\"1\",stream=\"cam4\""),
+            std::string::npos);
+}
+
 // Bad shard settings: exit 2 before any model loads, naming the setting.
 void expect_refused_at_start(const json& config, const std::vector<std::string>& extra,
                              const std::map<std::string, std::string>& env,
