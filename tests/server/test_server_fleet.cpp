@@ -2,7 +2,8 @@
 // shards of one 8-camera config split it without overlap or gap, refuse
 // each other's cameras (421) unless pinned, label their metrics, and answer
 // the probes; the metric names the alert rules and the Grafana dashboard
-// use are all in a real scrape. Bad shard settings stop the server at start.
+// use are all in a real scrape; a camera's MQTT results keep their topic on
+// its shard and are counted. Bad shard settings stop the server at start.
 #include <gtest/gtest.h>
 
 #include <cstring>
