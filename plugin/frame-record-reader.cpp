@@ -2,8 +2,10 @@
 
 #include <gst/video/video.h>
 
+#include <algorithm>
 #include <optional>
 
+#include "anomaly-map-view.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "gsttorchtrack.h"
 #include "tensor-views.h"
@@ -41,6 +43,44 @@ std::string string_field(const GstStructure* s, const char* name) {
   return v ? v : "";
 }
 
+// Boxes of the map's anomalous areas; none when the model gave no map.
+std::vector<AnomalyRegion> map_regions(const GstStructure* s, GstTorchTensorMeta* tm, double x0,
+                                       double y0, double x1, double y1) {
+  const auto view = anomaly_map_view(s, tm, x0, y0, x1, y1);
+  if (!view) return {};
+  return anomaly_regions(view->map, view->rule, view->where);
+}
+
+AnomalyRecord read_anomaly(const GstStructure* s) {
+  AnomalyRecord a;
+  gst_structure_get_double(s, "score", &a.score);
+  gst_structure_get_double(s, "raw_score", &a.raw_score);
+  gboolean anomalous = FALSE;
+  gst_structure_get_boolean(s, "anomalous", &anomalous);
+  a.anomalous = anomalous;
+  return a;
+}
+
+// torchinfer roi-list anomaly result (the first one: one anomaly model per part).
+void read_roi_anomaly(GstBuffer* buf, GstVideoRegionOfInterestMeta* roi, bool regions,
+                      DetectionRecord& rec) {
+  const GstStructure* s = gst_torch_roi_get_anomaly(roi, nullptr);
+  if (!s) return;
+  rec.anomaly = read_anomaly(s);
+  if (!regions) return;
+  GstTorchTensorMeta* tm =
+      gst_buffer_get_torch_tensor_meta_for_roi(buf, roi->id, gst_structure_get_string(s, "model"));
+  rec.anomaly->regions = map_regions(s, tm, roi->x, roi->y, static_cast<double>(roi->x) + roi->w,
+                                     static_cast<double>(roi->y) + roi->h);
+}
+
+void read_frame_anomaly(GstBuffer* buf, GstTorchTensorMeta* tm, bool regions, FrameRecord& r) {
+  const GstStructure* s = gst_buffer_get_torch_anomaly(buf);
+  if (!s) return;
+  r.anomaly = read_anomaly(s);
+  if (regions) r.anomaly->regions = map_regions(s, tm, 0, 0, tm->frame_width, tm->frame_height);
+}
+
 // torchinfer roi-list results: one "classification" param per classifier.
 void read_roi_classifications(GstVideoRegionOfInterestMeta* roi, DetectionRecord& rec) {
   gpointer state = nullptr;
@@ -59,7 +99,7 @@ void read_roi_classifications(GstVideoRegionOfInterestMeta* roi, DetectionRecord
 }
 
 // Every ROI meta with a "detection" param, in the order they were attached.
-void read_detections(GstBuffer* buf, FrameRecord& r) {
+void read_detections(GstBuffer* buf, bool anomaly_regions, FrameRecord& r) {
   gpointer iter = nullptr;
   while (GstMeta* m = gst_buffer_iterate_meta_filtered(
              buf, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
@@ -89,6 +129,7 @@ void read_detections(GstBuffer* buf, FrameRecord& r) {
       }
     }
     read_roi_classifications(reinterpret_cast<GstVideoRegionOfInterestMeta*>(m), rec);
+    read_roi_anomaly(buf, reinterpret_cast<GstVideoRegionOfInterestMeta*>(m), anomaly_regions, rec);
     r.detections.push_back(std::move(rec));
   }
 }
@@ -143,7 +184,8 @@ void StreamContext::on_event(GstEvent* event) {
   stream_id = id ? id : "";
 }
 
-FrameRecord read_frame_record(GstBuffer* buf, StreamContext& ctx, bool include_tensors) {
+FrameRecord read_frame_record(GstBuffer* buf, StreamContext& ctx, bool include_tensors,
+                              bool anomaly_regions) {
   FrameRecord r;
   r.frame_number = ctx.next_frame++;
   r.pts_ns = clock_time(GST_BUFFER_PTS(buf));
@@ -167,8 +209,9 @@ FrameRecord read_frame_record(GstBuffer* buf, StreamContext& ctx, bool include_t
     r.valid = m->valid;
     if (include_tensors) r.tensors = tensor_views(m);
     read_classification(buf, r);
+    read_frame_anomaly(buf, m, anomaly_regions, r);
   }
-  read_detections(buf, r);
+  read_detections(buf, anomaly_regions, r);
   read_track_events(buf, r);
   return r;
 }

@@ -26,6 +26,9 @@ struct StreamContext {
 
 // Numbers the frame (consumes ctx.next_frame). Tensor views share the meta's
 // memory: the record must not outlive `buf` when include_tensors is set.
-FrameRecord read_frame_record(GstBuffer* buf, StreamContext& ctx, bool include_tensors);
+// anomaly_regions: anomaly results also get the boxes of their map's
+// anomalous areas (src/decode/anomaly.h), from the map in the tensor meta.
+FrameRecord read_frame_record(GstBuffer* buf, StreamContext& ctx, bool include_tensors,
+                              bool anomaly_regions = false);
 
 }  // namespace torchinfer::gst

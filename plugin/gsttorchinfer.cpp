@@ -192,6 +192,7 @@ static void record_load_stats(State* st, const LoadedModel& m) {
   st->stats.optimize_ms = info.optimize_ms;
   st->stats.warmup_ms = info.warmup_ms;
   st->stats.active_precision = to_string(info.precision);
+  st->stats.active_lanes = m.lane_count();
 }
 
 static void set_running(State* st, std::shared_ptr<Batcher> batcher) {
@@ -682,7 +683,8 @@ static bool attach(GstTorchInfer* self, GstBuffer* buf, const StreamOutput& out)
     if (!scores && !st->warned_not_classifier) {
       st->warned_not_classifier = true;
       GST_ELEMENT_WARNING(self, STREAM, FORMAT,
-                          ("Model output is not a vector of class scores; no labels attached."),
+                          ("Model output is neither a vector of class scores nor (task anomaly) "
+                           "an anomaly map [N,1,h,w] or score [N]; no labels attached."),
                           ("set task=raw or task=detection for this model"));
     }
     return true;

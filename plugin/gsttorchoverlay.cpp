@@ -19,6 +19,7 @@
 #include <mutex>
 #include <optional>
 
+#include "anomaly-map-view.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "gsttorchtrack.h"
 #include "overlay/draw.h"
@@ -107,6 +108,30 @@ void add_boxes(GstBuffer* buf, int width, int height, const Settings& s, Overlay
       b.text += (b.text.empty() ? "" : ": ") + tag_text(cls, conf, s);
     }
     scene.boxes.push_back(std::move(b));
+  }
+}
+
+// The colour of the outlines around anomalous areas (palette entry 0, red).
+constexpr int kAnomalyOutlineClass = 0;
+
+// Heat maps of anomaly results (the frame's, each part's) with boxes around
+// their anomalous areas, under the detection boxes.
+void add_anomaly_maps(GstBuffer* buf, const Settings& s, OverlayScene& scene) {
+  scene.heat_alpha = s.anomaly_map_alpha;
+  for (const gst::AnomalyOnBuffer& a : gst::anomalies_of(buf)) {
+    gboolean anomalous = FALSE;
+    gst_structure_get_boolean(a.anomaly, "anomalous", &anomalous);
+    if (!a.map || (!anomalous && !s.anomaly_map_normal)) continue;
+    for (const AnomalyRegion& r : anomaly_regions(a.map->map, a.map->rule, a.map->where)) {
+      OverlayBox b;
+      b.x_min = r.x_min;
+      b.y_min = r.y_min;
+      b.x_max = r.x_max;
+      b.y_max = r.y_max;
+      b.class_id = kAnomalyOutlineClass;
+      scene.boxes.push_back(std::move(b));
+    }
+    scene.heat_maps.push_back(*a.map);
   }
 }
 
@@ -240,6 +265,7 @@ static GstFlowReturn gst_torchoverlay_transform_frame_ip(GstVideoFilter* filter,
     img.full_range = c.range == GST_VIDEO_COLOR_RANGE_0_255;
 
     OverlayScene scene;
+    if (s.show_anomaly_map) add_anomaly_maps(frame->buffer, s, scene);
     add_boxes(frame->buffer, img.width, img.height, s, scene);
     if (s.show_classification) add_classification(frame->buffer, s, scene);
     if (s.show_hud) scene.lines.push_back(hud_line(st, frame->buffer));

@@ -14,6 +14,7 @@
 extern "C" __attribute__((visibility("default"))) gboolean torchinfer_runtime_register(
     GstPlugin* plugin) {
   gst_torch_classification_meta_register();
+  gst_torch_anomaly_meta_register();
   gst_torchtrack_events_meta_register();
   gboolean ok = GST_ELEMENT_REGISTER(torchinfer, plugin);
   ok &= GST_ELEMENT_REGISTER(torchmetaconvert, plugin);

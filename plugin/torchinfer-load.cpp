@@ -57,7 +57,12 @@ SharingKey sharing_key(const Settings& s, const ModelConfig& config) {
           {"cores", s.cores ? *s.cores : "(not pinned)"},
           {"batch-size", num(s.batch_size)},
           {"batch-timeout", num(s.batch_timeout_us)},
-          {"optimize", s.optimize ? "true" : "false"}};
+          {"optimize", s.optimize ? "true" : "false"},
+          // Results are decoded with the loaded model's config: a sharer's
+          // own anomaly decision would otherwise be ignored in silence.
+          {"sensitivity",
+           config.anomaly.sensitivity ? num(*config.anomaly.sensitivity) : "(unset)"},
+          {"anomaly-threshold", num(config.anomaly.raw_threshold)}};
 }
 
 LanesPlan lanes_plan(const Settings& s) {

@@ -57,10 +57,12 @@ gboolean tensor_meta_transform(GstBuffer* dest, GstMeta* meta, GstBuffer*, GQuar
   return TRUE;
 }
 
+// Shared by the custom metas (classification, anomaly): user_data is the
+// meta's registered name.
 gboolean classification_transform(GstBuffer* dest, GstCustomMeta* meta, GstBuffer*, GQuark type,
-                                  gpointer, gpointer) {
+                                  gpointer, gpointer user_data) {
   if (!GST_META_TRANSFORM_IS_COPY(type)) return FALSE;
-  GstCustomMeta* d = gst_buffer_add_custom_meta(dest, GST_TORCH_CLASSIFICATION_META_NAME);
+  GstCustomMeta* d = gst_buffer_add_custom_meta(dest, static_cast<const gchar*>(user_data));
   if (!d) return FALSE;
   GstStructure* src = gst_custom_meta_get_structure(meta);
   GstStructure* dst = gst_custom_meta_get_structure(d);
@@ -192,9 +194,37 @@ void gst_torch_classification_meta_register(void) {
   if (g_once_init_enter(&done)) {
     static const gchar* tags[] = {nullptr};
     gst_meta_register_custom(GST_TORCH_CLASSIFICATION_META_NAME, tags, classification_transform,
-                             nullptr, nullptr);
+                             const_cast<gchar*>(GST_TORCH_CLASSIFICATION_META_NAME), nullptr);
     g_once_init_leave(&done, 1);
   }
+}
+
+void gst_torch_anomaly_meta_register(void) {
+  static gsize done = 0;
+  if (g_once_init_enter(&done)) {
+    static const gchar* tags[] = {nullptr};
+    gst_meta_register_custom(GST_TORCH_ANOMALY_META_NAME, tags, classification_transform,
+                             const_cast<gchar*>(GST_TORCH_ANOMALY_META_NAME), nullptr);
+    g_once_init_leave(&done, 1);
+  }
+}
+
+const GstStructure* gst_buffer_get_torch_anomaly(GstBuffer* buffer) {
+  g_return_val_if_fail(GST_IS_BUFFER(buffer), nullptr);
+  GstCustomMeta* cm = gst_buffer_get_custom_meta(buffer, GST_TORCH_ANOMALY_META_NAME);
+  return cm ? gst_custom_meta_get_structure(cm) : nullptr;
+}
+
+const GstStructure* gst_torch_roi_get_anomaly(GstVideoRegionOfInterestMeta* roi,
+                                              const gchar* element) {
+  g_return_val_if_fail(roi != nullptr, nullptr);
+  for (GList* l = roi->params; l; l = l->next) {
+    auto* s = static_cast<const GstStructure*>(l->data);
+    if (gst_structure_has_name(s, GST_TORCH_ANOMALY_STRUCTURE_NAME) &&
+        (!element || g_strcmp0(gst_structure_get_string(s, "element"), element) == 0))
+      return s;
+  }
+  return nullptr;
 }
 
 GstVideoRegionOfInterestMeta* gst_buffer_add_torch_detection(

@@ -280,12 +280,31 @@ constexpr Entry kProperties[] = {
       "GRAY16_LE (10..16-bit mono cameras): significant low bits per sample; 2^bits - 1 is "
       "white (255 before normalising), larger values clamp. 12 for a Mono12 camera", 8, 16, 16,
       f); }),
+  ready<&Settings::sensitivity>(PROP_SENSITIVITY, [](GParamFlags f) {
+    return g_param_spec_double("sensitivity", "Sensitivity",
+      "task=anomaly with thresholds: a result is anomalous when its normalised score >= "
+      "1 - sensitivity (anomalib's image_sensitivity; 0.5 = the model's own threshold, higher "
+      "flags more). -1 = the sidecar's \"sensitivity\", else 0.5", -1.0, 1.0, -1.0, f); }),
+  {PROP_ANOMALY_THRESHOLD, Access::kReady, [](GParamFlags f) {
+     return g_param_spec_double("anomaly-threshold", "Anomaly threshold",
+       "task=anomaly without thresholds in the sidecar: a result is anomalous when its raw "
+       "score >= this (unset: the sidecar's \"anomaly_threshold\", else 0.5)",
+       -G_MAXDOUBLE, G_MAXDOUBLE, 0.5, f); },
+   [](Settings& s, const GValue* v, GParamSpec*) {
+     s.anomaly_threshold = g_value_get_double(v);
+     return true; },
+   [](const Settings& s, const Status&, GValue* v) {
+     g_value_set_double(v, s.anomaly_threshold.value_or(0.5)); }},
+  stat<&Stats::active_lanes>(PROP_ACTIVE_LANES, [](GParamFlags f) {
+    return g_param_spec_int("active-lanes", "Active lanes",
+      "Lanes the loaded model runs: 'lanes' as resolved (lanes=0: the count chosen from the "
+      "cores); 0 before the first load", 0, kMaxLanes, 0, f); }),
 };
 // clang-format on
 
 constexpr PropertyTable<Settings, Status> kTable{"torchinfer", kProperties};
 static_assert(kTable.in_id_order(), "kProperties lists every Prop once, in enum order");
-static_assert(kTable.size() == PROP_INPUT_BITS, "every Prop has an entry");
+static_assert(kTable.size() == PROP_ACTIVE_LANES, "every Prop has an entry");
 
 }  // namespace
 

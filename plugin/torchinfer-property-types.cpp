@@ -32,6 +32,7 @@ GType task_type() {
       {TASK_CLASSIFICATION, "Classification: top-k labels are attached", "classification"},
       {TASK_DETECTION, "Detection: tensors for a downstream decoder", "detection"},
       {TASK_RAW, "Raw tensors only", "raw"},
+      {TASK_ANOMALY, "Anomaly: a normal/anomalous classification and an anomaly result", "anomaly"},
       {0, nullptr, nullptr}};
   return register_once(&t, "GstTorchInferTask", values);
 }

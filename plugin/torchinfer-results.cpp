@@ -1,5 +1,6 @@
 #include "torchinfer-results.h"
 
+#include "anomaly-meta.h"
 #include "classification-meta.h"
 
 #include <algorithm>
@@ -131,6 +132,10 @@ bool decode_scores(const std::vector<TensorView>& views, const ModelConfig& conf
   return false;
 }
 
+bool decodes_to_labels(Task t) {
+  return t == Task::kClassification || t == Task::kAnomaly;
+}
+
 bool slot_valid(const SlotResult& s) {
   return !s.result.output || s.result.output->frame_finite(s.result.index);
 }
@@ -147,7 +152,12 @@ bool attach_results(GstBuffer* buf, const FrameInference& rec, bool inferred,
   info.result_pts = rec.pts;
   const std::vector<TensorView> views = add_tensor_meta(buf, rec, slot, info, model_instance_id);
   const ModelConfig& config = slot.result.model->config;
-  if (config.task != Task::kClassification || !info.valid) return true;
+  if (!decodes_to_labels(config.task) || !info.valid) return true;
+  if (config.task == Task::kAnomaly) {
+    const auto r = decode_anomaly(views, config.anomaly);
+    if (r) attach_anomaly(buf, *r, config.anomaly);
+    return r.has_value();
+  }
   std::vector<ClassResult> top;
   if (!decode_scores(views, config, &top)) return false;
   attach_classification(buf, top);
@@ -177,16 +187,21 @@ bool attach_region_results(GstBuffer* buf, const FrameInference& rec, const Regi
         add_tensor_meta(buf, rec, slot, info, who.model_instance_id);
     const ModelConfig& config = slot.result.model->config;
     if (not_classified && info.inferred && config.task == Task::kDetection) ++*not_classified;
-    if (config.task != Task::kClassification || !info.valid) continue;
+    if (!decodes_to_labels(config.task) || !info.valid) continue;
+    const RoiClassificationSource src{slot.result.model->path, who.model_instance_id, who.element,
+                                      info.inferred, info.result_pts};
+    if (config.task == Task::kAnomaly) {
+      const auto r = decode_anomaly(views, config.anomaly);
+      if (r) attach_roi_anomaly(rois[i], *r, config.anomaly, src);
+      scores_found = scores_found && r.has_value();
+      continue;
+    }
     std::vector<ClassResult> top;
     if (!decode_scores(views, config, &top)) {
       scores_found = false;
       continue;
     }
-    attach_roi_classification(
-        rois[i], top,
-        RoiClassificationSource{slot.result.model->path, who.model_instance_id, who.element,
-                                info.inferred, info.result_pts});
+    attach_roi_classification(rois[i], top, src);
   }
   return scores_found;
 }

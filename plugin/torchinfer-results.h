@@ -25,7 +25,8 @@ void read_regions(GstBuffer* buf, std::vector<RegionOfInterest>* out);
 // Adds the GstTorchTensorMeta of the frame's full-frame result (and, for classifiers, the
 // classification meta). inferred=false marks a result reused from an earlier frame. Throws
 // Error(kModelInvalid) for outputs the meta cannot describe. Returns false
-// when the model is a classifier but its output is not a score vector.
+// when the model is a classifier but its output is not a score vector, or
+// an anomaly model (src/decode/anomaly.h) whose outputs hold no map or score.
 // A result with NaN/infinite outputs gets valid = FALSE on its meta and no
 // classification (returns true: the warning is result_valid's business).
 bool attach_results(GstBuffer* buf, const FrameInference& rec, bool inferred,

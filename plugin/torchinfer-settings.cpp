@@ -17,6 +17,9 @@ ConfigOverrides Settings::overrides() const {
   if (task == TASK_CLASSIFICATION) o.task = Task::kClassification;
   if (task == TASK_DETECTION) o.task = Task::kDetection;
   if (task == TASK_RAW) o.task = Task::kRaw;
+  if (task == TASK_ANOMALY) o.task = Task::kAnomaly;
+  if (sensitivity >= 0) o.sensitivity = sensitivity;
+  o.anomaly_threshold = anomaly_threshold;
   if (activation == ACT_SOFTMAX) o.output_activation = Activation::kSoftmax;
   if (activation == ACT_SIGMOID) o.output_activation = Activation::kSigmoid;
   if (activation == ACT_NONE) o.output_activation = Activation::kNone;

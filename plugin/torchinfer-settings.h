@@ -69,11 +69,14 @@ enum Prop {
   PROP_PREPROCESS_ON,
   PROP_LANES,
   PROP_INPUT_BITS,
+  PROP_SENSITIVITY,
+  PROP_ANOMALY_THRESHOLD,
+  PROP_ACTIVE_LANES,
 };
 
 // Enum values 0 mean "take it from the sidecar".
 enum ChannelOrderProp { ORDER_AUTO, ORDER_RGB, ORDER_BGR, ORDER_GRAY };
-enum TaskProp { TASK_AUTO, TASK_CLASSIFICATION, TASK_DETECTION, TASK_RAW };
+enum TaskProp { TASK_AUTO, TASK_CLASSIFICATION, TASK_DETECTION, TASK_RAW, TASK_ANOMALY };
 enum ActivationProp { ACT_AUTO, ACT_SOFTMAX, ACT_SIGMOID, ACT_NONE };
 enum InputDtypeProp { DTYPE_AUTO, DTYPE_FLOAT32, DTYPE_UINT8 };
 enum InputLayoutProp { LAYOUT_AUTO, LAYOUT_NCHW, LAYOUT_NHWC };
@@ -117,7 +120,9 @@ struct Settings {
   double object_padding = 0.0;
   int reclassify_interval = 1;
   PreprocessOn preprocess_on = PREPROCESS_AUTO;
-  int input_bits = 16;  // GRAY16_LE: significant bits per sample
+  int input_bits = 16;                      // GRAY16_LE: significant bits per sample
+  double sensitivity = -1;                  // task anomaly; < 0 = from the sidecar
+  std::optional<double> anomaly_threshold;  // task anomaly, raw outputs; unset = sidecar / 0.5
 
   ConfigOverrides overrides() const;
 };

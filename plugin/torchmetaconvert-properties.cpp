@@ -32,12 +32,17 @@ constexpr Entry kEntries[] = {
      return g_param_spec_uint64("lines", "Lines", "JSON lines written since start", 0,
        G_MAXUINT64, 0, f); },
    nullptr, get_member<&Status::lines, Settings, Status>},
+  setting<&Settings::anomaly_regions>(PROP_ANOMALY_REGIONS, Access::kPlaying, [](GParamFlags f) {
+    return g_param_spec_boolean("anomaly-regions", "Anomaly regions",
+      "Also write the anomalous regions of anomaly results (task=anomaly): boxes in frame "
+      "pixels around the connected areas of the anomaly map at or above its threshold, largest "
+      "first (at most 32, with \"regions_total\" when there were more)", FALSE, f); }),
 };
 // clang-format on
 
 constexpr PropertyTable<Settings, Status> kTable{"torchmetaconvert", kEntries};
 static_assert(kTable.in_id_order(), "kEntries lists every Prop once, in id order");
-static_assert(kTable.size() == PROP_LINES, "every Prop has an entry");
+static_assert(kTable.size() == PROP_ANOMALY_REGIONS, "every Prop has an entry");
 
 }  // namespace
 

@@ -10,13 +10,21 @@
 
 namespace torchinfer::gst::metaconvert {
 
-enum Prop { PROP_0, PROP_LOCATION, PROP_INCLUDE_TENSORS, PROP_MAX_TENSOR_ELEMENTS, PROP_LINES };
+enum Prop {
+  PROP_0,
+  PROP_LOCATION,
+  PROP_INCLUDE_TENSORS,
+  PROP_MAX_TENSOR_ELEMENTS,
+  PROP_LINES,
+  PROP_ANOMALY_REGIONS,
+};
 
 // location applies from the next start; the others from the next frame.
 struct Settings {
   std::string location;
   bool include_tensors = false;
   guint max_tensor_elements = 1024;
+  bool anomaly_regions = false;
 };
 
 // The element's live counters.

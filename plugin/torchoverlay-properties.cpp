@@ -28,12 +28,26 @@ constexpr Entry kEntries[] = {
       "Add a line with the measured frame rate at this element and the "
       "frame's preprocessing and inference time",
       FALSE, f); }),
+  playing<&Settings::show_anomaly_map>(PROP_SHOW_ANOMALY_MAP, [](GParamFlags f) {
+    return g_param_spec_boolean("show-anomaly-map", "Show anomaly map",
+      "Anomaly results (torchinfer task=anomaly): blend the anomaly map as a colour map (blue "
+      "normal .. red anomalous) onto the frame or the part's box, and outline its anomalous "
+      "areas. Results of other models have no map: nothing is drawn for them",
+      TRUE, f); }),
+  playing<&Settings::anomaly_map_alpha>(PROP_ANOMALY_MAP_ALPHA, [](GParamFlags f) {
+    return g_param_spec_double("anomaly-map-alpha", "Anomaly map alpha",
+      "Weight of the colour map over the video (0 = invisible, 1 = opaque)", 0.0, 1.0, 0.4,
+      f); }),
+  playing<&Settings::anomaly_map_normal>(PROP_ANOMALY_MAP_NORMAL, [](GParamFlags f) {
+    return g_param_spec_boolean("anomaly-map-normal", "Anomaly map on normal results",
+      "Also draw the maps of results judged normal (default: only anomalous ones)", FALSE,
+      f); }),
 };
 // clang-format on
 
 constexpr PropertyTable<Settings, Status> kTable{"torchoverlay", kEntries};
 static_assert(kTable.in_id_order(), "kEntries lists every Prop once, in id order");
-static_assert(kTable.size() == PROP_SHOW_HUD, "every Prop has an entry");
+static_assert(kTable.size() == PROP_ANOMALY_MAP_NORMAL, "every Prop has an entry");
 
 }  // namespace
 

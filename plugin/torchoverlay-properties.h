@@ -13,7 +13,10 @@ enum Prop {
   PROP_SHOW_LABELS,
   PROP_SHOW_CONFIDENCE,
   PROP_SHOW_CLASSIFICATION,
-  PROP_SHOW_HUD
+  PROP_SHOW_HUD,
+  PROP_SHOW_ANOMALY_MAP,
+  PROP_ANOMALY_MAP_ALPHA,
+  PROP_ANOMALY_MAP_NORMAL,
 };
 
 // All of them may change while playing: each frame reads them.
@@ -22,6 +25,10 @@ struct Settings {
   bool show_confidence = true;
   bool show_classification = true;
   bool show_hud = false;
+  // Anomaly results (torchinfer task=anomaly) only: nothing else has a map.
+  bool show_anomaly_map = true;
+  double anomaly_map_alpha = 0.4;
+  bool anomaly_map_normal = false;  // also on results judged normal
 };
 
 // torchoverlay publishes no figures as properties.

@@ -30,6 +30,47 @@ GstStructure* infer_stats(GstElement* infer) {
   return s;
 }
 
+// Bayer frames for the snapshot encoder: one plane, rows padded to 4
+// bytes (GStreamer's layout for video/x-bayer, which GstVideoInfo does not
+// know).
+bool bayer_image_of(const GstStructure* st, const GstMapInfo& map, RawImage* img,
+                    std::string* why) {
+  const char* order = gst_structure_get_string(st, "format");
+  gst_structure_get_int(st, "width", &img->width);
+  gst_structure_get_int(st, "height", &img->height);
+  img->strides[0] = (img->width + 3) & ~3;
+  img->planes[0] = map.data;
+  if (!order || !raw_format_from_name(order, &img->format) || img->width <= 0 || img->height <= 0 ||
+      map.size < static_cast<std::size_t>(img->strides[0]) * img->height) {
+    *why = "the Bayer frame does not match its caps";
+    return false;
+  }
+  return true;
+}
+
+std::vector<std::uint8_t> encode_or_say(const RawImage& img, std::string* why) {
+  try {
+    return encode_jpeg(img);
+  } catch (const std::exception& e) {
+    *why = e.what();
+  }
+  return {};
+}
+
+std::vector<SnapshotBox> boxes_of(GstBuffer* buf) {
+  std::vector<SnapshotBox> boxes;
+  gpointer iter = nullptr;
+  while (GstMeta* m = gst_buffer_iterate_meta_filtered(
+             buf, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
+    auto* roi = reinterpret_cast<GstVideoRegionOfInterestMeta*>(m);
+    GstTorchDetection d;
+    const bool det = gst_torch_detection_from_roi(roi, &d);
+    boxes.push_back({static_cast<int>(roi->x), static_cast<int>(roi->y), static_cast<int>(roi->w),
+                     static_cast<int>(roi->h), det && d.label ? d.label : ""});
+  }
+  return boxes;
+}
+
 }  // namespace
 
 Camera::Camera(StreamSpec spec, ModelSpec model, std::string output_dir, MqttSpec mqtt,
@@ -45,6 +86,7 @@ Camera::~Camera() {
   shutdown(0);
   if (latest_) gst_sample_unref(latest_);
   rtsp_.reset();
+  aravis_.reset();
   if (appsrc_) gst_object_unref(appsrc_);
   if (infer_) gst_object_unref(infer_);
   if (pipeline_) gst_object_unref(pipeline_);
@@ -73,6 +115,13 @@ bool Camera::build(std::string* why) {
       source = make("v4l2src", "source", why);
       if (source) g_object_set(source, "device", spec_.location.c_str(), nullptr);
       break;
+    case SourceKind::kAravis:
+      // Queue bounds are AravisSource's (it counts what it cannot hand on).
+      source = make("appsrc", "source", why);
+      if (source)
+        g_object_set(source, "format", GST_FORMAT_TIME, "is-live", TRUE, "do-timestamp", TRUE,
+                     nullptr);
+      break;
     case SourceKind::kRtsp:
       source = make("appsrc", "source", why);
       if (source) {
@@ -82,14 +131,15 @@ bool Camera::build(std::string* why) {
       }
       break;
   }
-  convert_ = make("videoconvert", "convert", why);
-  GstElement* caps = make("capsfilter", "caps", why);
+  const bool as_is = spec_.kind == SourceKind::kAravis;  // no conversion, no overlay
+  convert_ = as_is ? nullptr : make("videoconvert", "convert", why);
+  GstElement* caps = as_is ? nullptr : make("capsfilter", "caps", why);
   infer_ = make("torchinfer", "infer", why);
   GstElement* nms = make("torchnms", "nms", why);
   GstElement* track = spec_.track ? make("torchtrack", "track", why) : nullptr;
   GstElement* meta = spec_.json ? make("torchmetaconvert", "json", why) : nullptr;
   GstElement* publish = spec_.mqtt_topic.empty() ? nullptr : make("torchpublish", "mqtt", why);
-  GstElement* overlay = make("torchoverlay", "overlay", why);
+  GstElement* overlay = as_is ? nullptr : make("torchoverlay", "overlay", why);
   GstElement* sink = make("appsink", "snapshot", why);
   for (GstElement* e :
        {source, decode, convert_, caps, infer_, nms, track, meta, publish, overlay, sink})
@@ -99,9 +149,11 @@ bool Camera::build(std::string* why) {
 
   // The formats the snapshot encoder reads; cameras' own YUY2/NV12 and a
   // decoder's I420 pass without conversion.
-  GstCaps* raw = gst_caps_from_string("video/x-raw,format={YUY2,I420,NV12}");
-  g_object_set(caps, "caps", raw, nullptr);
-  gst_caps_unref(raw);
+  if (caps) {
+    GstCaps* raw = gst_caps_from_string("video/x-raw,format={YUY2,I420,NV12}");
+    g_object_set(caps, "caps", raw, nullptr);
+    gst_caps_unref(raw);
+  }
 
   g_object_set(infer_, "model", model_.path.c_str(), "model-instance-id", model_.id.c_str(),
                nullptr);
@@ -139,11 +191,12 @@ bool Camera::build(std::string* why) {
   cb.new_sample = on_sample;
   gst_app_sink_set_callbacks(GST_APP_SINK(sink), &cb, this, nullptr);
 
-  chain = {convert_, caps, infer_, nms};
+  chain = as_is ? std::vector<GstElement*>{infer_, nms}
+                : std::vector<GstElement*>{convert_, caps, infer_, nms};
   if (track) chain.push_back(track);
   if (meta) chain.push_back(meta);
   if (publish) chain.push_back(publish);
-  chain.push_back(overlay);
+  if (overlay) chain.push_back(overlay);
   chain.push_back(sink);
   for (std::size_t i = 0; i + 1 < chain.size(); ++i)
     if (!gst_element_link(chain[i], chain[i + 1])) {
@@ -165,9 +218,13 @@ bool Camera::build(std::string* why) {
                         before_loop, this, nullptr);
       gst_object_unref(pad);
     }
-  } else if (!gst_element_link(source, convert_)) {
-    *why = "cannot link the source to videoconvert";
+  } else if (!gst_element_link(source, chain[0])) {
+    *why = std::string("cannot link the source to ") + GST_ELEMENT_NAME(chain[0]);
     return false;
+  }
+  if (spec_.kind == SourceKind::kAravis) {
+    appsrc_ = GST_APP_SRC(gst_object_ref(source));
+    aravis_ = std::make_unique<AravisSource>(spec_.camera, appsrc_, infer_);
   }
   if (spec_.kind == SourceKind::kRtsp) {
     appsrc_ = GST_APP_SRC(gst_object_ref(source));
@@ -300,6 +357,7 @@ void Camera::handle_message(GstMessage* msg) {
       g_clear_error(&err);
       g_free(dbg);
       if (rtsp_) rtsp_->stop();
+      if (aravis_) aravis_->stop();
       fail(text);
       break;
     }
@@ -334,6 +392,7 @@ void Camera::handle_message(GstMessage* msg) {
       const GstStructure* s = gst_message_get_structure(msg);
       if (gst_structure_has_name(s, "torchinfer-server-started")) {
         if (rtsp_ && !draining_) rtsp_->start();
+        if (aravis_ && !draining_) aravis_->start();
       } else if (gst_structure_has_name(s, "torchinfer-server-not-started")) {
         bool said = false;  // the element's error, just before, said why
         {
@@ -348,11 +407,29 @@ void Camera::handle_message(GstMessage* msg) {
       } else if (gst_structure_has_name(s, "torchinfer-rtsp-resumed")) {
         std::lock_guard<std::mutex> lock(mu_);
         health_.on_source_resumed();
+      } else {
+        handle_camera_message(s);
       }
       break;
     }
     default:
       break;
+  }
+}
+
+// AravisSource's news (aravis_source.h), told as the RTSP source's are.
+void Camera::handle_camera_message(const GstStructure* s) {
+  const char* reason = gst_structure_get_string(s, "reason");
+  const std::string why = reason ? reason : "";
+  if (gst_structure_has_name(s, "torchinfer-aravis-ready")) {
+    std::lock_guard<std::mutex> lock(mu_);
+    health_.on_source_ready();
+  } else if (gst_structure_has_name(s, "torchinfer-aravis-lost")) {
+    g_printerr("torchinfer-server: stream %s: %s; retrying\n", spec_.id.c_str(), why.c_str());
+    std::lock_guard<std::mutex> lock(mu_);
+    health_.on_source_lost("aravis: " + why);
+  } else if (gst_structure_has_name(s, "torchinfer-aravis-failed")) {
+    fail("aravis: " + why);
   }
 }
 
@@ -368,13 +445,16 @@ void Camera::take_sample(GstSample* sample) {
   GstTorchTensorMeta* tm = buf ? gst_buffer_get_torch_tensor_meta(buf) : nullptr;
   const bool inferred = tm && tm->inferred;
   std::vector<std::string> labels;
+  nlohmann::json result = nlohmann::json::array();
   if (inferred) {
     gpointer iter = nullptr;
     while (GstMeta* m = gst_buffer_iterate_meta_filtered(
                buf, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
       GstTorchDetection d;
-      if (gst_torch_detection_from_roi(reinterpret_cast<GstVideoRegionOfInterestMeta*>(m), &d))
+      if (gst_torch_detection_from_roi(reinterpret_cast<GstVideoRegionOfInterestMeta*>(m), &d)) {
         labels.emplace_back(d.label ? d.label : "?");
+        result.push_back({{"label", labels.back()}, {"confidence", d.confidence}});
+      }
     }
   }
   if (restream_) restream_->push(buf, gst_sample_get_caps(sample));
@@ -384,6 +464,8 @@ void Camera::take_sample(GstSample* sample) {
   if (inferred) {
     latency_.add((tm->queue_ns + tm->preprocess_ns + tm->inference_ns) / 1e9);
     for (const auto& l : labels) detections_[l]++;
+    // What a triggered camera's caller reads back (POST .../trigger).
+    last_result_ = {{"frame", frames_out_}, {"detections", std::move(result)}};
   }
   // A sample of our own: appsink reuses the one it hands out, and changes
   // its caps in place on the next caps event.
@@ -406,7 +488,28 @@ void Camera::begin_drain() {
     return;
   }
   if (rtsp_) rtsp_->stop();
-  if (!send_eos()) drained_ = true;  // not running yet: nothing to drain
+  if (aravis_) aravis_->stop();
+  // Off the main loop: an EOS waits for the streaming thread, which an
+  // output that blocks (a JSON reader that stopped reading) holds for good,
+  // and /healthz and SIGTERM must still answer. The task holds only what it
+  // needs (the camera may be gone when it ends): the target and the flag.
+  struct Drain {
+    GstElement* target;
+    std::shared_ptr<std::atomic<bool>> refused;
+  };
+  GstElement* target = appsrc_ ? GST_ELEMENT(appsrc_) : convert_;
+  gst_element_call_async(
+      pipeline_,
+      [](GstElement*, gpointer p) {
+        auto* d = static_cast<Drain*>(p);
+        if (!send_eos_to(d->target)) d->refused->store(true);  // not running: nothing to drain
+      },
+      new Drain{GST_ELEMENT(gst_object_ref(target)), eos_refused_},
+      [](gpointer p) {
+        auto* d = static_cast<Drain*>(p);
+        gst_object_unref(d->target);
+        delete d;
+      });
 }
 
 // Into videoconvert, not the pipeline: a demuxer pulling from filesrc (the
@@ -414,8 +517,12 @@ void Camera::begin_drain() {
 // leaves after the frames already on their way. False when it cannot go in:
 // the pipeline is not running (never started, failed): nothing to drain.
 bool Camera::send_eos() {
-  if (appsrc_) return gst_app_src_end_of_stream(appsrc_) == GST_FLOW_OK;
-  GstPad* pad = gst_element_get_static_pad(convert_, "sink");
+  return send_eos_to(appsrc_ ? GST_ELEMENT(appsrc_) : convert_);
+}
+
+bool Camera::send_eos_to(GstElement* target) {
+  if (GST_IS_APP_SRC(target)) return gst_app_src_end_of_stream(GST_APP_SRC(target)) == GST_FLOW_OK;
+  GstPad* pad = gst_element_get_static_pad(target, "sink");
   const bool sent = gst_pad_send_event(pad, gst_event_new_eos());
   gst_object_unref(pad);
   return sent;
@@ -426,6 +533,7 @@ void Camera::detach() {
   if (bus_watch_) g_source_remove(bus_watch_);
   bus_watch_ = 0;
   if (rtsp_) rtsp_->stop();
+  if (aravis_) aravis_->stop();
   std::lock_guard<std::mutex> lock(mu_);
   health_.on_stopping();
 }
@@ -441,7 +549,7 @@ void Camera::shutdown(double timeout_s) {
   // An EOS that cannot go in means nothing flows (the start never got
   // there): nothing to drain, and no reason to wait for it.
   if (!drained_ && timeout_s > 0 && !draining_.exchange(true) && !send_eos()) timeout_s = 0;
-  if (!drained_ && timeout_s > 0) {
+  if (!drained() && timeout_s > 0) {
     GstBus* bus = gst_element_get_bus(pipeline_);
     GstMessage* m = gst_bus_timed_pop_filtered(
         bus, static_cast<GstClockTime>(timeout_s * GST_SECOND),
@@ -477,6 +585,12 @@ StreamFigures Camera::figures() const {
   StreamFigures f;
   f.id = spec_.id;
   f.model = spec_.model;
+  {
+    // Before torchinfer's counters: a frame leaving the pipeline between
+    // the two reads would otherwise make "out" overtake what torchinfer let out.
+    std::lock_guard<std::mutex> lock(mu_);
+    f.frames_out = frames_out_;
+  }
   GstStructure* s = infer_stats(infer_);
   // One structure, read at one moment: the counters add up.
   f.frames_in = stat_u64(s, "frames-in");
@@ -492,7 +606,6 @@ StreamFigures Camera::figures() const {
   read_mqtt_counters(f);
   std::lock_guard<std::mutex> lock(mu_);
   f.state = to_string(health_.state());
-  f.frames_out = frames_out_;
   f.latency_p50_s = latency_.quantile(0.5);
   f.latency_p99_s = latency_.quantile(0.99);
   f.latency_sum_s = latency_.sum();
@@ -501,6 +614,17 @@ StreamFigures Camera::figures() const {
   f.disconnects = health_.disconnects();
   f.errors = health_.errors();
   f.detections = detections_;
+  if (aravis_) {
+    const AravisCounters c = aravis_->counters();
+    f.camera = true;
+    f.camera_frames_received = c.frames.received;
+    f.camera_frames_incomplete = c.frames.incomplete;
+    f.camera_frames_missing = c.frames.missing;
+    f.camera_frames_overflow = c.overflow;
+    f.camera_packets_missing = c.packets_missing;
+    f.camera_packets_resent = c.packets_resent;
+    f.camera_triggers = c.triggers;
+  }
   if (restream_) {
     f.restream = true;
     f.restream_clients = restream_->clients();
@@ -543,7 +667,53 @@ nlohmann::json Camera::status() const {
       {"rtsp_clients", f.restream_clients},
       {"rtsp_frames", {{"sent", f.restream_frames_sent}, {"dropped", f.restream_frames_dropped}}},
       {"config", to_json(spec_)}};
+  if (aravis_) j["camera"] = camera_status(f);
   return j;
+}
+
+nlohmann::json Camera::camera_status(const StreamFigures& f) const {
+  const AravisCounters c = aravis_->counters();
+  nlohmann::json last;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    last = last_result_;
+  }
+  return {{"name", spec_.camera.name},
+          {"acquiring", c.acquiring},
+          {"pixel_format", c.pixel_format},
+          {"width", c.width},
+          {"height", c.height},
+          {"trigger", to_string(spec_.camera.trigger)},
+          {"frames",
+           {{"received", f.camera_frames_received},
+            {"lost", c.frames.lost() + c.overflow},
+            {"incomplete", f.camera_frames_incomplete},
+            {"missing", f.camera_frames_missing},
+            {"overflow", f.camera_frames_overflow}}},
+          {"packets", {{"missing", f.camera_packets_missing}, {"resent", f.camera_packets_resent}}},
+          {"aravis",
+           {{"completed", c.completed},
+            {"failures", c.failures},
+            {"missing_frames", c.missing_frames},
+            {"underruns", c.underruns}}},
+          {"triggers", f.camera_triggers},
+          {"trigger_failures", c.trigger_failures},
+          {"last_result", last}};
+}
+
+int Camera::trigger(std::string* why) {
+  if (!aravis_) {
+    *why =
+        "stream '" + spec_.id + "' is not a machine-vision camera (aravis://): nothing to trigger";
+    return 409;
+  }
+  if (spec_.camera.trigger != TriggerMode::kSoftware) {
+    *why = "stream '" + spec_.id + "': camera '" + spec_.camera.name + "' is in " +
+           to_string(spec_.camera.trigger) +
+           " mode; a software trigger needs \"trigger\": \"software\"";
+    return 409;
+  }
+  return aravis_->trigger(why) ? 202 : 503;
 }
 
 std::vector<std::uint8_t> Camera::snapshot_jpeg(std::string* why) const {
@@ -556,34 +726,40 @@ std::vector<std::uint8_t> Camera::snapshot_jpeg(std::string* why) const {
     *why = "no frame yet";
     return {};
   }
-  std::vector<std::uint8_t> jpeg;
-  GstVideoInfo info;
   GstCaps* caps = gst_sample_get_caps(sample);
   GstBuffer* buf = gst_sample_get_buffer(sample);
-  RawFormat format;
-  if (!caps || !buf || !gst_video_info_from_caps(&info, caps) ||
-      !raw_format_from_name(gst_video_format_to_string(GST_VIDEO_INFO_FORMAT(&info)), &format)) {
-    *why = "the frame's format cannot be encoded";
-  } else {
-    GstVideoFrame frame;
-    if (gst_video_frame_map(&frame, &info, buf, GST_MAP_READ)) {
-      RawImage img;
-      img.format = format;
-      img.width = GST_VIDEO_FRAME_WIDTH(&frame);
-      img.height = GST_VIDEO_FRAME_HEIGHT(&frame);
-      for (guint p = 0; p < GST_VIDEO_FRAME_N_PLANES(&frame) && p < 3; ++p) {
-        img.planes[p] = static_cast<const std::uint8_t*>(GST_VIDEO_FRAME_PLANE_DATA(&frame, p));
-        img.strides[p] = GST_VIDEO_FRAME_PLANE_STRIDE(&frame, p);
-      }
-      try {
-        jpeg = encode_jpeg(img);
-      } catch (const std::exception& e) {
-        *why = e.what();
-      }
-      gst_video_frame_unmap(&frame);
+  const GstStructure* st =
+      caps && gst_caps_get_size(caps) ? gst_caps_get_structure(caps, 0) : nullptr;
+  std::vector<std::uint8_t> jpeg;
+  RawImage img;
+  // Drawn here: a machine-vision camera's frames skip torchoverlay (camera.h).
+  if (aravis_ && buf) img.boxes = boxes_of(buf);
+  GstMapInfo map;
+  GstVideoInfo info;
+  GstVideoFrame frame;
+  if (st && buf && gst_structure_has_name(st, "video/x-bayer")) {
+    if (gst_buffer_map(buf, &map, GST_MAP_READ)) {
+      if (bayer_image_of(st, map, &img, why)) jpeg = encode_or_say(img, why);
+      gst_buffer_unmap(buf, &map);
     } else {
       *why = "the frame cannot be read";
     }
+  } else if (!caps || !buf || !gst_video_info_from_caps(&info, caps) ||
+             !raw_format_from_name(gst_video_format_to_string(GST_VIDEO_INFO_FORMAT(&info)),
+                                   &img.format)) {
+    *why = "the frame's format cannot be encoded";
+  } else if (gst_video_frame_map(&frame, &info, buf, GST_MAP_READ)) {
+    img.width = GST_VIDEO_FRAME_WIDTH(&frame);
+    img.height = GST_VIDEO_FRAME_HEIGHT(&frame);
+    for (guint p = 0; p < GST_VIDEO_FRAME_N_PLANES(&frame) && p < 3; ++p) {
+      img.planes[p] = static_cast<const std::uint8_t*>(GST_VIDEO_FRAME_PLANE_DATA(&frame, p));
+      img.strides[p] = GST_VIDEO_FRAME_PLANE_STRIDE(&frame, p);
+    }
+    if (aravis_) img.bits = aravis_->counters().bits;
+    jpeg = encode_or_say(img, why);
+    gst_video_frame_unmap(&frame);
+  } else {
+    *why = "the frame cannot be read";
   }
   gst_sample_unref(sample);
   return jpeg;

@@ -6,12 +6,20 @@
 //     [! torchmetaconvert location=<output_dir>/<id>.jsonl] [! torchpublish topic=...]
 //     ! torchoverlay ! appsink (max-buffers=1 drop=true: the latest annotated frame)
 //
+// A machine-vision camera (aravis://) goes into torchinfer as it comes
+// (Bayer, GRAY8, GRAY16_LE: no conversion at full resolution), and is not
+// drawn on in the pipeline: the snapshot demosaics the latest frame and
+// draws its boxes only when asked for (server/jpeg_snapshot.h):
+//   appsrc (AravisSource) ! torchinfer ! torchnms [! ...] ! appsink
+//
 // With "restream": true the appsink also hands each annotated frame to the
 // camera's RestreamFeed (restream.h), which encodes only while an RTSP
 // client watches and never holds up this pipeline.
 //
 // source: file:// filesrc ! decodebin (looped with segment seeks, or once),
-// v4l2:// v4l2src, rtsp:// an appsrc fed by rtsp::ReconnectingSource.
+// v4l2:// v4l2src, rtsp:// an appsrc fed by rtsp::ReconnectingSource,
+// aravis:// an appsrc fed by AravisSource (aravis_source.h says why not
+// aravissrc).
 // Every element is made and set by property: nothing from a request is ever
 // parsed as a launch description.
 //
@@ -37,6 +45,7 @@
 #include <string>
 #include <vector>
 
+#include "aravis_source.h"
 #include "restream.h"
 #include "rtsp_source.h"
 #include "server/metrics_text.h"
@@ -64,7 +73,7 @@ class Camera {
   // Ends the stream: EOS in, so the JSON and MQTT outputs get every frame
   // already captured. Returns at once; drained() turns true at the EOS.
   void begin_drain();
-  bool drained() const { return drained_.load(); }
+  bool drained() const { return drained_.load() || eos_refused_->load(); }
   // Takes the pipeline away from the main loop (no more bus handling, the
   // RTSP source stopped) so shutdown() can run on another thread.
   void detach();
@@ -78,6 +87,9 @@ class Camera {
   nlohmann::json status() const;
   // The latest annotated frame as JPEG; empty if none yet.
   std::vector<std::uint8_t> snapshot_jpeg(std::string* why) const;
+  // One software trigger; the HTTP status (202 queued, 409 not a camera in
+  // software-trigger mode, 503 camera not acquiring) and, if not 202, why.
+  int trigger(std::string* why);
 
  private:
   static gboolean on_bus(GstBus* bus, GstMessage* msg, gpointer user);
@@ -88,9 +100,12 @@ class Camera {
   GstElement* make(const char* factory, const char* name, std::string* why);
   void read_mqtt_counters(StreamFigures& f) const;
   void handle_message(GstMessage* msg);
+  void handle_camera_message(const GstStructure* s);
+  nlohmann::json camera_status(const StreamFigures& f) const;
   void fail(const std::string& message);
   void take_sample(GstSample* sample);
   bool send_eos();
+  static bool send_eos_to(GstElement* target);  // appsrc, or videoconvert's sink pad
   void play_async();
 
   const StreamSpec spec_;
@@ -101,11 +116,14 @@ class Camera {
   GstElement* pipeline_ = nullptr;
   GstElement* infer_ = nullptr;    // owned by the pipeline
   GstElement* convert_ = nullptr;  // decodebin links its pad here
-  GstAppSrc* appsrc_ = nullptr;    // rtsp:// only
+  GstAppSrc* appsrc_ = nullptr;    // rtsp:// and aravis://
   std::unique_ptr<rtsp::ReconnectingSource> rtsp_;
+  std::unique_ptr<AravisSource> aravis_;
   guint bus_watch_ = 0;
   std::atomic<bool> seeked_{false};  // the first segment seek of a looped file is asked for
   std::atomic<bool> drained_{false}, draining_{false}, detached_{false}, stopped_{false};
+  // Set by begin_drain()'s EOS, sent off the main loop, when it cannot go in.
+  std::shared_ptr<std::atomic<bool>> eos_refused_ = std::make_shared<std::atomic<bool>>(false);
   // Shared with the asynchronous start, which may run after this camera is
   // gone: it must not start a pipeline that shutdown() has stopped.
   struct StartGate {
@@ -119,6 +137,7 @@ class Camera {
   LatencyWindow latency_;
   std::map<std::string, std::uint64_t> detections_;
   std::uint64_t frames_out_ = 0;
+  nlohmann::json last_result_;  // the latest inferred frame's detections
   GstSample* latest_ = nullptr;
 };
 

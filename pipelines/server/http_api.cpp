@@ -235,6 +235,11 @@ void HttpApi::handle(SoupServerMessage* msg, const std::string& method,
     return reply(msg, r);
   }
   const std::string& id = parts[1];
+  if (parts.size() == 3 && parts[2] == "trigger") {
+    if (method != "POST") return not_allowed("POST");
+    if (!authorized(msg)) return unauthorized();
+    return reply(msg, app_->trigger(id));
+  }
   if (parts.size() == 3) {
     if (parts[2] != "snapshot.jpg")
       return reply(msg, {404, {{"error", "no such resource: " + path}}});

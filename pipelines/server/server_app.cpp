@@ -232,12 +232,16 @@ Reply ServerApp::get_stream(const std::string& id) const {
 
 Reply ServerApp::list_models() const {
   json list = json::array();
-  for (const auto& m : models_)
+  for (const auto& m : models_) {
+    int active = 0;  // the configured lanes as the load resolved them (0 = automatic)
+    g_object_get(m->infer, "active-lanes", &active, nullptr);
     list.push_back({{"id", m->spec.id},
                     {"path", m->spec.path},
                     {"batch_size", m->spec.batch_size},
                     {"lanes", m->spec.lanes},
+                    {"lanes_active", active},
                     {"load_seconds", m->load_seconds}});
+  }
   return {200, {{"models", list}}};
 }
 
@@ -261,6 +265,17 @@ int ServerApp::snapshot(const std::string& id, std::vector<std::uint8_t>* jpeg,
   }
   *jpeg = cam->snapshot_jpeg(why);
   return jpeg->empty() ? 503 : 200;
+}
+
+Reply ServerApp::trigger(const std::string& id) {
+  std::shared_ptr<Camera> cam = cameras_.find(id);
+  if (!cam) return error_reply(404, "no stream '" + printable(id) + "'");
+  std::string why;
+  const int status = cam->trigger(&why);
+  if (status != 202) return error_reply(status, why);
+  // The count includes this trigger once the camera's thread has sent it;
+  // the frame's result shows in GET /streams/{id} camera.last_result.
+  return {202, {{"id", id}, {"queued", true}}};
 }
 
 void ServerApp::count_reply(int status) {

@@ -53,6 +53,9 @@ class ServerApp {
   Reply get_stream(const std::string& id) const;
   Reply list_models() const;
   Reply health() const;
+  // POST /streams/{id}/trigger: 202 with the camera's trigger count, 404,
+  // 409 (not a camera in software-trigger mode) or 503 (not acquiring now).
+  Reply trigger(const std::string& id);
   // 200 with JPEG bytes, or 404/503 with the reason in *why.
   int snapshot(const std::string& id, std::vector<std::uint8_t>* jpeg, std::string* why) const;
   std::string metrics();

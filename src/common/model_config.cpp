@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "common/file_check.h"
 #include "common/json_file.h"
+#include "common/model_config_anomaly.h"
 #include "common/utf8.h"
 
 namespace torchinfer {
@@ -108,6 +109,8 @@ const char* to_string(Task v) {
       return "detection";
     case Task::kRaw:
       return "raw";
+    case Task::kAnomaly:
+      return "anomaly";
   }
   return "?";
 }
@@ -231,10 +234,14 @@ ModelConfig parse_model_config_text(const std::string& text, const std::string& 
       "description",   "decoder",       "confidence_threshold",
       "iou_threshold", "max_detections", "input_layout"};
   // clang-format on
+  // anomalib's metadata.json read as the sidecar: its own keys too.
+  const bool anomalib = is_anomalib_metadata(j);
   for (const auto& item : j.items()) {
     // Keys starting with '_' are comments; anything else unknown is most
     // likely a typo that would otherwise be silently ignored on the line.
-    if (!known.count(item.key()) && item.key().rfind('_', 0) != 0)
+    if (!known.count(item.key()) && item.key().rfind('_', 0) != 0 &&
+        !anomaly_sidecar_keys().count(item.key()) &&
+        !(anomalib && anomalib_metadata_keys().count(item.key())))
       fail(origin, printable(item.key()), "unknown field");
   }
 
@@ -246,11 +253,12 @@ ModelConfig parse_model_config_text(const std::string& text, const std::string& 
     cfg.channel_order = get_enum<ChannelOrder>(
         j, "channel_order", origin,
         {{"rgb", ChannelOrder::kRGB}, {"bgr", ChannelOrder::kBGR}, {"gray", ChannelOrder::kGray}});
-  if (j.contains("task"))
+  if (j.contains("task") && !anomalib)
     cfg.task = get_enum<Task>(j, "task", origin,
                               {{"classification", Task::kClassification},
                                {"detection", Task::kDetection},
-                               {"raw", Task::kRaw}});
+                               {"raw", Task::kRaw},
+                               {"anomaly", Task::kAnomaly}});
   if (j.contains("output_activation"))
     cfg.output_activation = get_enum<Activation>(j, "output_activation", origin,
                                                  {{"softmax", Activation::kSoftmax},
@@ -331,6 +339,7 @@ ModelConfig parse_model_config_text(const std::string& text, const std::string& 
     if (std::string(e.what()).rfind(origin, 0) == 0) throw;
     fail(origin, norm_field, e.what());
   }
+  parse_anomaly_keys(j, origin, cfg);
 
   if (j.contains("labels")) {
     const json& v = j.at("labels");
@@ -402,6 +411,9 @@ ModelConfig resolve_model_config(const std::string& model_path, const std::strin
   if (o.labels_file) cfg.labels = read_labels_file(*o.labels_file);
   if (o.input_uint8) cfg.input_uint8 = *o.input_uint8;
   if (o.input_layout) cfg.input_layout = *o.input_layout;
+  if (o.sensitivity) cfg.anomaly.sensitivity = *o.sensitivity;
+  if (o.anomaly_threshold) cfg.anomaly.raw_threshold = *o.anomaly_threshold;
+  check_anomaly_config(cfg);
   return cfg;
 }
 

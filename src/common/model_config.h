@@ -10,7 +10,7 @@
 namespace torchinfer {
 
 enum class ChannelOrder { kRGB, kBGR, kGray };
-enum class Task { kClassification, kDetection, kRaw };
+enum class Task { kClassification, kDetection, kRaw, kAnomaly };
 enum class Activation { kSoftmax, kSigmoid, kNone };
 // What the model file holds (written by models/quantize.py), not a request.
 enum class ModelPrecision { kFp32, kInt8 };
@@ -26,6 +26,24 @@ const char* to_string(Activation v);
 const char* to_string(ModelPrecision v);
 const char* to_string(Decoder v);
 const char* to_string(InputLayout v);
+
+// Min-max normalisation of an anomaly model's outputs, as anomalib does it:
+// normalised = clamp((raw - threshold) / (max - min) + 0.5, 0, 1).
+struct MinMaxNorm {
+  double threshold = 0, min = 0, max = 1;
+};
+
+// task "anomaly" (src/decode/anomaly.h): the sidecar's (or anomalib
+// metadata.json's) thresholds and the decision rule.
+struct AnomalyConfig {
+  std::optional<MinMaxNorm> score;  // image_threshold + min/max (pred_scores.min/max)
+  std::optional<MinMaxNorm> map;    // pixel_threshold + min/max (anomaly_maps.min/max)
+  // Normalised outputs: anomalous iff score >= 1 - sensitivity (anomalib's
+  // image_sensitivity; unset = 0.5, the threshold itself).
+  std::optional<double> sensitivity;
+  // Raw outputs (no thresholds): anomalous iff raw score >= this.
+  double raw_threshold = 0.5;
+};
 
 struct ModelConfig {
   int input_width = 224;
@@ -49,6 +67,7 @@ struct ModelConfig {
   std::optional<Decoder> decoder;
   std::optional<double> confidence_threshold, iou_threshold;
   std::optional<int> max_detections;
+  AnomalyConfig anomaly;
   std::string source;  // sidecar path it came from, empty for defaults
 
   ModelConfig();
@@ -68,6 +87,7 @@ struct ConfigOverrides {
   std::optional<std::string> labels_file;
   std::optional<bool> input_uint8;
   std::optional<InputLayout> input_layout;
+  std::optional<double> sensitivity, anomaly_threshold;
 };
 
 // Parses a sidecar file. Errors name the file and the offending field.

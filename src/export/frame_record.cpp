@@ -62,6 +62,24 @@ json track_event(const TrackEventRecord& e) {
   return j;
 }
 
+json anomaly(const AnomalyRecord& a) {
+  json j = {
+      {"score", number(a.score)}, {"raw_score", number(a.raw_score)}, {"anomalous", a.anomalous}};
+  if (!a.regions) return j;
+  json regions = json::array();
+  for (std::size_t i = 0; i < a.regions->size() && i < kMaxAnomalyRegionsWritten; ++i) {
+    const AnomalyRegion& r = (*a.regions)[i];
+    regions.push_back({{"x_min", number(r.x_min)},
+                       {"y_min", number(r.y_min)},
+                       {"x_max", number(r.x_max)},
+                       {"y_max", number(r.y_max)},
+                       {"peak", number(r.peak)}});
+  }
+  j["regions"] = regions;
+  if (a.regions->size() > kMaxAnomalyRegionsWritten) j["regions_total"] = a.regions->size();
+  return j;
+}
+
 }  // namespace
 
 std::string to_json_line(const FrameRecord& r, bool include_tensors,
@@ -90,6 +108,7 @@ std::string to_json_line(const FrameRecord& r, bool include_tensors,
       cls.push_back(
           {{"label", c.label}, {"label_id", c.label_id}, {"confidence", number(c.confidence)}});
     j["classification"] = cls;
+    if (r.anomaly) j["anomaly"] = anomaly(*r.anomaly);
   }
   if (r.has_inference || !r.detections.empty()) {
     json dets = json::array();
@@ -125,6 +144,7 @@ std::string to_json_line(const FrameRecord& r, bool include_tensors,
                          {"inferred", c.inferred}});
         jd["classification"] = cls;
       }
+      if (d.anomaly) jd["anomaly"] = anomaly(*d.anomaly);
       dets.push_back(std::move(jd));
     }
     j["detections"] = dets;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/tensor.h"
+#include "decode/anomaly.h"
 #include "decode/classification.h"
 #include "decode/detection.h"
 
@@ -22,6 +23,18 @@ struct RegionClassificationRecord {
   bool inferred = true;  // false: reused from an earlier frame (reclassify-interval)
 };
 
+// An anomaly model's result (task "anomaly") on the frame or a detection;
+// regions (frame pixels) only when the exporter was asked for them.
+struct AnomalyRecord {
+  double score = 0, raw_score = 0;
+  bool anomalous = false;
+  std::optional<std::vector<AnomalyRegion>> regions;
+};
+
+// At most this many regions per result are written, largest first; a
+// result with more says how many it had ("regions_total").
+constexpr std::size_t kMaxAnomalyRegionsWritten = 32;
+
 // A detection as written: box in frame pixels (Detection's fields) and the
 // same box normalised to 0..1 of the frame; the track id when a tracker
 // (torchtrack) gave it one; the classifications of the region.
@@ -31,6 +44,7 @@ struct DetectionRecord {
   std::optional<int> object_id;  // absent: not tracked (written only when set)
   bool predicted = false;        // the tracker's predicted box, not a detection
   std::vector<RegionClassificationRecord> classification;  // written only when not empty
+  std::optional<AnomalyRecord> anomaly;                    // written only when set
 };
 
 // A track starting or ending on this frame (torchtrack's
@@ -64,6 +78,7 @@ struct FrameRecord {
   std::optional<std::int64_t> result_pts_ns;  // of that earlier frame
   bool valid = true;  // false: the outputs held NaN/infinity (written only then)
   std::vector<ClassResult> classification;
+  std::optional<AnomalyRecord> anomaly;        // written only when set
   std::vector<DetectionRecord> detections;     // written when has_inference or not empty
   std::vector<TensorView> tensors;             // written only when asked for
   std::vector<TrackEventRecord> track_events;  // written only when not empty

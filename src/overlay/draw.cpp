@@ -139,7 +139,97 @@ void paint(const std::vector<std::uint8_t>& canvas, const cv::Rect& r, OverlayIm
   }
 }
 
+// A map's heat (0..1) at every pixel of the frame area it covers, clipped
+// to its box and the frame: bilinear between map cells.
+struct HeatArea {
+  cv::Rect rect;     // frame pixels
+  cv::Mat heat;      // CV_32F, covers the whole map's frame area
+  cv::Point origin;  // frame position of heat(0, 0)
+  float at(int x, int y) const {
+    return heat.at<float>(std::clamp(y - origin.y, 0, heat.rows - 1),
+                          std::clamp(x - origin.x, 0, heat.cols - 1));
+  }
+};
+
+bool heat_area(const OverlayHeatMap& hm, int width, int height, HeatArea* out) {
+  const MapPlacement& w = hm.where;
+  const double fx0 = -w.offset_x / w.scale_x, fx1 = (w.input_width - w.offset_x) / w.scale_x;
+  const double fy0 = -w.offset_y / w.scale_y, fy1 = (w.input_height - w.offset_y) / w.scale_y;
+  const int x0 = static_cast<int>(std::floor(std::max({fx0, w.clip_x0, 0.0})));
+  const int y0 = static_cast<int>(std::floor(std::max({fy0, w.clip_y0, 0.0})));
+  const int x1 = static_cast<int>(std::ceil(std::min({fx1, w.clip_x1, double(width)})));
+  const int y1 = static_cast<int>(std::ceil(std::min({fy1, w.clip_y1, double(height)})));
+  const std::size_t rank = hm.map.dims.size();
+  if (x1 <= x0 || y1 <= y0 || rank < 3 || !hm.map.data) return false;
+  const int mh = static_cast<int>(hm.map.dims[rank - 2]),
+            mw = static_cast<int>(hm.map.dims[rank - 1]);
+  cv::Mat cells(mh, mw, CV_32F);
+  for (int i = 0; i < mh * mw; ++i) {
+    const double raw = hm.map.dtype == DType::kFloat64 ? static_cast<const double*>(hm.map.data)[i]
+                                                       : static_cast<const float*>(hm.map.data)[i];
+    const double v = hm.rule.norm && !std::isnan(raw) ? normalize_min_max(raw, *hm.rule.norm) : raw;
+    cells.at<float>(i / mw, i % mw) = static_cast<float>(heat_of(v, hm.rule));
+  }
+  const cv::Size full(std::max(1, static_cast<int>(std::lround(fx1 - fx0))),
+                      std::max(1, static_cast<int>(std::lround(fy1 - fy0))));
+  cv::resize(cells, out->heat, full, 0, 0, cv::INTER_LINEAR);
+  out->origin = {static_cast<int>(std::lround(fx0)), static_cast<int>(std::lround(fy0))};
+  out->rect = cv::Rect(x0, y0, x1 - x0, y1 - y0);
+  return true;
+}
+
+void blend_rgb(const HeatArea& a, double alpha, OverlayImage& img) {
+  const auto lay = rgb_layout(img.format);
+  const int bpp = layout_of(img.format).plane_bpp[0];
+  for (int y = a.rect.y; y < a.rect.y + a.rect.height; ++y) {
+    std::uint8_t* row = img.planes[0] + static_cast<std::size_t>(y) * img.strides[0];
+    for (int x = a.rect.x; x < a.rect.x + a.rect.width; ++x) {
+      const Rgb c = heat_colour(a.at(x, y));
+      std::uint8_t* p = row + static_cast<std::size_t>(x) * bpp;
+      p[lay[0]] = blend_sample(p[lay[0]], c.r, alpha);
+      p[lay[1]] = blend_sample(p[lay[1]], c.g, alpha);
+      p[lay[2]] = blend_sample(p[lay[2]], c.b, alpha);
+    }
+  }
+}
+
+// Luma per pixel; chroma per chroma sample, with the heat of its first
+// pixel when that pixel is inside the area (as paint() colours chroma).
+void blend_yuv(const HeatArea& a, double alpha, OverlayImage& img) {
+  const PixelLayout& L = layout_of(img.format);
+  auto at = [&](const Component& c, int x, int y) -> std::uint8_t& {
+    return img.planes[c.plane][static_cast<std::size_t>(y) * img.strides[c.plane] +
+                               static_cast<std::size_t>(x) * c.step + c.offset];
+  };
+  auto yuv = [&](int x, int y) {
+    Yuv out{};
+    rgb_to_yuv(heat_colour(a.at(x, y)), img.matrix, img.full_range, &out.y, &out.u, &out.v);
+    return out;
+  };
+  const cv::Rect& r = a.rect;
+  for (int y = r.y; y < r.y + r.height; ++y)
+    for (int x = r.x; x < r.x + r.width; ++x)
+      at(L.c[0], x, y) = blend_sample(at(L.c[0], x, y), yuv(x, y).y, alpha);
+  if (L.kind == PixelLayout::kGray) return;
+  const int sub_y = L.plane_half_h[L.c[1].plane] ? 2 : 1;
+  for (int cy = (r.y + sub_y - 1) / sub_y; cy * sub_y < r.y + r.height; ++cy)
+    for (int cx = (r.x + 1) / 2; 2 * cx < r.x + r.width; ++cx) {
+      const Yuv c = yuv(2 * cx, cy * sub_y);
+      at(L.c[1], cx, cy) = blend_sample(at(L.c[1], cx, cy), c.u, alpha);
+      at(L.c[2], cx, cy) = blend_sample(at(L.c[2], cx, cy), c.v, alpha);
+    }
+}
+
 }  // namespace
+
+void draw_heat_map(const OverlayHeatMap& hm, double alpha, OverlayImage& img) {
+  HeatArea a;
+  if (!heat_area(hm, img.width, img.height, &a)) return;
+  if (is_yuv_or_gray(img.format))
+    blend_yuv(a, alpha, img);
+  else
+    blend_rgb(a, alpha, img);
+}
 
 Rgb class_colour(int class_id) {
   return kPalette[static_cast<std::size_t>(palette_index(class_id))];
@@ -171,6 +261,7 @@ void Overlay::draw(const OverlayScene& scene, OverlayImage& img) {
   if (img.width < 1 || img.height < 1) throw Error(ErrorKind::kStreamData, "overlay: empty frame");
   for (int p = 0; p < layout_of(img.format).n_planes; ++p)
     if (!img.planes[p]) throw Error(ErrorKind::kStreamData, "overlay: missing plane");
+  for (const auto& hm : scene.heat_maps) draw_heat_map(hm, scene.heat_alpha, img);
   if (scene.boxes.empty() && scene.lines.empty()) return;
 
   if (!is_yuv_or_gray(img.format)) {

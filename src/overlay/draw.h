@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "overlay/heatmap.h"
 #include "preprocess/frame.h"
 
 namespace torchinfer {
@@ -35,6 +36,8 @@ struct OverlayBox {
 };
 
 struct OverlayScene {
+  std::vector<OverlayHeatMap> heat_maps;  // drawn first, under the boxes
+  double heat_alpha = 0.4;                // weight of the colour map
   std::vector<OverlayBox> boxes;
   std::vector<std::string> lines;  // top-left, one per row (classification, HUD)
 };
@@ -55,6 +58,10 @@ int dash_length(int thickness);
 // Y, U, V of an RGB colour for the given matrix and range.
 void rgb_to_yuv(Rgb c, YuvMatrix m, bool full_range, std::uint8_t* y, std::uint8_t* u,
                 std::uint8_t* v);
+
+// Blends one heat map onto the frame (OverlayScene::heat_maps does it in
+// Overlay::draw, under the boxes).
+void draw_heat_map(const OverlayHeatMap& heat_map, double alpha, OverlayImage& image);
 
 class Overlay {
  public:

@@ -1,5 +1,6 @@
 #include "server/jpeg_snapshot.h"
 
+#include <algorithm>
 #include <cstring>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
@@ -9,10 +10,21 @@
 namespace torchinfer::server {
 
 bool raw_format_from_name(const std::string& name, RawFormat* out) {
-  static const std::pair<const char*, RawFormat> kNames[] = {
-      {"YUY2", RawFormat::kYUY2}, {"I420", RawFormat::kI420}, {"NV12", RawFormat::kNV12},
-      {"BGR", RawFormat::kBGR},   {"RGB", RawFormat::kRGB},   {"BGRx", RawFormat::kBGRx},
-      {"RGBx", RawFormat::kRGBx}, {"BGRA", RawFormat::kBGRx}, {"RGBA", RawFormat::kRGBx}};
+  static const std::pair<const char*, RawFormat> kNames[] = {{"YUY2", RawFormat::kYUY2},
+                                                             {"I420", RawFormat::kI420},
+                                                             {"NV12", RawFormat::kNV12},
+                                                             {"BGR", RawFormat::kBGR},
+                                                             {"RGB", RawFormat::kRGB},
+                                                             {"BGRx", RawFormat::kBGRx},
+                                                             {"RGBx", RawFormat::kRGBx},
+                                                             {"BGRA", RawFormat::kBGRx},
+                                                             {"RGBA", RawFormat::kRGBx},
+                                                             {"GRAY8", RawFormat::kGRAY8},
+                                                             {"GRAY16_LE", RawFormat::kGRAY16LE},
+                                                             {"bggr", RawFormat::kBayerBGGR},
+                                                             {"gbrg", RawFormat::kBayerGBRG},
+                                                             {"grbg", RawFormat::kBayerGRBG},
+                                                             {"rggb", RawFormat::kBayerRGGB}};
   for (const auto& [n, f] : kNames)
     if (name == n) {
       *out = f;
@@ -27,6 +39,31 @@ namespace {
 // the planes back to back without padding).
 void copy_rows(std::uint8_t* dst, const std::uint8_t* src, int stride, int row_bytes, int rows) {
   for (int y = 0; y < rows; ++y) std::memcpy(dst + y * row_bytes, src + y * stride, row_bytes);
+}
+
+// OpenCV names a Bayer pattern by its second row's second and third pixels,
+// GStreamer by the top-left 2x2 cell: GStreamer's bggr is OpenCV's RG.
+int bayer_code(RawFormat f) {
+  switch (f) {
+    case RawFormat::kBayerBGGR:
+      return cv::COLOR_BayerRG2BGR;
+    case RawFormat::kBayerGBRG:
+      return cv::COLOR_BayerGR2BGR;
+    case RawFormat::kBayerGRBG:
+      return cv::COLOR_BayerGB2BGR;
+    default:
+      return cv::COLOR_BayerBG2BGR;  // rggb
+  }
+}
+
+void draw_boxes(cv::Mat& bgr, const std::vector<SnapshotBox>& boxes) {
+  const int thick = std::max(1, bgr.cols / 400);
+  for (const auto& b : boxes) {
+    const cv::Rect r(b.x, b.y, b.width, b.height);
+    cv::rectangle(bgr, r, cv::Scalar(0, 255, 0), thick);
+    cv::putText(bgr, b.label, cv::Point(r.x, std::max(r.y - 4, 12)), cv::FONT_HERSHEY_SIMPLEX,
+                0.5 * thick, cv::Scalar(0, 255, 0), thick);
+  }
 }
 
 }  // namespace
@@ -74,6 +111,28 @@ std::vector<std::uint8_t> encode_jpeg(const RawImage& img, int quality) {
     case RawFormat::kRGBx:
       cv::cvtColor(cv::Mat(h, w, CV_8UC4, p0, img.strides[0]), bgr, cv::COLOR_RGBA2BGR);
       break;
+    case RawFormat::kGRAY8:
+      cv::cvtColor(cv::Mat(h, w, CV_8UC1, p0, img.strides[0]), bgr, cv::COLOR_GRAY2BGR);
+      break;
+    case RawFormat::kGRAY16LE: {
+      if (img.bits < 8 || img.bits > 16)
+        throw Error(ErrorKind::kInvalidArgument, "snapshot: bits must be 8 to 16");
+      cv::Mat grey;
+      cv::Mat(h, w, CV_16UC1, p0, img.strides[0])
+          .convertTo(grey, CV_8U, 255.0 / ((1 << img.bits) - 1));
+      cv::cvtColor(grey, bgr, cv::COLOR_GRAY2BGR);
+      break;
+    }
+    case RawFormat::kBayerBGGR:
+    case RawFormat::kBayerGBRG:
+    case RawFormat::kBayerGRBG:
+    case RawFormat::kBayerRGGB:
+      cv::cvtColor(cv::Mat(h, w, CV_8UC1, p0, img.strides[0]), bgr, bayer_code(img.format));
+      break;
+  }
+  if (!img.boxes.empty()) {
+    if (bgr.data == p0) bgr = bgr.clone();  // never draw into the camera's frame
+    draw_boxes(bgr, img.boxes);
   }
   std::vector<std::uint8_t> out;
   if (!cv::imencode(".jpg", bgr, out, {cv::IMWRITE_JPEG_QUALITY, quality}))

@@ -9,13 +9,38 @@
 
 namespace torchinfer::server {
 
-enum class RawFormat { kYUY2, kI420, kNV12, kBGR, kRGB, kBGRx, kRGBx };
+// Machine-vision cameras' frames (Bayer, 8/16-bit mono) are not drawn on
+// in the pipeline (no full-resolution conversion there): they are
+// demosaicked here, at the snapshot rate, and their boxes drawn here.
+enum class RawFormat {
+  kYUY2,
+  kI420,
+  kNV12,
+  kBGR,
+  kRGB,
+  kBGRx,
+  kRGBx,
+  kGRAY8,
+  kGRAY16LE,
+  kBayerBGGR,
+  kBayerGBRG,
+  kBayerGRBG,
+  kBayerRGGB
+};
+
+// A detection to draw, in frame pixels.
+struct SnapshotBox {
+  int x = 0, y = 0, width = 0, height = 0;
+  std::string label;
+};
 
 struct RawImage {
   RawFormat format = RawFormat::kI420;
   int width = 0, height = 0;
   const std::uint8_t* planes[3] = {nullptr, nullptr, nullptr};
   int strides[3] = {0, 0, 0};
+  int bits = 16;  // kGRAY16LE: significant bits per sample (2^bits - 1 is white)
+  std::vector<SnapshotBox> boxes;
 };
 
 // Throws Error(kInvalidArgument) for a size of 0 or missing planes. Odd
@@ -23,7 +48,8 @@ struct RawImage {
 std::vector<std::uint8_t> encode_jpeg(const RawImage& img, int quality = 80);
 
 // Parses a GStreamer video format name (the caps' "format") into a
-// RawFormat; false for one the encoder does not take.
+// RawFormat, or a video/x-bayer order ("bggr", "gbrg", "grbg", "rggb");
+// false for one the encoder does not take.
 bool raw_format_from_name(const std::string& name, RawFormat* out);
 
 }  // namespace torchinfer::server

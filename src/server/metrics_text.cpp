@@ -70,6 +70,43 @@ void stream_counter(Writer& w, const MetricsSnapshot& m, const std::string& name
     w.sample(name, stream_labels(s), static_cast<std::uint64_t>(get(s)));
 }
 
+template <typename Get>
+void camera_counter(Writer& w, const MetricsSnapshot& m, const std::string& name,
+                    const std::string& help, Get get) {
+  w.family(name, "counter", help);
+  for (const auto& s : m.streams)
+    if (s.camera) w.sample(name, stream_labels(s), static_cast<std::uint64_t>(get(s)));
+}
+
+// Machine-vision cameras' health (aravis:// streams only).
+void render_camera_series(Writer& w, const MetricsSnapshot& m) {
+  camera_counter(w, m, "torchinfer_camera_frames_received_total",
+                 "Complete frames received from the machine-vision camera.",
+                 [](const StreamFigures& s) { return s.camera_frames_received; });
+  w.family("torchinfer_camera_frames_lost_total", "counter",
+           "Frames the camera sent that never reached torchinfer, by reason: incomplete "
+           "(packets missing), missing (frame ids skipped), overflow (the analysis was behind).");
+  for (const auto& s : m.streams)
+    if (s.camera) {
+      const std::pair<const char*, std::uint64_t> reasons[] = {
+          {"incomplete", s.camera_frames_incomplete},
+          {"missing", s.camera_frames_missing},
+          {"overflow", s.camera_frames_overflow}};
+      for (const auto& [reason, n] : reasons)
+        w.sample("torchinfer_camera_frames_lost_total",
+                 stream_labels(s) + ",reason=\"" + reason + "\"", n);
+    }
+  camera_counter(w, m, "torchinfer_camera_packets_missing_total",
+                 "GVSP packets that never arrived (Aravis' stream statistics).",
+                 [](const StreamFigures& s) { return s.camera_packets_missing; });
+  camera_counter(w, m, "torchinfer_camera_packets_resent_total",
+                 "GVSP packets the camera sent again on request.",
+                 [](const StreamFigures& s) { return s.camera_packets_resent; });
+  camera_counter(w, m, "torchinfer_camera_triggers_total",
+                 "Software triggers sent to the camera (POST /streams/{id}/trigger).",
+                 [](const StreamFigures& s) { return s.camera_triggers; });
+}
+
 }  // namespace
 
 std::string render_prometheus(const MetricsSnapshot& m) {
@@ -166,6 +203,8 @@ std::string render_prometheus(const MetricsSnapshot& m) {
     if (s.restream)
       w.sample("torchinfer_stream_restream_frames_dropped_total", stream_labels(s),
                s.restream_frames_dropped);
+
+  render_camera_series(w, m);
 
   w.family("torchinfer_model_loaded", "gauge", "1 when the model is loaded.");
   for (const auto& md : m.models)

@@ -35,6 +35,13 @@ struct StreamFigures {
   bool restream = false;
   int restream_clients = 0;
   std::uint64_t restream_frames_sent = 0, restream_frames_dropped = 0;
+  // A machine-vision camera (aravis://) only: frames the camera sent, and
+  // those that never reached torchinfer (server/frame_loss.h), Aravis'
+  // packet statistics and the software triggers sent.
+  bool camera = false;
+  std::uint64_t camera_frames_received = 0, camera_frames_incomplete = 0, camera_frames_missing = 0,
+                camera_frames_overflow = 0;
+  std::uint64_t camera_packets_missing = 0, camera_packets_resent = 0, camera_triggers = 0;
 };
 
 struct ModelFigures {

@@ -7,6 +7,8 @@
 #include <limits>
 #include <set>
 
+#include "common/utf8.h"
+
 namespace torchinfer::server {
 
 using nlohmann::json;
@@ -132,8 +134,45 @@ int hex(char c) {
   return -1;
 }
 
+// False for a bad escape or an escaped NUL.
+bool percent_decode(const std::string& in, std::string* out) {
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != '%') {
+      *out += in[i];
+      continue;
+    }
+    const int a = i + 2 < in.size() ? hex(in[i + 1]) : -1;
+    const int b = i + 2 < in.size() ? hex(in[i + 2]) : -1;
+    if (a < 0 || b < 0 || (a == 0 && b == 0)) return false;
+    *out += static_cast<char>(a * 16 + b);
+    i += 2;
+  }
+  return true;
+}
+
+// aravis://NAME: the name as Aravis lists it (vendor-model-serial, a user
+// id, or an IP address), percent-decoded; printable, at most 128 bytes.
+bool parse_aravis_uri(StreamSpec& s, std::string* why) {
+  std::string name;
+  if (!percent_decode(s.uri.substr(9), &name) || name.empty() || name.size() > 128) {
+    *why =
+        "an Aravis URI names a camera as arv-tool-0.8 lists it, or its IP: "
+        "aravis://Basler-21234567 (percent-encode spaces)";
+    return false;
+  }
+  for (unsigned char c : name)
+    if (c < 0x20 || c >= 0x7f || c == '/') {
+      *why = "the camera name may hold only printable ASCII without '/'";
+      return false;
+    }
+  s.kind = SourceKind::kAravis;
+  s.location = name;
+  s.camera.name = name;
+  return true;
+}
+
 // Fills kind and location from the URI, or says why it is not one of the
-// three accepted forms.
+// four accepted forms.
 bool parse_uri(StreamSpec& s, std::string* why) {
   const std::string& u = s.uri;
   for (unsigned char c : u)
@@ -151,19 +190,9 @@ bool parse_uri(StreamSpec& s, std::string* why) {
       return false;
     }
     std::string path;
-    for (std::size_t i = 0; i < rest.size(); ++i) {
-      if (rest[i] == '%') {
-        const int a = i + 2 < rest.size() ? hex(rest[i + 1]) : -1;
-        const int b = i + 2 < rest.size() ? hex(rest[i + 2]) : -1;
-        if (a < 0 || b < 0 || (a == 0 && b == 0)) {
-          *why = "a bad percent escape in the path";
-          return false;
-        }
-        path += static_cast<char>(a * 16 + b);
-        i += 2;
-      } else {
-        path += rest[i];
-      }
+    if (!percent_decode(rest, &path)) {
+      *why = "a bad percent escape in the path";
+      return false;
     }
     s.kind = SourceKind::kFile;
     s.location = path;
@@ -193,8 +222,66 @@ bool parse_uri(StreamSpec& s, std::string* why) {
     s.location = u;
     return true;
   }
-  *why = "must start with file://, v4l2:// or rtsp:// (launch descriptions are not accepted)";
+  if (u.rfind("aravis://", 0) == 0) return parse_aravis_uri(s, why);
+  *why =
+      "must start with file://, v4l2://, rtsp:// or aravis:// (launch descriptions are not "
+      "accepted)";
   return false;
+}
+
+// trigger: "free-run", "software", or {"mode": "hardware", "line": "Line1"}
+// (the object form takes every mode).
+void parse_trigger(const Fields& f, const std::string& origin, CameraSettings& c) {
+  const json& v = f.raw("trigger");
+  std::string mode;
+  if (v.is_string()) {
+    mode = f.str("trigger", true);
+  } else {
+    Fields t(v, f.path("trigger"), origin, {"mode", "line"});
+    mode = t.str("mode", true);
+    c.trigger_line = t.str("line", false);
+    if (t.has("line") && mode != "hardware") t.fail("line", "applies to mode \"hardware\" only");
+    if (mode == "hardware" && !valid_feature_value(c.trigger_line))
+      t.fail("line",
+             "name the camera's input line (TriggerSource), e.g. \"Line1\": 1 to 64 "
+             "letters, digits or '_'");
+  }
+  if (mode == "free-run") {
+    c.trigger = TriggerMode::kFreeRun;
+  } else if (mode == "software") {
+    c.trigger = TriggerMode::kSoftware;
+  } else if (mode == "hardware" && !c.trigger_line.empty()) {
+    c.trigger = TriggerMode::kHardware;
+  } else if (mode == "hardware") {
+    f.fail("trigger",
+           "a hardware trigger needs its line: {\"mode\": \"hardware\", \"line\": "
+           "\"Line1\"}");
+  } else {
+    f.fail("trigger", "unknown trigger mode '" + printable(mode, 40) +
+                          "'; the modes are free-run, software and hardware");
+  }
+}
+
+// The aravis:// fields; refused on other sources.
+void parse_camera(const Fields& f, const std::string& origin, StreamSpec& s) {
+  static const char* kCameraFields[] = {"pixel_format", "exposure_us", "gain_db", "packet_size",
+                                        "trigger"};
+  if (s.kind != SourceKind::kAravis) {
+    for (const char* k : kCameraFields)
+      if (f.has(k)) f.fail(k, "applies to aravis:// cameras only");
+    return;
+  }
+  CameraSettings& c = s.camera;
+  c.pixel_format = f.str("pixel_format", false);
+  if (f.has("pixel_format") && !find_pixel_format(c.pixel_format))
+    f.fail("pixel_format",
+           "'" + printable(c.pixel_format, 40) +
+               "' is not a pixel format the analysis takes as it comes; use one of " +
+               pixel_format_names());
+  if (f.has("exposure_us")) c.exposure_us = f.number("exposure_us", 0, 1, 1e8);
+  if (f.has("gain_db")) c.gain_db = f.number("gain_db", 0, 0, 100);
+  c.packet_size = static_cast<int>(f.integer("packet_size", c.packet_size, 576, 65500));
+  if (f.has("trigger")) parse_trigger(f, origin, c);
 }
 
 }  // namespace
@@ -211,7 +298,8 @@ StreamSpec parse_stream_spec(const json& j, const std::vector<ModelSpec>& models
                              const std::string& origin) {
   Fields f(j, prefix, origin,
            {"id", "uri", "model", "loop", "confidence_threshold", "iou_threshold",
-            "inference_interval", "roi", "track", "json", "mqtt_topic", "restream"});
+            "inference_interval", "roi", "track", "json", "mqtt_topic", "restream", "pixel_format",
+            "exposure_us", "gain_db", "packet_size", "trigger"});
   StreamSpec s;
   s.id = f.str("id", true);
   if (!valid_stream_id(s.id))
@@ -256,6 +344,11 @@ StreamSpec parse_stream_spec(const json& j, const std::vector<ModelSpec>& models
       f.fail("mqtt_topic", "a topic has at most 256 characters and no '+' or '#' wildcards");
   }
   s.restream = f.boolean("restream", false);
+  if (s.restream && s.kind == SourceKind::kAravis)
+    f.fail("restream",
+           "not available for aravis:// cameras: their Bayer/mono frames are analysed as they "
+           "come and not drawn on; watch them through the snapshot");
+  parse_camera(f, origin, s);
   return s;
 }
 
@@ -338,6 +431,17 @@ json to_json(const StreamSpec& s) {
         {"x", s.roi->x}, {"y", s.roi->y}, {"width", s.roi->width}, {"height", s.roi->height}};
   if (!s.mqtt_topic.empty()) j["mqtt_topic"] = s.mqtt_topic;
   j["restream"] = s.restream;
+  if (s.kind == SourceKind::kAravis) {
+    const CameraSettings& c = s.camera;
+    if (!c.pixel_format.empty()) j["pixel_format"] = c.pixel_format;
+    if (c.exposure_us) j["exposure_us"] = *c.exposure_us;
+    if (c.gain_db) j["gain_db"] = *c.gain_db;
+    j["packet_size"] = c.packet_size;
+    if (c.trigger == TriggerMode::kHardware)
+      j["trigger"] = {{"mode", "hardware"}, {"line", c.trigger_line}};
+    else
+      j["trigger"] = to_string(c.trigger);
+  }
   return j;
 }
 

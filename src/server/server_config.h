@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "server/camera_settings.h"
 
 namespace torchinfer::server {
 
@@ -26,19 +27,21 @@ struct ModelSpec {
   int lanes = 0;    // torchinfer lanes: batches run at once; 0: automatic (its default)
 };
 
-enum class SourceKind { kFile, kV4l2, kRtsp };
+enum class SourceKind { kFile, kV4l2, kRtsp, kAravis };
 
 struct Roi {
   int x = 0, y = 0, width = 0, height = 0;
 };
 
-// A camera. `uri` is one of file:///abs/path, v4l2:///dev/videoN or
-// rtsp://host[:port]/path; nothing from it is ever parsed as a launch line.
+// A camera. `uri` is one of file:///abs/path, v4l2:///dev/videoN,
+// rtsp://host[:port]/path or aravis://NAME (a GigE Vision / USB3 Vision
+// camera by the name arv-tool-0.8 lists, or its IP; percent-encode spaces);
+// nothing from it is ever parsed as a launch line.
 struct StreamSpec {
   std::string id;
   std::string uri;
   SourceKind kind = SourceKind::kFile;
-  std::string location;  // file path, device path or the RTSP URL itself
+  std::string location;  // file path, device path, the RTSP URL itself, or the camera name
   std::string model;     // a ModelSpec id
   bool loop = true;      // file:// only: start again at the end
   // Unset: the model sidecar's (torchnms's rule), else torchnms's default.
@@ -51,6 +54,8 @@ struct StreamSpec {
   // The annotated video as rtsp://<server>/streams/<id> (the server's
   // --rtsp-port; refused when that is 0).
   bool restream = false;
+  // aravis:// only (camera.name is `location`).
+  CameraSettings camera;
 };
 
 struct MqttSpec {

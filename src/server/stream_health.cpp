@@ -41,6 +41,11 @@ void StreamHealth::on_source_resumed() {
   state_ = StreamState::kRunning;
 }
 
+void StreamHealth::on_source_ready() {
+  if (state_ == StreamState::kStarting) state_ = StreamState::kRunning;
+  on_source_resumed();
+}
+
 void StreamHealth::on_source_lost(const std::string& reason) {
   if (final_state(state_)) return;
   last_error_ = reason;

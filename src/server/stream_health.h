@@ -12,7 +12,7 @@ namespace torchinfer::server {
 enum class StreamState {
   kStarting,      // pipeline built, no frame through yet (model loading, connecting)
   kRunning,       // frames arrive
-  kReconnecting,  // the RTSP source lost its server and is retrying
+  kReconnecting,  // the RTSP source lost its server, or the camera is not there; retrying
   kEnded,         // a file played once reached its end
   kFailed,        // the pipeline stopped on an error (last_error says which)
   kStopping,      // removed or draining; about to go
@@ -35,6 +35,10 @@ class StreamHealth {
   void on_source_lost(const std::string& reason);
   // The RTSP source delivers frames again after an outage.
   void on_source_resumed();
+  // A machine-vision camera is acquiring: running even before its first
+  // frame (a triggered camera may wait for its trigger indefinitely), and
+  // the end of an outage.
+  void on_source_ready();
   // The end of a file played once.
   void on_eos();
   // A pipeline error; the camera stays failed until removed.

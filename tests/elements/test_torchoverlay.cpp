@@ -5,7 +5,9 @@
 #include <gst/video/video.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "element_helpers.h"
 #include "gst/torchinfer/torchinfer-meta.h"
@@ -440,4 +442,117 @@ TEST(TorchOverlayTracks, PredictedBoxesAreDashedInNv12) {
   EXPECT_EQ(read(info, solid, 119, 38).y, y);
   EXPECT_EQ(read(info, solid, 119, 60).y, y);
   gst_buffer_unref(solid);
+}
+
+// ---- anomaly heat maps ------------------------------------------------------
+
+namespace {
+
+// An anomaly result as torchinfer attaches it: a 4x4 map of `value` (raw,
+// anomalous at >= 0.5) on a 16x16 input that covers frame x, y 40..120
+// (model = frame * 0.2 - 8), and the "anomaly" structure naming it.
+void add_anomaly_result(GstBuffer* buf, bool anomalous, float value = 1.0f) {
+  gst_torch_anomaly_meta_register();
+  auto* map = new std::vector<float>(16, value);
+  GBytes* owner = g_bytes_new_with_free_func(
+      map->data(), map->size() * sizeof(float),
+      [](gpointer p) { delete static_cast<std::vector<float>*>(p); }, map);
+  GstTorchTensorMeta* tm = gst_buffer_add_torch_tensor_meta(buf, 1, owner);
+  g_bytes_unref(owner);
+  tm->input_width = tm->input_height = 16;
+  tm->frame_width = 160;
+  tm->frame_height = 120;
+  tm->transform = {0.2, 0.2, -8.0, -8.0};
+  tm->tensors[0].name = g_strdup("map");
+  tm->tensors[0].dtype = GST_TORCH_DTYPE_FLOAT32;
+  tm->tensors[0].n_dims = 4;
+  const gint64 dims[] = {1, 1, 4, 4};
+  std::copy(dims, dims + 4, tm->tensors[0].dims);
+  tm->tensors[0].data = map->data();
+  tm->tensors[0].size = map->size() * sizeof(float);
+  GstStructure* s =
+      gst_custom_meta_get_structure(gst_buffer_add_custom_meta(buf, GST_TORCH_ANOMALY_META_NAME));
+  gst_structure_set_name(s, GST_TORCH_ANOMALY_STRUCTURE_NAME);
+  gst_structure_set(s, "score", G_TYPE_DOUBLE, static_cast<double>(value), "raw_score",
+                    G_TYPE_DOUBLE, static_cast<double>(value), "anomalous", G_TYPE_BOOLEAN,
+                    anomalous, "threshold", G_TYPE_DOUBLE, 0.5, "normalized", G_TYPE_BOOLEAN, FALSE,
+                    "map", G_TYPE_STRING, "map", "map_threshold", G_TYPE_DOUBLE, 0.5, nullptr);
+}
+
+}  // namespace
+
+class TorchOverlayAnomalyFormats : public testing::TestWithParam<const char*> {};
+
+// Inside the map's area: black blended with the colour map's red (heat 1)
+// at alpha 0.4; its anomalous area outlined; outside it untouched.
+TEST_P(TorchOverlayAnomalyFormats, BlendsTheHeatMapOverItsAreaAndOutlinesIt) {
+  const std::string caps = caps_for(GetParam());
+  const GstVideoInfo info = info_of(caps);
+  GstBuffer* in = black(info);
+  add_anomaly_result(in, true);
+  GstBuffer* out = run_overlay(caps, in);
+  ASSERT_NE(out, nullptr);
+  const Rgb hot = heat_colour(1.0), edge = class_colour(0);
+  Pixel want{blend_sample(0, hot.r, 0.4), blend_sample(0, hot.g, 0.4), blend_sample(0, hot.b, 0.4)};
+  Pixel outline{edge.r, edge.g, edge.b}, bg{0, 0, 0};
+  if (GST_VIDEO_INFO_IS_YUV(&info) || GST_VIDEO_INFO_IS_GRAY(&info)) {
+    const bool full = GST_VIDEO_INFO_IS_GRAY(&info);  // GStreamer's gray is full range
+    std::uint8_t y, u, v, ey, eu, ev;
+    rgb_to_yuv(hot, YuvMatrix::kBT601, full, &y, &u, &v);
+    rgb_to_yuv(edge, YuvMatrix::kBT601, full, &ey, &eu, &ev);
+    bg = full ? Pixel{0, 0, 0} : Pixel{16, 128, 128};
+    want = {blend_sample(bg.y, y, 0.4), blend_sample(bg.u, u, 0.4), blend_sample(bg.v, v, 0.4)};
+    outline = {ey, eu, ev};
+    if (full) want.u = want.v = outline.u = outline.v = 0;
+  }
+  auto expect = [&](int x, int y, const Pixel& w, const char* what) {
+    const Pixel p = read(info, out, x, y);
+    EXPECT_EQ(p.y, w.y) << GetParam() << " " << what << " " << x << "," << y;
+    EXPECT_EQ(p.u, w.u) << GetParam() << " " << what << " " << x << "," << y;
+    EXPECT_EQ(p.v, w.v) << GetParam() << " " << what << " " << x << "," << y;
+  };
+  expect(80, 80, want, "heat");
+  expect(100, 60, want, "heat");
+  expect(40, 80, outline, "outline");
+  expect(80, 40, outline, "outline");
+  expect(20, 20, bg, "untouched");
+  expect(138, 100, bg, "untouched");
+  gst_buffer_unref(out);
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, TorchOverlayAnomalyFormats,
+                         testing::Values("RGB", "BGR", "RGBx", "BGRx", "xRGB", "xBGR", "RGBA",
+                                         "BGRA", "ARGB", "ABGR", "YUY2", "UYVY", "NV12", "NV21",
+                                         "I420", "YV12", "GRAY8"));
+
+TEST(TorchOverlayAnomaly, NormalResultsAndShowAnomalyMapOffDrawNothing) {
+  const std::string caps = caps_for("RGB");
+  const GstVideoInfo info = info_of(caps);
+  for (const auto& [anomalous, props] :
+       {std::pair{false, ""}, std::pair{true, "show-anomaly-map=false"}}) {
+    GstBuffer* in = black(info);
+    add_anomaly_result(in, anomalous);
+    GstBuffer* expected = gst_buffer_copy_deep(in);
+    GstBuffer* out = run_overlay(caps, in, std::string(props) + " show-classification=false");
+    EXPECT_TRUE(same_bytes(out, expected)) << props;
+    gst_buffer_unref(out);
+    gst_buffer_unref(expected);
+  }
+}
+
+TEST(TorchOverlayAnomaly, AnomalyMapNormalDrawsNormalResultsWithoutOutline) {
+  const std::string caps = caps_for("RGB");
+  const GstVideoInfo info = info_of(caps);
+  GstBuffer* in = black(info);
+  add_anomaly_result(in, false, 0.25f);  // below 0.5: no anomalous area, heat 0.25
+  GstBuffer* out = run_overlay(caps, in, "anomaly-map-normal=true anomaly-map-alpha=1.0");
+  const Rgb c = heat_colour(0.25);
+  for (auto [x, y] : {std::pair{80, 80}, std::pair{40, 80}}) {
+    const Pixel p = read(info, out, x, y);
+    EXPECT_EQ(p.y, c.r) << x;
+    EXPECT_EQ(p.u, c.g) << x;
+    EXPECT_EQ(p.v, c.b) << x;
+  }
+  EXPECT_EQ(read(info, out, 20, 20).y, 0);
+  gst_buffer_unref(out);
 }

@@ -1,10 +1,12 @@
 // The dashboard in a real headless Chromium, driven over chromedriver's W3C
 // WebDriver API: the page shows the cameras with their live snapshots and
-// figures, adds one from the form, shows a refused add's reason, removes one.
+// figures, adds one from the form, shows a refused add's reason, removes one;
+// a machine-vision camera's health and its Trigger button.
 #include <gtest/gtest.h>
 
 #include <regex>
 
+#include "fake_camera.h"
 #include "server_process.h"
 
 using nlohmann::json;
@@ -183,4 +185,54 @@ TEST(Dashboard, ShowsAddsAndRemovesCameras) {
   ASSERT_TRUE(eventually([&] { return wd.script(kCardIds) == json({"cam0", "cam1"}); }, 30));
   EXPECT_EQ(server_ids(http, server), std::vector<std::string>({"cam0", "cam1"}));
   EXPECT_EQ(wd.script("return document.getElementById('message').textContent;"), "");
+}
+
+// A software-triggered GigE Vision camera (Aravis' fake camera): its card
+// names the camera and its format, and each click on Trigger is one more
+// frame received and analysed, and its snapshot shows.
+TEST(Dashboard, AMachineVisionCameraShowsItsHealthAndTakesTriggers) {
+  FakeCamera fake("TIDASH");
+  ASSERT_TRUE(fake.listening()) << kNoFakeCamera;
+  ServerProcess server(json{{"streams",
+                             {{{"id", "gige"},
+                               {"uri", fake.uri()},
+                               {"pixel_format", "Mono8"},
+                               {"trigger", "software"}}}}});
+  ASSERT_TRUE(server.ready()) << server.child().err();
+  Http http;
+  WebDriver wd(http, free_port(), server.dir() + "/chromium-profile");
+  ASSERT_TRUE(wd.ok()) << wd.error();
+  wd.go(server.url("/"));
+  const char* kCamera =
+      "return document.querySelector('.stream[data-id=\"gige\"] .camera').innerText;";
+  ASSERT_TRUE(eventually(
+      [&] {
+        const json t = wd.script(kCamera);
+        return t.is_string() && t.get<std::string>().find("camera " + fake.name() +
+                                                          " (Mono8 512x512, software)") == 0;
+      },
+      60))
+      << wd.script(kCamera) << server.stream(http, "gige");
+  for (int i = 1; i <= 2; ++i) {
+    wd.click(".stream[data-id=\"gige\"] .trigger");
+    ASSERT_TRUE(eventually(
+        [&] {
+          const json t = wd.script(kCamera);
+          const std::string s = t.is_string() ? t.get<std::string>() : "";
+          return s.find(" " + std::to_string(i) + " frames received") != std::string::npos &&
+                 s.find(" " + std::to_string(i) + " triggers") != std::string::npos;
+        },
+        30))
+        << wd.script(kCamera);
+  }
+  EXPECT_NE(wd.script(kCamera).get<std::string>().find("0 lost"), std::string::npos);
+  ASSERT_TRUE(eventually(
+      [&] {
+        return wd.script(
+                   "const i = document.querySelector('.stream[data-id=\"gige\"] img');"
+                   "return i.complete && i.naturalWidth === 512 && i.naturalHeight === 512;") ==
+               true;
+      },
+      30));
+  EXPECT_EQ(server.stream(http, "gige")["frames"]["inferred"], 2);
 }

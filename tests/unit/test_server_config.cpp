@@ -230,7 +230,7 @@ TEST(ServerConfig, RangesAndMissingFields) {
             "models[0].batch_size");
 }
 
-TEST(ServerConfig, OnlyThreeUriSchemes) {
+TEST(ServerConfig, OnlyFourUriSchemes) {
   const std::vector<std::string> bad = {
       "videotestsrc ! fakesink",
       "file://relative/clip.mkv",
@@ -245,6 +245,9 @@ TEST(ServerConfig, OnlyThreeUriSchemes) {
       "rtsp://",
       "rtsp:///path",
       "rtsps://host/x",
+      "aravis://",
+      "aravis://a/b",
+      "gige://cam",
       "",
   };
   for (const auto& uri : bad) {
@@ -252,7 +255,8 @@ TEST(ServerConfig, OnlyThreeUriSchemes) {
     EXPECT_EQ(field, "streams[0].uri") << uri << " " << msg;
   }
   auto [field, msg] = stream_error({{"id", "a"}, {"uri", "videotestsrc"}});
-  EXPECT_NE(msg.find("must start with file://, v4l2:// or rtsp://"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("must start with file://, v4l2://, rtsp:// or aravis://"), std::string::npos)
+      << msg;
 }
 
 TEST(ServerConfig, RestBodyFieldsHaveNoPrefix) {

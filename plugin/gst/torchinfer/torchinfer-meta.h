@@ -35,6 +35,26 @@
  * named "classification" on one ROI, told apart by "element"); the same
  * element running again replaces its own. The raw outputs are a
  * GstTorchTensorMeta per region with roi_id = the ROI meta's id.
+ *
+ * Anomaly results (torchinfer with task "anomaly"): the frame, or in
+ * roi-list mode each inferred ROI, gets a "classification" as above with
+ * label "normal" (label_id 0) or "anomalous" (label_id 1), confidence =
+ * score when anomalous, 1 - score when normal (score clamped to 0..1), and
+ * an "anomaly" GstStructure (GST_TORCH_ANOMALY_STRUCTURE_NAME): on the frame
+ * in a GstCustomMeta named GST_TORCH_ANOMALY_META_NAME, on a ROI as a param.
+ * Its fields: "score" (double: normalised 0..1 with the sidecar's
+ * thresholds, else the raw score), "raw_score" (double: the model's score,
+ * or its map's maximum), "anomalous" (boolean: score >= "threshold"),
+ * "threshold" (double), "normalized" (boolean), "map" (string: the name of
+ * the tensor in the GstTorchTensorMeta that holds the [1,1,h,w] map, "" when
+ * the model gives none) and, to threshold the map the same way,
+ * "map_threshold" (double: cells whose value, normalised when "normalized",
+ * is >= it are anomalous) with, when normalised, "map_norm_threshold",
+ * "map_norm_min", "map_norm_max" (doubles, raw units: normalised =
+ * clamp((raw - map_norm_threshold) / (map_norm_max - map_norm_min) + 0.5,
+ * 0, 1)). On a ROI it also has "model", "model-instance-id", "element",
+ * "inferred" and "result-pts" like its "classification". A result with
+ * NaN/infinite outputs gets neither structure (valid = FALSE on its meta).
  */
 #ifndef GST_TORCHINFER_META_H
 #define GST_TORCHINFER_META_H
@@ -178,6 +198,20 @@ const GstStructure* gst_torch_roi_get_classification(GstVideoRegionOfInterestMet
 
 /* Registers the classification custom meta; idempotent. */
 void gst_torch_classification_meta_register(void);
+
+#define GST_TORCH_ANOMALY_META_NAME "GstTorchAnomalyMeta"
+#define GST_TORCH_ANOMALY_STRUCTURE_NAME "anomaly"
+
+/* Registers the anomaly custom meta; idempotent. */
+void gst_torch_anomaly_meta_register(void);
+
+/* The frame's "anomaly" structure, or NULL. It belongs to the buffer. */
+const GstStructure* gst_buffer_get_torch_anomaly(GstBuffer* buffer);
+
+/* The "anomaly" param a given element (its name) attached to the ROI, or
+ * with element NULL the first one; NULL if none. */
+const GstStructure* gst_torch_roi_get_anomaly(GstVideoRegionOfInterestMeta* roi,
+                                              const gchar* element);
 
 G_END_DECLS
 

@@ -1,0 +1,474 @@
+#include "aravis_source.h"
+
+#include <arv.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+namespace torchinfer::server {
+
+namespace {
+
+constexpr int kArvBuffers = 16;     // frames Aravis may hold: received + downstream
+constexpr guint kMostQueued = 4;    // frames waiting in the appsrc before we count overflow
+constexpr double kRetryS = 1.0;     // between attempts to reopen a lost camera
+constexpr double kStallMinS = 2.0;  // free-run: no frame this long (or 5 periods) = vanished
+
+std::string error_text(GError* e) {
+  return e && e->message ? e->message : "unknown error";
+}
+
+// Aravis' statistic by name; 0 where the stream type has none (USB3 Vision
+// streams name theirs differently).
+std::uint64_t stream_stat(ArvStream* s, const char* name) {
+  if (!s) return 0;
+  for (guint i = 0; i < arv_stream_get_n_infos(s); ++i)
+    if (g_strcmp0(arv_stream_get_info_name(s, i), name) == 0 &&
+        arv_stream_get_info_type(s, i) == G_TYPE_UINT64)
+      return arv_stream_get_info_uint64(s, i);
+  return 0;
+}
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.10g", v);
+  return buf;
+}
+
+bool offers(const char** list, guint n, const std::string& value, std::string* all) {
+  bool found = false;
+  for (guint i = 0; i < n; ++i) {
+    found = found || value == list[i];
+    *all += (all->empty() ? "" : ", ") + std::string(list[i]);
+  }
+  return found;
+}
+
+// An ArvBuffer lent to GStreamer: back to its stream when the GstBuffer goes.
+struct Lent {
+  ArvStream* stream;
+  ArvBuffer* buffer;
+};
+
+void give_back(gpointer p) {
+  auto* l = static_cast<Lent*>(p);
+  arv_stream_push_buffer(l->stream, l->buffer);
+  g_object_unref(l->stream);
+  delete l;
+}
+
+}  // namespace
+
+struct AravisSource::Session {
+  ArvCamera* camera = nullptr;
+  ArvStream* stream = nullptr;
+  gulong lost_handler = 0;
+  std::atomic<bool> control_lost{false};
+  double fps = 0;  // free-run frame rate, 0 when unknown
+  std::string name;
+};
+
+AravisSource::AravisSource(CameraSettings settings, GstAppSrc* appsrc, GstElement* infer)
+    : settings_(std::move(settings)), appsrc_(appsrc), infer_(infer) {}
+
+AravisSource::~AravisSource() {
+  stop();
+}
+
+void AravisSource::start() {
+  if (thread_.joinable()) return;
+  thread_ = std::thread([this] { run(); });
+}
+
+void AravisSource::stop() {
+  {
+    std::lock_guard<std::mutex> lock(wake_mu_);  // not between its check and its wait
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool AravisSource::trigger(std::string* why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!counters_.acquiring) {
+    *why = "camera '" + settings_.name + "' is not acquiring now (see the stream's last_error)";
+    return false;
+  }
+  pending_triggers_++;
+  return true;
+}
+
+AravisCounters AravisSource::counters() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return counters_;
+}
+
+// On the appsrc: its bin forwards it to the camera's bus watch.
+void AravisSource::post(const char* name, const std::string& reason) {
+  GstStructure* s = gst_structure_new(name, "reason", G_TYPE_STRING, reason.c_str(), nullptr);
+  gst_element_post_message(GST_ELEMENT(appsrc_),
+                           gst_message_new_application(GST_OBJECT(appsrc_), s));
+}
+
+bool AravisSource::sleep_unless_stopped(double seconds) {
+  std::unique_lock<std::mutex> lock(wake_mu_);
+  return !wake_.wait_for(lock, std::chrono::duration<double>(seconds),
+                         [this] { return stop_.load(); });
+}
+
+// Connect, acquire until lost, close, retry: until stop(). A setting the
+// camera refuses ends it (the operator must change the configuration).
+void AravisSource::run() {
+  while (!stop_) {
+    Session s;
+    std::string why;
+    bool final = false;
+    if (open(s, &why, &final)) {
+      post("torchinfer-aravis-ready");
+      acquire(s, &why);
+    }
+    close(s);
+    if (final) {
+      post("torchinfer-aravis-failed", why);
+      return;
+    }
+    if (!why.empty()) post("torchinfer-aravis-lost", why);
+    if (!sleep_unless_stopped(kRetryS)) return;
+  }
+}
+
+namespace {
+
+// The camera stopped answering (or never did): worth retrying. Anything
+// else from a setting is the camera refusing it.
+bool link_error(const GError* e) {
+  return e && e->domain == ARV_DEVICE_ERROR &&
+         (e->code == ARV_DEVICE_ERROR_TIMEOUT || e->code == ARV_DEVICE_ERROR_TRANSFER_ERROR ||
+          e->code == ARV_DEVICE_ERROR_NOT_CONNECTED || e->code == ARV_DEVICE_ERROR_PROTOCOL_ERROR);
+}
+
+void on_control_lost(ArvDevice*, gpointer flag) {
+  static_cast<std::atomic<bool>*>(flag)->store(true);
+}
+
+}  // namespace
+
+// The pixel format to ask for: the configured one if the camera offers it,
+// else the camera's own if the analysis takes it. Empty with *why if neither.
+static std::string choose_format(ArvCamera* cam, const CameraSettings& set, std::string* why,
+                                 GError** err) {
+  guint n = 0;
+  const char** list = arv_camera_dup_available_pixel_formats_as_strings(cam, &n, err);
+  if (*err) return "";
+  std::string all, ours;
+  const bool offered = offers(list, n, set.pixel_format, &all);
+  for (guint i = 0; i < n; ++i)
+    if (find_pixel_format(list[i])) ours += (ours.empty() ? "" : ", ") + std::string(list[i]);
+  g_free(list);
+  std::string format = set.pixel_format;
+  if (format.empty()) {
+    const char* current = arv_camera_get_pixel_format_as_string(cam, err);
+    format = current ? current : "";
+    if (*err) return "";
+    if (find_pixel_format(format)) return format;
+    *why = "pixel_format: the camera sends " + format +
+           ", which the analysis does not take as it comes; set pixel_format to one of " + ours;
+    return "";
+  }
+  if (offered) return format;
+  *why = "pixel_format: the camera does not offer " + format + "; it offers " + all;
+  return "";
+}
+
+// Exposure, gain and the trigger, each checked against what this camera
+// allows so the message can say it.
+static bool apply_features(ArvCamera* cam, const CameraSettings& set, std::string* why,
+                           GError** err) {
+  double lo = 0, hi = 0;
+  if (set.exposure_us) {
+    arv_camera_get_exposure_time_bounds(cam, &lo, &hi, err);
+    if (*err) return false;
+    if (*set.exposure_us < lo || *set.exposure_us > hi) {
+      *why = "exposure_us: " + num(*set.exposure_us) + " is outside the camera's " + num(lo) +
+             " to " + num(hi);
+      return false;
+    }
+    if (arv_camera_is_exposure_auto_available(cam, nullptr))
+      arv_camera_set_exposure_time_auto(cam, ARV_AUTO_OFF, err);
+    if (!*err) arv_camera_set_exposure_time(cam, *set.exposure_us, err);
+    if (*err) return false;
+  }
+  if (set.gain_db) {
+    arv_camera_get_gain_bounds(cam, &lo, &hi, err);
+    if (*err) return false;
+    if (*set.gain_db < lo || *set.gain_db > hi) {
+      *why = "gain_db: " + num(*set.gain_db) + " is outside the camera's " + num(lo) + " to " +
+             num(hi);
+      return false;
+    }
+    if (arv_camera_is_gain_auto_available(cam, nullptr))
+      arv_camera_set_gain_auto(cam, ARV_AUTO_OFF, err);
+    if (!*err) arv_camera_set_gain(cam, *set.gain_db, err);
+    if (*err) return false;
+  }
+  // The camera keeps its trigger settings across connections: set them
+  // every time, free-run included.
+  if (set.trigger == TriggerMode::kFreeRun) {
+    arv_camera_clear_triggers(cam, err);
+    return !*err;
+  }
+  const std::string source = set.trigger == TriggerMode::kSoftware ? "Software" : set.trigger_line;
+  guint n = 0;
+  const char** list = arv_camera_dup_available_trigger_sources(cam, &n, err);
+  if (*err) return false;
+  std::string all;
+  const bool ok = offers(list, n, source, &all);
+  g_free(list);
+  if (!ok) {
+    *why = "trigger: the camera has no trigger source " + source + "; it has " + all;
+    return false;
+  }
+  arv_camera_set_trigger(cam, source.c_str(), err);
+  return !*err;
+}
+
+bool AravisSource::open(Session& s, std::string* why, bool* final) {
+  const std::string cam = "camera '" + settings_.name + "'";
+  GError* err = nullptr;
+  s.camera = arv_camera_new(settings_.name.c_str(), &err);
+  if (!s.camera) {
+    if (err && err->domain == ARV_DEVICE_ERROR && err->code == ARV_DEVICE_ERROR_NOT_FOUND)
+      *why = cam + " not found (" + error_text(err) +
+             "): is it powered and on this network? arv-tool-0.8 lists the cameras it sees";
+    else
+      *why = cam + " cannot be opened: " + error_text(err);
+    g_clear_error(&err);
+    return false;
+  }
+  ArvDevice* dev = arv_camera_get_device(s.camera);
+  if (arv_camera_is_gv_device(s.camera) && !arv_gv_device_is_controller(ARV_GV_DEVICE(dev))) {
+    *why = cam +
+           " is busy: another application holds its control channel (arv-tool-0.8, a viewer, "
+           "another torchinfer-server stream); close it and the stream connects";
+    return false;
+  }
+  s.lost_handler =
+      g_signal_connect(dev, "control-lost", G_CALLBACK(on_control_lost), &s.control_lost);
+  std::string refused;
+  const std::string format = choose_format(s.camera, settings_, &refused, &err);
+  if (!format.empty() && !err)
+    arv_camera_set_pixel_format_from_string(s.camera, format.c_str(), &err);
+  if (!format.empty() && !err) apply_features(s.camera, settings_, &refused, &err);
+  if (!err && refused.empty() && arv_camera_is_gv_device(s.camera)) {
+    // See the header: a plain UDP socket, and packets that fit the path.
+    arv_camera_gv_set_stream_options(s.camera, ARV_GV_STREAM_OPTION_PACKET_SOCKET_DISABLED);
+    arv_camera_gv_set_packet_size(s.camera, settings_.packet_size, &err);
+  }
+  if (err || !refused.empty()) {
+    *final = !link_error(err);
+    *why = cam + ": " + (refused.empty() ? error_text(err) : refused);
+    g_clear_error(&err);
+    return false;
+  }
+  return start_stream(s, format, why);
+}
+
+bool AravisSource::start_stream(Session& s, const std::string& format, std::string* why) {
+  GError* err = nullptr;
+  gint width = 0, height = 0;
+  arv_camera_get_region(s.camera, nullptr, nullptr, &width, &height, &err);
+  if (!err && settings_.trigger == TriggerMode::kFreeRun &&
+      arv_camera_is_frame_rate_available(s.camera, nullptr))
+    s.fps = arv_camera_get_frame_rate(s.camera, &err);
+  const guint payload = err ? 0 : arv_camera_get_payload(s.camera, &err);
+  if (!err) s.stream = arv_camera_create_stream(s.camera, nullptr, nullptr, &err);
+  if (!err && ARV_IS_GV_STREAM(s.stream))
+    g_object_set(s.stream, "socket-buffer", ARV_GV_STREAM_SOCKET_BUFFER_AUTO, "packet-resend",
+                 ARV_GV_STREAM_PACKET_RESEND_ALWAYS, nullptr);
+  for (int i = 0; !err && i < kArvBuffers; ++i)
+    arv_stream_push_buffer(s.stream, arv_buffer_new_allocate(payload));
+  const PixelFormatInfo* info = find_pixel_format(format);
+  if (!err && infer_ && info->bits > 8 &&
+      std::string(info->caps).find("GRAY16") != std::string::npos)
+    g_object_set(infer_, "input-bits", info->bits, nullptr);
+  if (!err) {
+    // Variable rate for a triggered camera; the camera's rate otherwise.
+    int num = 0, den = 1;
+    if (s.fps > 0) gst_util_double_to_fraction(s.fps, &num, &den);
+    GstCaps* caps = gst_caps_from_string(info->caps);
+    gst_caps_set_simple(caps, "width", G_TYPE_INT, width, "height", G_TYPE_INT, height, "framerate",
+                        GST_TYPE_FRACTION, num, den, nullptr);
+    gst_app_src_set_caps(appsrc_, caps);
+    gst_caps_unref(caps);
+    loss_.restart();
+    arv_camera_start_acquisition(s.camera, &err);
+  }
+  if (!err && settings_.trigger == TriggerMode::kSoftware) prime(s);
+  if (err) {
+    *why = "camera '" + settings_.name + "': cannot start acquisition: " + error_text(err);
+    g_clear_error(&err);
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  counters_.acquiring = true;
+  counters_.pixel_format = format;
+  counters_.bits = info->bits;
+  counters_.width = width;
+  counters_.height = height;
+  return true;
+}
+
+// Aravis sizes a GigE Vision stream's socket buffer to the frame only when
+// the first frame starts arriving, so the first frame of each connection
+// overflows the kernel's default (net.core.rmem_default, 208 KiB) unless
+// frames are smaller than that: in free-run that is one incomplete frame,
+// counted; in software-trigger mode it would swallow the first trigger. So
+// one trigger of our own goes first and its frame is discarded, not counted
+// (Aravis' own statistics include it).
+void AravisSource::prime(Session& s) {
+  GError* err = nullptr;
+  arv_camera_software_trigger(s.camera, &err);
+  if (err) {
+    g_clear_error(&err);
+    return;
+  }
+  if (ArvBuffer* b = arv_stream_timeout_pop_buffer(s.stream, 2000000))
+    arv_stream_push_buffer(s.stream, b);
+}
+
+void AravisSource::run_triggers(Session& s) {
+  std::uint64_t n = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::swap(n, pending_triggers_);
+  }
+  std::uint64_t failed = 0;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    GError* err = nullptr;
+    arv_camera_software_trigger(s.camera, &err);
+    if (err) {
+      failed++;
+      g_printerr("torchinfer-server: camera '%s': software trigger failed: %s\n",
+                 settings_.name.c_str(), error_text(err).c_str());
+      g_clear_error(&err);
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  counters_.triggers += n - failed;
+  counters_.trigger_failures += failed;
+}
+
+// Frames until stop(), a lost control channel or (free-run) a stall; *why
+// says which of the last two.
+void AravisSource::acquire(Session& s, std::string* why) {
+  const bool triggered = settings_.trigger != TriggerMode::kFreeRun;
+  const double stall_s = std::max(kStallMinS, s.fps > 0 ? 5.0 / s.fps : 0.0);
+  auto last = std::chrono::steady_clock::now();
+  while (!stop_) {
+    run_triggers(s);
+    // Short waits while triggered, so a queued trigger goes out promptly.
+    ArvBuffer* b = arv_stream_timeout_pop_buffer(s.stream, triggered ? 10000 : 100000);
+    const auto now = std::chrono::steady_clock::now();
+    if (b) {
+      last = now;
+      hand_on(s, b);
+    }
+    update_statistics(s, false);
+    if (s.control_lost) {
+      *why = "camera '" + settings_.name +
+             "' vanished: its control channel stopped answering (unplugged, powered off or "
+             "restarted)";
+      return;
+    }
+    const double idle = std::chrono::duration<double>(now - last).count();
+    if (!triggered && idle > stall_s) {
+      *why = "camera '" + settings_.name + "' stopped sending frames (none for " +
+             std::to_string(static_cast<int>(idle)) + " s in free-run)";
+      return;
+    }
+  }
+}
+
+// Aravis' packet and buffer counts for this connection on top of the
+// earlier connections' (`closing`: fold them in).
+void AravisSource::update_statistics(Session& s, bool closing) {
+  static const char* kNames[kStats] = {"n_completed_buffers", "n_failures",
+                                       "n_missing_frames",    "n_missing_packets",
+                                       "n_resent_packets",    "n_underruns"};
+  std::uint64_t now[kStats];
+  for (int i = 0; i < kStats; ++i) now[i] = base_[i] + stream_stat(s.stream, kNames[i]);
+  if (closing) std::copy(now, now + kStats, base_);
+  std::lock_guard<std::mutex> lock(mu_);
+  std::uint64_t* out[kStats] = {&counters_.completed,      &counters_.failures,
+                                &counters_.missing_frames, &counters_.packets_missing,
+                                &counters_.packets_resent, &counters_.underruns};
+  for (int i = 0; i < kStats; ++i) *out[i] = now[i];
+}
+
+// A complete frame goes to the appsrc (lent without a copy when its rows
+// are already 4-byte aligned, GStreamer's layout, and Aravis has buffers to
+// spare; else copied); every buffer goes back to the stream once done with.
+void AravisSource::hand_on(Session& s, ArvBuffer* b) {
+  const bool complete = arv_buffer_get_status(b) == ARV_BUFFER_STATUS_SUCCESS;
+  loss_.on_buffer(arv_buffer_get_frame_id(b), complete);
+  GstBuffer* out = nullptr;
+  bool overflow = false;
+  if (complete && gst_app_src_get_current_level_buffers(appsrc_) >= kMostQueued) {
+    overflow = true;
+  } else if (complete) {
+    std::size_t size = 0;
+    const auto* data = static_cast<const std::uint8_t*>(arv_buffer_get_image_data(b, &size));
+    const int w = arv_buffer_get_image_width(b), h = arv_buffer_get_image_height(b);
+    const std::size_t row = static_cast<std::size_t>(w) *
+                            ARV_PIXEL_FORMAT_BIT_PER_PIXEL(arv_buffer_get_image_pixel_format(b)) /
+                            8;
+    const std::size_t stride = (row + 3) & ~std::size_t{3};
+    // Lent only while Aravis keeps half its buffers: frames held downstream
+    // (torchinfer's queue when the model is behind) must not starve the
+    // stream, which would drop whole frames ("underruns").
+    gint free_buffers = 0, unused = 0;
+    arv_stream_get_n_buffers(s.stream, &free_buffers, &unused);
+    if (data && w > 0 && h > 0 && size >= row * h) {
+      if (stride == row && free_buffers >= kArvBuffers / 2) {
+        out = gst_buffer_new_wrapped_full(
+            GST_MEMORY_FLAG_READONLY, const_cast<std::uint8_t*>(data), row * h, 0, row * h,
+            new Lent{static_cast<ArvStream*>(g_object_ref(s.stream)), b}, give_back);
+        b = nullptr;
+      } else {
+        out = gst_buffer_new_and_alloc(stride * h);
+        GstMapInfo map;
+        gst_buffer_map(out, &map, GST_MAP_WRITE);
+        for (int y = 0; y < h; ++y) std::memcpy(map.data + y * stride, data + y * row, row);
+        gst_buffer_unmap(out, &map);
+      }
+    }
+  }
+  if (b) arv_stream_push_buffer(s.stream, b);
+  if (out) gst_app_src_push_buffer(appsrc_, out);
+  std::lock_guard<std::mutex> lock(mu_);
+  counters_.frames = loss_.figures();
+  counters_.overflow += overflow;
+}
+
+void AravisSource::close(Session& s) {
+  if (s.stream) {
+    arv_camera_stop_acquisition(s.camera, nullptr);
+    update_statistics(s, true);
+    // Frames still downstream hold their own reference to the stream.
+    g_object_unref(s.stream);
+  }
+  if (s.camera) {
+    if (s.lost_handler)
+      g_signal_handler_disconnect(arv_camera_get_device(s.camera), s.lost_handler);
+    g_object_unref(s.camera);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  counters_.acquiring = false;
+}
+
+}  // namespace torchinfer::server
