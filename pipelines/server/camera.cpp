@@ -567,6 +567,20 @@ std::uint64_t Camera::frames_inferred() const {
   return n;
 }
 
+// torchpublish's counters, for the publish-loss alert (deploy/prometheus).
+void Camera::read_mqtt_counters(StreamFigures& f) const {
+  if (spec_.mqtt_topic.empty() || !pipeline_) return;
+  GstElement* mqtt = gst_bin_get_by_name(GST_BIN(pipeline_), "mqtt");
+  if (!mqtt) return;
+  guint64 published = 0, failed = 0, dropped = 0;
+  g_object_get(mqtt, "published", &published, "failed", &failed, "dropped", &dropped, nullptr);
+  gst_object_unref(mqtt);
+  f.mqtt = true;
+  f.mqtt_published = published;
+  f.mqtt_failed = failed;
+  f.mqtt_dropped = dropped;
+}
+
 StreamFigures Camera::figures() const {
   StreamFigures f;
   f.id = spec_.id;
@@ -589,6 +603,7 @@ StreamFigures Camera::figures() const {
   f.frames_in_flight = stat_u64(s, "frames-in-flight");
   f.fps = stat_double(s, "fps");
   if (s) gst_structure_free(s);
+  read_mqtt_counters(f);
   std::lock_guard<std::mutex> lock(mu_);
   f.state = to_string(health_.state());
   f.latency_p50_s = latency_.quantile(0.5);

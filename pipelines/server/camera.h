@@ -98,6 +98,7 @@ class Camera {
   static void on_pad_added(GstElement* decodebin, GstPad* pad, gpointer user);
   bool build(std::string* why);
   GstElement* make(const char* factory, const char* name, std::string* why);
+  void read_mqtt_counters(StreamFigures& f) const;
   void handle_message(GstMessage* msg);
   void handle_camera_message(const GstStructure* s);
   nlohmann::json camera_status(const StreamFigures& f) const;

@@ -197,10 +197,15 @@ void HttpApi::handle(SoupServerMessage* msg, const std::string& method,
     if (!get) return not_allowed("GET");
     return reply(msg, app_->health());
   }
+  if (parts.size() == 1 && fleet_ && FleetEndpoints::serves(parts[0])) {
+    if (!get) return not_allowed("GET");
+    return reply(msg, fleet_->get(parts[0]));
+  }
   if (parts.size() == 1 && parts[0] == "metrics") {
     if (!get) return not_allowed("GET");
     if (!authorized(msg)) return unauthorized();
-    const std::string text = app_->metrics() + listener_->book().prometheus();
+    std::string text = app_->metrics() + listener_->book().prometheus();
+    if (fleet_) text = fleet_->label_metrics(text);
     return reply_bytes(msg, 200, "text/plain; version=0.0.4; charset=utf-8", text.data(),
                        text.size());
   }
@@ -220,7 +225,9 @@ void HttpApi::handle(SoupServerMessage* msg, const std::string& method,
                          {{"error", "the body is larger than max_body_bytes (" +
                                         std::to_string(app_->config().max_body_bytes) + ")"}}});
     SoupMessageBody* body = soup_server_message_get_request_body(msg);
-    const std::string text = body && body->data ? std::string(body->data, body->length) : "";
+    std::string text = body && body->data ? std::string(body->data, body->length) : "";
+    if (fleet_)
+      if (std::optional<Reply> refused = fleet_->gate_add(&text)) return reply(msg, *refused);
     Reply r = app_->add_stream(text);
     if (r.status == 201)
       soup_message_headers_replace(soup_server_message_get_response_headers(msg), "Location",

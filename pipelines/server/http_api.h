@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "fleet_endpoints.h"
 #include "http_listener.h"
 #include "server_app.h"
 
@@ -22,6 +23,8 @@ class HttpApi {
   // address "127.0.0.1", "0.0.0.0", "::1", ...; port 0 picks one. Returns the
   // base URL served, or "" with the reason in *why.
   std::string listen(const std::string& address, int port, std::string* why);
+  // The probes, GET /shard, the shard check and label; it outlives this.
+  void set_fleet(FleetEndpoints* fleet) { fleet_ = fleet; }
 
  private:
   static void on_early(SoupServer*, SoupServerMessage* msg, const char* path, GHashTable*,
@@ -40,6 +43,7 @@ class HttpApi {
   std::string token_;
   SoupServer* server_;
   std::unique_ptr<HttpListener> listener_;
+  FleetEndpoints* fleet_ = nullptr;
 };
 
 }  // namespace torchinfer::server

@@ -22,6 +22,7 @@
 #include "../app_options.h"
 #include "common/file_check.h"
 #include "common/json_file.h"
+#include "fleet_endpoints.h"
 #include "http_api.h"
 #include "server/http_limits.h"
 #include "server/token_file.h"
@@ -37,12 +38,15 @@ struct Options {
   int rtsp_port = 8554;
   bool rtsp_port_given = false;  // a taken default port only turns re-streams off
   std::vector<std::string> streams;
+  ShardSources shard;  // --shard, --shards, --shard-from-hostname
 };
 
 bool parse_args(int argc, char** argv, Options& o) {
   gchar *config = nullptr, *model = nullptr, *listen = nullptr, *token = nullptr, *out = nullptr;
   gchar** streams = nullptr;
-  gint rtsp_port = G_MININT;
+  gchar* shard = nullptr;
+  gint rtsp_port = G_MININT, shards = 0;
+  gboolean from_host = FALSE;
   GOptionEntry entries[] = {
       {"config", 'c', 0, G_OPTION_ARG_FILENAME, &config,
        "JSON configuration: models, cameras, limits (docs/server.md)", "FILE"},
@@ -62,6 +66,13 @@ bool parse_args(int argc, char** argv, Options& o) {
        "Port of the cameras' RTSP re-streams (\"restream\": true), on the --listen address "
        "(default 8554, re-streams off with a warning when it is taken; 0: no re-stream)",
        "PORT"},
+      {"shard", 0, 0, G_OPTION_ARG_STRING, &shard,
+       "Run only the cameras shard K of N owns (0-based; docs/deployment.md)", "K/N"},
+      {"shard-from-hostname", 0, 0, G_OPTION_ARG_NONE, &from_host,
+       "K from the host name's trailing -K (a StatefulSet pod: torchinfer-3), N from --shards "
+       "or the config",
+       nullptr},
+      {"shards", 0, 0, G_OPTION_ARG_INT, &shards, "N for --shard-from-hostname", "N"},
       {nullptr, 0, 0, G_OPTION_ARG_NONE, nullptr, nullptr, nullptr}};
   const bool ok =
       app::parse_options(&argc, &argv, entries, "- analyse many cameras with one model, REST API",
@@ -73,12 +84,20 @@ bool parse_args(int argc, char** argv, Options& o) {
   app::take(out, o.output_dir);
   for (gchar** s = streams; s && *s; ++s) o.streams.push_back(*s);
   g_strfreev(streams);
+  app::take(shard, o.shard.flag);
+  o.shard.from_hostname = from_host;
+  o.shard.flag_count = shards;
   o.rtsp_port_given = rtsp_port != G_MININT;
   if (o.rtsp_port_given) o.rtsp_port = rtsp_port;
   if (!ok) return false;
   if (o.rtsp_port < 0 || o.rtsp_port > 65535) {
     g_printerr("torchinfer-server: error: --rtsp-port %d: give 1 to 65535, or 0 for no re-stream\n",
                o.rtsp_port);
+    return false;
+  }
+  if (shards < 0 || shards > kMaxShards || (shards && !from_host)) {
+    g_printerr("torchinfer-server: error: --shards N (1 to %d) goes with --shard-from-hostname\n",
+               kMaxShards);
     return false;
   }
   if (o.config.empty() == o.model.empty()) {
@@ -113,6 +132,7 @@ bool split_listen(const std::string& s, std::string* addr, int* port) {
 struct Run {
   GMainLoop* loop = nullptr;
   ServerApp* app = nullptr;
+  FleetEndpoints* fleet = nullptr;
   bool draining = false;
   gint64 drain_deadline_us = 0;
 };
@@ -181,6 +201,7 @@ gboolean on_signal(gpointer user) {
     return G_SOURCE_CONTINUE;
   }
   run->draining = true;
+  run->fleet->set_draining();
   g_printerr("torchinfer-server: draining (EOS to every stream)\n");
   run->drain_deadline_us =
       g_get_monotonic_time() + static_cast<gint64>(run->app->config().drain_timeout_s * 1e6);
@@ -204,6 +225,8 @@ int main(int argc, char** argv) {
 
   ServerConfig config;
   std::string token;
+  ShardSpec shard;
+  std::vector<std::string> owned;
   try {
     if (!opt.config.empty()) {
       config = parse_server_config(
@@ -218,6 +241,8 @@ int main(int argc, char** argv) {
       config.streams.push_back(parse_stream_spec(j, config.models, config.mqtt,
                                                  "--stream " + std::to_string(i + 1), ""));
     }
+    shard = shard_of_this_box(opt.shard, config);
+    keep_own_streams(config, shard, &owned);
     if (static_cast<int>(config.streams.size()) > config.max_streams)
       throw torchinfer::Error(
           torchinfer::ErrorKind::kConfigInvalid,
@@ -274,7 +299,9 @@ int main(int argc, char** argv) {
       server->set_restream(restream.get());
     }
   }
+  auto fleet = std::make_unique<FleetEndpoints>(server.get(), shard, owned);
   auto http = std::make_unique<HttpApi>(server.get(), token);
+  http->set_fleet(fleet.get());
   const std::string url = http->listen(address, port, &why);
   if (url.empty()) {
     g_printerr("torchinfer-server: error: %s\n", why.c_str());
@@ -288,15 +315,20 @@ int main(int argc, char** argv) {
   server->start_configured_streams();
   if (restream)
     g_printerr("torchinfer-server: re-streams on %s/streams/<id>\n", restream->base_url().c_str());
+  if (shard.enabled)
+    g_printerr("torchinfer-server: shard %d of %d: %zu of the configured cameras\n", shard.index,
+               shard.count, owned.size());
   g_printerr("torchinfer-server: serving %s (%zu streams)\n", url.c_str(), config.streams.size());
 
   Run run;
   run.loop = g_main_loop_new(nullptr, FALSE);
   run.app = server.get();
+  run.fleet = fleet.get();
   g_unix_signal_add(SIGTERM, on_signal, &run);
   g_unix_signal_add(SIGINT, on_signal, &run);
   g_main_loop_run(run.loop);
   http.reset();
+  fleet.reset();
   if (!stop_within(server.get(), config.drain_timeout_s + 5)) {
     g_printerr(
         "torchinfer-server: error: a camera's pipeline did not stop (one of its state changes "

@@ -225,6 +225,18 @@ std::string render_prometheus(const MetricsSnapshot& m) {
     w.sample("torchinfer_model_frames_inferred_total", "model=\"" + escape_label(md.id) + "\"",
              md.frames_inferred);
 
+  w.family("torchinfer_stream_mqtt_messages_total", "counter",
+           "MQTT messages of the stream's results, by result: published (delivered), failed "
+           "(sent, not delivered), dropped (never sent: queue full while the broker was away).");
+  for (const auto& s : m.streams)
+    if (s.mqtt)
+      for (const auto& [result, n] :
+           {std::pair<const char*, std::uint64_t>{"published", s.mqtt_published},
+            {"failed", s.mqtt_failed},
+            {"dropped", s.mqtt_dropped}})
+        w.sample("torchinfer_stream_mqtt_messages_total",
+                 stream_labels(s) + ",result=\"" + result + "\"", n);
+
   w.family("torchinfer_http_requests_total", "counter", "REST requests answered, by status code.");
   for (const auto& [code, n] : m.http_requests)
     w.sample("torchinfer_http_requests_total", "code=\"" + escape_label(code) + "\"", n);

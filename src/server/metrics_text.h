@@ -28,6 +28,9 @@ struct StreamFigures {
   std::uint64_t latency_count = 0;
   std::uint64_t reconnects = 0, disconnects = 0, errors = 0;
   std::map<std::string, std::uint64_t> detections;  // per class label
+  // MQTT ("mqtt_topic" set only): torchpublish's message counters.
+  bool mqtt = false;
+  std::uint64_t mqtt_published = 0, mqtt_failed = 0, mqtt_dropped = 0;
   // The RTSP re-stream ("restream": true only).
   bool restream = false;
   int restream_clients = 0;

@@ -1,5 +1,7 @@
 #include "server/server_config.h"
 
+#include "server/shard.h"
+
 #include <cctype>
 #include <cmath>
 #include <limits>
@@ -97,6 +99,16 @@ class Fields {
     if (!v.is_boolean())
       throw FieldError(origin_, path(key), "must be true or false, not " + type_name(v));
     return v.get<bool>();
+  }
+
+  // Runs a check that throws Error, as an error of this field.
+  template <typename Check>
+  void check(const std::string& key, Check run) const {
+    try {
+      run();
+    } catch (const Error& e) {
+      throw FieldError(origin_, path(key), e.what());
+    }
   }
 
   [[noreturn]] void fail(const std::string& key, const std::string& problem) const {
@@ -341,9 +353,10 @@ StreamSpec parse_stream_spec(const json& j, const std::vector<ModelSpec>& models
 }
 
 ServerConfig parse_server_config(const json& j, const std::string& origin) {
-  Fields f(j, "", origin,
-           {"models", "streams", "output_dir", "mqtt", "max_streams", "max_body_bytes",
-            "drain_timeout_s", "max_connections", "idle_timeout_s"});
+  Fields f(
+      j, "", origin,
+      {"models", "streams", "output_dir", "mqtt", "max_streams", "max_body_bytes",
+       "drain_timeout_s", "max_connections", "idle_timeout_s", "shard", "shards", "ready_grace_s"});
   ServerConfig c;
   if (!f.has("models")) f.fail("models", "missing: list at least one model");
   const json& models = f.raw("models");
@@ -382,10 +395,16 @@ ServerConfig parse_server_config(const json& j, const std::string& origin) {
   c.drain_timeout_s = f.number("drain_timeout_s", c.drain_timeout_s, 0.1, 600);
   c.max_connections = static_cast<int>(f.integer("max_connections", c.max_connections, 1, 65536));
   c.idle_timeout_s = f.number("idle_timeout_s", c.idle_timeout_s, 0.1, 3600);
+  c.ready_grace_s = f.number("ready_grace_s", c.ready_grace_s, 0, 3600);
+  c.shard = f.str("shard", false);
+  if (f.has("shard")) f.check("shard", [&] { parse_shard(c.shard, ""); });
+  c.shards = static_cast<int>(f.integer("shards", 0, 1, kMaxShards));
+  // A shared list is split first: max_streams bounds each box's share.
+  const bool split = !c.shard.empty() || c.shards > 1;
   if (f.has("streams")) {
     const json& streams = f.raw("streams");
     if (!streams.is_array()) f.fail("streams", "must be a list of streams");
-    if (static_cast<int>(streams.size()) > c.max_streams)
+    if (!split && static_cast<int>(streams.size()) > c.max_streams)
       f.fail("streams", std::to_string(streams.size()) + " streams exceed max_streams (" +
                             std::to_string(c.max_streams) + ")");
     for (std::size_t i = 0; i < streams.size(); ++i) {

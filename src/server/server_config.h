@@ -76,6 +76,13 @@ struct ServerConfig {
   // stay open without being answered (a client that sends nothing).
   int max_connections = 256;
   double idle_timeout_s = 30.0;
+  // Many boxes (docs/deployment.md): "shard": "K/N" for this box, or
+  // "shards": N in a config shared by N boxes that each get their K from
+  // --shard or --shard-from-hostname (server/shard.h). /readyz tolerates a
+  // camera starting or reconnecting for ready_grace_s.
+  std::string shard;
+  int shards = 0;  // 0: not given
+  double ready_grace_s = 30.0;
 };
 
 // Whole configuration (the file). Throws Error(kConfigInvalid) naming the

@@ -120,7 +120,8 @@ TEST(MetricsText, StreamModelAndProcessSeries) {
   for (std::size_t p = 0; (p = t.find("# HELP ", p)) != std::string::npos; ++p) help++;
   for (std::size_t p = 0; (p = t.find("# TYPE ", p)) != std::string::npos; ++p) type++;
   EXPECT_EQ(help, type);
-  EXPECT_EQ(help, 38u);  // frames_skipped_total, frames_in_flight and the 5 camera families included
+  // frames_skipped_total, frames_in_flight, mqtt_messages_total and the 5 camera families
+  EXPECT_EQ(help, 39u);
   EXPECT_EQ(t.find("restream_clients{stream=\"cam1\""), std::string::npos) << t;
   EXPECT_EQ(t.find("restream_frames_dropped_total{stream=\"cam1\""), std::string::npos) << t;
 }

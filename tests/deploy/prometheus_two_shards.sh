@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Two torchinfer-server shards of one 8-camera config on this machine, and a
+# real Prometheus (Debian's prometheus) scraping both with the fleet's
+# alert rules loaded: the query for running cameras returns 8 (3 + 5 by
+# shard, as the hash splits cam0..cam7), both targets are up, both report
+# torchinfer_shards 2, and no alert fires.
+#   tests/deploy/prometheus_two_shards.sh SERVER SOURCE_ROOT
+# Run by `meson test fleet-prometheus` (about 30 s).
+set -euo pipefail
+server=$1
+src=$2
+work=$(mktemp -d /tmp/torchinfer-fleet-prom-XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+streams=""
+for i in 0 1 2 3 4 5 6 7; do
+  streams+="${streams:+,}{\"id\": \"cam$i\", \"uri\": \"file://$src/models/demo/line.mkv\", \"inference_interval\": 5, \"json\": false}"
+done
+cat > "$work/server.json" <<JSON
+{"shards": 2, "output_dir": "$work/out",
+ "models": [{"id": "parts", "path": "$src/models/demo/parts_detector.pt", "batch_size": 4}],
+ "streams": [$streams]}
+JSON
+
+ports=()
+started=$(date +%s.%N)
+for k in 0 1; do
+  port=$(free_port)
+  ports+=("$port")
+  "$server" --config "$work/server.json" --shard "$k/2" --listen "127.0.0.1:$port" --rtsp-port 0 \
+    2> "$work/shard$k.log" &
+  pids+=($!)
+done
+
+wait_for() {  # seconds, command...
+  local deadline=$((SECONDS + $1)); shift
+  until "$@"; do
+    [ $SECONDS -lt $deadline ] || return 1
+    sleep 0.5
+  done
+}
+ready() { [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$1/readyz")" = 200 ]; }
+for k in 0 1; do
+  wait_for 120 ready "${ports[$k]}" || { echo "FAIL: shard $k not ready"; cat "$work/shard$k.log"; exit 1; }
+  echo "shard $k: process start to /readyz 200 within $(awk "BEGIN {printf \"%.1f\", $(date +%s.%N) - $started}") s" \
+    "(polled every 0.5 s; $(grep -o 'loaded from .* in [0-9.]* s' "$work/shard$k.log" | sed 's/.* in /model load /'))"
+done
+
+prom_port=$(free_port)
+cat > "$work/prometheus.yml" <<YAML
+global: {scrape_interval: 1s, evaluation_interval: 1s}
+rule_files: ["$src/deploy/prometheus/rules.yml"]
+scrape_configs:
+  - job_name: torchinfer
+    static_configs:
+      - targets: ["127.0.0.1:${ports[0]}", "127.0.0.1:${ports[1]}"]
+YAML
+promtool check config "$work/prometheus.yml" > /dev/null
+prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/tsdb" \
+  --web.listen-address="127.0.0.1:$prom_port" 2> "$work/prometheus.log" &
+pids+=($!)
+
+query() { promtool query instant "http://127.0.0.1:$prom_port" "$1" 2>/dev/null || true; }
+value() { query "$1" | sed -n 's/.*=> \([0-9.]*\) @.*/\1/p' | head -1; }
+running() { [ "$(value 'sum(torchinfer_stream_state{state="running"})')" = 8 ]; }
+t0=$SECONDS
+wait_for 60 running || {
+  echo "FAIL: running cameras: $(query 'sum(torchinfer_stream_state{state="running"})')"
+  tail -5 "$work/prometheus.log"; exit 1; }
+echo "sum(torchinfer_stream_state{state=\"running\"}) = 8 after $((SECONDS - t0)) s of scraping"
+by_shard=$(query 'sum by (shard) (torchinfer_stream_state{state="running"})')
+echo "$by_shard"
+fail=0
+echo "$by_shard" | grep -q '{shard="0"} => 3 ' || { echo "FAIL: shard 0 does not run 3"; fail=1; }
+echo "$by_shard" | grep -q '{shard="1"} => 5 ' || { echo "FAIL: shard 1 does not run 5"; fail=1; }
+[ "$(value 'count(up{job="torchinfer"} == 1)')" = 2 ] || { echo "FAIL: not both targets up"; fail=1; }
+[ "$(value 'count(torchinfer_shards == 2)')" = 2 ] || { echo "FAIL: torchinfer_shards"; fail=1; }
+# The rules are loaded and evaluated; none fires on a healthy fleet.
+rules=$(curl -s "http://127.0.0.1:$prom_port/api/v1/rules" | grep -o '"type":"alerting"' | wc -l)
+[ "$rules" = 10 ] || { echo "FAIL: $rules alerting rules loaded, expected 10"; fail=1; }
+firing=$(query 'count(ALERTS{alertstate="firing"})')
+! echo "$firing" | grep -q '=>' || { echo "FAIL: alerts firing: $firing"; fail=1; }
+[ "$fail" = 0 ] || exit 1
+echo "prometheus_two_shards: PASS"
