@@ -74,6 +74,11 @@ class PartAnomaly(nn.Module):
         return d2.clamp(min=0).sqrt().permute(0, 2, 1)
 
     def forward(self, x) -> Dict[str, torch.Tensor]:
+        # Checked first: the Gaussians fit a 12x12 grid of 96x96 crops, and a
+        # frozen graph given another size crashes libtorch 1.13 (SIGSEGV)
+        # instead of raising.
+        if x.dim() != 4 or x.shape[1] != 3 or x.shape[2] != self.size or x.shape[3] != self.size:
+            raise ValueError("part_anomaly takes [N, 3, 96, 96] crops")
         dist = self.distances(self.embedding(x))                   # [K, N, P]
         outline = dist.mean(2).argmin(0)                           # [N]
         index = outline.view(1, -1, 1).expand(1, dist.shape[1], dist.shape[2])

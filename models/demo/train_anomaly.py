@@ -29,7 +29,8 @@ the channel subset comes from a seeded generator, and the script runs with
 PYTHONHASHSEED=0 (TorchScript writes module constants in set order): a
 rerun writes byte-identical files. Exit status 1 if the
 saved model does not match the eager one, fails freeze +
-optimize_for_inference, or its file is over --max-mb.
+optimize_for_inference, accepts another input size, or its file is over
+--max-mb.
 """
 import argparse
 import json
@@ -110,7 +111,8 @@ def check(model, path):
         ref = model(probe)
         loaded = torch.jit.load(path).eval()
         got = loaded(probe)
-        opt = torch.jit.optimize_for_inference(torch.jit.freeze(loaded))(probe)
+        optimised = torch.jit.optimize_for_inference(torch.jit.freeze(loaded))
+        opt = optimised(probe)
     for name, out in (("reloaded", got), ("frozen+optimised", opt)):
         for key in ("anomaly_map", "pred_score"):
             diff = (out[key] - ref[key]).abs().max().item()
@@ -118,6 +120,12 @@ def check(model, path):
                 raise RuntimeError(f"{name} model's {key} differs from eager ({diff})")
     if tuple(got["anomaly_map"].shape) != (3, 1, pan.SIZE, pan.SIZE) or tuple(got["pred_score"].shape) != (3,):
         raise RuntimeError("wrong output shapes")
+    try:  # another size must raise, not reach the frozen graph (which crashes on it)
+        optimised(torch.zeros(1, 3, 64, 64))
+    except torch.jit.Error:
+        pass
+    else:
+        raise RuntimeError("a 64x64 input was not refused")
 
 
 def main():
