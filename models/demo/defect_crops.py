@@ -20,8 +20,9 @@ Importable API (train_defect_classifier.py, eval_defect_classifier.py):
   LABELS, SIZE, PADDING, MEAN, STD
   crop(img, box, padding, size)   padded, clipped, area-resized crop (float32
                                   HxWx3, 0..255, not rounded, as the plugin)
-  scene_samples(seed, n)          [(crop, label index, part kind)] for the
-                                  parts of scene `seed`, n jittered crops each
+  scene_samples(seed, n[, label_p])  [(crop, label index, part kind)] for
+                                  the parts of scene `seed`, n jittered crops
+                                  each (label_p: good parts only, etc.)
   normalise(x)                    [N,3,H,W] 0..255 -> model input
 """
 import math
@@ -87,13 +88,14 @@ def random_defect_part(rng, label):
     return mf.random_part(rng, f"{family}_{state}", defect=None if label == "ok" else label)
 
 
-def random_crop_scene(seed):
-    """(Scene, labels per part): 1-4 parts, boxes 4+ px apart."""
+def random_crop_scene(seed, label_p=LABEL_P):
+    """(Scene, labels per part): 1-4 parts, boxes 4+ px apart; label_p
+    (P of each of LABELS) [1, 0, 0, 0, 0] gives good parts only."""
     rng = np.random.default_rng(seed)
     want = int(rng.choice([1, 2, 3, 4], p=[0.15, 0.3, 0.35, 0.2]))
     parts, boxes, labels = [], [], []
     for _ in range(want):
-        label = LABELS[rng.choice(len(LABELS), p=LABEL_P)]
+        label = LABELS[rng.choice(len(LABELS), p=label_p)]
         part = random_defect_part(rng, label)
         x0, y0, x1, y1 = mf.part_bbox(part)
         hx, hy = (x1 - x0) / 2, (y1 - y0) / 2
@@ -118,11 +120,12 @@ def random_crop_scene(seed):
     return scene, labels
 
 
-def scene_samples(seed, crops_per_part=1):
+def scene_samples(seed, crops_per_part=1, label_p=LABEL_P):
     """[(crop float32 SIZE x SIZE x 3, label index, kind)] of every part of
     scene `seed` whose defect (if any) lies wholly in view; 70 % of the
-    frames go through JPEG (quality 50-95) first, as the MJPEG clip does."""
-    scene, labels = random_crop_scene(seed)
+    frames go through JPEG (quality 50-95) first, as the MJPEG clip does.
+    label_p as random_crop_scene's."""
+    scene, labels = random_crop_scene(seed, label_p)
     img, _ = mf.render(scene)
     rng = np.random.default_rng(seed + 55)
     if rng.random() < 0.7:
