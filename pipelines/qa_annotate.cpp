@@ -6,6 +6,9 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 #include <set>
+#include <vector>
+
+#include "common/file_check.h"
 
 namespace torchinfer::qa {
 
@@ -68,9 +71,24 @@ GstPadProbeReturn Annotator::draw(GstPad* pad, GstPadProbeInfo* info) {
   return GST_PAD_PROBE_OK;
 }
 
-bool Annotator::write_snapshot(const std::string& path) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return !snapshot_.empty() && cv::imwrite(path, snapshot_);
+bool Annotator::write_snapshot(const std::string& path, std::string* why) const {
+  std::vector<std::uint8_t> png;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (snapshot_.empty()) return false;
+    if (!cv::imencode(".png", snapshot_, png)) {
+      *why = "snapshot '" + path + "' cannot be encoded as PNG";
+      return false;
+    }
+  }
+  // Not cv::imwrite: its open() would wait forever on a FIFO nobody reads.
+  try {
+    write_output_file(path, "snapshot", std::string(png.begin(), png.end()));
+  } catch (const std::exception& e) {
+    *why = e.what();
+    return false;
+  }
+  return true;
 }
 
 }  // namespace torchinfer::qa

@@ -24,8 +24,9 @@ class Annotator {
   void decided(const QaDecision& d);
   // Pad probe on BGR video: draws the texts on the buffer.
   static GstPadProbeReturn probe(GstPad* pad, GstPadProbeInfo* info, gpointer self);
-  // False if there is no snapshot or it cannot be written.
-  bool write_snapshot(const std::string& path) const;
+  // False if there is no snapshot (`why` empty) or it cannot be written
+  // (`why` says so; a FIFO nobody reads fails at once).
+  bool write_snapshot(const std::string& path, std::string* why) const;
 
  private:
   struct Text {

@@ -11,6 +11,7 @@
 #include <gst/video/video.h>
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -25,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "common/file_check.h"
 #include "export/mqtt_publisher.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "qa/decision_json.h"
@@ -53,6 +55,7 @@ struct App {
   std::map<long long, torchinfer::QaAnomalyVerdict> anomaly_of;  // part id -> anomaly verdict
   std::vector<double> detector_ms;  // forward() time of each inferred frame
   FILE* out = stdout;
+  int video_fd = -1;  // --out: the annotated video, for the pipeline's fdsink
   torchinfer::QaRunInfo info;
   GstElement* pipeline = nullptr;
   GMainLoop* loop = nullptr;
@@ -351,12 +354,15 @@ int open_files(App& app) {
     g_printerr("qa-line: clip %s not found\n", o.clip.c_str());
     return 1;
   }
-  if (!o.output.empty() && o.output != "-") {
-    app.out = std::fopen(o.output.c_str(), "w");
-    if (!app.out) {
-      g_printerr("qa-line: cannot write %s: %s\n", o.output.c_str(), g_strerror(errno));
-      return 1;
-    }
+  // Without blocking: a FIFO nobody reads fails the run now, naming it.
+  try {
+    if (!o.output.empty() && o.output != "-")
+      app.out = torchinfer::open_output_stream(o.output, "--output");
+    if (!o.out_dir.empty())
+      app.video_fd = torchinfer::open_output_file(o.out_dir + "/annotated.mkv", "annotated video");
+  } catch (const std::exception& e) {
+    g_printerr("qa-line: error: %s\n", e.what());
+    return 1;
   }
   return 0;
 }
@@ -373,7 +379,7 @@ int prepare(App& app) {
 // built.
 bool build(App& app) {
   std::string why;
-  app.pipeline = qa::build_pipeline(app.opt, app.rules, &why);
+  app.pipeline = qa::build_pipeline(app.opt, app.rules, app.video_fd, &why);
   if (!app.pipeline) {
     g_printerr("qa-line: cannot build the pipeline: %s\n", why.c_str());
     return false;
@@ -430,11 +436,16 @@ void report_run(App& app) {
   write_line(app, torchinfer::summary_json(app.verdicts->counts(), app.info, facts));
   if (app.opt.out_dir.empty()) return;
   const std::string snap = app.opt.out_dir + "/snapshot.png";
-  if (app.annotator.write_snapshot(snap))
+  std::string why;
+  if (app.annotator.write_snapshot(snap, &why)) {
     g_printerr("qa-line: wrote %s/results.jsonl, %s/annotated.mkv, %s\n", app.opt.out_dir.c_str(),
                app.opt.out_dir.c_str(), snap.c_str());
-  else if (app.rc == 0)
+  } else if (!why.empty()) {
+    g_printerr("qa-line: error: %s; exit status 1\n", why.c_str());
+    app.rc = 1;
+  } else if (app.rc == 0) {
     g_printerr("qa-line: warning: no snapshot written to %s\n", snap.c_str());
+  }
 }
 
 // Lines the broker never got make the run fail: they are lost decisions.
@@ -476,6 +487,7 @@ int main(int argc, char** argv) {
   close_mqtt(app);
   close_output(app);
   gst_object_unref(app.pipeline);
+  if (app.video_fd >= 0) close(app.video_fd);  // fdsink leaves it open
   g_main_loop_unref(app.loop);
   return app.rc;
 }

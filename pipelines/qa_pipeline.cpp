@@ -167,7 +167,7 @@ std::vector<GstElement*> analysis(Builder& b, const Options& o, const QaRules& r
 
 // --out: per-frame JSON, the annotated video; else a sink as fast as the
 // analysis.
-std::vector<GstElement*> outputs(Builder& b, const Options& o) {
+std::vector<GstElement*> outputs(Builder& b, const Options& o, int video_fd) {
   if (o.out_dir.empty()) {
     GstElement* sink = b.add("fakesink");
     if (sink) g_object_set(sink, "sync", FALSE, nullptr);
@@ -180,12 +180,12 @@ std::vector<GstElement*> outputs(Builder& b, const Options& o) {
   GstElement* annotated = b.add("identity", "annotated");
   GstElement* jpeg = b.add("jpegenc");
   GstElement* mux = b.add("matroskamux");
-  GstElement* file = b.add("filesink");
+  GstElement* file = b.add("fdsink");
   if (b.failed()) return {};
   g_object_set(json, "location", (o.out_dir + "/results.jsonl").c_str(), nullptr);
   g_object_set(overlay, "show-hud", TRUE, nullptr);
   set_arg(jpeg, "quality", "85");
-  g_object_set(file, "location", (o.out_dir + "/annotated.mkv").c_str(), nullptr);
+  g_object_set(file, "fd", video_fd, nullptr);
   return {json, overlay, convert, bgr, annotated, jpeg, mux, file};
 }
 
@@ -195,13 +195,13 @@ int min_hits(int inference_interval) {
   return std::max(1, 3 / inference_interval);
 }
 
-GstElement* build_pipeline(const Options& o, const QaRules& rules, std::string* why) {
+GstElement* build_pipeline(const Options& o, const QaRules& rules, int video_fd, std::string* why) {
   GstElement* pipeline = GST_ELEMENT(gst_object_ref_sink(gst_pipeline_new("qa-line")));
   Builder b(pipeline, why);
   std::vector<GstElement*> chain = {source(b, o)};
   for (GstElement* e : analysis(b, o, rules)) chain.push_back(e);
   chain.push_back(b.add("identity", "analysed"));
-  for (GstElement* e : outputs(b, o)) chain.push_back(e);
+  for (GstElement* e : outputs(b, o, video_fd)) chain.push_back(e);
   if (b.failed() || !b.link(chain)) {
     gst_object_unref(pipeline);
     return nullptr;

@@ -8,7 +8,7 @@
 //   ! torchtrack name=track [! torchinfer name=classify (roi-list)]
 //   ! identity name=analysed
 //   ! fakesink | torchmetaconvert ! torchoverlay ! videoconvert ! BGR
-//                ! identity name=annotated ! jpegenc ! matroskamux ! filesink
+//                ! identity name=annotated ! jpegenc ! matroskamux ! fdsink
 //
 // Results are read at the src pad of "analysed"; "annotated" is where the
 // verdicts are drawn (--out).
@@ -25,7 +25,10 @@ namespace torchinfer::qa {
 
 // The pipeline (floating reference sunk: the caller owns it), or nullptr
 // with `why` set: an element not installed, a --source that does not parse.
-GstElement* build_pipeline(const Options& o, const QaRules& rules, std::string* why);
+// `video_fd`: the annotated video's file (--out), opened by the caller
+// without blocking (open_output_file: filesink's own open would wait forever
+// on a FIFO nobody reads) and closed by it after the pipeline; -1 without --out.
+GstElement* build_pipeline(const Options& o, const QaRules& rules, int video_fd, std::string* why);
 
 // torchtrack confirms a track after min-hits inferred frames (3 by default):
 // with the detector on every Nth frame that would leave a new part without

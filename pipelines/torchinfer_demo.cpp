@@ -6,6 +6,7 @@
 // of reading torchinfer's metadata from an application.
 #include <gst/gst.h>
 #include <gst/video/video.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -14,10 +15,12 @@
 #include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "app_options.h"
+#include "common/file_check.h"
 #include "common/json_file.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 
@@ -203,6 +206,32 @@ bool parse_args(int argc, char** argv, Options& o) {
   return true;
 }
 
+// Not cv::imwrite: its open() would wait forever on a FIFO nobody reads.
+bool write_snapshot(const std::string& path, const cv::Mat& image) {
+  std::vector<std::uint8_t> png;
+  try {
+    if (!cv::imencode(".png", image, png))
+      throw std::runtime_error("snapshot '" + path + "' cannot be encoded as PNG");
+    torchinfer::write_output_file(path, "snapshot", std::string(png.begin(), png.end()));
+  } catch (const std::exception& e) {
+    g_printerr("ERROR: %s\n", e.what());
+    return false;
+  }
+  return true;
+}
+
+// The annotated video's descriptor for fdsink, or -1 (said why): opened
+// without blocking, since filesink's own open waits forever on a FIFO nobody
+// reads. The caller closes it after the run.
+int open_video(const std::string& path) {
+  try {
+    return torchinfer::open_output_file(path, "annotated video");
+  } catch (const std::exception& e) {
+    g_printerr("ERROR: %s\n", e.what());
+    return -1;
+  }
+}
+
 GstPad* pad_of(GstElement* pipeline, const char* element, const char* pad) {
   GstElement* e = gst_bin_get_by_name(GST_BIN(pipeline), element);
   GstPad* p = gst_element_get_static_pad(e, pad);
@@ -222,12 +251,14 @@ int main(int argc, char** argv) {
   // The decoded MJPEG is converted to YUY2 once, as a factory camera sends
   // it; from there torchinfer, torchnms and torchoverlay work in YUY2.
   const std::string out = run.opt.out;
+  const int video_fd = open_video(out + "/annotated.mkv");
+  if (video_fd < 0) return 1;
   gchar* line = g_strdup_printf(
       "filesrc location=\"%s\" ! matroskademux ! jpegdec ! videoconvert ! video/x-raw,format=YUY2 "
       "! torchinfer name=infer model=\"%s\" stats-interval=100000 ! torchnms name=nms "
       "! torchmetaconvert location=\"%s/results.jsonl\" ! torchoverlay name=overlay show-hud=true "
-      "! videoconvert ! jpegenc quality=85 ! matroskamux ! filesink location=\"%s/annotated.mkv\"",
-      run.opt.clip.c_str(), run.opt.model.c_str(), out.c_str(), out.c_str());
+      "! videoconvert ! jpegenc quality=85 ! matroskamux ! fdsink fd=%d",
+      run.opt.clip.c_str(), run.opt.model.c_str(), out.c_str(), video_fd);
   GError* err = nullptr;
   GstElement* pipeline = gst_parse_launch(line, &err);
   g_free(line);
@@ -261,9 +292,9 @@ int main(int argc, char** argv) {
   g_object_get(infer, "load-time", &load_ms, "active-precision", &precision, "latency-p50", &lat50,
                "latency-p99", &lat99, nullptr);
   gst_element_set_state(pipeline, GST_STATE_NULL);
+  close(video_fd);
 
-  if (!run.snapshot.empty() && !cv::imwrite(out + "/snapshot.png", run.snapshot)) {
-    g_printerr("ERROR: cannot write %s/snapshot.png\n", out.c_str());
+  if (!run.snapshot.empty() && !write_snapshot(out + "/snapshot.png", run.snapshot)) {
     run.snapshot.release();
     rc = 1;
   }

@@ -19,6 +19,7 @@
 
 #include "app_numbers.h"
 #include "common/aligned_buffer.h"
+#include "common/file_check.h"
 #include "common/model_config.h"
 #include "preprocess/preprocess.h"
 
@@ -38,9 +39,9 @@ int usage() {
 // quietly skew the int8 model made from it.
 class OutputFile {
  public:
-  explicit OutputFile(const std::string& path) : path_(path), f_(std::fopen(path.c_str(), "wb")) {
-    if (!f_) fail();
-  }
+  // Opened without blocking: a FIFO nobody reads fails at once, naming it.
+  explicit OutputFile(const std::string& path)
+      : path_(path), f_(open_output_stream(path, "--out")) {}
   ~OutputFile() {
     if (f_) std::fclose(f_);
   }

@@ -192,6 +192,7 @@ static void record_load_stats(State* st, const LoadedModel& m) {
   st->stats.optimize_ms = info.optimize_ms;
   st->stats.warmup_ms = info.warmup_ms;
   st->stats.active_precision = to_string(info.precision);
+  st->stats.active_lanes = m.lane_count();
 }
 
 static void set_running(State* st, std::shared_ptr<Batcher> batcher) {

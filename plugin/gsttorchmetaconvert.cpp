@@ -16,6 +16,7 @@
 #include <mutex>
 #include <string>
 
+#include "common/file_check.h"
 #include "element-errors.h"
 #include "export/frame_record.h"
 #include "frame-record-reader.h"
@@ -87,10 +88,13 @@ static gboolean gst_torchmetaconvert_start(GstBaseTransform* trans) {
     st.owns_out = false;
     return TRUE;
   }
-  FILE* f = std::fopen(location.c_str(), "w");
-  if (!f) {
-    GST_ELEMENT_ERROR(self, RESOURCE, OPEN_WRITE,
-                      ("Could not open '%s' for writing.", location.c_str()), GST_ERROR_SYSTEM);
+  // Never blocks: a FIFO nobody reads yet would hold the state change forever.
+  FILE* f = nullptr;
+  try {
+    f = torchinfer::open_output_stream(location, "torchmetaconvert location");
+  } catch (const std::exception& e) {
+    GST_ELEMENT_ERROR(self, RESOURCE, OPEN_WRITE, ("%s", e.what()),
+                      ("torchmetaconvert location=%s", location.c_str()));
     return FALSE;
   }
   std::lock_guard<std::mutex> lock(st.lock);

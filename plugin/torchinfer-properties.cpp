@@ -295,12 +295,16 @@ constexpr Entry kProperties[] = {
      return true; },
    [](const Settings& s, const Status&, GValue* v) {
      g_value_set_double(v, s.anomaly_threshold.value_or(0.5)); }},
+  stat<&Stats::active_lanes>(PROP_ACTIVE_LANES, [](GParamFlags f) {
+    return g_param_spec_int("active-lanes", "Active lanes",
+      "Lanes the loaded model runs: 'lanes' as resolved (lanes=0: the count chosen from the "
+      "cores); 0 before the first load", 0, kMaxLanes, 0, f); }),
 };
 // clang-format on
 
 constexpr PropertyTable<Settings, Status> kTable{"torchinfer", kProperties};
 static_assert(kTable.in_id_order(), "kProperties lists every Prop once, in enum order");
-static_assert(kTable.size() == PROP_ANOMALY_THRESHOLD, "every Prop has an entry");
+static_assert(kTable.size() == PROP_ACTIVE_LANES, "every Prop has an entry");
 
 }  // namespace
 

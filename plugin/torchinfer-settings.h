@@ -71,6 +71,7 @@ enum Prop {
   PROP_INPUT_BITS,
   PROP_SENSITIVITY,
   PROP_ANOMALY_THRESHOLD,
+  PROP_ACTIVE_LANES,
 };
 
 // Enum values 0 mean "take it from the sidecar".

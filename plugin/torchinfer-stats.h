@@ -15,6 +15,7 @@ struct Stats {
   double load_ms = 0;  // read + optimise + warm-up
   double read_ms = 0, optimize_ms = 0, warmup_ms = 0;
   std::string active_precision;
+  int active_lanes = 0;  // what `lanes` resolved to (lanes=0: the automatic count)
 };
 
 // The "stats" property / "torchinfer-stats" message structure.

@@ -19,6 +19,14 @@
       the same figures on held-out scenes at the line's station with good
       and defective parts (anomaly_crops.py, seeds 7,800,000..; never fitted
       on), per defect type
+  eval_anomaly.py plugin FILE.jsonl [--sidecar models/demo/part_anomaly.json]
+      the same view/part figures from torchmetaconvert's JSON lines of the
+      two-stage pipeline on line.mkv (detector, then the anomaly model with
+      inference-region=roi-list object-class=bracket,washer
+      object-padding=0.1): on each frame a judged part is whole, the
+      detection with the highest IoU (>= 0.5) with its truth box that
+      carries an "anomaly" object gives the view's raw score; a view
+      without one is counted as lost
   eval_anomaly.py fixture OUTDIR [--model M.pt]
       the C++ test's fixture (tests/data/part_anomaly_*): one good and one
       defective clip view (FIXTURE: part, frame) rounded to 8 bits as PPM,
@@ -165,6 +173,65 @@ def heldout(args):
     return 0
 
 
+def iou(a, b):
+    w = min(a[2], b[2]) - max(a[0], b[0])
+    h = min(a[3], b[3]) - max(a[1], b[1])
+    if w <= 0 or h <= 0:
+        return 0.0
+    return w * h / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - w * h)
+
+
+def plugin(args):
+    with open(args.truth) as f:
+        truth = json.load(f)
+    with open(args.sidecar) as f:
+        meta = json.load(f)
+    frames = {}
+    with open(args.jsonl) as f:
+        for line in f:
+            rec = json.loads(line)
+            frames[rec["frame"]] = rec
+    raw, labels, medians, part_labels, right, lost = [], [], [], [], 0, 0
+    for p in truth["parts"]:
+        if p["first_full"] is None:
+            continue
+        scores = []
+        for t in range(p["first_full"], p["last_full"] + 1):
+            box = next(o["bbox"] for o in truth["frames"][t]["objects"]
+                       if o["part"] == p["id"] and o["class"] in ("bracket", "washer"))
+            rec = frames.get(t, {"detections": []})
+            best, best_iou = None, 0.5
+            for d in rec["detections"]:
+                if "anomaly" not in d:
+                    continue
+                b = d["box"]  # frame pixels
+                pix = [b["x_min"], b["y_min"], b["x_max"], b["y_max"]]
+                if iou(pix, box) >= best_iou:
+                    best, best_iou = d, iou(pix, box)
+            if best is None:
+                lost += 1
+                continue
+            scores.append(best["anomaly"]["raw_score"])
+        raw += scores
+        labels += [p["defective"]] * len(scores)
+        if not scores:
+            print(f"  part {p['id']:2d} never judged  WRONG")
+            continue
+        med = float(np.median(scores))
+        reject = normalised(med, meta) >= 0.5
+        right += reject == p["defective"]
+        medians.append(med)
+        part_labels.append(p["defective"])
+        print(f"  part {p['id']:2d} {'defective' if p['defective'] else 'good':9s} {len(scores):2d} views: "
+              f"median raw {med:7.3f} -> {'reject' if reject else 'pass'}"
+              f"{'' if reject == p['defective'] else '  WRONG'}")
+    view_right = sum((normalised(r, meta) >= 0.5) == y for r, y in zip(raw, labels))
+    print(f"  view AUROC {auroc(raw, labels):.4f}, part AUROC {auroc(medians, part_labels):.4f}; "
+          f"verdicts: parts {right}/{len(part_labels)}, views {view_right}/{len(raw)}; "
+          f"{lost} whole part-frames without a scored detection")
+    return int(auroc(medians, part_labels) < GOALS["part"] or auroc(raw, labels) < GOALS["view"])
+
+
 def fixture(args):
     model, meta = load(args.model)
     crops, views = ac.clip_views(args.truth)
@@ -234,6 +301,10 @@ def main():
     h.add_argument("--model", default=DEFAULT_MODEL)
     h.add_argument("--seed", type=int, default=HELDOUT_SEED)
     h.add_argument("--count", type=int, default=250, help="scenes (about 1.7 parts each)")
+    g = sub.add_parser("plugin")
+    g.add_argument("jsonl")
+    g.add_argument("--truth", default=os.path.join(HERE, "line.truth.json"))
+    g.add_argument("--sidecar", default=os.path.join(HERE, "part_anomaly.json"))
     x = sub.add_parser("fixture")
     x.add_argument("outdir")
     x.add_argument("--model", default=DEFAULT_MODEL)
@@ -243,7 +314,7 @@ def main():
     t.add_argument("--batch", type=int, default=1)
     t.add_argument("--iters", type=int, default=200)
     args = ap.parse_args()
-    return {"clip": clip, "heldout": heldout, "fixture": fixture,
+    return {"clip": clip, "heldout": heldout, "plugin": plugin, "fixture": fixture,
             "latency": latency}[args.cmd](args)
 
 

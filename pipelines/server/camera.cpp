@@ -489,7 +489,27 @@ void Camera::begin_drain() {
   }
   if (rtsp_) rtsp_->stop();
   if (aravis_) aravis_->stop();
-  if (!send_eos()) drained_ = true;  // not running yet: nothing to drain
+  // Off the main loop: an EOS waits for the streaming thread, which an
+  // output that blocks (a JSON reader that stopped reading) holds for good,
+  // and /healthz and SIGTERM must still answer. The task holds only what it
+  // needs (the camera may be gone when it ends): the target and the flag.
+  struct Drain {
+    GstElement* target;
+    std::shared_ptr<std::atomic<bool>> refused;
+  };
+  GstElement* target = appsrc_ ? GST_ELEMENT(appsrc_) : convert_;
+  gst_element_call_async(
+      pipeline_,
+      [](GstElement*, gpointer p) {
+        auto* d = static_cast<Drain*>(p);
+        if (!send_eos_to(d->target)) d->refused->store(true);  // not running: nothing to drain
+      },
+      new Drain{GST_ELEMENT(gst_object_ref(target)), eos_refused_},
+      [](gpointer p) {
+        auto* d = static_cast<Drain*>(p);
+        gst_object_unref(d->target);
+        delete d;
+      });
 }
 
 // Into videoconvert, not the pipeline: a demuxer pulling from filesrc (the
@@ -497,8 +517,12 @@ void Camera::begin_drain() {
 // leaves after the frames already on their way. False when it cannot go in:
 // the pipeline is not running (never started, failed): nothing to drain.
 bool Camera::send_eos() {
-  if (appsrc_) return gst_app_src_end_of_stream(appsrc_) == GST_FLOW_OK;
-  GstPad* pad = gst_element_get_static_pad(convert_, "sink");
+  return send_eos_to(appsrc_ ? GST_ELEMENT(appsrc_) : convert_);
+}
+
+bool Camera::send_eos_to(GstElement* target) {
+  if (GST_IS_APP_SRC(target)) return gst_app_src_end_of_stream(GST_APP_SRC(target)) == GST_FLOW_OK;
+  GstPad* pad = gst_element_get_static_pad(target, "sink");
   const bool sent = gst_pad_send_event(pad, gst_event_new_eos());
   gst_object_unref(pad);
   return sent;
@@ -525,7 +549,7 @@ void Camera::shutdown(double timeout_s) {
   // An EOS that cannot go in means nothing flows (the start never got
   // there): nothing to drain, and no reason to wait for it.
   if (!drained_ && timeout_s > 0 && !draining_.exchange(true) && !send_eos()) timeout_s = 0;
-  if (!drained_ && timeout_s > 0) {
+  if (!drained() && timeout_s > 0) {
     GstBus* bus = gst_element_get_bus(pipeline_);
     GstMessage* m = gst_bus_timed_pop_filtered(
         bus, static_cast<GstClockTime>(timeout_s * GST_SECOND),
@@ -547,6 +571,12 @@ StreamFigures Camera::figures() const {
   StreamFigures f;
   f.id = spec_.id;
   f.model = spec_.model;
+  {
+    // Before torchinfer's counters: a frame leaving the pipeline between
+    // the two reads would otherwise make "out" overtake what torchinfer let out.
+    std::lock_guard<std::mutex> lock(mu_);
+    f.frames_out = frames_out_;
+  }
   GstStructure* s = infer_stats(infer_);
   // One structure, read at one moment: the counters add up.
   f.frames_in = stat_u64(s, "frames-in");
@@ -561,7 +591,6 @@ StreamFigures Camera::figures() const {
   if (s) gst_structure_free(s);
   std::lock_guard<std::mutex> lock(mu_);
   f.state = to_string(health_.state());
-  f.frames_out = frames_out_;
   f.latency_p50_s = latency_.quantile(0.5);
   f.latency_p99_s = latency_.quantile(0.99);
   f.latency_sum_s = latency_.sum();

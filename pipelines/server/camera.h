@@ -73,7 +73,7 @@ class Camera {
   // Ends the stream: EOS in, so the JSON and MQTT outputs get every frame
   // already captured. Returns at once; drained() turns true at the EOS.
   void begin_drain();
-  bool drained() const { return drained_.load(); }
+  bool drained() const { return drained_.load() || eos_refused_->load(); }
   // Takes the pipeline away from the main loop (no more bus handling, the
   // RTSP source stopped) so shutdown() can run on another thread.
   void detach();
@@ -104,6 +104,7 @@ class Camera {
   void fail(const std::string& message);
   void take_sample(GstSample* sample);
   bool send_eos();
+  static bool send_eos_to(GstElement* target);  // appsrc, or videoconvert's sink pad
   void play_async();
 
   const StreamSpec spec_;
@@ -114,12 +115,14 @@ class Camera {
   GstElement* pipeline_ = nullptr;
   GstElement* infer_ = nullptr;    // owned by the pipeline
   GstElement* convert_ = nullptr;  // decodebin links its pad here
-  GstAppSrc* appsrc_ = nullptr;    // rtsp:// only
+  GstAppSrc* appsrc_ = nullptr;    // rtsp:// and aravis://
   std::unique_ptr<rtsp::ReconnectingSource> rtsp_;
   std::unique_ptr<AravisSource> aravis_;
   guint bus_watch_ = 0;
   std::atomic<bool> seeked_{false};  // the first segment seek of a looped file is asked for
   std::atomic<bool> drained_{false}, draining_{false}, detached_{false}, stopped_{false};
+  // Set by begin_drain()'s EOS, sent off the main loop, when it cannot go in.
+  std::shared_ptr<std::atomic<bool>> eos_refused_ = std::make_shared<std::atomic<bool>>(false);
   // Shared with the asynchronous start, which may run after this camera is
   // gone: it must not start a pipeline that shutdown() has stopped.
   struct StartGate {

@@ -232,12 +232,16 @@ Reply ServerApp::get_stream(const std::string& id) const {
 
 Reply ServerApp::list_models() const {
   json list = json::array();
-  for (const auto& m : models_)
+  for (const auto& m : models_) {
+    int active = 0;  // the configured lanes as the load resolved them (0 = automatic)
+    g_object_get(m->infer, "active-lanes", &active, nullptr);
     list.push_back({{"id", m->spec.id},
                     {"path", m->spec.path},
                     {"batch_size", m->spec.batch_size},
                     {"lanes", m->spec.lanes},
+                    {"lanes_active", active},
                     {"load_seconds", m->load_seconds}});
+  }
   return {200, {{"models", list}}};
 }
 

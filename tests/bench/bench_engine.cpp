@@ -10,7 +10,8 @@
 //   bare --model M.pt [--batch 1] [--threads 2] [--iters 30] [--width W --height H]
 //       [--precision int8] [--camera 1920x1080]: only the bare libtorch loop
 //       (the upper bound of tests/bench/compare.sh): one key=value line with
-//       images/s, p50, p99, CPU ms per image and peak RSS. --camera: each
+//       images/s, p50, p99, CPU ms per image and peak RSS (a tuple or dict
+//       output: its first tensor is read). --camera: each
 //       iteration first preprocesses `batch` YUY2 frames of that size with
 //       the project's Preprocessor on the calling thread, as a hand-written
 //       app would (tests/bench/element_vs_bare.sh).
@@ -209,7 +210,10 @@ int bare() {
     c10::InferenceMode guard;
     at::Tensor x = torch::from_blob(in.data(), {batch, 3, h, w}, {h * w * 3, 1, w * 3, 3});
     at::IValue out = m.forward({bf16 ? x.to(at::kBFloat16) : x});
-    at::Tensor y = out.isTuple() ? out.toTuple()->elements()[0].toTensor() : out.toTensor();
+    // Tuple and dict outputs (anomaly models: {anomaly_map, pred_score}): the first one.
+    at::Tensor y = out.isTuple()         ? out.toTuple()->elements()[0].toTensor()
+                   : out.isGenericDict() ? out.toGenericDict().begin()->value().toTensor()
+                                         : out.toTensor();
     return y.to(at::kFloat).contiguous().data_ptr<float>()[0];
   };
   for (int i = 0; i < 3; ++i) once();

@@ -447,15 +447,17 @@ TEST(PropertyTable, ReadsTheFiguresFromStatus) {
   now.figures.optimize_ms = 2.5;
   now.figures.warmup_ms = 8.5;
   now.figures.active_precision = "bf16";
+  now.figures.active_lanes = 3;
   const std::pair<const char*, const char*> cases[] = {{"frames", "42"},
                                                        {"load-time", "12.500000"},
                                                        {"read-time", "1.500000"},
                                                        {"optimize-time", "2.500000"},
                                                        {"warmup-time", "8.500000"},
                                                        {"last-inference-time", "3.250000"},
-                                                       {"active-precision", "\"bf16\""}};
+                                                       {"active-precision", "\"bf16\""},
+                                                       {"active-lanes", "3"}};
   for (const auto& [name, expected] : cases) EXPECT_EQ(read_with(now, name), expected) << name;
-  EXPECT_EQ(now.asked, 7);  // one question per read
+  EXPECT_EQ(now.asked, 8);  // one question per read
 }
 
 TEST(PropertyTable, StreamFiguresComeFromTheSnapshot) {
@@ -496,7 +498,7 @@ TEST(PropertyTable, OnlyFiguresAskTheStatus) {
     EXPECT_EQ(now.asked, figure ? 1 : 0) << p->name;
     figures += figure;
   }
-  EXPECT_EQ(figures, 12);
+  EXPECT_EQ(figures, 13);
 }
 
 TEST(PropertyTable, SettingsBecomeOverrides) {

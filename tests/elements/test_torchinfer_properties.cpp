@@ -8,7 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "common/cpu_set.h"
+#include "common/sysinfo.h"
 #include "element_helpers.h"
+#include "model/lanes_rule.h"
 #include "property_checks.h"
 
 using namespace torchinfer::test;
@@ -69,6 +72,7 @@ const ExpectedProperty kExpected[] = {
     {"input-bits", "gint", 'r'},
     {"sensitivity", "gdouble", 'r'},
     {"anomaly-threshold", "gdouble", 'r'},
+    {"active-lanes", "gint", 'o'},
 };
 
 // A valid value, different from the default, for each string property.
@@ -122,6 +126,27 @@ TEST(TorchInferProperties, EveryWritablePropertyRoundTrips) {
 }
 
 // ---- negative -------------------------------------------------------------
+
+// What lanes=0 resolved to was nowhere to read (torchinfer-server's GET
+// /models showed the setting, 0): active-lanes is the loaded count.
+TEST(TorchInferProperties, ActiveLanesIsTheCountTheLoadChose) {
+  const int automatic =
+      torchinfer::choose_lanes({torchinfer::physical_cores(torchinfer::allowed_cpus()), 0, 0})
+          .lanes;
+  for (const auto& [setting, expected] : {std::pair{0, automatic}, std::pair{1, 1}}) {
+    GstElement* e = make();
+    g_object_set(e, "model", model("identity.pt").c_str(), "lanes", setting, nullptr);
+    int lanes = -1;
+    g_object_get(e, "active-lanes", &lanes, nullptr);
+    EXPECT_EQ(lanes, 0) << "nothing loaded yet";
+    const StartResult r = try_start(e);
+    ASSERT_NE(r.ret, GST_STATE_CHANGE_FAILURE) << r.error.message;
+    g_object_get(e, "active-lanes", &lanes, nullptr);
+    EXPECT_EQ(lanes, expected) << "lanes=" << setting;
+    gst_element_set_state(e, GST_STATE_NULL);
+    gst_object_unref(e);
+  }
+}
 
 TEST(TorchInferPropertiesErrors, ReadyOnlyPropertiesRefusedWhilePlaying) {
   GstHarness* h = torchinfer_harness("model=" + model("tiny_classifier.pt"),

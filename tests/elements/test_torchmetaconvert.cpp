@@ -5,6 +5,10 @@
 #include <gst/video/video.h>
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -158,6 +162,43 @@ TEST(TorchMetaConvertErrors, UnwritableLocation) {
   EXPECT_EQ(r.error.code, GST_RESOURCE_ERROR_OPEN_WRITE);
   EXPECT_NE(r.error.message.find("/nonexistent/dir/out.jsonl"), std::string::npos);
   gst_object_unref(e);
+}
+
+// A FIFO nobody reads yet used to hold the change to PAUSED in open()
+// forever; with a reader it is written like a file.
+TEST(TorchMetaConvertErrors, FifoWithoutAReaderFailsAtOnceWithOneItIsWritten) {
+  char dir[] = "/tmp/torchmetaconvert-fifo-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string fifo = std::string(dir) + "/results.jsonl";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  GstElement* e = gst_element_factory_make("torchmetaconvert", nullptr);
+  g_object_set(e, "location", fifo.c_str(), nullptr);
+  const StartResult r = try_start(e);
+  EXPECT_EQ(r.ret, GST_STATE_CHANGE_FAILURE);
+  ASSERT_TRUE(r.error.set);
+  EXPECT_EQ(r.error.domain, GST_RESOURCE_ERROR);
+  EXPECT_EQ(r.error.code, GST_RESOURCE_ERROR_OPEN_WRITE);
+  EXPECT_EQ(r.error.message, "torchmetaconvert location '" + fifo +
+                                 "' is a FIFO (named pipe) that no process reads; start its "
+                                 "reader first or give the path of a file");
+  gst_element_set_state(e, GST_STATE_NULL);
+  gst_object_unref(e);
+
+  const int reader = open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0);
+  GstHarness* h = gst_harness_new_parse(("torchmetaconvert location=" + fifo).c_str());
+  gst_harness_set_src_caps_str(h, kCaps);
+  gst_buffer_unref(gst_harness_push_and_pull(h, make_video_buffer(caps_info(), 1)));
+  gst_harness_teardown(h);
+  char buf[4096];
+  const ssize_t n = read(reader, buf, sizeof buf);
+  ASSERT_GT(n, 0);
+  const std::string line(buf, static_cast<std::size_t>(n));
+  EXPECT_EQ(line.back(), '\n');
+  EXPECT_EQ(json::parse(line)["frame"], 0) << line;
+  close(reader);
+  unlink(fifo.c_str());
+  rmdir(dir);
 }
 
 TEST(TorchMetaConvertErrors, LocationLockedWhileRunning) {

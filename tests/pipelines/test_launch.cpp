@@ -423,6 +423,38 @@ TEST(Detection, PythonExampleReadsTheRoiMetas) {
       << r.out;
 }
 
+// Each output of the demo on a FIFO nobody reads: open() used to wait for a
+// reader forever (the video and results before the first frame, the
+// snapshot after the last); now the run fails naming the file. `timeout`
+// turns a hang back into a failure (exit 124).
+TEST(DemoErrors, OutputsOnAFifoNobodyReadsFailTheRunNamingThem) {
+  const std::string root = source_root();
+  const char* demo = std::getenv("TORCHINFER_DEMO");
+  ASSERT_NE(demo, nullptr);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"annotated.mkv", "ERROR: annotated video '"},
+      {"results.jsonl", "ERROR: torchmetaconvert location '"},
+      {"snapshot.png", "ERROR: snapshot '"},
+  };
+  for (const auto& [name, what] : cases) {
+    const std::string out = temp_dir() + "demo_fifo_" + name;
+    g_mkdir_with_parents(out.c_str(), 0755);
+    const std::string fifo = out + "/" + name;
+    ::unlink(fifo.c_str());
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    const Result r =
+        run({"timeout", "300", demo, "--quiet", "--model", root + "/models/demo/parts_detector.pt",
+             "--clip", root + "/models/demo/line.mkv", "--out", out});
+    EXPECT_EQ(r.exit_code, 1) << name << ": " << r.err << r.out;
+    EXPECT_NE(r.err.find(what + fifo +
+                         "' is a FIFO (named pipe) that no process reads; start its reader "
+                         "first or give the path of a file"),
+              std::string::npos)
+        << r.err;
+    ::unlink(fifo.c_str());
+  }
+}
+
 // Hostile files through gst-launch as a user runs it: the process must end
 // with one readable error, not a crash (deep JSON) or a hang (FIFO model).
 TEST(LaunchErrors, HostileFilesAreOneReadableLine) {

@@ -1,5 +1,8 @@
 // torchinfer-qa-line end to end: the detector-only rule, a clean stop on
 // SIGINT, and the command-line errors.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -231,7 +234,41 @@ TEST(QaLineErrors, UnwritableOutputExitsOne) {
   const Result r = run({app(), "--clip", clip(), "--model", model(), "--classifier",
                         qa_classifier(), "--output", "/nonexistent/d.jsonl"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("cannot write /nonexistent/d.jsonl"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("qa-line: error: --output '/nonexistent/d.jsonl' cannot be opened for "
+                       "writing: No such file or directory"),
+            std::string::npos)
+      << r.err;
+}
+
+// Each file the app writes, on a FIFO nobody reads: open() used to wait for
+// a reader forever (the decisions and the video before the run, the
+// snapshot after it); now the run fails naming the file, exit 1.
+TEST(QaLineErrors, OutputsOnAFifoNobodyReadsFailTheRunNamingThem) {
+  const std::string dir = testing::TempDir() + "qa_fifo";
+  const std::string fifo_tail =
+      "' is a FIFO (named pipe) that no process reads; start its reader first or give the path "
+      "of a file";
+  struct Case {
+    std::string file, flag, message;
+  };
+  const std::vector<Case> cases = {
+      {"decisions.jsonl", "--output", "qa-line: error: --output '"},
+      {"annotated.mkv", "--out", "qa-line: error: annotated video '"},
+      {"results.jsonl", "--out", "torchmetaconvert location '"},
+      {"snapshot.png", "--out", "qa-line: error: snapshot '"},
+  };
+  for (const Case& c : cases) {
+    const std::string out = dir + "/" + c.file;
+    ASSERT_EQ(g_mkdir_with_parents(out.c_str(), 0755), 0);
+    const std::string fifo = out + "/" + c.file;
+    unlink(fifo.c_str());
+    ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+    Child run({app(), "--clip", clip(), "--model", model(), "--classifier", qa_classifier(),
+               "--quiet", c.flag, c.flag == "--out" ? out : fifo});
+    EXPECT_EQ(run.wait_exit(300), 1) << c.file << ": " << run.err();
+    EXPECT_NE(run.err().find(c.message + fifo + fifo_tail), std::string::npos) << run.err();
+    unlink(fifo.c_str());
+  }
 }
 
 // A full disk loses every pass/reject line: that is an error, not a run

@@ -377,11 +377,29 @@ TEST_F(ServerApi, ModelsAndDashboardPage) {
   EXPECT_EQ(models["models"][0]["id"], "parts");
   EXPECT_EQ(models["models"][0]["batch_size"], 4);
   EXPECT_EQ(models["models"][0]["lanes"], suite_lanes());
+  EXPECT_EQ(models["models"][0]["lanes_active"], suite_lanes());
   EXPECT_GT(models["models"][0]["load_seconds"].get<double>(), 0);
   const HttpReply page = http_.get(server_->url("/"));
   EXPECT_EQ(page.status, 200);
   EXPECT_EQ(page.content_type, "text/html");
   EXPECT_NE(page.body.find("<title>torchinfer-server</title>"), std::string::npos);
+}
+
+// lanes 0 (automatic) was reported as 0: lanes_active is what the load
+// chose. With threads 2 the rule (model/lanes_rule.h) takes lanes of
+// floor(sqrt(2)) = 1 thread, as many as the cores allow: suite_lanes().
+TEST(ServerModels, AutomaticLanesReportTheCountTheLoadChose) {
+  const json model = {
+      {"id", "auto"}, {"path", detector()}, {"batch_size", 2}, {"threads", 2}, {"lanes", 0}};
+  ServerProcess server(json{{"models", json::array({model})}});
+  ASSERT_TRUE(server.ready()) << server.child().err();
+  Http http;
+  const json models = http.get(server.url("/models")).json();
+  ASSERT_EQ(models["models"].size(), 1u) << models;
+  EXPECT_EQ(models["models"][0]["lanes"], 0) << models;
+  EXPECT_EQ(models["models"][0]["lanes_active"], suite_lanes()) << models;
+  server.child().signal(SIGTERM);
+  EXPECT_EQ(server.child().wait_exit(30), 0) << server.child().err();
 }
 
 // libsoup hands the path percent-decoded: any bytes. Echoed escaped, in

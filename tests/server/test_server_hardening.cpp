@@ -1,14 +1,18 @@
 // torchinfer-server against a hostile client and a hostile host (issue 24):
-// a FIFO as a camera's file, a camera whose start never returns, fast
+// a FIFO as a camera's file, a camera whose JSON reader hangs, fast
 // add/remove cycles against max_streams, a removed id added again while it
 // still drains, connections beyond max_connections and beyond the open
 // files limit, a token file no header can carry.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "raw_http.h"
@@ -38,24 +42,58 @@ std::vector<std::string> states(Http& http, const ServerProcess& s) {
   return out;
 }
 
-// A FIFO's open for reading blocks until a writer comes (and the writer's
-// until a reader): read it to the end on a thread of its own.
-class FifoReader {
+// A JSON consumer that stopped reading: a FIFO open for reading (so
+// torchmetaconvert's open succeeds) and already full (so the camera's first
+// line blocks in write(), and with it the streaming thread: no frame gets
+// through, and the pipeline cannot stop until someone reads). drain() is
+// that someone: it reads to the end, once the camera has closed it.
+class StalledFifo {
  public:
-  explicit FifoReader(const std::string& path)
-      : thread_([this, path] {
-          std::ifstream in(path);
-          text_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-        }) {}
-  std::string join() {
-    thread_.join();
-    return text_;
+  explicit StalledFifo(const std::string& path) : path_(path) {
+    if (mkfifo(path.c_str(), 0600) != 0) return;
+    reader_ = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    const int writer = open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (reader_ < 0 || writer < 0) return;
+    // Whole pages first, then bytes, until the pipe takes no more.
+    const std::string page(4096, '#');
+    for (std::size_t chunk : {page.size(), std::size_t{1}})
+      for (ssize_t n; (n = write(writer, page.data(), chunk)) > 0;) filled_ += n;
+    full_ = errno == EAGAIN;
+    close(writer);
+  }
+  ~StalledFifo() {
+    if (reader_ >= 0) close(reader_);
+  }
+  bool full() const { return full_ && filled_ > 0; }
+  // What the camera wrote after the filler; blocks until its writer closes.
+  std::string drain() {
+    fcntl(reader_, F_SETFL, fcntl(reader_, F_GETFL) & ~O_NONBLOCK);
+    std::string text;
+    char buf[65536];
+    for (ssize_t n; (n = read(reader_, buf, sizeof buf)) > 0;) text.append(buf, n);
+    return text.size() >= filled_ ? text.substr(filled_) : "";
   }
 
  private:
-  std::string text_;
-  std::thread thread_;
+  std::string path_;
+  int reader_ = -1;
+  std::size_t filled_ = 0;
+  bool full_ = false;
 };
+
+// The lines a stalled camera wrote once let go: whole, numbered 0, 1, 2, ...
+::testing::AssertionResult whole_lines_from_frame_0(const std::string& text, std::size_t* n) {
+  std::istringstream in(text);
+  *n = 0;
+  for (std::string line; std::getline(in, line); ++*n) {
+    const json j = json::parse(line, nullptr, false);
+    if (j.is_discarded() || j.value("frame", -1) != static_cast<long long>(*n))
+      return ::testing::AssertionFailure() << "line " << *n << " is " << line;
+  }
+  if (!text.empty() && text.back() != '\n')
+    return ::testing::AssertionFailure() << "the last line is torn: " << text;
+  return ::testing::AssertionSuccess();
+}
 
 }  // namespace
 
@@ -108,9 +146,32 @@ TEST(ServerFifo, AConfiguredFifoCameraFailsWithoutHoldingUpTheServer) {
   g_rmdir(dir.c_str());
 }
 
-// A camera whose start never returns (its JSON file is a FIFO nobody reads,
-// so torchmetaconvert's open blocks in the change to PAUSED, as a source's
-// open could): the API answers on; removed, it holds its id and its place
+// A camera whose JSON file is a FIFO nobody reads fails at once, naming the
+// file (torchmetaconvert's open waited for a reader forever: "starting"
+// until someone read); the server serves on.
+TEST(ServerFifo, ACameraWhoseJsonFileIsAFifoNobodyReadsFailsNamingIt) {
+  ServerProcess server(json{{"max_streams", 2}});
+  ASSERT_TRUE(server.ready()) << server.child().err();
+  const std::string fifo = server.out_dir() + "/pipe.jsonl";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  Http http;
+  ASSERT_EQ(post(http, server, {{"id", "pipe"}, {"uri", clip_uri()}}).status, 201);
+  ASSERT_TRUE(eventually([&] { return server.stream(http, "pipe")["state"] == "failed"; }, 60))
+      << server.stream(http, "pipe");
+  EXPECT_EQ(server.stream(http, "pipe")["last_error"],
+            "json: torchmetaconvert location '" + fifo +
+                "' is a FIFO (named pipe) that no process reads; start its reader first or give "
+                "the path of a file (torchmetaconvert location=" +
+                fifo + ")");
+  EXPECT_EQ(http.get(server.url("/healthz")).status, 200);
+  server.child().signal(SIGTERM);
+  EXPECT_EQ(server.child().wait_exit(30), 0) << server.child().err();
+}
+
+// A camera whose JSON consumer stopped reading (its file a FIFO that is
+// open but full, as a hung reader leaves it): its first line blocks, no
+// frame gets through (starting), and its pipeline cannot stop while the
+// write waits. The API answers on; removed, it holds its id and its place
 // under max_streams until its pipeline is gone; then the id comes back.
 TEST(ServerStopping, ARemovedCameraHoldsItsIdAndItsPlaceUntilItsPipelineIsGone) {
   ServerProcess server(
@@ -119,11 +180,17 @@ TEST(ServerStopping, ARemovedCameraHoldsItsIdAndItsPlaceUntilItsPipelineIsGone) 
   Http http;
   ASSERT_TRUE(eventually([&] { return server.stream(http, "cam0")["state"] == "running"; }, 120));
   const std::string fifo = server.out_dir() + "/held.jsonl";
-  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  StalledFifo stalled(fifo);
+  ASSERT_TRUE(stalled.full());
 
   HttpReply r = post(http, server, {{"id", "held"}, {"uri", clip_uri()}});
   ASSERT_EQ(r.status, 201) << r.body << r.error;
   EXPECT_EQ(r.json()["state"], "starting");
+  // Its frames flow into torchinfer, none out of the pipeline: it is stuck
+  // on the write (removed before that, it would never have started).
+  ASSERT_TRUE(eventually([&] { return server.stream(http, "held")["frames"]["in"] >= 1; }, 60))
+      << server.child().err();
+  EXPECT_EQ(server.stream(http, "held")["state"], "starting");
   EXPECT_EQ(http.get(server.url("/healthz")).status, 200);
   r = http.request("DELETE", server.url("/streams/held"));
   ASSERT_EQ(r.status, 200) << r.body;
@@ -146,11 +213,15 @@ TEST(ServerStopping, ARemovedCameraHoldsItsIdAndItsPlaceUntilItsPipelineIsGone) 
             "the server runs max_streams (2) streams already (1 of them removed and still "
             "stopping); remove one first");
 
-  // A reader lets the open return: the camera drains and goes.
-  FifoReader reader(fifo);
+  // Reading lets the write return: the camera drains and goes, its lines whole.
+  std::string written;
+  std::thread reader([&] { written = stalled.drain(); });
   ASSERT_TRUE(eventually([&] { return http.get(server.url("/streams/held")).status == 404; }, 60))
       << server.child().err();
   reader.join();
+  std::size_t lines = 0;
+  EXPECT_TRUE(whole_lines_from_frame_0(written, &lines));
+  EXPECT_GE(lines, 1u);
   EXPECT_EQ(states(http, server), std::vector<std::string>({"cam0:running"}));
   ASSERT_EQ(unlink(fifo.c_str()), 0);
   ASSERT_EQ(post(http, server, {{"id", "held"}, {"uri", clip_uri()}}).status, 201);
@@ -162,14 +233,23 @@ TEST(ServerStopping, ARemovedCameraHoldsItsIdAndItsPlaceUntilItsPipelineIsGone) 
   EXPECT_GE(n, 3u);
 }
 
-// SIGTERM ends the process even when a camera's pipeline never stops.
-TEST(ServerStopping, SigtermEndsTheServerWhileACameraStartNeverReturns) {
+// SIGTERM ends the process even when a camera's pipeline never stops (its
+// JSON consumer stopped reading, as above, and never comes back).
+TEST(ServerStopping, SigtermEndsTheServerWhileACameraPipelineNeverStops) {
   ServerProcess server(json{{"drain_timeout_s", 1}});
   ASSERT_TRUE(server.ready()) << server.child().err();
-  const std::string fifo = server.out_dir() + "/held.jsonl";
-  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  StalledFifo stalled(server.out_dir() + "/held.jsonl");
+  ASSERT_TRUE(stalled.full());
   Http http;
   ASSERT_EQ(post(http, server, {{"id", "held"}, {"uri", clip_uri()}}).status, 201);
+  // Until nothing more enters torchinfer: the streaming thread is held up
+  // behind the write, and with it any EOS sent in (that froze the main loop).
+  auto held_up = [&] {
+    const json before = server.stream(http, "held")["frames"]["in"];
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    return before >= 1 && server.stream(http, "held")["frames"]["in"] == before;
+  };
+  ASSERT_TRUE(eventually(held_up, 60)) << server.child().err();
   EXPECT_EQ(server.stream(http, "held")["state"], "starting");
   server.child().signal(SIGTERM);
   EXPECT_EQ(server.child().wait_exit(60), 1) << server.child().err();

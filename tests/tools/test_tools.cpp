@@ -1,6 +1,8 @@
 // The installed CLIs: torchinfer-selfcheck and torchinfer-dump-frames.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -386,6 +388,32 @@ TEST(DumpFramesErrors, OutOfRangeNumbersExitTwo) {
               std::string::npos)
         << r.out;
   }
+}
+
+// --out on a FIFO nobody reads waited for a reader forever; `timeout`
+// turns a hang back into a failure (exit 124).
+TEST(DumpFramesErrors, OutOnAFifoNobodyReadsFailsNamingIt) {
+  const std::string clip = testing::TempDir() + "dump_fifo_clip.avi";
+  ASSERT_EQ(run("gst-launch-1.0 -q videotestsrc num-buffers=2 ! "
+                "video/x-raw,width=64,height=48,framerate=30/1 ! jpegenc ! avimux ! filesink "
+                "location=" +
+                clip)
+                .code,
+            0);
+  const std::string fifo = testing::TempDir() + "dump_fifo.raw";
+  unlink(fifo.c_str());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const Result r =
+      run("timeout 120 " + tool("TORCHINFER_DUMP_FRAMES") + " --clip " + clip + " --model " +
+          torchinfer::test::model_path("tiny_classifier.pt") + " --out " + fifo);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("error: --out '" + fifo +
+                       "' is a FIFO (named pipe) that no process reads; start its reader first "
+                       "or give the path of a file"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("wrote "), std::string::npos) << r.out;
+  unlink(fifo.c_str());
 }
 
 TEST(DumpFramesErrors, FullDiskIsAnError) {

@@ -2,8 +2,11 @@
 // any recursive walk, files that block (FIFOs), oversized files, labels that
 // are not UTF-8, archives damaged inside deflated entries. Each must end in
 // a torchinfer::Error naming the file, never a crash or a hang.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -160,6 +163,83 @@ TEST(HostileFiles, DirectoriesAndDevicesAreNotFiles) {
                {"/dev/zero", "character device"});
   expect_error([] { verify_zip_archive("/dev/null"); }, ErrorKind::kNotFound,
                {"/dev/null", "not a regular file"});
+}
+
+// ---- outputs that block or are not files ------------------------------------
+
+// A FIFO nobody reads held open() (and the element's start) forever.
+TEST(HostileOutputs, FifoWithoutAReaderFailsAtOnce) {
+  const std::string fifo = make_fifo("out.jsonl");
+  expect_error([&] { open_output_file(fifo, "results file"); }, ErrorKind::kNotFound,
+               {"results file '" + fifo +
+                "' is a FIFO (named pipe) that no process reads; start its reader first or "
+                "give the path of a file"});
+}
+
+// With a reader it is written like a file, in blocking mode (back-pressure).
+TEST(HostileOutputs, FifoWithAReaderIsWritten) {
+  const std::string fifo = make_fifo("read.jsonl");
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0);
+  std::FILE* f = open_output_stream(fifo, "results file");
+  EXPECT_EQ(::fcntl(::fileno(f), F_GETFL) & O_NONBLOCK, 0);
+  EXPECT_EQ(::fcntl(::fileno(f), F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+  std::fputs("{\"frame\":0}\n", f);
+  EXPECT_EQ(std::fclose(f), 0);
+  char buf[64] = {};
+  EXPECT_EQ(::read(reader, buf, sizeof buf), 12);
+  EXPECT_STREQ(buf, "{\"frame\":0}\n");
+  ::close(reader);
+}
+
+TEST(HostileOutputs, RegularFileIsCreatedThenTruncated) {
+  const std::string path = temp_path("out.txt");
+  ::unlink(path.c_str());
+  for (const char* text : {"first run, longer\n", "second\n"}) {
+    std::FILE* f = open_output_stream(path, "output");
+    std::fputs(text, f);
+    EXPECT_EQ(std::fclose(f), 0);
+    const std::vector<char> got = read_all(path);
+    EXPECT_EQ(std::string(got.begin(), got.end()), text);
+  }
+  EXPECT_EQ(::close(open_output_file("/dev/null", "output")), 0);
+}
+
+TEST(HostileOutputs, WriteOutputFileWritesEveryByteOrNamesTheFile) {
+  const std::string path = temp_path("snapshot.png");
+  const std::string bytes = std::string("\x89PNG\0", 5) + std::string(200000, 'x');
+  write_output_file(path, "snapshot", bytes);
+  const std::vector<char> got = read_all(path);
+  EXPECT_EQ(std::string(got.begin(), got.end()), bytes);
+  expect_error([&] { write_output_file("/dev/full", "snapshot", bytes); }, ErrorKind::kNotFound,
+               {"snapshot '/dev/full' cannot be written: No space left on device"});
+  const std::string fifo = make_fifo("snapshot_fifo.png");
+  expect_error([&] { write_output_file(fifo, "snapshot", bytes); }, ErrorKind::kNotFound,
+               {"snapshot '" + fifo + "' is a FIFO (named pipe) that no process reads"});
+}
+
+TEST(HostileOutputs, DirectoriesSocketsAndMissingFoldersAreNamed) {
+  expect_error(
+      [] { open_output_file(testing::TempDir(), "--output"); }, ErrorKind::kNotFound,
+      {"--output '" + testing::TempDir() + "' cannot be opened for writing: Is a directory"});
+  const std::string missing = temp_path("no/such/dir/out.jsonl");
+  expect_error(
+      [&] { open_output_file(missing, "--output"); }, ErrorKind::kNotFound,
+      {"--output '" + missing + "' cannot be opened for writing: No such file or directory"});
+  const std::string sock = temp_path("out.sock");
+  ::unlink(sock.c_str());
+  const int s = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr = {};
+  addr.sun_family = AF_UNIX;
+  ASSERT_LT(sock.size(), sizeof(addr.sun_path));
+  std::copy(sock.begin(), sock.end(), addr.sun_path);
+  ASSERT_EQ(::bind(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  expect_error([&] { open_output_file(sock, "--output"); }, ErrorKind::kNotFound,
+               {"--output '" + sock +
+                "' cannot be written (it is a socket); give the path of a "
+                "file"});
+  ::close(s);
+  ::unlink(sock.c_str());
 }
 
 // ---- labels ------------------------------------------------------------------
