@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "gst/torchinfer/torchinfer-meta.h"
+#include "qa_anomaly.h"
 
 namespace torchinfer::qa {
 
@@ -111,15 +112,16 @@ FrameResults read_frame(GstBuffer* buf, std::int64_t index, const ReadRules& rul
       // inferred frame has.
       if (rules.classifier)
         p.judged = classifier_evidence(roi, p.evidence);
-      else
+      else if (rules.defect_boxes)
         p.judged = !b.predicted && tm->inferred;
+      if (rules.anomaly) p.anomaly = read_anomaly_view(buf, roi);
       r.frame.parts.push_back(std::move(p));
-    } else if (!part && !rules.classifier && !b.predicted && tm->inferred) {
+    } else if (!part && rules.defect_boxes && !b.predicted && tm->inferred) {
       defects.push_back({b.label, b.confidence, b.box});
     }
     r.boxes.push_back(std::move(b));
   }
-  if (!rules.classifier) attach_defect_boxes(r.frame.parts, defects);
+  if (rules.defect_boxes) attach_defect_boxes(r.frame.parts, defects);
   std::stable_sort(r.boxes.begin(), r.boxes.end(), [](const ScoredBox& a, const ScoredBox& b) {
     return a.confidence > b.confidence;
   });

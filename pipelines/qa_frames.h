@@ -38,7 +38,9 @@ struct FrameResults {
 struct ReadRules {
   std::vector<std::string> part_classes;
   double part_threshold = 0.5;
-  bool classifier = true;  // evidence from the classifier, else defect boxes
+  bool classifier = true;     // evidence from the classifier
+  bool defect_boxes = false;  // evidence from the detector's defect boxes
+  bool anomaly = false;       // the anomaly model's results on the parts
 };
 
 // `index` is the frame's number in the stream. The frame size comes from

@@ -52,7 +52,8 @@ struct App {
   std::uint64_t mqtt_messages = 0;
   qa::Annotator annotator;
   std::map<long long, std::string> verdict_of;  // part id -> verdict, for the scores
-  std::vector<double> detector_ms;              // forward() time of each inferred frame
+  std::map<long long, torchinfer::QaAnomalyVerdict> anomaly_of;  // part id -> anomaly verdict
+  std::vector<double> detector_ms;  // forward() time of each inferred frame
   FILE* out = stdout;
   int video_fd = -1;  // --out: the annotated video, for the pipeline's fdsink
   torchinfer::QaRunInfo info;
@@ -101,11 +102,17 @@ void write_line(App& app, const std::string& line) {
 void report(App& app, const std::vector<torchinfer::QaDecision>& decisions) {
   for (const auto& d : decisions) {
     app.verdict_of[d.part] = torchinfer::verdict_name(d.verdict);
+    if (d.anomaly) app.anomaly_of[d.part] = *d.anomaly;
     app.annotator.decided(d);
     write_line(app, torchinfer::decision_json(d));
     if (app.opt.quiet) continue;
-    char top[96] = "no evidence";
+    char top[160] = "";
+    if (!d.anomaly) std::snprintf(top, sizeof top, "no evidence");
     if (!d.top.empty()) std::snprintf(top, sizeof top, "%s %.2f", d.top.c_str(), d.top_score);
+    if (d.anomaly)
+      std::snprintf(top + std::strlen(top), sizeof top - std::strlen(top),
+                    "%sanomaly %.3f (median, threshold %.2f)%s", *top ? "; " : "", d.anomaly->score,
+                    d.anomaly->threshold, d.anomaly->anomalous ? " anomalous" : "");
     g_printerr("qa-line: part #%d %s %s (%s over %d views), frames %" G_GINT64_FORMAT
                "-%" G_GINT64_FORMAT ", %s\n",
                d.part, d.label.c_str(), torchinfer::verdict_name(d.verdict), top, d.frames_judged,
@@ -208,6 +215,18 @@ double process_cpu_s() {
   return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
+// The anomaly model alone against the truth (qa_scores.h, anomaly_figures).
+void print_anomaly_figures(const nlohmann::ordered_json& a) {
+  g_printerr(
+      "qa-line: anomaly model alone: part AUROC %.3f (median of each part's views, %d parts), "
+      "view AUROC %.3f (%d views), verdicts %d of %d right (accuracy %.1f%%), map peak inside a "
+      "defect box for %d of %d defective parts\n",
+      a["part_auroc"].get<double>(), a["parts"].get<int>(), a["view_auroc"].get<double>(),
+      a["views"].get<int>(), a["correct"].get<int>(), a["parts"].get<int>(),
+      100 * a["accuracy"].get<double>(), a["peak_in_defect"].get<int>(),
+      a["defective_parts"].get<int>());
+}
+
 // The detector's cost per frame of the stream (the figure inference-interval
 // lowers) and, with --truth, the scores; also printed for a person.
 nlohmann::ordered_json run_facts(App& app, bool score) {
@@ -235,7 +254,8 @@ nlohmann::ordered_json run_facts(App& app, bool score) {
              process_cpu_s());
   if (!score) return j;
   std::vector<std::string> wrong;
-  const auto s = app.scorer->finish(app.verdict_of, app.verdicts->duplicate_ids(), &wrong);
+  const auto s =
+      app.scorer->finish(app.verdict_of, app.verdicts->duplicate_ids(), &wrong, app.anomaly_of);
   const auto &d = s["detection"], &t = s["tracking"], &a = s["tracking_all"], &v = s["verdicts"];
   g_printerr(
       "qa-line: detection against the truth (IoU >= 0.5, same class): recall %.1f%%, "
@@ -255,6 +275,7 @@ nlohmann::ordered_json run_facts(App& app, bool score) {
              v["correct"].get<int>(), v["judged"].get<int>(), 100 * v["accuracy"].get<double>(),
              v["missing"].get<int>(), v["extra"].get<int>());
   for (const auto& w : wrong) g_printerr("qa-line:   wrong: %s\n", w.c_str());
+  if (s.contains("anomaly")) print_anomaly_figures(s["anomaly"]);
   j["scores"] = s;
   return j;
 }

@@ -19,8 +19,9 @@ namespace {
 // GLib's string options, owned until moved into Options.
 struct Strings {
   gchar *clip = nullptr, *device = nullptr, *source = nullptr, *model = nullptr, *output = nullptr,
-        *parts = nullptr, *defects = nullptr, *classifier = nullptr, *tracking = nullptr,
-        *truth = nullptr, *out_dir = nullptr, *mqtt_host = nullptr, *mqtt_topic = nullptr;
+        *parts = nullptr, *defects = nullptr, *classifier = nullptr, *anomaly = nullptr,
+        *tracking = nullptr, *truth = nullptr, *out_dir = nullptr, *mqtt_host = nullptr,
+        *mqtt_topic = nullptr;
   // A string: an int option has no "not given" that a user cannot also type.
   gchar* reclassify_interval = nullptr;
   gboolean quiet = FALSE;
@@ -40,6 +41,11 @@ bool parse_entries(int* argc, char*** argv, Options& o, Strings& s) {
        "classifier of the part crops (default models/demo/defect_classifier.pt); 'none': judge "
        "from the detector's defect boxes",
        "FILE|none"},
+      {"anomaly", 0, 0, G_OPTION_ARG_FILENAME, &s.anomaly,
+       "anomaly model of the part crops (task anomaly, e.g. models/demo/part_anomaly.pt): a part "
+       "is rejected when the median score of its views is anomalous, or the classifier rejects "
+       "it; with --classifier none the anomaly model alone judges",
+       "FILE"},
       {"inference-interval", 'i', 0, G_OPTION_ARG_INT, &o.inference_interval,
        "run the detector on every Nth frame; torchtrack follows the parts between (default 1)",
        "N"},
@@ -88,6 +94,8 @@ void take_strings(Strings& s, Options& o, std::optional<std::string>& reclassify
   app::take(s.parts, o.part_classes);
   app::take(s.defects, o.defect_classes);
   app::take(s.classifier, o.classifier);
+  o.anomaly_given = s.anomaly != nullptr;
+  app::take(s.anomaly, o.anomaly);
   app::take(s.tracking, o.tracking_type);
   app::take(s.truth, o.truth);
   app::take(s.out_dir, o.out_dir);
@@ -125,6 +133,11 @@ bool check_values(const std::optional<std::string>& reclassify, Options& o) {
   if (o.tracking_type != "short-term" && o.tracking_type != "zero-term") {
     g_printerr("qa-line: --tracking-type '%s': give short-term or zero-term\n",
                o.tracking_type.c_str());
+    return false;
+  }
+  // An empty path would quietly judge without the anomaly model.
+  if (o.anomaly_given && o.anomaly.empty()) {
+    g_printerr("qa-line: --anomaly '': give the anomaly model's file, or leave the option out\n");
     return false;
   }
   // An empty host would quietly publish nothing.

@@ -12,9 +12,11 @@ constexpr const char* kNoClassifier = "none";
 struct Options {
   std::string clip, device, source, model = "models/demo/parts_detector.pt", output;
   std::string classifier = "models/demo/defect_classifier.pt";
+  std::string anomaly;  // --anomaly: an anomaly model on the part crops; empty: none
   std::string part_classes, defect_classes, tracking_type = "short-term", truth, out_dir;
   std::string mqtt_host, mqtt_topic = "qa-line/decisions";
-  bool mqtt = false;  // --mqtt-host was given (an empty host is refused)
+  bool anomaly_given = false;  // --anomaly was given (an empty path is refused)
+  bool mqtt = false;           // --mqtt-host was given (an empty host is refused)
   int mqtt_port = 1883;
   double defect_threshold = 0.5, part_threshold = 0.5;
   int inference_interval = 1;
@@ -22,6 +24,10 @@ struct Options {
   bool quiet = false;
 
   bool has_classifier() const { return classifier != kNoClassifier; }
+  bool has_anomaly() const { return !anomaly.empty(); }
+  // --anomaly with --classifier none: the anomaly model alone judges (the
+  // detector's defect boxes are not used).
+  bool supervised() const { return has_classifier() || !has_anomaly(); }
 };
 
 // False, after printing why, for a command line that cannot run.

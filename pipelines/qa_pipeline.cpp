@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "qa_anomaly.h"
 #include "qa_frames.h"
 
 namespace torchinfer::qa {
@@ -123,13 +124,26 @@ GstElement* source(Builder& b, const Options& o) {
   return fragment_source(b, o.source);
 }
 
+// A second-stage torchinfer on the part boxes, as often as --reclassify-interval.
+void on_parts(GstElement* e, const Options& o, const QaRules& rules, const std::string& model,
+              const char* instance) {
+  std::string parts;
+  for (const auto& c : rules.part_classes) parts += (parts.empty() ? "" : ",") + c;
+  g_object_set(e, "model", model.c_str(), "model-instance-id", instance, "object-class",
+               parts.c_str(), "object-padding", 0.1, nullptr);
+  set_arg(e, "inference-region", "roi-list");
+  set_arg(e, "reclassify-interval", std::to_string(o.reclassify_interval));
+}
+
 // detector ! torchnms ! torchtrack [! classifier on the part ROIs (by
-// default each part classified as often as the detector runs)].
+// default each part classified as often as the detector runs)] [! anomaly
+// model on the same ROIs].
 std::vector<GstElement*> analysis(Builder& b, const Options& o, const QaRules& rules) {
   GstElement* infer = b.add("torchinfer", "infer");
   GstElement* nms = b.add("torchnms", "nms");
   GstElement* track = b.add("torchtrack", "track");
   GstElement* classify = o.has_classifier() ? b.add("torchinfer", kClassifierElement) : nullptr;
+  GstElement* anomaly = o.has_anomaly() ? b.add("torchinfer", kAnomalyElement) : nullptr;
   if (b.failed()) return {};
   g_object_set(infer, "model", o.model.c_str(), "model-instance-id", kDetectorId, nullptr);
   set_arg(infer, "inference-interval", std::to_string(o.inference_interval));
@@ -139,14 +153,16 @@ std::vector<GstElement*> analysis(Builder& b, const Options& o, const QaRules& r
                nullptr);
   set_arg(track, "tracking-type", o.tracking_type);
   set_arg(track, "min-hits", std::to_string(min_hits(o.inference_interval)));
-  if (!classify) return {infer, nms, track};
-  std::string parts;
-  for (const auto& c : rules.part_classes) parts += (parts.empty() ? "" : ",") + c;
-  g_object_set(classify, "model", o.classifier.c_str(), "model-instance-id", "qa-classifier",
-               "object-class", parts.c_str(), "object-padding", 0.1, nullptr);
-  set_arg(classify, "inference-region", "roi-list");
-  set_arg(classify, "reclassify-interval", std::to_string(o.reclassify_interval));
-  return {infer, nms, track, classify};
+  std::vector<GstElement*> chain = {infer, nms, track};
+  if (classify) {
+    on_parts(classify, o, rules, o.classifier, "qa-classifier");
+    chain.push_back(classify);
+  }
+  if (anomaly) {
+    on_parts(anomaly, o, rules, o.anomaly, "qa-anomaly");
+    chain.push_back(anomaly);
+  }
+  return chain;
 }
 
 // --out: per-frame JSON, the annotated video; else a sink as fast as the

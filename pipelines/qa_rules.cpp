@@ -73,9 +73,29 @@ bool is_classifier(const std::string& path, const ModelFacts& f) {
   return false;
 }
 
+// A classifier or detector given as --anomaly would judge nothing: every
+// part would pass on no anomaly evidence.
+bool is_anomaly_model(const std::string& path, const ModelFacts& f) {
+  if (f.task == Task::kAnomaly) return true;
+  if (f.sidecar.empty())
+    g_printerr(
+        "qa-line: --anomaly %s: no sidecar (%s.json) says its task; give an anomaly model of the "
+        "part crops (e.g. models/demo/part_anomaly.pt) with \"task\": \"anomaly\" in its "
+        "sidecar\n",
+        path.c_str(), path.substr(0, path.rfind('.')).c_str());
+  else
+    g_printerr(
+        "qa-line: --anomaly %s: its task is '%s' (model config '%s'), not anomaly; give an "
+        "anomaly model of the part crops (e.g. models/demo/part_anomaly.pt)\n",
+        path.c_str(), to_string(f.task), f.sidecar.c_str());
+  return false;
+}
+
 void set_classes(const Options& o, const std::vector<std::string>& detector_labels, QaRules& r) {
   r.rule = o.has_classifier() ? QaRule::kVote : QaRule::kMax;
   r.defect_threshold = o.defect_threshold;
+  r.supervised = o.supervised();
+  r.anomaly = o.has_anomaly();
   if (!o.part_classes.empty()) r.part_classes = split_classes(o.part_classes);
   if (!o.defect_classes.empty()) {
     r.defect_classes = split_classes(o.defect_classes);
@@ -91,15 +111,17 @@ void set_classes(const Options& o, const std::vector<std::string>& detector_labe
 // Part classes are the detector's; defect classes the classifier's (its
 // other labels, e.g. "ok", are good), or the detector's without one.
 bool make_rules(const Options& o, QaRules& rules, ReadRules& read) {
-  ModelFacts detector, classifier;
+  ModelFacts detector, classifier, anomaly;
   try {
     detector = read_model(o.model);
     if (o.has_classifier()) classifier = read_model(o.classifier);
+    if (o.has_anomaly()) anomaly = read_model(o.anomaly);
   } catch (const std::exception& e) {
     g_printerr("qa-line: %s\n", e.what());
     return false;
   }
   if (o.has_classifier() && !is_classifier(o.classifier, classifier)) return false;
+  if (o.has_anomaly() && !is_anomaly_model(o.anomaly, anomaly)) return false;
   if (!(o.part_threshold >= 0 && o.part_threshold <= 1)) {
     g_printerr("qa-line: part threshold must lie in 0..1\n");
     return false;
@@ -120,6 +142,8 @@ bool make_rules(const Options& o, QaRules& rules, ReadRules& read) {
   read.part_classes.assign(rules.part_classes.begin(), rules.part_classes.end());
   read.part_threshold = o.part_threshold;
   read.classifier = judged_by_classifier;
+  read.defect_boxes = !judged_by_classifier && rules.supervised;
+  read.anomaly = rules.anomaly;
   return true;
 }
 

@@ -109,9 +109,75 @@ nlohmann::ordered_json tracking_json(const MotResult& m) {
 
 }  // namespace
 
+double auroc(const std::vector<double>& scores, const std::vector<bool>& positive) {
+  double pairs = 0, right = 0;
+  for (std::size_t i = 0; i < scores.size(); ++i)
+    for (std::size_t j = 0; j < scores.size(); ++j) {
+      if (!positive[i] || positive[j]) continue;
+      pairs++;
+      right += scores[i] > scores[j] ? 1 : scores[i] == scores[j] ? 0.5 : 0;
+    }
+  return pairs > 0 ? right / pairs : -1;
+}
+
+namespace {
+
+// The median view's map peak lies in a truth defect box of the part there.
+bool peak_in_defect(const TruthClip& truth, int part, const std::set<std::string>& part_labels,
+                    const QaAnomalyVerdict& a) {
+  const QaAnomalyView& v = a.view;
+  if (a.view_frame < 0 || a.view_frame >= static_cast<std::int64_t>(truth.frames.size()) ||
+      v.peak_x < 0)
+    return false;
+  for (const TruthBox& b : truth.frames[a.view_frame])
+    if (b.id == part && !part_labels.count(b.label) && v.peak_x >= b.box.x0 &&
+        v.peak_x <= b.box.x1 && v.peak_y >= b.box.y0 && v.peak_y <= b.box.y1)
+      return true;
+  return false;
+}
+
+}  // namespace
+
+nlohmann::ordered_json anomaly_figures(const TruthClip& truth,
+                                       const std::map<int, long long>& track_of_part,
+                                       const std::map<long long, QaAnomalyVerdict>& anomaly) {
+  std::set<std::string> part_labels;
+  for (const TruthPart& p : truth.parts) part_labels.insert(p.label);
+  std::vector<double> part_scores, view_scores;
+  std::vector<bool> part_bad, view_bad;
+  int correct = 0, defective = 0, peaks_inside = 0;
+  for (const TruthPart& p : truth.parts) {
+    const auto t = track_of_part.find(p.id);
+    const auto a = t == track_of_part.end() ? anomaly.end() : anomaly.find(t->second);
+    if (a == anomaly.end()) continue;
+    part_scores.push_back(a->second.score);
+    part_bad.push_back(p.defective);
+    for (double v : a->second.view_scores) {
+      view_scores.push_back(v);
+      view_bad.push_back(p.defective);
+    }
+    correct += a->second.anomalous == p.defective;
+    if (!p.defective) continue;
+    defective++;
+    peaks_inside += peak_in_defect(truth, p.id, part_labels, a->second);
+  }
+  const int parts = static_cast<int>(part_scores.size());
+  return {
+      {"parts", parts},
+      {"views", view_scores.size()},
+      {"part_auroc", auroc(part_scores, part_bad)},
+      {"view_auroc", auroc(view_scores, view_bad)},
+      {"correct", correct},
+      {"accuracy", parts ? static_cast<double>(correct) / parts : 0.0},
+      {"defective_parts", defective},
+      {"peak_in_defect", peaks_inside},
+      {"peak_in_defect_share", defective ? static_cast<double>(peaks_inside) / defective : 0.0}};
+}
+
 nlohmann::ordered_json Scorer::finish(const std::map<long long, std::string>& verdicts,
                                       const std::set<int>& duplicates,
-                                      std::vector<std::string>* wrong) {
+                                      std::vector<std::string>* wrong,
+                                      const std::map<long long, QaAnomalyVerdict>& anomaly) {
   tracks_.resize(truth_.frames.size());
   MotOptions o;
   o.labels = part_classes_;
@@ -138,6 +204,7 @@ nlohmann::ordered_json Scorer::finish(const std::map<long long, std::string>& ve
                    {"correct", v.correct},
                    {"missing", v.missing},
                    {"extra", v.extra}};
+  if (!anomaly.empty()) j["anomaly"] = anomaly_figures(truth_, v.track_of_part, anomaly);
   return j;
 }
 

@@ -17,6 +17,21 @@
 
 namespace torchinfer::qa {
 
+// Area under the ROC curve of `scores` against `positive` (Mann-Whitney:
+// the share of positive-negative pairs the scores order right, ties half);
+// -1 when either class is empty.
+double auroc(const std::vector<double>& scores, const std::vector<bool>& positive);
+
+// The anomaly model's figures on the truth parts judged whole, each through
+// the track the verdict score paired with it: part-level AUROC (the median
+// score of each part's views), view-level AUROC (every view, labelled by
+// its part), accuracy of the anomaly verdict alone against `defective`, and
+// for defective parts the share whose median view has its map peak inside
+// one of the part's truth defect boxes on that frame.
+nlohmann::ordered_json anomaly_figures(const TruthClip& truth,
+                                       const std::map<int, long long>& track_of_part,
+                                       const std::map<long long, QaAnomalyVerdict>& anomaly);
+
 class Scorer {
  public:
   // Throws torchinfer::Error naming the file when the truth is unusable.
@@ -38,8 +53,11 @@ class Scorer {
   // "tracking_all" on every torchtrack track of a part class. Frames the run
   // did not see (stopped early) count as empty: missed. `wrong` gets a line
   // per part judged wrong or not at all.
+  // `anomaly` (--anomaly): track id -> the part's anomaly verdict; adds
+  // "anomaly" figures (anomaly_figures below).
   nlohmann::ordered_json finish(const std::map<long long, std::string>& verdicts,
-                                const std::set<int>& duplicates, std::vector<std::string>* wrong);
+                                const std::set<int>& duplicates, std::vector<std::string>* wrong,
+                                const std::map<long long, QaAnomalyVerdict>& anomaly = {});
 
  private:
   std::string path_;

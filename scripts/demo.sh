@@ -7,15 +7,29 @@
 # error, verdict accuracy); writes out/demo/{decisions.jsonl,results.jsonl,
 # annotated.mkv,snapshot.png}. Extra arguments go to torchinfer-qa-line
 # (e.g. --inference-interval 3, --classifier models/demo/defect_classifier_int8.pt).
+#
+# --anomaly (first argument): the parts are judged by the anomaly model
+# trained on good parts only (models/demo/part_anomaly.pt) instead of the
+# classifier; each part's line and the scores then give its anomaly score,
+# and the annotated video (out/demo-anomaly/) shows heat maps on the
+# anomalous views. Add --classifier models/demo/defect_classifier.pt to
+# judge with both (reject if either says defective).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh >&2
 export GST_PLUGIN_PATH="$PWD/build/plugin${GST_PLUGIN_PATH:+:$GST_PLUGIN_PATH}"
-mkdir -p out/demo
+out=out/demo
+judge=(--classifier models/demo/defect_classifier.pt)
+if [[ "${1:-}" == --anomaly ]]; then
+  shift
+  out=out/demo-anomaly
+  judge=(--classifier none --anomaly models/demo/part_anomaly.pt)
+fi
+mkdir -p "$out"
 exec ./build/pipelines/torchinfer-qa-line \
   --model models/demo/parts_detector.pt \
-  --classifier models/demo/defect_classifier.pt \
+  "${judge[@]}" \
   --clip models/demo/line.mkv \
   --truth models/demo/line.truth.json \
-  --output out/demo/decisions.jsonl \
-  --out out/demo "$@"
+  --output "$out/decisions.jsonl" \
+  --out "$out" "$@"

@@ -10,6 +10,30 @@ nlohmann::json pts_or_null(std::int64_t pts) {
   return pts < 0 ? nlohmann::json(nullptr) : nlohmann::json(pts);
 }
 
+nlohmann::ordered_json box_json(const QaBox& b) {
+  return {{"x_min", b.x0}, {"y_min", b.y0}, {"x_max", b.x1}, {"y_max", b.y1}};
+}
+
+// The part's anomaly verdict; its median view's map peak and regions (frame
+// pixels of frame `view.frame`) show where the part looks wrong.
+nlohmann::ordered_json anomaly_json(const QaAnomalyVerdict& a) {
+  nlohmann::ordered_json j;
+  j["score"] = a.score;
+  j["anomalous"] = a.anomalous;
+  j["threshold"] = a.threshold;
+  j["views"] = a.views;
+  j["view_scores"] = a.view_scores;
+  auto& v = j["view"];
+  v["frame"] = a.view_frame;
+  v["score"] = a.view.score;
+  v["peak"] = a.view.peak_x < 0
+                  ? nlohmann::ordered_json(nullptr)
+                  : nlohmann::ordered_json{{"x", a.view.peak_x}, {"y", a.view.peak_y}};
+  auto& regions = v["regions"] = nlohmann::ordered_json::array();
+  for (const QaBox& b : a.view.regions) regions.push_back(box_json(b));
+  return j;
+}
+
 }  // namespace
 
 std::string decision_json(const QaDecision& d) {
@@ -28,6 +52,7 @@ std::string decision_json(const QaDecision& d) {
   e["confidence"] = d.top_score;
   e["scores"] = nlohmann::ordered_json::object();
   for (const auto& [label, s] : d.scores) e["scores"][label] = s;
+  if (d.anomaly) j["anomaly"] = anomaly_json(*d.anomaly);
   j["first_pts"] = pts_or_null(d.first_pts);
   j["last_pts"] = pts_or_null(d.last_pts);
   j["first_frame"] = d.first_frame;

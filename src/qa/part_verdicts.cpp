@@ -44,6 +44,7 @@ void validate(const QaRules& r) {
   if (!(r.edge_margin >= 0)) throw std::invalid_argument("edge margin must be >= 0");
   if (r.part_classes.empty()) throw std::invalid_argument("no part classes");
   if (r.defect_classes.empty()) throw std::invalid_argument("no defect classes");
+  if (!r.supervised && !r.anomaly) throw std::invalid_argument("no judge of the parts");
   for (const auto& c : r.part_classes)
     if (r.defect_classes.count(c))
       throw std::invalid_argument("class '" + c + "' is both a part and a defect class");
@@ -128,8 +129,13 @@ std::vector<QaDecision> PartVerdicts::add_frame(const QaFrame& f) {
     }
     t.was_whole = true;
     t.d.frames_whole++;
-    if (!p->judged) continue;
+    const bool supervised = rules_.supervised && p->judged;
+    const bool anomaly = rules_.anomaly && p->anomaly;
+    if (!supervised && !anomaly) continue;
     t.d.frames_judged++;
+    if (anomaly) add_anomaly(t, *p->anomaly, f.index);
+    if (!supervised) continue;
+    t.supervised_views++;
     for (const auto& [label, c] : p->evidence) {
       auto [s, added] = t.sum.emplace(label, c);
       if (added) continue;
@@ -143,6 +149,32 @@ std::vector<QaDecision> PartVerdicts::add_frame(const QaFrame& f) {
   for (auto it = open_.begin(); it != open_.end();)
     it = decided_.count(it->first) ? open_.erase(it) : std::next(it);
   return out;
+}
+
+void PartVerdicts::add_anomaly(Part& t, const QaAnomalyView& v, std::int64_t frame) {
+  t.anomaly_views.emplace_back(frame, v);
+}
+
+// The median (mean of the middle two for an even count): a part's score
+// that a single odd view neither raises nor lowers.
+void PartVerdicts::decide_anomaly(Part& p) {
+  if (!rules_.anomaly || p.anomaly_views.empty()) return;
+  QaAnomalyVerdict a;
+  for (const auto& [frame, v] : p.anomaly_views) a.view_scores.push_back(v.score);
+  std::vector<double> s = a.view_scores;
+  std::sort(s.begin(), s.end());
+  const std::size_t n = s.size();
+  a.views = static_cast<int>(n);
+  a.score = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+  a.threshold = p.anomaly_views.back().second.threshold;
+  a.anomalous = a.score >= a.threshold;
+  for (const auto& [frame, v] : p.anomaly_views)
+    if (v.score == s[n / 2]) {
+      a.view_frame = frame;
+      a.view = v;
+      break;
+    }
+  p.d.anomaly = std::move(a);
 }
 
 std::vector<QaDecision> PartVerdicts::flush() {
@@ -162,7 +194,7 @@ void PartVerdicts::decide(Part& p, const std::string& reason, std::vector<QaDeci
   QaDecision& d = p.d;
   d.reason = reason;
   for (const auto& [label, s] : p.sum)
-    d.scores[label] = rules_.rule == QaRule::kVote ? s / d.frames_judged : s;
+    d.scores[label] = rules_.rule == QaRule::kVote ? s / p.supervised_views : s;
   // The winner: any label for a vote, defect classes only for kMax (it has
   // no "good" label). Ties go to the first label in name order.
   for (const auto& [label, s] : d.scores) {
@@ -181,6 +213,8 @@ void PartVerdicts::decide(Part& p, const std::string& reason, std::vector<QaDeci
     std::stable_sort(d.defects.begin(), d.defects.end(),
                      [](const auto& a, const auto& b) { return a.second > b.second; });
   }
+  decide_anomaly(p);
+  if (d.anomaly && d.anomaly->anomalous) d.defects.emplace_back("anomaly", d.anomaly->score);
   if (d.frames_judged == 0) {
     d.verdict = QaVerdict::kIncomplete;
     counts_.incomplete++;

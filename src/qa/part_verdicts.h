@@ -28,11 +28,20 @@
 //   half its size since first seen (it is leaving the view; a part still
 //   entering is sometimes boxed whole for a frame, then cut again); or at
 //   the end of the stream. Later observations of a decided id are ignored.
+// - Anomaly (an anomaly model on the part crop, QaRules::anomaly): each
+//   judged whole view gives a score; the part's score is the median over
+//   its views (one odd view does not decide, as with the vote), anomalous
+//   iff the median reaches the model's decision threshold; the median view
+//   (its map peak, its regions) says where the part looks wrong. Beside a
+//   supervised judge (QaRules::supervised) the part is rejected when either
+//   says defective: the anomaly model finds what nobody labelled, the
+//   classifier the defects it was trained on; a pass needs both.
 // - Verdict: "incomplete" if never judged whole; else reject / pass.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -50,6 +59,8 @@ struct QaRules {
   std::set<std::string> defect_classes{"scratch", "spot", "missing_hole", "chip"};
   QaRule rule = QaRule::kVote;
   double defect_threshold = 0.5;  // kMax only
+  bool supervised = true;         // classifier votes or defect boxes judge (per `rule`)
+  bool anomaly = false;           // an anomaly model judges the crops too
   double nested_cover = 0.7;
   double edge_margin = 2;
 };
@@ -62,6 +73,14 @@ enum class QaVerdict { kPass, kReject, kIncomplete };
 const char* verdict_name(QaVerdict v);
 const char* rule_name(QaRule r);
 
+// An anomaly model's result on one view of a part.
+struct QaAnomalyView {
+  double score = 0;                 // decision units: normalised 0..1, or raw
+  double threshold = 0.5;           // anomalous iff score >= threshold
+  double peak_x = -1, peak_y = -1;  // the map's highest cell, frame pixels; -1: no map
+  std::vector<QaBox> regions;       // anomalous areas of the map, frame pixels, largest first
+};
+
 // One tracked part box on one frame.
 struct QaPart {
   int id = 0;  // torchtrack object id
@@ -72,6 +91,8 @@ struct QaPart {
   // (empty map = nothing found). False for reused or predicted boxes.
   bool judged = false;
   std::map<std::string, double> evidence;  // label -> confidence on this frame
+  // The anomaly model's result of this frame's own (not reused) for it.
+  std::optional<QaAnomalyView> anomaly;
 };
 
 struct QaFrame {
@@ -80,6 +101,19 @@ struct QaFrame {
   int width = 0, height = 0;
   std::vector<QaPart> parts;  // other classes are ignored
   std::vector<int> ended;     // ids whose track ended on this frame
+};
+
+// A part's anomaly verdict: the median of its whole views' scores.
+struct QaAnomalyVerdict {
+  int views = 0;
+  double score = 0;  // median of `view_scores`
+  double threshold = 0.5;
+  bool anomalous = false;
+  std::vector<double> view_scores;  // in frame order
+  // The median view: the first whose score is the upper middle one (a
+  // typical view, not an outlier such as a part just entering the view).
+  std::int64_t view_frame = -1;
+  QaAnomalyView view;  // its score, map peak and regions
 };
 
 struct QaDecision {
@@ -95,11 +129,12 @@ struct QaDecision {
   std::int64_t first_pts = -1, last_pts = -1;
   std::int64_t first_frame = 0, last_frame = 0;
   int frames_seen = 0, frames_whole = 0, frames_judged = 0;
+  std::optional<QaAnomalyVerdict> anomaly;  // QaRules::anomaly and a view judged
 };
 
 struct QaCounts {
   int passed = 0, rejected = 0, incomplete = 0, duplicates = 0;
-  std::map<std::string, int> rejected_by_defect;
+  std::map<std::string, int> rejected_by_defect;  // "anomaly": rejected by the anomaly model
 };
 
 // A defect box of the detector (no classifier): evidence for the part box
@@ -133,8 +168,12 @@ class PartVerdicts {
     bool was_whole = false, ever_primary = false;
     double first_cx = 0, first_cy = 0;  // box centre when first seen
     std::map<std::string, double> sum;  // kVote: summed confidences; kMax: max
+    int supervised_views = 0;           // views the supervised judge gave evidence on
+    std::vector<std::pair<std::int64_t, QaAnomalyView>> anomaly_views;  // frame, view
   };
   void decide(Part& p, const std::string& reason, std::vector<QaDecision>& out);
+  void add_anomaly(Part& t, const QaAnomalyView& v, std::int64_t frame);
+  void decide_anomaly(Part& p);
 
   QaRules rules_;
   std::map<int, Part> open_;

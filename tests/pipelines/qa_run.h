@@ -23,6 +23,9 @@ inline std::string qa_classifier(bool int8 = false) {
   return qa_root() +
          (int8 ? "/models/demo/defect_classifier_int8.pt" : "/models/demo/defect_classifier.pt");
 }
+inline std::string qa_anomaly() {
+  return qa_root() + "/models/demo/part_anomaly.pt";
+}
 inline std::string qa_clip() {
   return qa_root() + "/models/demo/line.mkv";
 }

@@ -444,3 +444,42 @@ TEST(QaLineErrors, TruthOfAnotherSizeOrLengthIsNotScored) {
     EXPECT_FALSE(lines.back().contains("scores")) << "nothing scored against another clip";
   }
 }
+
+// --anomaly takes only an anomaly model: a detector or a classifier would
+// judge nothing and every part would pass; a model without a sidecar says
+// no task. Refused before anything runs, naming the model and the fix; an
+// empty path is a usage error like --mqtt-host ''.
+TEST(QaLineErrors, AnomalyOptionTakesOnlyAnAnomalyModel) {
+  const std::string root = qa_root();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {model(), "qa-line: --anomaly " + model() + ": its task is 'detection' (model config '" +
+                    root + "/models/demo/parts_detector.json'), not anomaly"},
+      {qa_classifier(), "qa-line: --anomaly " + qa_classifier() +
+                            ": its task is 'classification' (model config '" + root +
+                            "/models/demo/defect_classifier.json'), not anomaly"},
+      {"/nonexistent/padim.pt",
+       "qa-line: --anomaly /nonexistent/padim.pt: no sidecar (/nonexistent/padim.json) says its "
+       "task"},
+      {"", "qa-line: --anomaly '': give the anomaly model's file"},
+  };
+  for (const auto& [anomaly, reason] : cases) {
+    const Result r = run({app(), "--clip", clip(), "--model", model(), "--anomaly", anomaly});
+    EXPECT_EQ(r.exit_code, 2) << anomaly << ": " << r.err;
+    EXPECT_NE(r.err.find(reason), std::string::npos) << anomaly << ": " << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+}
+
+// An anomaly model whose file is corrupt fails the start with the
+// element's message (exit 1), as a missing classifier does.
+TEST(QaLineErrors, CorruptAnomalyModelIsTheElementsMessage) {
+  const std::string dir = testing::TempDir() + "qa_bad_anomaly";
+  g_mkdir_with_parents(dir.c_str(), 0755);
+  std::ofstream(dir + "/padim.pt") << "not a TorchScript archive";
+  std::ofstream(dir + "/padim.json") << read_file(qa_root() + "/models/demo/part_anomaly.json");
+  const Result r = run({app(), "--clip", clip(), "--model", model(), "--classifier", "none",
+                        "--anomaly", dir + "/padim.pt", "--quiet"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("qa-line: error from anomaly:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(dir + "/padim.pt"), std::string::npos) << r.err;
+}

@@ -2,7 +2,9 @@
 // where it is whole, and the QA-line JSON lines.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 
 #include "qa/decision_json.h"
@@ -350,4 +352,141 @@ TEST(QaJson, SummaryLine) {
   EXPECT_EQ(
       nlohmann::json::parse(summary_json(c, run, {{"scores", {{"mota", 0.95}}}}))["scores"]["mota"],
       0.95);
+}
+
+namespace {
+
+QaPart anomaly_part(int id, double x0, std::optional<double> score,
+                    std::map<std::string, double> evidence = {}, bool judged = false) {
+  QaPart p = part(id, x0, x0 + 200, std::move(evidence), judged);
+  if (score) {
+    p.anomaly = QaAnomalyView{};
+    p.anomaly->score = *score;
+    p.anomaly->threshold = 0.5;
+    p.anomaly->peak_x = x0 + 10;
+    p.anomaly->peak_y = 150;
+    p.anomaly->regions = {{x0 + 5, 140, x0 + 15, 160}};
+  }
+  return p;
+}
+
+QaRules anomaly_alone() {
+  QaRules r;
+  r.supervised = false;
+  r.anomaly = true;
+  return r;
+}
+
+}  // namespace
+
+// Anomaly alone: the part's score is the median of its whole views' scores
+// (mean of the middle two for an even count); one odd view does not reject;
+// the median view (the first with the upper middle score) keeps its frame,
+// map peak and regions.
+TEST(PartVerdicts, AnomalyMedianOfTheViewsDecides) {
+  PartVerdicts v(anomaly_alone());
+  v.add_frame(frame(0, {anomaly_part(3, 100, 0.2)}));
+  v.add_frame(frame(1, {anomaly_part(3, 110, 0.9)}));  // one odd view
+  v.add_frame(frame(2, {anomaly_part(3, 120, 0.3)}));
+  v.add_frame(frame(3, {anomaly_part(3, 130, std::nullopt)}));  // reused: not a view
+  v.add_frame(frame(4, {anomaly_part(3, 140, 0.4)}));
+  const auto out = v.flush();
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_TRUE(out[0].anomaly);
+  const QaAnomalyVerdict& a = *out[0].anomaly;
+  EXPECT_EQ(a.views, 4);
+  EXPECT_EQ(a.view_scores, (std::vector<double>{0.2, 0.9, 0.3, 0.4}));
+  EXPECT_DOUBLE_EQ(a.score, 0.35);
+  EXPECT_FALSE(a.anomalous);
+  EXPECT_EQ(a.view_frame, 4);
+  EXPECT_DOUBLE_EQ(a.view.score, 0.4);
+  EXPECT_DOUBLE_EQ(a.view.peak_x, 150);
+  ASSERT_EQ(a.view.regions.size(), 1u);
+  EXPECT_DOUBLE_EQ(a.view.regions[0].x0, 145);
+  EXPECT_EQ(out[0].verdict, QaVerdict::kPass);
+  EXPECT_EQ(out[0].frames_judged, 4);
+  EXPECT_TRUE(out[0].defects.empty());
+  EXPECT_EQ(v.counts().passed, 1);
+}
+
+// At the threshold is anomalous (anomalib's >=): rejected, by "anomaly".
+TEST(PartVerdicts, AnomalyMedianAtTheThresholdRejects) {
+  PartVerdicts v(anomaly_alone());
+  for (int i = 0; i < 3; ++i) v.add_frame(frame(i, {anomaly_part(4, 100 + 10 * i, 0.5)}));
+  v.add_frame(frame(3, {anomaly_part(4, 130, 0.49)}));
+  const auto out = v.flush();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_DOUBLE_EQ(out[0].anomaly->score, 0.5);
+  EXPECT_TRUE(out[0].anomaly->anomalous);
+  EXPECT_EQ(out[0].verdict, QaVerdict::kReject);
+  ASSERT_EQ(out[0].defects.size(), 1u);
+  EXPECT_EQ(out[0].defects[0].first, "anomaly");
+  EXPECT_EQ(v.counts().rejected_by_defect, (std::map<std::string, int>{{"anomaly", 1}}));
+}
+
+// Anomaly alone: a part with no anomaly view is incomplete, whatever the
+// classifier evidence (not a judge here).
+TEST(PartVerdicts, AnomalyAloneIgnoresClassifierEvidence) {
+  PartVerdicts v(anomaly_alone());
+  v.add_frame(frame(0, {anomaly_part(5, 100, std::nullopt, {{"scratch", 0.99}}, true)}));
+  const auto out = v.flush();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].verdict, QaVerdict::kIncomplete);
+  EXPECT_FALSE(out[0].anomaly);
+  EXPECT_EQ(out[0].frames_judged, 0);
+}
+
+// Beside the classifier: rejected when either says defective; a pass needs
+// both. The vote's mean is over the classifier's own views.
+TEST(PartVerdicts, AnomalyBesideTheClassifierRejectsIfEitherDoes) {
+  QaRules r;
+  r.anomaly = true;
+  PartVerdicts v(r);
+  // Part 1: classifier ok, anomaly anomalous -> reject by anomaly.
+  // Part 2: classifier scratch, anomaly normal -> reject by scratch.
+  // Part 3: both good -> pass. Part 3's second view has no classifier result.
+  v.add_frame(frame(0, {anomaly_part(1, 10, 0.8, {{"ok", 0.9}}, true),
+                        anomaly_part(2, 220, 0.1, {{"scratch", 0.9}}, true)}));
+  v.add_frame(frame(1, {anomaly_part(3, 430, 0.1, {{"ok", 0.8}}, true)}));
+  v.add_frame(frame(2, {anomaly_part(3, 431, 0.2, {}, false)}));
+  auto out = v.flush();
+  ASSERT_EQ(out.size(), 3u);
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.part < b.part; });
+  EXPECT_EQ(out[0].verdict, QaVerdict::kReject);
+  ASSERT_EQ(out[0].defects.size(), 1u);
+  EXPECT_EQ(out[0].defects[0].first, "anomaly");
+  EXPECT_EQ(out[1].verdict, QaVerdict::kReject);
+  ASSERT_EQ(out[1].defects.size(), 1u);
+  EXPECT_EQ(out[1].defects[0].first, "scratch");
+  EXPECT_FALSE(out[1].anomaly->anomalous);
+  EXPECT_EQ(out[2].verdict, QaVerdict::kPass);
+  EXPECT_EQ(out[2].frames_judged, 2);
+  EXPECT_EQ(out[2].anomaly->views, 2);
+  EXPECT_DOUBLE_EQ(out[2].scores.at("ok"), 0.8) << "mean over the classifier's one view";
+  EXPECT_DOUBLE_EQ(out[2].anomaly->score, 0.15);
+}
+
+TEST(PartVerdicts, NoJudgeIsRefused) {
+  QaRules r;
+  r.supervised = false;
+  EXPECT_THROW(PartVerdicts{r}, std::invalid_argument);
+}
+
+// The decision line carries the anomaly verdict, its view scores and where
+// the median view looks wrong.
+TEST(DecisionJson, AnomalyObjectWithPeakAndRegions) {
+  PartVerdicts v(anomaly_alone());
+  v.add_frame(frame(0, {anomaly_part(6, 100, 0.75)}));
+  const auto out = v.flush();
+  ASSERT_EQ(out.size(), 1u);
+  const auto j = nlohmann::json::parse(decision_json(out[0]));
+  EXPECT_EQ(j["verdict"], "reject");
+  EXPECT_EQ(j["anomaly"],
+            nlohmann::json::parse(R"({"score":0.75,"anomalous":true,"threshold":0.5,"views":1,
+              "view_scores":[0.75],"view":{"frame":0,"score":0.75,"peak":{"x":110.0,"y":150.0},
+              "regions":[{"x_min":105.0,"y_min":140.0,"x_max":115.0,"y_max":160.0}]}})"));
+  EXPECT_EQ(j["defects"], nlohmann::json::parse(R"([{"class":"anomaly","confidence":0.75}])"));
+  PartVerdicts plain({});
+  plain.add_frame(frame(0, {part(7, 100, 300, {{"ok", 0.9}})}));
+  EXPECT_FALSE(nlohmann::json::parse(decision_json(plain.flush()[0])).contains("anomaly"));
 }
