@@ -70,6 +70,19 @@ static gboolean plugin_init(GstPlugin* plugin) {
       policy, spin, policy || spin ? std::nullopt : sample_core_load());
   if (!wait.variable.empty()) g_setenv(wait.variable.c_str(), wait.value.c_str(), FALSE);
   gchar* path = runtime_path(plugin);
+  {
+    // The elements live in the runtime, not in this file: without this, a
+    // rebuilt or upgraded runtime with a new element keeps the registry's
+    // old element list, because GStreamer rescans only changed plugin files.
+    gchar* dir = g_path_get_dirname(path);
+    gchar* name = g_path_get_basename(path);
+    const gchar* env[] = {"TORCHINFER_RUNTIME", nullptr};
+    const gchar* dirs[] = {dir, nullptr};
+    const gchar* names[] = {name, nullptr};
+    gst_plugin_add_dependency(plugin, env, dirs, names, GST_PLUGIN_DEPENDENCY_FLAG_NONE);
+    g_free(dir);
+    g_free(name);
+  }
   GModule* module = g_module_open(path, G_MODULE_BIND_LOCAL);
   if (!module) {
     g_warning("torchinfer: cannot load its runtime '%s': %s", path, g_module_error());
