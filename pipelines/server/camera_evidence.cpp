@@ -17,6 +17,19 @@ gint track_id_of(GstVideoRegionOfInterestMeta* roi) {
   return id;
 }
 
+// The recorder's clock (evidence_recorder.cpp): running time, which goes on
+// across a looped file's segment seeks where the PTS starts again at 0.
+std::int64_t running_time(GstPad* pad, GstBuffer* buf) {
+  if (!GST_BUFFER_PTS_IS_VALID(buf)) return -1;
+  GstEvent* ev = gst_pad_get_sticky_event(pad, GST_EVENT_SEGMENT, 0);
+  if (!ev) return static_cast<std::int64_t>(GST_BUFFER_PTS(buf));
+  const GstSegment* seg = nullptr;
+  gst_event_parse_segment(ev, &seg);
+  const guint64 t = gst_segment_to_running_time(seg, GST_FORMAT_TIME, GST_BUFFER_PTS(buf));
+  gst_event_unref(ev);
+  return GST_CLOCK_TIME_IS_VALID(t) ? static_cast<std::int64_t>(t) : -1;
+}
+
 // Bounded: torchtrack numbers tracks upwards, so the oldest ids go first.
 constexpr std::size_t kRememberedTracks = 4096;
 
@@ -109,7 +122,7 @@ void CameraEvidence::look(GstPad* pad, GstBuffer* buf) {
     e.reason = "class:" + label;
     e.label = label;
     e.track_id = track;
-    e.pts_ns = GST_BUFFER_PTS_IS_VALID(buf) ? static_cast<std::int64_t>(GST_BUFFER_PTS(buf)) : -1;
+    e.pts_ns = running_time(pad, buf);
     recorder_->record(e, buf, info, cv::Rect(roi->x, roi->y, roi->w, roi->h));
   }
 }

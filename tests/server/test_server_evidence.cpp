@@ -333,3 +333,40 @@ TEST_F(ServerEvidence, AFolderThatVanishesWarnsCountsAndTheCameraRuns) {
   EXPECT_GE(std::stoi(hit[1]), 2);
   EXPECT_EQ(http_.request("DELETE", server_->url("/streams/gone")).status, 200);
 }
+
+// A looped file starts its PTS at 0 again each time round; the events and
+// the ring keep running time, so the events just before and after the wrap
+// get clips of the length asked for, like the others.
+TEST_F(ServerEvidence, ClipsOfALoopedFileSpanTheWrap) {
+  const json body = evidence_camera(
+      "loop", {{"classes", {"bracket", "washer"}}, {"pre_s", 1.0}, {"post_s", 0.5}}, true);
+  ASSERT_EQ(http_.request("POST", server_->url("/streams"), body.dump()).status, 201);
+  // The first time round holds 13 events (EachNewTrackOfTheClassesGetsDecodableFiles);
+  // the 16th is well into the second.
+  json events;
+  ASSERT_TRUE(eventually(
+      [&] {
+        events = http_.get(server_->url("/streams/loop/events")).json()["events"];
+        int written = 0;
+        for (const json& e : events) written += e["clip_written"].get<bool>();
+        return written >= 16;
+      },
+      120))
+      << events.dump();
+  EXPECT_EQ(http_.request("DELETE", server_->url("/streams/loop")).status, 200);
+  std::set<std::uint64_t> written;
+  for (const json& e : events) {
+    if (!e["clip_written"].get<bool>()) continue;
+    written.insert(e["n"].get<std::uint64_t>());
+    const double seconds = e["clip_seconds"].get<double>();
+    const long long pts = e["pts_ns"].get<long long>();
+    SCOPED_TRACE(e.dump());
+    // The very first event comes 67 ms into the stream: there is no second before it.
+    const double expected = std::min(1.0, pts / 1e9) + 0.5;
+    EXPECT_NEAR(seconds, expected, 0.07);
+  }
+  for (std::uint64_t n = 1; n <= 16; ++n) EXPECT_TRUE(written.count(n)) << n;
+  // Running time goes on across the wrap: the numbers and the times rise together.
+  for (std::size_t i = 1; i < events.size(); ++i)
+    EXPECT_LT(events[i]["pts_ns"].get<long long>(), events[i - 1]["pts_ns"].get<long long>());
+}
