@@ -513,6 +513,42 @@ TEST(TorchInferBatching, SurvivesStateChangeStressWhileStreaming) {
   EXPECT_EQ(settled_thread_count(), before);
 }
 
+// Upstream keeps querying while the element stops: a decoder asks for an
+// allocation on its own thread while the pipeline goes down (downstream
+// elements stop first). Before the fix such a query drained the session
+// while stop() tore it down (the thread check aborted the server).
+TEST(TorchInferBatching, SerializedQueriesWhileStoppingNeverEnterTheStoppingSession) {
+  const GstVideoInfo info = info_of(kGray);
+  GstHarness* h = torchinfer_harness(identity("batch-size=4 batch-timeout=1000"), kGray);
+  std::atomic<bool> stop{false};
+  std::atomic<int> queries{0};
+  std::thread pusher([&] {
+    for (int i = 0; !stop; i = (i + 1) % 200) {
+      if (gst_harness_push(h, frame(info, i)) != GST_FLOW_OK) std::this_thread::sleep_for(1ms);
+      while (GstBuffer* b = gst_harness_try_pull(h)) gst_buffer_unref(b);
+    }
+  });
+  std::thread querier([&] {
+    GstCaps* caps = gst_caps_from_string(kGray);
+    while (!stop) {
+      GstQuery* q = gst_query_new_allocation(caps, TRUE);
+      gst_pad_peer_query(h->srcpad, q);
+      gst_query_unref(q);
+      queries++;
+    }
+    gst_caps_unref(caps);
+  });
+  GstHarnessThread* stress = gst_harness_stress_statechange_start(h);
+  std::this_thread::sleep_for(1500ms);
+  const guint cycles = gst_harness_stress_thread_stop(stress);
+  stop = true;
+  pusher.join();
+  querier.join();
+  EXPECT_GT(cycles, 3u);
+  EXPECT_GT(queries.load(), 100);
+  gst_harness_teardown(h);
+}
+
 TEST(TorchInferBatching, LatencyQueryAddsBatchWaitAndInference) {
   GstHarness* h =
       torchinfer_harness(identity("batch-size=4 batch-timeout=50000"), kGray, Upstream::kLive);
