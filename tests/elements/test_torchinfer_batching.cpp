@@ -704,6 +704,40 @@ TEST(TorchInferBatching, ConflictingSharedSettingsFailClearly) {
   gst_harness_teardown(first);
 }
 
+// What shapes the shared model's input or its decoded results comes from
+// the first sharer's config: a second sharer asking for something else
+// would get the first one's results in silence. Each such setting refused
+// by name.
+TEST(TorchInferBatching, SharersThatWouldGetAnotherSharersResultsFailNamingTheSetting) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"top-k=1", "top-k"},
+      {"output-activation=sigmoid", "activation"},
+      {"task=classification", "task"},
+      {"mean=0.5 std=1", "normalisation"},
+      {"channel-order=bgr", "channel-order"}};
+  for (const auto& [extra, setting] : cases) {
+    GstHarness* first = torchinfer_harness(identity("model-instance-id=results"), kGray);
+    gst_harness_play(first);
+    GstElement* second = gst_parse_launch(
+        ("torchinfer " + identity("model-instance-id=results " + extra)).c_str(), nullptr);
+    const StartResult r = try_start(second);
+    EXPECT_EQ(r.ret, GST_STATE_CHANGE_FAILURE) << extra;
+    EXPECT_EQ(r.error.code, GST_RESOURCE_ERROR_SETTINGS) << extra;
+    EXPECT_NE(r.error.message.find("must use the same " + setting), std::string::npos)
+        << extra << ": " << r.error.message;
+    gst_object_unref(second);
+    gst_harness_teardown(first);
+  }
+  // The same settings share (the sidecar's values given again as properties).
+  GstHarness* first = torchinfer_harness(identity("model-instance-id=results"), kGray);
+  gst_harness_play(first);
+  GstElement* same =
+      gst_parse_launch(("torchinfer " + identity("model-instance-id=results")).c_str(), nullptr);
+  EXPECT_NE(try_start(same).ret, GST_STATE_CHANGE_FAILURE);
+  gst_object_unref(same);
+  gst_harness_teardown(first);
+}
+
 TEST(TorchInferBatching, HotReloadSwitchesModelBetweenBatchesAndSurvivesABadModel) {
   const GstVideoInfo info = info_of(kGray);
   GstHarness* h = torchinfer_harness(identity("batch-size=1"), kGray);
