@@ -215,6 +215,7 @@ void EvidenceRecorder::take_sample(GstSample* sample) {
   }
   const std::int64_t pts = f.pts_ns;
   ring_.push(std::move(f));
+  ring_peak_ = std::max(ring_peak_.load(), ring_.bytes());
   encoded_++;
   release_due_clips(pts, false);
 }
@@ -410,6 +411,7 @@ RecorderLosses EvidenceRecorder::losses() const {
   l.clips_short = clips_short_;
   l.snapshots_dropped = snapshots_dropped_;
   l.frames_encoded = encoded_;
+  l.ring_peak_bytes = ring_peak_;
   return l;
 }
 

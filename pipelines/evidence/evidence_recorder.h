@@ -56,6 +56,7 @@ struct RecorderLosses {
   std::uint64_t clips_short = 0;         // clips shorter than asked by more than a frame
   std::uint64_t snapshots_dropped = 0;   // snapshot/crop jobs refused: the writer was behind
   std::uint64_t frames_encoded = 0;
+  std::size_t ring_peak_bytes = 0;  // the ring's largest size so far (its memory cost)
 };
 
 class EvidenceRecorder {
@@ -112,6 +113,7 @@ class EvidenceRecorder {
   std::atomic<std::uint64_t> queued_in_{0}, queued_out_{0}, encoded_{0};
   std::atomic<std::uint64_t> clips_short_{0}, snapshots_dropped_{0};
   std::atomic<std::uint64_t> snapshots_waiting_{0};
+  std::atomic<std::size_t> ring_peak_{0};  // written by the appsink's thread only
 
   mutable std::mutex mu_;  // pending_, jobs_, caps_, stop_
   std::condition_variable wake_, idle_;
