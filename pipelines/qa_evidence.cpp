@@ -122,6 +122,7 @@ void QaEvidence::add_frame(GstBuffer* buf, GstPad* pad, const QaFrame& frame,
     kept_peak_bytes_ = std::max(kept_peak_bytes_, kept_bytes_);
     if (kept.frame) gst_buffer_unref(kept.frame);
     view.frame = copy;
+    view.index = frame.index;
     view.box = pixel_box(p.box);
     kept = view;
   }
@@ -163,12 +164,20 @@ nlohmann::ordered_json QaEvidence::decided(const QaDecision& d, std::int64_t pts
   e.track_id = d.part;
   e.label = d.label;
   e.verdict = "reject";
-  auto it = best_.find(d.part);
-  GstBuffer* frame = it != best_.end() ? it->second.frame : nullptr;
-  const cv::Rect box = it != best_.end() ? it->second.box : cv::Rect();
-  e = recorder_->record(e, frame, info_, box);
+  const auto it = best_.find(d.part);
+  const Best best = it != best_.end() ? it->second : Best();
+  e = recorder_->record(e, best.frame, info_, best.box);
+  nlohmann::ordered_json j = {{"snapshot", e.snapshot}, {"crop", e.crop}, {"clip", e.clip}};
+  j["snapshot_frame"] = best.frame ? nlohmann::ordered_json(best.index) : nullptr;
+  // The crop's pixels: the part's box in that frame, cut to the frame.
+  const cv::Rect r =
+      best.box & cv::Rect(0, 0, GST_VIDEO_INFO_WIDTH(&info_), GST_VIDEO_INFO_HEIGHT(&info_));
+  j["crop_box"] =
+      best.frame
+          ? nlohmann::ordered_json{{"x", r.x}, {"y", r.y}, {"width", r.width}, {"height", r.height}}
+          : nlohmann::ordered_json(nullptr);
   release(d.part);
-  return {{"snapshot", e.snapshot}, {"crop", e.crop}, {"clip", e.clip}};
+  return j;
 }
 
 void QaEvidence::finish() {

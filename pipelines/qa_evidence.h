@@ -42,8 +42,9 @@ class QaEvidence {
   // the defect seen most confidently, then the part box's confidence).
   void add_frame(GstBuffer* buf, GstPad* pad, const QaFrame& frame, const QaRules& rules);
   // A decision at stream time `pts_ns`: for a reject, the event is recorded
-  // and the files' paths returned ({"snapshot","crop","clip"}); otherwise
-  // null. The part's kept frame is released either way.
+  // and the files' paths returned ({"snapshot","crop","clip"}, with the
+  // snapshot's frame number and the crop's box in it); otherwise null. The
+  // part's kept frame is released either way.
   nlohmann::ordered_json decided(const QaDecision& d, std::int64_t pts_ns);
   // Tracks that ended on a frame, after its decisions: what is still kept
   // for them (a duplicate, never decided) goes.
@@ -58,6 +59,7 @@ class QaEvidence {
  private:
   struct Best {
     GstBuffer* frame = nullptr;  // a copy of nobody's pool
+    std::int64_t index = -1;     // its frame number in the stream
     cv::Rect box;
     bool whole = false, judged = false;
     double defect = 0, confidence = 0;

@@ -3,7 +3,6 @@
 #include <gst/gst.h>
 
 #include <cerrno>
-#include <cmath>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -27,11 +26,12 @@ struct Strings {
   gchar* reclassify_interval = nullptr;
   gboolean quiet = FALSE;
   gchar *evidence = nullptr, *evidence_encoder = nullptr;
+  gchar *evidence_pre_s = nullptr, *evidence_post_s = nullptr;  // text: "not given" apart
+  std::optional<std::string> pre_text, post_text;               // taken from the two above
   gint64 evidence_max_events = G_MININT64, evidence_max_bytes = G_MININT64;  // not given
 };
 
 bool parse_entries(int* argc, char*** argv, Options& o, Strings& s) {
-  o.evidence_pre_s = o.evidence_post_s = std::nan("");  // NaN: not given
   GOptionEntry entries[] = {
       {"clip", 'c', 0, G_OPTION_ARG_FILENAME, &s.clip,
        "MJPEG Matroska clip, decoded to YUY2 as a camera sends it", "FILE"},
@@ -84,9 +84,9 @@ bool parse_entries(int* argc, char*** argv, Options& o, Strings& s) {
        "for every reject keep DIR/qa-line-N-snapshot.jpg (the frame where the part was best "
        "seen), -crop.jpg and -clip.mkv; the decision line names them",
        "DIR"},
-      {"evidence-pre-s", 0, 0, G_OPTION_ARG_DOUBLE, &o.evidence_pre_s,
+      {"evidence-pre-s", 0, 0, G_OPTION_ARG_STRING, &s.evidence_pre_s,
        "clip seconds before the decision, 0..30 (default 2)", "S"},
-      {"evidence-post-s", 0, 0, G_OPTION_ARG_DOUBLE, &o.evidence_post_s,
+      {"evidence-post-s", 0, 0, G_OPTION_ARG_STRING, &s.evidence_post_s,
        "clip seconds after the decision, 0..30 (default 1)", "S"},
       {"evidence-max-events", 0, 0, G_OPTION_ARG_INT64, &s.evidence_max_events,
        "keep the newest N events' files, 1..1000000 (default 1000)", "N"},
@@ -124,13 +124,28 @@ void take_strings(Strings& s, Options& o, std::optional<std::string>& reclassify
   o.evidence = s.evidence != nullptr;
   app::take(s.evidence, o.evidence_dir);
   app::take(s.evidence_encoder, o.evidence_encoder);
+  if (s.evidence_pre_s) s.pre_text = s.evidence_pre_s;
+  if (s.evidence_post_s) s.post_text = s.evidence_post_s;
+  g_free(s.evidence_pre_s);
+  g_free(s.evidence_post_s);
+}
+
+// Seconds of --evidence-pre-s / --evidence-post-s, 0..30.
+bool parse_seconds(const char* option, const std::string& text, double* out) {
+  char* end = nullptr;
+  const double v = g_ascii_strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0') {
+    g_printerr("qa-line: %s '%s': give seconds from 0 to 30\n", option, text.c_str());
+    return false;
+  }
+  *out = v;
+  return app::check_range(option, v, 0.0, 30.0);
 }
 
 // The --evidence-* values: in range, and only with --evidence (alone they
 // would quietly keep nothing).
 bool check_evidence(const Strings& s, Options& o) {
-  const bool pre = !std::isnan(o.evidence_pre_s), post = !std::isnan(o.evidence_post_s);
-  const bool settings = pre || post || s.evidence_max_events != G_MININT64 ||
+  const bool settings = s.pre_text || s.post_text || s.evidence_max_events != G_MININT64 ||
                         s.evidence_max_bytes != G_MININT64 || o.evidence_encoder != "jpeg";
   if (!o.evidence) {
     if (settings) g_printerr("qa-line: --evidence-* options need --evidence DIR\n");
@@ -140,16 +155,14 @@ bool check_evidence(const Strings& s, Options& o) {
     g_printerr("qa-line: --evidence '': give the folder for the evidence files\n");
     return false;
   }
-  if (!pre) o.evidence_pre_s = 2;
-  if (!post) o.evidence_post_s = 1;
   if (s.evidence_max_events != G_MININT64) o.evidence_max_events = s.evidence_max_events;
   if (s.evidence_max_bytes != G_MININT64) o.evidence_max_bytes = s.evidence_max_bytes;
   if (o.evidence_encoder != "jpeg" && o.evidence_encoder != "h264") {
     g_printerr("qa-line: --evidence-encoder '%s': give jpeg or h264\n", o.evidence_encoder.c_str());
     return false;
   }
-  return app::check_range("--evidence-pre-s", o.evidence_pre_s, 0.0, 30.0) &&
-         app::check_range("--evidence-post-s", o.evidence_post_s, 0.0, 30.0) &&
+  return (!s.pre_text || parse_seconds("--evidence-pre-s", *s.pre_text, &o.evidence_pre_s)) &&
+         (!s.post_text || parse_seconds("--evidence-post-s", *s.post_text, &o.evidence_post_s)) &&
          app::check_range("--evidence-max-events", o.evidence_max_events, 1LL, 1000000LL) &&
          app::check_range("--evidence-max-bytes", o.evidence_max_bytes, 4096LL, 1LL << 50);
 }
