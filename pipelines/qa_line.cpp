@@ -32,6 +32,7 @@
 #include "qa/decision_json.h"
 #include "qa/part_verdicts.h"
 #include "qa_annotate.h"
+#include "qa_evidence.h"
 #include "qa_frames.h"
 #include "qa_options.h"
 #include "qa_pipeline.h"
@@ -53,7 +54,9 @@ struct App {
   qa::Annotator annotator;
   std::map<long long, std::string> verdict_of;  // part id -> verdict, for the scores
   std::map<long long, torchinfer::QaAnomalyVerdict> anomaly_of;  // part id -> anomaly verdict
-  std::vector<double> detector_ms;  // forward() time of each inferred frame
+  std::vector<double> detector_ms;           // forward() time of each inferred frame
+  std::unique_ptr<qa::QaEvidence> evidence;  // --evidence
+  std::int64_t last_pts = -1;                // of the last analysed frame: EOS decisions
   FILE* out = stdout;
   int video_fd = -1;  // --out: the annotated video, for the pipeline's fdsink
   torchinfer::QaRunInfo info;
@@ -99,12 +102,15 @@ void write_line(App& app, const std::string& line) {
   }
 }
 
-void report(App& app, const std::vector<torchinfer::QaDecision>& decisions) {
+// `pts`: the stream time of the frame the decisions were made on (the
+// evidence clip's event).
+void report(App& app, const std::vector<torchinfer::QaDecision>& decisions, std::int64_t pts) {
   for (const auto& d : decisions) {
     app.verdict_of[d.part] = torchinfer::verdict_name(d.verdict);
     if (d.anomaly) app.anomaly_of[d.part] = *d.anomaly;
     app.annotator.decided(d);
-    write_line(app, torchinfer::decision_json(d));
+    const auto files = app.evidence ? app.evidence->decided(d, pts) : nlohmann::ordered_json();
+    write_line(app, torchinfer::decision_json(d, files));
     if (app.opt.quiet) continue;
     char top[160] = "";
     if (!d.anomaly) std::snprintf(top, sizeof top, "no evidence");
@@ -135,7 +141,7 @@ bool score(App& app, const qa::FrameResults& r) {
 }
 
 // Runs on the last analysing element's push thread, once per frame in order.
-GstPadProbeReturn on_result(GstPad*, GstPadProbeInfo* info, gpointer user) {
+GstPadProbeReturn on_result(GstPad* pad, GstPadProbeInfo* info, gpointer user) {
   auto* app = static_cast<App*>(user);
   GstBuffer* buf = GST_PAD_PROBE_INFO_BUFFER(info);
   const std::int64_t frame = app->info.frames++;
@@ -148,7 +154,10 @@ GstPadProbeReturn on_result(GstPad*, GstPadProbeInfo* info, gpointer user) {
       g_printerr("qa-line: analysing (first frame at %" GST_TIME_FORMAT ")\n",
                  GST_TIME_ARGS(GST_BUFFER_PTS(buf)));
     if (r.detector_inferred) app->detector_ms.push_back(r.detector_ms);
-    report(*app, app->verdicts->add_frame(r.frame));
+    if (app->evidence) app->evidence->add_frame(buf, pad, r.frame, app->rules);
+    app->last_pts = r.frame.pts;
+    report(*app, app->verdicts->add_frame(r.frame), r.frame.pts);
+    if (app->evidence) app->evidence->tracks_ended(r.frame.ended);
     app->annotator.set_parts(r.frame.parts);
   } catch (const std::exception& e) {
     g_printerr("qa-line: frame %" G_GINT64_FORMAT " not analysed: %s\n", frame, e.what());
@@ -372,6 +381,7 @@ int prepare(App& app) {
   if (!qa::make_rules(app.opt, app.rules, app.read)) return 2;
   app.verdicts = std::make_unique<torchinfer::PartVerdicts>(app.rules);
   if (!open_truth(app) || !open_mqtt(app)) return 2;
+  if (app.opt.evidence) app.evidence = std::make_unique<qa::QaEvidence>(app.opt);
   return open_files(app);
 }
 
@@ -381,6 +391,10 @@ bool build(App& app) {
   std::string why;
   app.pipeline = qa::build_pipeline(app.opt, app.rules, app.video_fd, &why);
   if (!app.pipeline) {
+    g_printerr("qa-line: cannot build the pipeline: %s\n", why.c_str());
+    return false;
+  }
+  if (app.evidence && !app.evidence->attach(app.pipeline, &why)) {
     g_printerr("qa-line: cannot build the pipeline: %s\n", why.c_str());
     return false;
   }
@@ -424,7 +438,7 @@ void run(App& app) {
 
 // The open parts decided, the counts, the scores and the summary line.
 void report_run(App& app) {
-  report(app, app.verdicts->flush());
+  report(app, app.verdicts->flush(), app.last_pts);
   print_counts(app);
   nlohmann::ordered_json facts;
   try {
@@ -433,7 +447,13 @@ void report_run(App& app) {
     g_printerr("qa-line: error: cannot score against %s: %s\n", app.opt.truth.c_str(), e.what());
     app.rc = 1;
   }
+  if (app.evidence) {
+    app.evidence->finish();
+    facts["evidence"] = app.evidence->summary();
+  }
   write_line(app, torchinfer::summary_json(app.verdicts->counts(), app.info, facts));
+  // Every part was decided and written: lost evidence is its own status.
+  if (app.evidence && app.evidence->report_losses() && app.rc == 0) app.rc = qa::kEvidenceLostExit;
   if (app.opt.out_dir.empty()) return;
   const std::string snap = app.opt.out_dir + "/snapshot.png";
   std::string why;

@@ -3,6 +3,8 @@
 #include <gst/app/gstappsrc.h>
 #include <unistd.h>
 
+#include <cstring>
+
 namespace torchinfer::evidence {
 
 namespace {
@@ -56,18 +58,22 @@ GstBuffer* clip_buffer(const EncodedFrame& f, std::int64_t base) {
 
 // Waits for the muxer to finish; the error's text (filesink's "Could not
 // write", with the system's reason in its details) when it does not.
-bool wait_done(GstElement* p, GstClockTime timeout, const std::string& path, std::string* why) {
+bool wait_done(GstElement* p, GstClockTime timeout, std::string* why) {
   GstBus* bus = gst_element_get_bus(p);
   GstMessage* m = gst_bus_timed_pop_filtered(
       bus, timeout, static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
   gst_object_unref(bus);
   bool ok = m && GST_MESSAGE_TYPE(m) == GST_MESSAGE_EOS;
-  if (!m && why->empty()) *why = path + ": the clip muxer did not finish";
+  if (!m && why->empty()) *why = "the clip muxer did not finish";
   if (m && !ok) {
     GError* e = nullptr;
     gchar* dbg = nullptr;
     gst_message_parse_error(m, &e, &dbg);
-    *why = path + ": " + (e ? e->message : "error") + (dbg ? std::string(" (") + dbg + ")" : "");
+    // The details' last line holds the system's reason ("... File too
+    // large"); the rest is GStreamer's source position.
+    const char* reason = dbg ? std::strrchr(dbg, '\n') : nullptr;
+    reason = reason ? reason + 1 : dbg;
+    *why = std::string(e ? e->message : "error") + (reason ? std::string(" (") + reason + ")" : "");
     if (e) g_error_free(e);
     g_free(dbg);
   }
@@ -80,20 +86,20 @@ bool wait_done(GstElement* p, GstClockTime timeout, const std::string& path, std
 double write_clip(const std::vector<EncodedFrame>& frames, GstCaps* caps, const std::string& path,
                   std::string* why) {
   if (frames.empty()) {
-    *why = path + ": no frames";
+    *why = "no frames";
     return -1;
   }
   GstElement* src = nullptr;
   GstElement* p = clip_pipeline(caps, path, &src, why);
   if (!p) return -1;
   bool ok = gst_element_set_state(p, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE;
-  if (!ok) *why = path + ": cannot open";
+  if (!ok) *why = "cannot open " + path;
   const std::int64_t base = frames.front().pts_ns;
   for (std::size_t i = 0; ok && i < frames.size(); ++i)
     ok = gst_app_src_push_buffer(GST_APP_SRC(src), clip_buffer(frames[i], base)) == GST_FLOW_OK;
   if (ok) gst_app_src_end_of_stream(GST_APP_SRC(src));
   // After a failed start or push the reason is already on the bus.
-  ok = wait_done(p, ok ? kClipTimeout : GST_SECOND, path, why) && ok;
+  ok = wait_done(p, ok ? kClipTimeout : GST_SECOND, why) && ok;
   gst_element_set_state(p, GST_STATE_NULL);
   gst_object_unref(p);
   if (!ok) {

@@ -14,8 +14,9 @@ namespace torchinfer::evidence {
 
 // Writes `frames` (caps: the encoder's, image/jpeg or video/x-h264) to
 // `path`, timestamps starting at 0. Returns the clip's length in seconds, or
-// -1 with `why` ("<path>: <reason>", e.g. No space left on device) and no
-// file left behind.
+// -1 with `why` (the reason, e.g. "Could not write to resource. (Error
+// while writing to file descriptor 9: No space left on device)") and no file
+// left behind.
 double write_clip(const std::vector<EncodedFrame>& frames, GstCaps* caps, const std::string& path,
                   std::string* why);
 

@@ -147,8 +147,8 @@ bool EvidenceRecorder::attach(GstElement* pipeline, GstElement* tee, std::string
   }
   // About a second of frames; a queue that fills drops its oldest frames
   // (counted: in - out).
-  g_object_set(queue, "leaky", 2, "max-size-buffers", options_.queue_frames, "max-size-bytes", 0u,
-               "max-size-time", G_GUINT64_CONSTANT(0), nullptr);
+  g_object_set(queue, "leaky", 2, "max-size-buffers", options_.queue_frames, "max-size-bytes",
+               options_.queue_bytes, "max-size-time", G_GUINT64_CONSTANT(0), nullptr);
   g_object_set(sink, "sync", FALSE, "async", FALSE, "emit-signals", TRUE, nullptr);
   g_signal_connect(sink, "new-sample", G_CALLBACK(on_sample), this);
   std::vector<GstElement*> chain = {queue, convert};
@@ -217,6 +217,7 @@ void EvidenceRecorder::take_sample(GstSample* sample) {
   }
   const std::int64_t pts = f.pts_ns;
   ring_.push(std::move(f));
+  ring_peak_ = std::max(ring_peak_.load(), ring_.bytes());
   encoded_++;
   release_due_clips(pts, false);
 }
@@ -254,7 +255,7 @@ evidence::EventRecord EvidenceRecorder::record(evidence::EventRecord e, GstBuffe
   const auto& s = store_->settings();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    pending_.push_back({e.n, e.pts_ns - ns(s.pre_s), e.pts_ns + ns(s.post_s)});
+    pending_.push_back({e.n, e.pts_ns - ns(s.pre_s), e.pts_ns + ns(s.post_s), e.clip});
   }
   if (snapshots_waiting_.load() >= options_.max_pending_snapshots || !frame) {
     snapshots_dropped_++;
@@ -377,7 +378,7 @@ void EvidenceRecorder::write_clip(Job& job) {
   if (frames.empty() || !caps) {
     if (caps) gst_caps_unref(caps);
     clips_short_++;
-    store_->count_failure(job.n, "clip", "no encoded frames for the clip's time");
+    store_->count_failure(job.n, "clip", job.clip.path + ": no encoded frames for its time");
     return;
   }
   const auto& s = store_->settings();
@@ -387,7 +388,7 @@ void EvidenceRecorder::write_clip(Job& job) {
   const double seconds = evidence::write_clip(frames, caps, tmp, &why);
   gst_caps_unref(caps);
   if (seconds < 0) {
-    store_->count_failure(job.n, "clip", why);
+    store_->count_failure(job.n, "clip", job.clip.path + ": " + why);
     return;
   }
   const double asked = s.pre_s + s.post_s;
@@ -412,6 +413,7 @@ RecorderLosses EvidenceRecorder::losses() const {
   l.clips_short = clips_short_;
   l.snapshots_dropped = snapshots_dropped_;
   l.frames_encoded = encoded_;
+  l.ring_peak_bytes = ring_peak_;
   return l;
 }
 

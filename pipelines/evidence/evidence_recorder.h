@@ -43,10 +43,12 @@ struct RecorderOptions {
   int jpeg_quality = 75;  // ring frames; snapshots and crops are encoded at 85
   int snapshot_quality = 85;
   std::size_t max_pending_snapshots = 16;  // frames waiting for the JPEG writer
-  // The leaky queue before the encoder, in frames (1080p I420: 3 MB each).
-  // A file source outruns a live camera: a test that counts frames exactly
-  // gives room for the whole clip.
-  unsigned queue_frames = 32;
+  // The leaky queue before the encoder: raw frames, bounded by memory (64 MB:
+  // 1.7 s of 640x480 YUY2 at 30 fps, 0.5 s of 1080p) rather than by count,
+  // so that a short stall of the encoder's thread on a loaded machine loses
+  // nothing; 0 frames: no bound by count.
+  unsigned queue_frames = 0;
+  unsigned queue_bytes = 64u << 20;
 };
 
 // The recorder's own losses, beside the store's counters.
@@ -56,6 +58,7 @@ struct RecorderLosses {
   std::uint64_t clips_short = 0;         // clips shorter than asked by more than a frame
   std::uint64_t snapshots_dropped = 0;   // snapshot/crop jobs refused: the writer was behind
   std::uint64_t frames_encoded = 0;
+  std::size_t ring_peak_bytes = 0;  // the ring's largest size so far (its memory cost)
 };
 
 class EvidenceRecorder {
@@ -93,6 +96,7 @@ class EvidenceRecorder {
   struct PendingClip {
     std::uint64_t n;
     std::int64_t from_ns, to_ns;
+    std::string path;  // the clip's, for messages
   };
   static GstFlowReturn on_sample(GstElement* sink, gpointer self);
   static GstPadProbeReturn count_in(GstPad*, GstPadProbeInfo*, gpointer self);
@@ -112,6 +116,7 @@ class EvidenceRecorder {
   std::atomic<std::uint64_t> queued_in_{0}, queued_out_{0}, encoded_{0};
   std::atomic<std::uint64_t> clips_short_{0}, snapshots_dropped_{0};
   std::atomic<std::uint64_t> snapshots_waiting_{0};
+  std::atomic<std::size_t> ring_peak_{0};  // written by the appsink's thread only
 
   mutable std::mutex mu_;  // pending_, jobs_, caps_, stop_
   std::condition_variable wake_, idle_;

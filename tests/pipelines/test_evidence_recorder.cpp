@@ -170,11 +170,13 @@ cv::Size jpeg_size(const std::string& path) {
   return m.empty() ? cv::Size(-1, -1) : m.size();
 }
 
-// A queue that never leaks in these tests: they count frames exactly.
+// A queue that never leaks in these tests (videotestsrc outruns the
+// encoder): they count frames exactly.
 RecorderOptions no_drops(const std::string& encoder = "jpeg") {
   RecorderOptions o;
   o.encoder = encoder;
-  o.queue_frames = 400;
+  o.queue_frames = 0;
+  o.queue_bytes = 0;  // unbounded
   return o;
 }
 
@@ -329,6 +331,7 @@ TEST(EvidenceRecorder, QueueDropsAreCounted) {
   const std::string dir = scratch_dir("drops");
   RecorderOptions o;
   o.queue_frames = 2;
+  o.queue_bytes = 0;
   EvidenceRecorder rec(make_store(dir, 0.3, 0.3), o);
   EventRun run;
   play(rec, run, 60, "I420", [&](GstElement* p) {
