@@ -140,6 +140,20 @@ void render_evidence_series(Writer& w, const MetricsSnapshot& m) {
   evidence_series(w, m, "torchinfer_stream_evidence_bytes", "gauge",
                   "Bytes of the stream's evidence files on disk.",
                   [](const StreamFigures& s) { return s.evidence_bytes; });
+  w.family("torchinfer_stream_evidence_ring_frames_lost_total", "counter",
+           "Encoded frames the evidence ring lost, by reason: queue (the encoder was behind; "
+           "the analysis never waits) or memory (ring_max_bytes pushed them out early). Clips "
+           "around them come out shorter.");
+  for (const auto& s : m.streams)
+    if (s.evidence)
+      for (const auto& [reason, n] :
+           {std::pair<const char*, std::uint64_t>{"queue", s.evidence_ring_dropped},
+            {"memory", s.evidence_ring_evicted}})
+        w.sample("torchinfer_stream_evidence_ring_frames_lost_total",
+                 stream_labels(s) + ",reason=\"" + reason + "\"", n);
+  evidence_series(w, m, "torchinfer_stream_evidence_clips_short_total", "counter",
+                  "Clips shorter than pre_s + post_s by more than a frame.",
+                  [](const StreamFigures& s) { return s.evidence_clips_short; });
   evidence_series(w, m, "torchinfer_stream_evidence_ring_bytes", "gauge",
                   "Memory of the stream's ring of encoded frames (bounded by ring_max_bytes).",
                   [](const StreamFigures& s) { return s.evidence_ring_bytes; });
