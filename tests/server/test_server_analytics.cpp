@@ -20,6 +20,8 @@ const std::string kToken = "analytics-token-0123";
 const json kGate = {
     {{"name", "gate"}, {"points", {{320, 0}, {320, 480}}}, {"classes", {"bracket", "washer"}}}};
 
+const json kZoneAll = {{{"name", "all"}, {"points", {{0, 0}, {640, 0}, {640, 480}, {0, 480}}}}};
+
 class ServerAnalytics : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -121,8 +123,7 @@ TEST_F(ServerAnalytics, PutChangesLinesAndZonesOnTheRunningCamera) {
   const std::uint64_t a_before = stream("live")["analytics"]["lines"]["a"]["backward"];
   const std::uint64_t out_before = stream("live")["frames"]["out"];
 
-  r = put("live", R"({"lines": "a:320,0,320,480;c:630,0,630,10",
-                     "zones": [{"name": "all", "points": [[0,0],[640,0],[640,480],[0,480]]}]})");
+  r = put("live", json({{"lines", "a:320,0,320,480;c:630,0,630,10"}, {"zones", kZoneAll}}).dump());
   ASSERT_EQ(r.status, 200) << r.body;
   ASSERT_TRUE(eventually(
       [&] {
@@ -194,4 +195,46 @@ TEST_F(ServerAnalytics, BadRequestsAreRefusedNamingTheField) {
   // None of that changed the camera's layout.
   EXPECT_FALSE(stream("live")["config"].contains("lines"));
   EXPECT_EQ(stream("plain")["analytics"], json(nullptr));
+}
+
+// A camera added over REST takes its lines like one of the config file.
+TEST_F(ServerAnalytics, PostedCameraTakesItsLines) {
+  const json body = {{"id", "posted"},
+                     {"uri", clip_uri()},
+                     {"track", true},
+                     {"lines", "gate:320,0,320,480"},
+                     {"zones", kZoneAll}};
+  const HttpReply r = http_.request("POST", server_->url("/streams"), body.dump(), kToken);
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(r.json()["config"]["lines"],
+            json::parse(R"([{"name": "gate", "points": [[320, 0], [320, 480]]}])"));
+  EXPECT_EQ(r.json()["config"]["zones"][0]["name"], "all");
+  ASSERT_TRUE(eventually(
+      [&] {
+        const json a = stream("posted")["analytics"];
+        return a.is_object() && a["lines"].contains("gate") && a["zones"].contains("all");
+      },
+      120))
+      << stream("posted");
+  EXPECT_EQ(http_.request("DELETE", server_->url("/streams/posted"), "", kToken).status, 200);
+}
+
+// The layout file cannot be written (a folder stands in its place): 500
+// naming it, and the camera keeps its lines.
+TEST_F(ServerAnalytics, UnwritableLayoutIsAnErrorAndTheOldLayoutStays) {
+  ASSERT_EQ(put("live", R"({"lines": "keep:320,0,320,480"})").status, 200);
+  const std::string file = server_->out_dir() + "/live.analytics.json";
+  ASSERT_EQ(g_remove(file.c_str()), 0);
+  ASSERT_EQ(g_mkdir((file + "/").c_str(), 0755), 0);
+  const HttpReply r = put("live", R"({"lines": "other:100,0,100,480"})");
+  g_rmdir(file.c_str());
+  expect_refused(r, 500, "", "cannot write the lines and zones to " + file);
+  EXPECT_EQ(stream("live")["config"]["lines"][0]["name"], "keep");
+  ASSERT_TRUE(eventually(
+      [&] {
+        const json l = stream("live")["analytics"]["lines"];
+        return l.contains("keep") && !l.contains("other");
+      },
+      30));
+  ASSERT_EQ(put("live", "{}").status, 200);
 }
