@@ -143,6 +143,7 @@ bool Camera::build(std::string* why) {
   GstElement* track = spec_.track ? make("torchtrack", "track", why) : nullptr;
   // Always with tracking: PUT /streams/{id}/analytics adds lines later.
   analytics_ = spec_.track ? make("torchanalytics", "analytics", why) : nullptr;
+  if (analytics_) gst_object_ref(analytics_);  // ours (the destructor's), besides the bin's
   GstElement* meta = spec_.json ? make("torchmetaconvert", "json", why) : nullptr;
   GstElement* publish = spec_.mqtt_topic.empty() ? nullptr : make("torchpublish", "mqtt", why);
   GstElement* overlay = as_is ? nullptr : make("torchoverlay", "overlay", why);
@@ -152,10 +153,7 @@ bool Camera::build(std::string* why) {
     if (e) gst_bin_add(GST_BIN(pipeline_), e);
   if (!why->empty()) return false;
   gst_object_ref(infer_);
-  if (analytics_) {
-    gst_object_ref(analytics_);
-    if (!apply_layout(analytics_, layout_path(), spec_.analytics, why)) return false;
-  }
+  if (analytics_ && !apply_layout(analytics_, layout_path(), spec_.analytics, why)) return false;
 
   // The formats the snapshot encoder reads; cameras' own YUY2/NV12 and a
   // decoder's I420 pass without conversion.
