@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "analytics/analytics.h"
 #include "common/stream_stats.h"
 
 namespace torchinfer::server {
@@ -51,6 +52,10 @@ struct StreamFigures {
   // Frames the ring never got (its queue was behind the encoder) or lost
   // early (ring_max_bytes), and clips shorter than asked because of them.
   std::uint64_t evidence_ring_dropped = 0, evidence_ring_evicted = 0, evidence_clips_short = 0;
+  // torchanalytics ("track": true): the counts of the stream's lines and
+  // zones, as on its latest frame.
+  std::vector<LineCounts> lines;
+  std::vector<ZoneCounts> zones;
 };
 
 struct ModelFigures {
