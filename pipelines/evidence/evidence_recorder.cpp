@@ -211,12 +211,15 @@ void EvidenceRecorder::take_sample(GstSample* sample) {
   gst_buffer_unmap(buf, &map);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!caps_) caps_ = gst_caps_ref(gst_sample_get_caps(sample));
+    GstCaps* caps = gst_sample_get_caps(sample);
+    if (!caps_ && caps) caps_ = gst_caps_ref(caps);
   }
   const std::int64_t pts = f.pts_ns;
+  const std::size_t size = f.data->size();
   ring_.push(std::move(f));
   ring_peak_ = std::max(ring_peak_.load(), ring_.bytes());
   encoded_++;
+  encoded_bytes_ += size;
   release_due_clips(pts, false);
 }
 
@@ -412,6 +415,7 @@ RecorderLosses EvidenceRecorder::losses() const {
   l.snapshots_dropped = snapshots_dropped_;
   l.frames_encoded = encoded_;
   l.ring_peak_bytes = ring_peak_;
+  l.bytes_encoded = encoded_bytes_;
   return l;
 }
 

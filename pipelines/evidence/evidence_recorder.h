@@ -58,6 +58,7 @@ struct RecorderLosses {
   std::uint64_t clips_short = 0;         // clips shorter than asked by more than a frame
   std::uint64_t snapshots_dropped = 0;   // snapshot/crop jobs refused: the writer was behind
   std::uint64_t frames_encoded = 0;
+  std::uint64_t bytes_encoded = 0;  // the encoder's output so far (bytes/s of the ring)
   std::size_t ring_peak_bytes = 0;  // the ring's largest size so far (its memory cost)
 };
 
@@ -113,7 +114,7 @@ class EvidenceRecorder {
   const RecorderOptions options_;
   evidence::EncodedRing ring_;
   GstElement* queue_ = nullptr;  // owned refs, for the counts
-  std::atomic<std::uint64_t> queued_in_{0}, queued_out_{0}, encoded_{0};
+  std::atomic<std::uint64_t> queued_in_{0}, queued_out_{0}, encoded_{0}, encoded_bytes_{0};
   std::atomic<std::uint64_t> clips_short_{0}, snapshots_dropped_{0};
   std::atomic<std::uint64_t> snapshots_waiting_{0};
   std::atomic<std::size_t> ring_peak_{0};  // written by the appsink's thread only
