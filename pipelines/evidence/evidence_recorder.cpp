@@ -195,16 +195,18 @@ void EvidenceRecorder::take_sample(GstSample* sample) {
   GstBuffer* buf = gst_sample_get_buffer(sample);
   if (!buf || !GST_BUFFER_PTS_IS_VALID(buf)) return;
   // Encoders move their output's timestamps (x264enc by 1000 hours, with a
-  // segment to match): back to stream time, the events' clock.
+  // segment to match): back to running time, the events' clock. Not stream
+  // time: a looped file (the server's segment seeks) starts its stream time
+  // again at 0 each time round, its running time goes on.
   const GstSegment* seg = gst_sample_get_segment(sample);
-  const guint64 stream_time =
-      seg ? gst_segment_to_stream_time(seg, GST_FORMAT_TIME, GST_BUFFER_PTS(buf))
+  const guint64 running =
+      seg ? gst_segment_to_running_time(seg, GST_FORMAT_TIME, GST_BUFFER_PTS(buf))
           : GST_BUFFER_PTS(buf);
-  if (!GST_CLOCK_TIME_IS_VALID(stream_time)) return;
+  if (!GST_CLOCK_TIME_IS_VALID(running)) return;
   GstMapInfo map;
   if (!gst_buffer_map(buf, &map, GST_MAP_READ)) return;
   evidence::EncodedFrame f;
-  f.pts_ns = static_cast<std::int64_t>(stream_time);
+  f.pts_ns = static_cast<std::int64_t>(running);
   f.duration_ns = GST_BUFFER_DURATION_IS_VALID(buf) ? GST_BUFFER_DURATION(buf) : 0;
   f.keyframe = !GST_BUFFER_FLAG_IS_SET(buf, GST_BUFFER_FLAG_DELTA_UNIT);
   f.data = std::make_shared<const std::vector<std::uint8_t>>(map.data, map.data + map.size);

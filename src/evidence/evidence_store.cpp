@@ -330,7 +330,10 @@ void EvidenceStore::load_existing() {
   std::vector<std::string> stale;
   while (dirent* ent = ::readdir(d)) {
     const std::string name = ent->d_name;
-    if (name.compare(0, temp_prefix.size(), temp_prefix) == 0) {
+    // Ours and the recorder's (a clip muxed to ".<camera>-<n>-clip.mkv.part").
+    const bool part = name.size() > 5 && name.compare(name.size() - 5, 5, ".part") == 0 &&
+                      name.compare(0, camera_.size() + 2, "." + camera_ + "-") == 0;
+    if (part || name.compare(0, temp_prefix.size(), temp_prefix) == 0) {
       stale.push_back(settings_.dir + "/" + name);
       continue;
     }

@@ -62,7 +62,7 @@ struct EventRecord {
                         // (continues after the highest on disk)
   std::string camera;   // the camera / app id (file-name safe)
   std::string reason;   // "reject", "class:defect", "line:gate:forward", ...
-  std::int64_t pts_ns = -1;  // stream time of the event
+  std::int64_t pts_ns = -1;  // running time of the event (the PTS of a stream played once from 0)
   std::int64_t wall_ms = 0;  // unix ms when begin() ran
   std::int64_t track_id = -1;
   std::string label, verdict;  // class label; "pass"/"reject"/"" (server)

@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "server/camera_settings.h"
+#include "server/evidence_spec.h"
 
 namespace torchinfer::server {
 
@@ -56,6 +57,8 @@ struct StreamSpec {
   bool restream = false;
   // aravis:// only (camera.name is `location`).
   CameraSettings camera;
+  // Snapshots, crops and clips of new tracks (needs track).
+  std::optional<EvidenceSpec> evidence;
 };
 
 struct MqttSpec {

@@ -230,8 +230,12 @@ TEST_F(EvidenceStoreTest, NumberingContinuesAfterTheHighestOnDisk) {
   std::ofstream(root_ + "/ev/cam-a-7-clip.mkv") << "x";
   // A temp file of a run that died mid-write.
   std::ofstream(root_ + "/ev/.cam.tmp-1-1") << "half";
+  std::ofstream(root_ + "/ev/.cam-3-clip.mkv.part") << "half a clip";
+  std::ofstream(root_ + "/ev/.camx-3-clip.mkv.part") << "another camera's";
   ev::EvidenceStore again(settings(), "cam");
   EXPECT_FALSE(fs::exists(root_ + "/ev/.cam.tmp-1-1"));
+  EXPECT_FALSE(fs::exists(root_ + "/ev/.cam-3-clip.mkv.part"));
+  EXPECT_TRUE(fs::exists(root_ + "/ev/.camx-3-clip.mkv.part"));
   const auto listed = again.list();
   ASSERT_EQ(listed.size(), 2u);  // events 1 and 3 have files; 2 has none
   EXPECT_EQ(listed[0].n, 3u);
