@@ -56,7 +56,6 @@ struct App {
   std::map<long long, torchinfer::QaAnomalyVerdict> anomaly_of;  // part id -> anomaly verdict
   std::vector<double> detector_ms;           // forward() time of each inferred frame
   std::unique_ptr<qa::QaEvidence> evidence;  // --evidence
-  std::int64_t last_pts = -1;                // of the last analysed frame: EOS decisions
   FILE* out = stdout;
   int video_fd = -1;  // --out: the annotated video, for the pipeline's fdsink
   torchinfer::QaRunInfo info;
@@ -102,14 +101,12 @@ void write_line(App& app, const std::string& line) {
   }
 }
 
-// `pts`: the stream time of the frame the decisions were made on (the
-// evidence clip's event).
-void report(App& app, const std::vector<torchinfer::QaDecision>& decisions, std::int64_t pts) {
+void report(App& app, const std::vector<torchinfer::QaDecision>& decisions) {
   for (const auto& d : decisions) {
     app.verdict_of[d.part] = torchinfer::verdict_name(d.verdict);
     if (d.anomaly) app.anomaly_of[d.part] = *d.anomaly;
     app.annotator.decided(d);
-    const auto files = app.evidence ? app.evidence->decided(d, pts) : nlohmann::ordered_json();
+    const auto files = app.evidence ? app.evidence->decided(d) : nlohmann::ordered_json();
     write_line(app, torchinfer::decision_json(d, files));
     if (app.opt.quiet) continue;
     char top[160] = "";
@@ -155,8 +152,7 @@ GstPadProbeReturn on_result(GstPad* pad, GstPadProbeInfo* info, gpointer user) {
                  GST_TIME_ARGS(GST_BUFFER_PTS(buf)));
     if (r.detector_inferred) app->detector_ms.push_back(r.detector_ms);
     if (app->evidence) app->evidence->add_frame(buf, pad, r.frame, app->rules);
-    app->last_pts = r.frame.pts;
-    report(*app, app->verdicts->add_frame(r.frame), r.frame.pts);
+    report(*app, app->verdicts->add_frame(r.frame));
     if (app->evidence) app->evidence->tracks_ended(r.frame.ended);
     app->annotator.set_parts(r.frame.parts);
   } catch (const std::exception& e) {
@@ -438,7 +434,7 @@ void run(App& app) {
 
 // The open parts decided, the counts, the scores and the summary line.
 void report_run(App& app) {
-  report(app, app.verdicts->flush(), app.last_pts);
+  report(app, app.verdicts->flush());
   print_counts(app);
   nlohmann::ordered_json facts;
   try {

@@ -77,7 +77,8 @@ class EvidenceRecorder {
   // Records an event: `frame` (raw video, `info`) is the snapshot's frame
   // (the QA app passes its copy of the frame where the part was best seen)
   // and `box` the crop, in that frame's pixels (an empty box: no crop). The
-  // clip is timed by e.pts_ns: from pre_s before to post_s after, written
+  // clip is timed by e.pts_ns (running time, evidence_store.h): from pre_s
+  // before to post_s after, written
   // once the ring has reached pts + post_s (or at finish()). Returns at once
   // with the store's record (n and the paths). Never blocks, never throws.
   evidence::EventRecord record(evidence::EventRecord e, GstBuffer* frame, const GstVideoInfo& info,
