@@ -222,6 +222,7 @@ nlohmann::ordered_json QaEvidence::summary() const {
   j["queue_dropped"] = l.queue_dropped;
   j["ring_evicted_early"] = l.ring_evicted_early;
   j["clips_short"] = l.clips_short;
+  j["snapshots_dropped"] = l.snapshots_dropped;
   j["frames_encoded"] = l.frames_encoded;
   j["ring_peak_bytes"] = l.ring_peak_bytes;
   j["best_frame_copies"] = copies_;
