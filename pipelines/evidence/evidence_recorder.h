@@ -104,6 +104,7 @@ class EvidenceRecorder {
   static GstPadProbeReturn count_in(GstPad*, GstPadProbeInfo*, gpointer self);
   static GstPadProbeReturn count_out(GstPad*, GstPadProbeInfo*, gpointer self);
   void take_sample(GstSample* sample);
+  void ask_keyframe(bool keyframe, std::int64_t pts, std::int64_t duration);
   void release_due_clips(std::int64_t newest_ns, bool all);
   void enqueue(Job job);
   void work();
@@ -114,7 +115,10 @@ class EvidenceRecorder {
   std::shared_ptr<evidence::EvidenceStore> store_;
   const RecorderOptions options_;
   evidence::EncodedRing ring_;
-  GstElement* queue_ = nullptr;  // owned refs, for the counts
+  GstElement* queue_ = nullptr;      // owned refs, for the counts
+  GstElement* appsink_ = nullptr;    // H.264 only: keyframes are asked through it
+  std::int64_t last_keyframe_ = -1;  // the appsink's thread only
+  bool keyframe_asked_ = false;
   std::atomic<std::uint64_t> queued_in_{0}, queued_out_{0}, encoded_{0}, encoded_bytes_{0};
   std::atomic<std::uint64_t> clips_short_{0}, snapshots_dropped_{0};
   std::atomic<std::uint64_t> snapshots_waiting_{0};
