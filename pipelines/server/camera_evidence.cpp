@@ -157,6 +157,10 @@ void CameraEvidence::fill(StreamFigures& f) const {
   f.evidence_pruned = c.pruned_events;
   f.evidence_bytes = c.bytes_on_disk;
   f.evidence_ring_bytes = recorder_->ring_bytes();
+  const RecorderLosses l = recorder_->losses();
+  f.evidence_ring_dropped = l.queue_dropped;
+  f.evidence_ring_evicted = l.ring_evicted_early;
+  f.evidence_clips_short = l.clips_short;
 }
 
 nlohmann::json CameraEvidence::event_json(const evidence::EventRecord& e) const {
@@ -170,6 +174,7 @@ nlohmann::json CameraEvidence::event_json(const evidence::EventRecord& e) const 
 
 nlohmann::json CameraEvidence::status() const {
   const evidence::EvidenceCounters c = recorder_->counters();
+  const RecorderLosses l = recorder_->losses();
   nlohmann::json last = nlohmann::json::array();
   for (const auto& e : store_->list(4)) last.push_back(event_json(e));
   return {
@@ -181,6 +186,12 @@ nlohmann::json CameraEvidence::status() const {
       {"pruned", c.pruned_events},
       {"bytes", c.bytes_on_disk},
       {"ring_bytes", recorder_->ring_bytes()},
+      {"ring_frames",
+       {{"held", recorder_->ring_frames()},
+        {"encoded", l.frames_encoded},
+        {"lost_queue", l.queue_dropped},
+        {"lost_memory", l.ring_evicted_early}}},
+      {"clips_short", l.clips_short},
       {"last_error", c.last_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.last_error)},
       {"events_url", "/streams/" + id_ + "/events"},
       {"last_events", last}};

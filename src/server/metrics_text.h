@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "analytics/analytics.h"
 #include "common/stream_stats.h"
 
 namespace torchinfer::server {
@@ -48,6 +49,13 @@ struct StreamFigures {
   std::uint64_t evidence_events = 0, evidence_snapshots = 0, evidence_crops = 0, evidence_clips = 0,
                 evidence_write_failures = 0, evidence_pruned = 0, evidence_bytes = 0,
                 evidence_ring_bytes = 0;
+  // Frames the ring never got (its queue was behind the encoder) or lost
+  // early (ring_max_bytes), and clips shorter than asked because of them.
+  std::uint64_t evidence_ring_dropped = 0, evidence_ring_evicted = 0, evidence_clips_short = 0;
+  // torchanalytics ("track": true): the counts of the stream's lines and
+  // zones, as on its latest frame.
+  std::vector<LineCounts> lines;
+  std::vector<ZoneCounts> zones;
 };
 
 struct ModelFigures {

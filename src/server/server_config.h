@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "analytics/analytics_config.h"
 #include "common/error.h"
 #include "server/camera_settings.h"
 #include "server/evidence_spec.h"
@@ -59,6 +60,9 @@ struct StreamSpec {
   CameraSettings camera;
   // Snapshots, crops and clips of new tracks (needs track).
   std::optional<EvidenceSpec> evidence;
+  // torchanalytics' lines and zones (server/stream_analytics.h), frame
+  // pixels; "track": true only. PUT /streams/{id}/analytics replaces them.
+  AnalyticsConfig analytics;
 };
 
 struct MqttSpec {

@@ -109,6 +109,12 @@ TEST_F(ServerEvidence, EachNewTrackOfTheClassesGetsDecodableFiles) {
   EXPECT_EQ(ev["files"]["clip"], tracks.size());
   EXPECT_EQ(ev["dir"], evidence_dir("line"));
   EXPECT_EQ(ev["events_url"], "/streams/line/events");
+  // Every frame of the clip reached the ring's encoder or is counted lost on
+  // the way; the first event (67 ms in) and the last (0.37 s before the end)
+  // cannot have clips as long as asked.
+  EXPECT_EQ(ev["ring_frames"]["encoded"].get<int>() + ev["ring_frames"]["lost_queue"].get<int>(),
+            300);
+  EXPECT_GE(ev["clips_short"].get<int>(), 2);
 
   const HttpReply r = http_.get(server_->url("/streams/line/events"));
   ASSERT_EQ(r.status, 200) << r.body;

@@ -128,6 +128,9 @@ TEST(EvidenceMetrics, SeriesOfEvidenceStreamsOnly) {
   s.evidence_pruned = 1;
   s.evidence_bytes = 123456;
   s.evidence_ring_bytes = 7890;
+  s.evidence_ring_dropped = 6;
+  s.evidence_ring_evicted = 7;
+  s.evidence_clips_short = 8;
   m.streams.push_back(s);
   StreamFigures plain;
   plain.id = "cam1";
@@ -148,6 +151,11 @@ TEST(EvidenceMetrics, SeriesOfEvidenceStreamsOnly) {
           "torchinfer_stream_evidence_pruned_total{stream=\"cam0\",model=\"parts\"} 1",
           "# TYPE torchinfer_stream_evidence_bytes gauge",
           "torchinfer_stream_evidence_bytes{stream=\"cam0\",model=\"parts\"} 123456",
+          "torchinfer_stream_evidence_ring_frames_lost_total{stream=\"cam0\",model=\"parts\","
+          "reason=\"queue\"} 6",
+          "torchinfer_stream_evidence_ring_frames_lost_total{stream=\"cam0\",model=\"parts\","
+          "reason=\"memory\"} 7",
+          "torchinfer_stream_evidence_clips_short_total{stream=\"cam0\",model=\"parts\"} 8",
           "# TYPE torchinfer_stream_evidence_ring_bytes gauge",
           "torchinfer_stream_evidence_ring_bytes{stream=\"cam0\",model=\"parts\"} 7890",
       })
