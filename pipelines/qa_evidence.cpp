@@ -27,6 +27,21 @@ GstBuffer* copy_frame(GstBuffer* buf) {
   return c;
 }
 
+// The recorder's clock (evidence_store.h): the PTS of a stream played once
+// from 0, the running time of any other.
+std::int64_t running_time(GstPad* pad, GstBuffer* buf) {
+  const GstClockTime pts = GST_BUFFER_PTS(buf);
+  GstEvent* ev = gst_pad_get_sticky_event(pad, GST_EVENT_SEGMENT, 0);
+  GstClockTime t = pts;
+  if (ev) {
+    const GstSegment* seg = nullptr;
+    gst_event_parse_segment(ev, &seg);
+    t = gst_segment_to_running_time(seg, GST_FORMAT_TIME, pts);
+    gst_event_unref(ev);
+  }
+  return GST_CLOCK_TIME_IS_VALID(t) ? static_cast<std::int64_t>(t) : -1;
+}
+
 bool whole(const QaBox& b, const QaFrame& f, double margin) {
   return b.x0 >= margin && b.y0 >= margin && b.x1 <= f.width - margin && b.y1 <= f.height - margin;
 }
@@ -100,6 +115,7 @@ void QaEvidence::add_frame(GstBuffer* buf, GstPad* pad, const QaFrame& frame,
     if (caps) gst_caps_unref(caps);
     if (!have_info_) return;
   }
+  now_ = running_time(pad, buf);
   for (const QaPart& p : frame.parts) {
     if (decided_.count(p.id)) continue;
     Best view;
@@ -145,7 +161,7 @@ void QaEvidence::tracks_ended(const std::vector<int>& ids) {
   }
 }
 
-nlohmann::ordered_json QaEvidence::decided(const QaDecision& d, std::int64_t pts_ns) {
+nlohmann::ordered_json QaEvidence::decided(const QaDecision& d) {
   decided_.insert(d.part);
   if (d.verdict != QaVerdict::kReject) {
     release(d.part);
@@ -160,7 +176,7 @@ nlohmann::ordered_json QaEvidence::decided(const QaDecision& d, std::int64_t pts
   evidence::EventRecord e;
   e.camera = "qa-line";
   e.reason = "reject";
-  e.pts_ns = pts_ns;
+  e.pts_ns = now_;
   e.track_id = d.part;
   e.label = d.label;
   e.verdict = "reject";
@@ -206,6 +222,7 @@ nlohmann::ordered_json QaEvidence::summary() const {
   j["queue_dropped"] = l.queue_dropped;
   j["ring_evicted_early"] = l.ring_evicted_early;
   j["clips_short"] = l.clips_short;
+  j["snapshots_dropped"] = l.snapshots_dropped;
   j["frames_encoded"] = l.frames_encoded;
   j["ring_peak_bytes"] = l.ring_peak_bytes;
   j["best_frame_copies"] = copies_;

@@ -41,11 +41,12 @@ class QaEvidence {
   // kept for every part whose view here is its best so far (whole, judged,
   // the defect seen most confidently, then the part box's confidence).
   void add_frame(GstBuffer* buf, GstPad* pad, const QaFrame& frame, const QaRules& rules);
-  // A decision at stream time `pts_ns`: for a reject, the event is recorded
+  // A decision, on the frame last given to add_frame (the clip's event is
+  // that frame's running time): for a reject, the event is recorded
   // and the files' paths returned ({"snapshot","crop","clip"}, with the
   // snapshot's frame number and the crop's box in it); otherwise null. The
   // part's kept frame is released either way.
-  nlohmann::ordered_json decided(const QaDecision& d, std::int64_t pts_ns);
+  nlohmann::ordered_json decided(const QaDecision& d);
   // Tracks that ended on a frame, after its decisions: what is still kept
   // for them (a duplicate, never decided) goes.
   void tracks_ended(const std::vector<int>& ids);
@@ -70,6 +71,7 @@ class QaEvidence {
   double pre_s_ = 2, post_s_ = 1;
   std::unique_ptr<EvidenceRecorder> recorder_;
   GstVideoInfo info_{};
+  std::int64_t now_ = -1;  // running time of the last frame given to add_frame
   bool have_info_ = false;
   std::map<int, Best> best_;  // open parts
   std::set<int> decided_;     // decided ids whose track goes on: nothing kept for them

@@ -57,7 +57,6 @@ struct App {
   std::map<long long, torchinfer::QaAnomalyVerdict> anomaly_of;  // part id -> anomaly verdict
   std::vector<double> detector_ms;           // forward() time of each inferred frame
   std::unique_ptr<qa::QaEvidence> evidence;  // --evidence
-  std::int64_t last_pts = -1;                // of the last analysed frame: EOS decisions
   qa::GateCounts gate;  // --gate: what torchanalytics counted, the verdicts at it
   FILE* out = stdout;
   int video_fd = -1;  // --out: the annotated video, for the pipeline's fdsink
@@ -106,15 +105,13 @@ void write_line(App& app, const std::string& line) {
   }
 }
 
-// `pts`: the stream time of the frame the decisions were made on (the
-// evidence clip's event).
-void report(App& app, const std::vector<torchinfer::QaDecision>& decisions, std::int64_t pts) {
+void report(App& app, const std::vector<torchinfer::QaDecision>& decisions) {
   for (const auto& d : decisions) {
     app.verdict_of[d.part] = torchinfer::verdict_name(d.verdict);
     if (!d.direction.empty()) app.gate.verdicts[d.direction][torchinfer::verdict_name(d.verdict)]++;
     if (d.anomaly) app.anomaly_of[d.part] = *d.anomaly;
     app.annotator.decided(d);
-    const auto files = app.evidence ? app.evidence->decided(d, pts) : nlohmann::ordered_json();
+    const auto files = app.evidence ? app.evidence->decided(d) : nlohmann::ordered_json();
     write_line(app, torchinfer::decision_json(d, files));
     if (app.opt.quiet) continue;
     char top[160] = "";
@@ -176,8 +173,7 @@ GstPadProbeReturn on_result(GstPad* pad, GstPadProbeInfo* info, gpointer user) {
     if (r.detector_inferred) app->detector_ms.push_back(r.detector_ms);
     if (app->opt.gate && !at_gate(*app, buf, r.frame)) return GST_PAD_PROBE_OK;
     if (app->evidence) app->evidence->add_frame(buf, pad, r.frame, app->rules);
-    app->last_pts = r.frame.pts;
-    report(*app, app->verdicts->add_frame(r.frame), r.frame.pts);
+    report(*app, app->verdicts->add_frame(r.frame));
     if (app->evidence) app->evidence->tracks_ended(r.frame.ended);
     app->annotator.set_parts(r.frame.parts);
   } catch (const std::exception& e) {
@@ -477,7 +473,7 @@ nlohmann::ordered_json gate_facts(const App& app) {
 
 // The open parts decided, the counts, the scores and the summary line.
 void report_run(App& app) {
-  report(app, app.verdicts->flush(), app.last_pts);
+  report(app, app.verdicts->flush());
   print_counts(app);
   nlohmann::ordered_json facts;
   try {

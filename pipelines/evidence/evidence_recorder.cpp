@@ -72,6 +72,7 @@ EvidenceRecorder::~EvidenceRecorder() {
   worker_.join();
   if (caps_) gst_caps_unref(caps_);
   if (queue_) gst_object_unref(queue_);
+  if (appsink_) gst_object_unref(appsink_);
 }
 
 GstPadProbeReturn EvidenceRecorder::count_in(GstPad*, GstPadProbeInfo*, gpointer self) {
@@ -167,6 +168,7 @@ bool EvidenceRecorder::attach(GstElement* pipeline, GstElement* tee, std::string
     return false;
   }
   queue_ = GST_ELEMENT(gst_object_ref(queue));
+  if (h264) appsink_ = GST_ELEMENT(gst_object_ref(sink));
   GstPad* in = gst_element_get_static_pad(queue, "sink");
   GstPad* out = gst_element_get_static_pad(queue, "src");
   gst_pad_add_probe(in, GST_PAD_PROBE_TYPE_BUFFER, count_in, this, nullptr);
@@ -213,13 +215,35 @@ void EvidenceRecorder::take_sample(GstSample* sample) {
   gst_buffer_unmap(buf, &map);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!caps_) caps_ = gst_caps_ref(gst_sample_get_caps(sample));
+    GstCaps* caps = gst_sample_get_caps(sample);
+    if (!caps_ && caps) caps_ = gst_caps_ref(caps);
   }
   const std::int64_t pts = f.pts_ns;
+  const std::size_t size = f.data->size();
+  ask_keyframe(f.keyframe, pts, f.duration_ns);
   ring_.push(std::move(f));
   ring_peak_ = std::max(ring_peak_.load(), ring_.bytes());
   encoded_++;
+  encoded_bytes_ += size;
   release_due_clips(pts, false);
+}
+
+// A keyframe at least every second of stream time, whatever the camera's
+// rate (the encoder's GOP is in frames; x264enc takes no new one while
+// playing): past a second without one, the encoder is asked for one.
+// The request takes effect on the next frame in: asked when that frame
+// (pts + duration) is a second past the last keyframe.
+void EvidenceRecorder::ask_keyframe(bool keyframe, std::int64_t pts, std::int64_t duration) {
+  if (keyframe || last_keyframe_ < 0) {
+    if (keyframe) last_keyframe_ = pts;
+    keyframe_asked_ = false;
+    return;
+  }
+  if (keyframe_asked_ || pts + duration - last_keyframe_ < kSecond - kSecond / 100) return;
+  keyframe_asked_ = true;
+  if (appsink_)
+    gst_element_send_event(
+        appsink_, gst_video_event_new_upstream_force_key_unit(GST_CLOCK_TIME_NONE, TRUE, 0));
 }
 
 // Clips whose end the stream has reached (a frame at or past it is in the
@@ -414,6 +438,7 @@ RecorderLosses EvidenceRecorder::losses() const {
   l.snapshots_dropped = snapshots_dropped_;
   l.frames_encoded = encoded_;
   l.ring_peak_bytes = ring_peak_;
+  l.bytes_encoded = encoded_bytes_;
   return l;
 }
 

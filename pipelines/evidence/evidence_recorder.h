@@ -58,6 +58,7 @@ struct RecorderLosses {
   std::uint64_t clips_short = 0;         // clips shorter than asked by more than a frame
   std::uint64_t snapshots_dropped = 0;   // snapshot/crop jobs refused: the writer was behind
   std::uint64_t frames_encoded = 0;
+  std::uint64_t bytes_encoded = 0;  // the encoder's output so far (bytes/s of the ring)
   std::size_t ring_peak_bytes = 0;  // the ring's largest size so far (its memory cost)
 };
 
@@ -76,7 +77,8 @@ class EvidenceRecorder {
   // Records an event: `frame` (raw video, `info`) is the snapshot's frame
   // (the QA app passes its copy of the frame where the part was best seen)
   // and `box` the crop, in that frame's pixels (an empty box: no crop). The
-  // clip is timed by e.pts_ns: from pre_s before to post_s after, written
+  // clip is timed by e.pts_ns (running time, evidence_store.h): from pre_s
+  // before to post_s after, written
   // once the ring has reached pts + post_s (or at finish()). Returns at once
   // with the store's record (n and the paths). Never blocks, never throws.
   evidence::EventRecord record(evidence::EventRecord e, GstBuffer* frame, const GstVideoInfo& info,
@@ -102,6 +104,7 @@ class EvidenceRecorder {
   static GstPadProbeReturn count_in(GstPad*, GstPadProbeInfo*, gpointer self);
   static GstPadProbeReturn count_out(GstPad*, GstPadProbeInfo*, gpointer self);
   void take_sample(GstSample* sample);
+  void ask_keyframe(bool keyframe, std::int64_t pts, std::int64_t duration);
   void release_due_clips(std::int64_t newest_ns, bool all);
   void enqueue(Job job);
   void work();
@@ -112,8 +115,11 @@ class EvidenceRecorder {
   std::shared_ptr<evidence::EvidenceStore> store_;
   const RecorderOptions options_;
   evidence::EncodedRing ring_;
-  GstElement* queue_ = nullptr;  // owned refs, for the counts
-  std::atomic<std::uint64_t> queued_in_{0}, queued_out_{0}, encoded_{0};
+  GstElement* queue_ = nullptr;      // owned refs, for the counts
+  GstElement* appsink_ = nullptr;    // H.264 only: keyframes are asked through it
+  std::int64_t last_keyframe_ = -1;  // the appsink's thread only
+  bool keyframe_asked_ = false;
+  std::atomic<std::uint64_t> queued_in_{0}, queued_out_{0}, encoded_{0}, encoded_bytes_{0};
   std::atomic<std::uint64_t> clips_short_{0}, snapshots_dropped_{0};
   std::atomic<std::uint64_t> snapshots_waiting_{0};
   std::atomic<std::size_t> ring_peak_{0};  // written by the appsink's thread only

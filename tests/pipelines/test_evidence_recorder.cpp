@@ -90,6 +90,7 @@ Decoded decode_clip(const std::string& path) {
 // recorded on each frame listed in `events` (box `box`).
 struct EventRun {
   std::vector<int> events;
+  int fps = 30;
   cv::Rect box{40, 30, 64, 48};
   std::vector<ev::EventRecord> records;
   EvidenceRecorder* recorder = nullptr;
@@ -121,10 +122,10 @@ GstPadProbeReturn on_frame(GstPad* pad, GstPadProbeInfo* info, gpointer user) {
 void play(EvidenceRecorder& rec, EventRun& run, int frames, const char* format = "I420",
           const std::function<void(GstElement*)>& during = {}) {
   run.recorder = &rec;
-  const std::string line =
-      "videotestsrc pattern=ball num-buffers=" + std::to_string(frames) +
-      " ! video/x-raw,format=" + format +
-      ",width=320,height=240,framerate=30/1 ! tee name=t ! fakesink sync=false";
+  const std::string line = "videotestsrc pattern=ball num-buffers=" + std::to_string(frames) +
+                           " ! video/x-raw,format=" + format +
+                           ",width=320,height=240,framerate=" + std::to_string(run.fps) +
+                           "/1 ! tee name=t ! fakesink sync=false";
   GError* err = nullptr;
   GstElement* p = gst_parse_launch(line.c_str(), &err);
   ASSERT_NE(p, nullptr) << (err ? err->message : "");
@@ -300,6 +301,21 @@ TEST(EvidenceRecorder, H264ClipStartsAtTheKeyframeBefore) {
   ASSERT_TRUE(d.ok) << d.error;
   EXPECT_EQ(d.frames, 36);  // frames 30..65
   EXPECT_EQ(rec.counters().clips, 1u) << rec.counters().last_error;
+}
+
+// A keyframe a second at any rate: at 10 fps the clip from 2.0 s starts on
+// the keyframe at frame 20, not on one 30 frames apart (frame 0).
+TEST(EvidenceRecorder, H264KeyframeEverySecondAtTheCamerasRate) {
+  const std::string dir = scratch_dir("h264-10fps");
+  EvidenceRecorder rec(make_store(dir, 0.5, 0.5), no_drops("h264"));
+  EventRun run;
+  run.fps = 10;
+  run.events = {25};  // 2.5 s: from 2.0 s (frame 20) to 3.0 s (frame 30)
+  play(rec, run, 40);
+  ASSERT_EQ(rec.counters().clips, 1u) << rec.counters().last_error;
+  const Decoded d = decode_clip(run.records[0].clip);
+  ASSERT_TRUE(d.ok) << d.error;
+  EXPECT_EQ(d.frames, 11);
 }
 
 TEST(EvidenceRecorder, FolderReplacedByAFileIsCountedAndNeverBlocks) {

@@ -282,3 +282,38 @@ TEST(QaLineEvidenceErrors, BadEvidenceOptionsExitTwo) {
   }
   EXPECT_FALSE(fs::exists(dir)) << "nothing made for a refused command line";
 }
+
+// With --gate the decision, and so the clip's event, is the crossing: the 8
+// rejects among the 12 parts that cross x = 320 each get their files; the
+// part that never reaches it is not decided and keeps nothing.
+TEST(QaLineEvidence, AtTheGateEachRejectHasItsFiles) {
+  const std::string dir = scratch("gate");
+  auto args = base_args();
+  for (const char* a : {"--gate", "320,0,320,480", "--evidence", dir.c_str()}) args.push_back(a);
+  const Result r = run_app(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const QaOutput o = parse_qa_output(r.out);
+  ASSERT_EQ(o.parts.size(), 12u);
+  int rejects = 0;
+  for (const json& d : o.parts) {
+    if (d["verdict"] != "reject") continue;
+    ++rejects;
+    const std::string n = std::to_string(rejects);
+    EXPECT_EQ(d["evidence"]["clip"], dir + "/qa-line-" + n + "-clip.mkv") << d;
+    const json rec = read_json(dir + "/qa-line-" + n + "-event.json");
+    EXPECT_TRUE(rec["snapshot_written"].get<bool>() && rec["crop_written"].get<bool>() &&
+                rec["clip_written"].get<bool>())
+        << rec;
+    // The crossing is mid-clip: a whole 2 s + 1 s clip (91 frames).
+    EXPECT_EQ(decode_clip(d["evidence"]["clip"]).frames,
+              frames_between(rec["pts_ns"].get<std::int64_t>(), 2.0, 1.0))
+        << d;
+  }
+  EXPECT_EQ(rejects, 8);
+  const json& s = o.summary["evidence"];
+  EXPECT_EQ(s["events"], 8);
+  EXPECT_EQ(s["snapshots"], 8);
+  EXPECT_EQ(s["crops"], 8);
+  EXPECT_EQ(s["clips"], 8);
+  EXPECT_EQ(s["write_failures"], 0);
+}
