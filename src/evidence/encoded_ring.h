@@ -20,8 +20,8 @@ struct EncodedFrame {
 };
 
 // Thread-safe (one writer, any readers); memory bounded by max_bytes and by
-// span_ns of stream time. Frames leave by whole groups (keyframe to the
-// frame before the next one), so that the oldest frame kept is always a
+// span_ns of the time its frames carry (the recorder gives running time). Frames leave by whole
+// groups (keyframe to the frame before the next one), so that the oldest frame kept is always a
 // keyframe: a clip asked from span_ns before the newest frame starts at most
 // one group earlier, never later. When max_bytes is reached before span_ns
 // has passed, the oldest group leaves early: those frames are counted

@@ -414,6 +414,9 @@ bool EvidenceStore::adopt(std::uint64_t n, const std::string& kind, const std::s
     ::unlink(written_path.c_str());
     return fail(n, kind, written_path + ": " + (err ? std::strerror(err) : "not a regular file"));
   }
+  // The muxer created it with the umask's mode (usually 0644): evidence
+  // files are 0640 however they were written.
+  ::chmod(written_path.c_str(), 0640);
   const std::string tmp = temp_path();
   if (::rename(written_path.c_str(), tmp.c_str()) != 0) {
     // Another file system (the muxer wrote under /tmp): copy it over.

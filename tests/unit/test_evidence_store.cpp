@@ -378,9 +378,13 @@ TEST_F(EvidenceStoreTest, AdoptRenamesIntoPlaceAndCountsAMissingFile) {
   store.begin({});
   const std::string muxed = root_ + "/muxed.mkv";
   std::ofstream(muxed) << std::string(777, 'm');
+  ::chmod(muxed.c_str(), 0644);
   ASSERT_TRUE(store.adopt(1, "clip", muxed, 3.0));
   EXPECT_FALSE(fs::exists(muxed));
   EXPECT_EQ(read(root_ + "/ev/cam-1-clip.mkv"), std::string(777, 'm'));
+  struct stat st;
+  ASSERT_EQ(::stat((root_ + "/ev/cam-1-clip.mkv").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0640u) << "the muxer's mode stayed";
   EXPECT_DOUBLE_EQ(store.find(1)->clip_seconds, 3.0);
   EXPECT_FALSE(store.adopt(1, "crop", root_ + "/never-written.jpg"));
   EXPECT_EQ(store.counters().write_failures, 1u);
