@@ -24,6 +24,7 @@ struct Strings {
         *mqtt_topic = nullptr;
   // A string: an int option has no "not given" that a user cannot also type.
   gchar* reclassify_interval = nullptr;
+  gchar* gate = nullptr;  // parsed in check_values
   gboolean quiet = FALSE;
 };
 
@@ -75,6 +76,10 @@ bool parse_entries(int* argc, char*** argv, Options& o, Strings& s) {
       {"part-classes", 0, 0, G_OPTION_ARG_STRING, &s.parts, "default bracket,washer", "A,B"},
       {"defect-classes", 0, 0, G_OPTION_ARG_STRING, &s.defects,
        "default: every other label of the model", "A,B"},
+      {"gate", 0, 0, G_OPTION_ARG_STRING, &s.gate,
+       "decide each part when its centre crosses this line (frame pixels; default: when it "
+       "leaves the view) and count the parts per class and verdict at it",
+       "X1,Y1,X2,Y2"},
       {"quiet", 'q', 0, G_OPTION_ARG_NONE, &s.quiet, "no line per part on stderr", nullptr},
       {nullptr, 0, 0, G_OPTION_ARG_NONE, nullptr, nullptr, nullptr}};
   return app::parse_options(argc, argv, entries, "- torchinfer QA line: pass/reject per part",
@@ -83,9 +88,12 @@ bool parse_entries(int* argc, char*** argv, Options& o, Strings& s) {
 
 // Moves what GLib allocated into `o`; `reclassify` gets the text of
 // --reclassify-interval if it was given.
-void take_strings(Strings& s, Options& o, std::optional<std::string>& reclassify) {
+void take_strings(Strings& s, Options& o, std::optional<std::string>& reclassify,
+                  std::optional<std::string>& gate) {
   if (s.reclassify_interval) reclassify = s.reclassify_interval;
   g_free(s.reclassify_interval);
+  if (s.gate) gate = s.gate;
+  g_free(s.gate);
   app::take(s.clip, o.clip);
   app::take(s.device, o.device);
   app::take(s.source, o.source);
@@ -125,11 +133,19 @@ bool reclassify_interval(const std::optional<std::string>& given, Options& o) {
 }
 
 // The values GLib accepted as such but the app cannot run with.
-bool check_values(const std::optional<std::string>& reclassify, Options& o) {
+bool check_values(const std::optional<std::string>& reclassify,
+                  const std::optional<std::string>& gate, Options& o) {
   if (!app::check_range("--inference-interval", static_cast<long long>(o.inference_interval), 1,
                         1000) ||
       !reclassify_interval(reclassify, o))
     return false;
+  if (gate) {
+    o.gate.emplace();
+    if (const std::string why = parse_gate(*gate, &*o.gate); !why.empty()) {
+      g_printerr("%s\n", why.c_str());
+      return false;
+    }
+  }
   if (o.tracking_type != "short-term" && o.tracking_type != "zero-term") {
     g_printerr("qa-line: --tracking-type '%s': give short-term or zero-term\n",
                o.tracking_type.c_str());
@@ -155,9 +171,9 @@ bool check_values(const std::optional<std::string>& reclassify, Options& o) {
 bool parse_args(int argc, char** argv, Options& o) {
   Strings s;
   const bool ok = parse_entries(&argc, &argv, o, s);
-  std::optional<std::string> reclassify;
-  take_strings(s, o, reclassify);
-  if (!ok || !check_values(reclassify, o)) return false;
+  std::optional<std::string> reclassify, gate;
+  take_strings(s, o, reclassify, gate);
+  if (!ok || !check_values(reclassify, gate, o)) return false;
   if (argc > 1) {
     g_printerr("qa-line: unexpected argument '%s'\n", argv[1]);
     return false;

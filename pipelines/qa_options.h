@@ -2,7 +2,10 @@
 // checked before anything runs; a bad one is exit status 2.
 #pragma once
 
+#include <optional>
 #include <string>
+
+#include "qa_gate.h"
 
 namespace torchinfer::qa {
 
@@ -22,6 +25,7 @@ struct Options {
   int inference_interval = 1;
   int reclassify_interval = 0;  // after parse_args: 1..1000, the inference interval if not given
   bool quiet = false;
+  std::optional<Gate> gate;  // --gate: parts are decided when they cross it
 
   bool has_classifier() const { return classifier != kNoClassifier; }
   bool has_anomaly() const { return !anomaly.empty(); }

@@ -162,6 +162,14 @@ std::vector<GstElement*> analysis(Builder& b, const Options& o, const QaRules& r
     on_parts(anomaly, o, rules, o.anomaly, "qa-anomaly");
     chain.push_back(anomaly);
   }
+  if (o.gate) {
+    // The rule: a part is at the gate when its centre crosses it.
+    GstElement* gate = b.add("torchanalytics", kGateElement);
+    if (!gate) return {};
+    g_object_set(gate, "lines", gate_lines(*o.gate).c_str(), nullptr);
+    set_arg(gate, "reference-point", "center");
+    chain.push_back(gate);
+  }
   return chain;
 }
 

@@ -6,6 +6,7 @@
 //
 //   source ! torchinfer name=infer (detector) ! torchnms name=nms
 //   ! torchtrack name=track [! torchinfer name=classify (roi-list)]
+//   [! torchinfer name=anomaly (roi-list)] [! torchanalytics name=gate (--gate)]
 //   ! identity name=analysed
 //   ! fakesink | torchmetaconvert ! torchoverlay ! videoconvert ! BGR
 //                ! identity name=annotated ! jpegenc ! matroskamux ! fdsink

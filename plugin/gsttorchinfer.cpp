@@ -588,10 +588,27 @@ static gboolean gst_torchinfer_sink_event(GstPad* pad, GstObject* parent, GstEve
   return session.push_event(own(GST_MINI_OBJECT(event)));
 }
 
+// A pad's stream lock for one scope (it is recursive: gst_pad_query may
+// hold it already).
+struct GstPadStreamLock {
+  explicit GstPadStreamLock(GstPad* p) : pad(p) { GST_PAD_STREAM_LOCK(pad); }
+  ~GstPadStreamLock() { GST_PAD_STREAM_UNLOCK(pad); }
+  GstPadStreamLock(const GstPadStreamLock&) = delete;
+  GstPadStreamLock& operator=(const GstPadStreamLock&) = delete;
+  GstPad* pad;
+};
+
 static gboolean gst_torchinfer_sink_query(GstPad* pad, GstObject* parent, GstQuery* query) {
   auto* self = GST_TORCHINFER(parent);
   State* st = self->state;
   if (!GST_QUERY_IS_SERIALIZED(query)) return gst_pad_query_default(pad, parent, query);
+  // GStreamer does not refuse queries on a deactivated pad: upstream (still
+  // running while this element stops, since a bin stops its sinks first)
+  // may query while stop() tears the session down. Under the stream lock,
+  // which deactivation takes after flagging the pad, a pad not flushing
+  // cannot be stopped until the query is done.
+  GstPadStreamLock hold(pad);
+  if (GST_PAD_IS_FLUSHING(pad)) return FALSE;
   // Serialized queries (allocation, drain) must see the frames before them
   // leave first.
   if (!st->session.drain()) return FALSE;

@@ -1,7 +1,7 @@
 // The one property machinery of every element: each property is declared
 // once, in its element's table (its GParamSpec, when it may change, a setter
 // that validates and a getter), and installing, setting and reading are
-// generated from the table. The rules, the same for all six elements:
+// generated from the table. The rules, the same for every element:
 //
 // - Order: the table lists the properties by id, from 1; an entry's id is its
 //   position (in_id_order(), checked at compile time). GObject lists

@@ -2,7 +2,10 @@
 
 #include <gst/video/video.h>
 
+#include <cstdint>
+#include <cstdio>
 #include <string>
+#include <vector>
 
 #include "common/cpu_set.h"
 #include "common/error.h"
@@ -44,25 +47,61 @@ PreprocessOptions preprocess_options(const Settings& s, const ModelConfig& confi
   return po;
 }
 
+namespace {
+
+// The labels as a short, comparable text: a thousand ImageNet labels must
+// not become an error message.
+std::string labels_fingerprint(const std::vector<std::string>& labels) {
+  if (labels.empty()) return "(none)";
+  std::uint32_t h = 2166136261u;  // FNV-1a over the labels and their breaks
+  for (const std::string& l : labels)
+    for (const char c : l + '\n') h = (h ^ static_cast<unsigned char>(c)) * 16777619u;
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08x", h);
+  return std::to_string(labels.size()) + " labels, first '" + labels.front() + "', fingerprint " +
+         hex;
+}
+
+std::string normalisation(const ModelConfig& config) {
+  std::string out;
+  for (int c = 0; c < config.channels(); ++c) {
+    char v[64];
+    std::snprintf(v, sizeof v, "%sx*%g%+g", c ? ", " : "", config.alpha[c], config.beta[c]);
+    out += v;
+  }
+  return out;
+}
+
+}  // namespace
+
 SharingKey sharing_key(const Settings& s, const ModelConfig& config) {
   auto num = [](auto v) { return std::to_string(v); };
-  return {{"model", s.model},
-          {"input size",
-           num(config.input_width) + "x" + num(config.input_height) + "x" + num(config.channels())},
-          {"input-dtype", config.input_uint8 ? "uint8" : "float32"},
-          {"input-layout", to_string(config.input_layout)},
-          {"precision", to_string(s.precision)},
-          {"threads", num(s.threads)},
-          {"lanes", num(lanes_plan(s).lanes)},
-          {"cores", s.cores ? *s.cores : "(not pinned)"},
-          {"batch-size", num(s.batch_size)},
-          {"batch-timeout", num(s.batch_timeout_us)},
-          {"optimize", s.optimize ? "true" : "false"},
-          // Results are decoded with the loaded model's config: a sharer's
-          // own anomaly decision would otherwise be ignored in silence.
-          {"sensitivity",
-           config.anomaly.sensitivity ? num(*config.anomaly.sensitivity) : "(unset)"},
-          {"anomaly-threshold", num(config.anomaly.raw_threshold)}};
+  // Everything here shapes the shared model's input or its decoded results
+  // (both come from the first sharer's config): a sharer that differs
+  // would be ignored in silence.
+  return {
+      {"model", s.model},
+      {"input size",
+       num(config.input_width) + "x" + num(config.input_height) + "x" + num(config.channels())},
+      {"input-dtype", config.input_uint8 ? "uint8" : "float32"},
+      {"input-layout", to_string(config.input_layout)},
+      {"precision", to_string(s.precision)},
+      {"threads", num(s.threads)},
+      {"lanes", num(lanes_plan(s).lanes)},
+      {"cores", s.cores ? *s.cores : "(not pinned)"},
+      {"batch-size", num(s.batch_size)},
+      {"batch-timeout", num(s.batch_timeout_us)},
+      {"optimize", s.optimize ? "true" : "false"},
+      // Results are decoded with the loaded model's config: a sharer's
+      // own anomaly decision would otherwise be ignored in silence.
+      {"sensitivity", config.anomaly.sensitivity ? num(*config.anomaly.sensitivity) : "(unset)"},
+      {"anomaly-threshold", num(config.anomaly.raw_threshold)},
+      {"task", to_string(config.task)},
+      {"top-k", num(config.top_k)},
+      {"activation", to_string(config.output_activation)},
+      {"labels", labels_fingerprint(config.labels)},
+      {"channel-order", to_string(config.channel_order)},
+      {"normalisation (mean/std, scale/offset)", normalisation(config)}};
 }
 
 LanesPlan lanes_plan(const Settings& s) {

@@ -240,6 +240,7 @@ void HttpApi::handle(SoupServerMessage* msg, const std::string& method,
     if (!authorized(msg)) return unauthorized();
     return reply(msg, app_->trigger(id));
   }
+  if (parts.size() == 3 && parts[2] == "analytics") return handle_analytics(msg, method, id);
   if (parts.size() == 3) {
     if (parts[2] != "snapshot.jpg")
       return reply(msg, {404, {{"error", "no such resource: " + path}}});
@@ -254,6 +255,31 @@ void HttpApi::handle(SoupServerMessage* msg, const std::string& method,
   if (method != "DELETE") return not_allowed("GET, DELETE");
   if (!authorized(msg)) return unauthorized();
   return reply(msg, app_->remove_stream(id));
+}
+
+void HttpApi::handle_analytics(SoupServerMessage* msg, const std::string& method,
+                               const std::string& id) {
+  if (method == "GET" || method == "HEAD") return reply(msg, app_->analytics(id));
+  if (method != "PUT") {
+    soup_message_headers_replace(soup_server_message_get_response_headers(msg), "Allow",
+                                 "GET, PUT");
+    return reply(msg, {405,
+                       {{"error", printable(method, 40) + " is not allowed on /streams/" +
+                                      printable(id, 64) + "/analytics (allowed: GET, PUT)"}}});
+  }
+  if (!authorized(msg)) {
+    soup_message_headers_replace(soup_server_message_get_response_headers(msg), "WWW-Authenticate",
+                                 "Bearer");
+    return reply(msg,
+                 {401, {{"error", "a bearer token is required: Authorization: Bearer <token>"}}});
+  }
+  if (g_object_get_data(G_OBJECT(msg), "torchinfer-body-too-large"))
+    return reply(msg, {413,
+                       {{"error", "the body is larger than max_body_bytes (" +
+                                      std::to_string(app_->config().max_body_bytes) + ")"}}});
+  SoupMessageBody* body = soup_server_message_get_request_body(msg);
+  return reply(msg, app_->set_analytics(
+                        id, body && body->data ? std::string(body->data, body->length) : ""));
 }
 
 }  // namespace torchinfer::server

@@ -5,6 +5,7 @@
 #include "common/json_file.h"
 #include "common/utf8.h"
 #include "server/source_check.h"
+#include "server/stream_analytics.h"
 
 namespace torchinfer::server {
 
@@ -153,6 +154,34 @@ Reply ServerApp::add_stream(const std::string& body) {
   auto cam = launch(spec);
   g_printerr("torchinfer-server: stream %s added (%s)\n", spec.id.c_str(), spec.uri.c_str());
   return {201, cam->status()};
+}
+
+Reply ServerApp::analytics(const std::string& id) const {
+  std::shared_ptr<Camera> cam = cameras_.find(id);
+  if (!cam) return error_reply(404, "no stream '" + printable(id) + "'");
+  return {200, cam->analytics_status()};
+}
+
+Reply ServerApp::set_analytics(const std::string& id, const std::string& body) {
+  if (body.size() > config_.max_body_bytes)
+    return error_reply(413, "the body is larger than max_body_bytes (" +
+                                std::to_string(config_.max_body_bytes) + ")");
+  std::shared_ptr<Camera> cam = cameras_.find(id);
+  if (!cam) return error_reply(404, "no stream '" + printable(id) + "'");
+  AnalyticsConfig layout;
+  try {
+    layout = parse_analytics_body(parse_json(body, "request body", kMaxBodyDepth));
+  } catch (const FieldError& e) {
+    return error_reply(400, e.what(), e.field());
+  } catch (const std::exception& e) {
+    return error_reply(400, e.what());
+  }
+  std::string why;
+  const int status = cam->set_analytics(layout, &why);
+  if (status != 200) return error_reply(status, why, status == 409 ? "track" : "");
+  g_printerr("torchinfer-server: stream %s: %zu lines, %zu zones\n", id.c_str(),
+             layout.lines.size(), layout.zones.size());
+  return {200, cam->analytics_status()};
 }
 
 Reply ServerApp::remove_stream(const std::string& id) {

@@ -52,6 +52,11 @@ class ServerApp {
   Reply list_streams() const;
   Reply get_stream(const std::string& id) const;
   Reply list_models() const;
+  // GET|PUT /streams/{id}/analytics: the camera's lines, zones and counts;
+  // PUT replaces the lines and zones on the running pipeline (400 bad body,
+  // 404, 409 no tracking).
+  Reply analytics(const std::string& id) const;
+  Reply set_analytics(const std::string& id, const std::string& body);
   Reply health() const;
   // POST /streams/{id}/trigger: 202 with the camera's trigger count, 404,
   // 409 (not a camera in software-trigger mode) or 503 (not acquiring now).

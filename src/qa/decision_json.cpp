@@ -43,6 +43,7 @@ std::string decision_json(const QaDecision& d) {
   j["class"] = d.label;
   j["verdict"] = verdict_name(d.verdict);
   j["reason"] = d.reason;
+  if (!d.direction.empty()) j["direction"] = d.direction;  // decided at the gate
   auto& defects = j["defects"] = nlohmann::ordered_json::array();
   for (const auto& [label, c] : d.defects) defects.push_back({{"class", label}, {"confidence", c}});
   auto& e = j["evidence"];

@@ -107,6 +107,41 @@ void render_camera_series(Writer& w, const MetricsSnapshot& m) {
                  [](const StreamFigures& s) { return s.camera_triggers; });
 }
 
+// torchanalytics' counts of the streams' lines and zones. A line or zone
+// changed or removed by PUT /streams/{id}/analytics starts again from 0: a
+// counter reset to Prometheus.
+void render_analytics_series(Writer& w, const MetricsSnapshot& m) {
+  w.family("torchinfer_line_crossings_total", "counter",
+           "Tracked objects that crossed the line, by direction (forward: from the left to the "
+           "right of P1->P2) and class.");
+  for (const auto& s : m.streams)
+    for (const LineCounts& l : s.lines)
+      for (const auto& [label, c] : l.by_class)
+        for (const auto& [direction, n] :
+             {std::pair<const char*, std::uint64_t>{"forward", c.forward},
+              {"backward", c.backward}})
+          w.sample("torchinfer_line_crossings_total",
+                   stream_labels(s) + ",line=\"" + escape_label(l.name) + "\",direction=\"" +
+                       direction + "\",class=\"" + escape_label(label) + "\"",
+                   n);
+  const std::pair<const char*, const char*> zone_families[] = {
+      {"torchinfer_zone_entries_total", "Tracked objects that entered the zone."},
+      {"torchinfer_zone_exits_total", "Tracked objects that left the zone (or were lost in it)."}};
+  for (const auto& [name, help] : zone_families) {
+    w.family(name, "counter", help);
+    const bool entries = std::string(name) == "torchinfer_zone_entries_total";
+    for (const auto& s : m.streams)
+      for (const ZoneCounts& z : s.zones)
+        w.sample(name, stream_labels(s) + ",zone=\"" + escape_label(z.name) + "\"",
+                 entries ? z.entered : z.exited);
+  }
+  w.family("torchinfer_zone_objects", "gauge", "Tracked objects inside the zone now.");
+  for (const auto& s : m.streams)
+    for (const ZoneCounts& z : s.zones)
+      w.sample("torchinfer_zone_objects",
+               stream_labels(s) + ",zone=\"" + escape_label(z.name) + "\"", z.inside);
+}
+
 }  // namespace
 
 std::string render_prometheus(const MetricsSnapshot& m) {
@@ -205,6 +240,7 @@ std::string render_prometheus(const MetricsSnapshot& m) {
                s.restream_frames_dropped);
 
   render_camera_series(w, m);
+  render_analytics_series(w, m);
 
   w.family("torchinfer_model_loaded", "gauge", "1 when the model is loaded.");
   for (const auto& md : m.models)

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "analytics/analytics.h"
 #include "common/stream_stats.h"
 
 namespace torchinfer::server {
@@ -42,6 +43,10 @@ struct StreamFigures {
   std::uint64_t camera_frames_received = 0, camera_frames_incomplete = 0, camera_frames_missing = 0,
                 camera_frames_overflow = 0;
   std::uint64_t camera_packets_missing = 0, camera_packets_resent = 0, camera_triggers = 0;
+  // torchanalytics ("track": true): the counts of the stream's lines and
+  // zones, as on its latest frame.
+  std::vector<LineCounts> lines;
+  std::vector<ZoneCounts> zones;
 };
 
 struct ModelFigures {

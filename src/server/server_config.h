@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "analytics/analytics_config.h"
 #include "common/error.h"
 #include "server/camera_settings.h"
 
@@ -56,6 +57,9 @@ struct StreamSpec {
   bool restream = false;
   // aravis:// only (camera.name is `location`).
   CameraSettings camera;
+  // torchanalytics' lines and zones (server/stream_analytics.h), frame
+  // pixels; "track": true only. PUT /streams/{id}/analytics replaces them.
+  AnalyticsConfig analytics;
 };
 
 struct MqttSpec {

@@ -1,11 +1,12 @@
-// The properties of torchnms, torchtrack, torchoverlay and torchmetaconvert
-// as a user sees them, checked the same way as torchinfer's and
+// The properties of torchnms, torchtrack, torchoverlay, torchmetaconvert and
+// torchanalytics as a user sees them, checked the same way as torchinfer's and
 // torchpublish's (property_checks.h): the fixed list of names, types and
 // access, defaults, round trips, and the one rule for changes while running.
 #include <gst/check/gstharness.h>
 #include <gst/gst.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
 #include <ostream>
 #include <string>
@@ -25,6 +26,11 @@ struct ElementProperties {
   std::map<std::string, std::string> strings;  // a valid value per string property
   int ready_only, playing;
 };
+
+// torchanalytics reads its config file when it is set while running: a
+// real one, written before the tests run.
+const std::string kAnalyticsConfig =
+    std::string(g_get_tmp_dir()) + "/torchinfer-props-analytics.json";
 
 const ElementProperties kElements[] = {
     {"torchnms",
@@ -70,6 +76,20 @@ const ElementProperties kElements[] = {
      {{"location", "/tmp/results.jsonl"}},
      1,
      3},
+    {"torchanalytics",
+     {{"lines", "gchararray", 'p'},
+      {"zones", "gchararray", 'p'},
+      {"normalized", "gboolean", 'p'},
+      {"config", "gchararray", 'p'},
+      {"reference-point", "GstTorchAnalyticsReferencePoint", 'p'},
+      {"hysteresis", "gdouble", 'p'},
+      {"max-age", "guint", 'p'},
+      {"counts", "GstStructure", 'o'}},
+     {{"lines", "gate:320,0,320,480"},
+      {"zones", "bin:0,0,100,0,100,100"},
+      {"config", kAnalyticsConfig}},
+     0,
+     7},
 };
 
 void PrintTo(const ElementProperties& p, std::ostream* os) {
@@ -78,6 +98,11 @@ void PrintTo(const ElementProperties& p, std::ostream* os) {
 
 class ElementPropertiesTest : public ::testing::TestWithParam<ElementProperties> {
  protected:
+  static void SetUpTestSuite() {
+    std::ofstream(kAnalyticsConfig)
+        << R"({"lines": [{"name": "door", "points": [[0, 0], [10, 10]]}]})";
+  }
+
   GstElement* make() { return gst_element_factory_make(GetParam().factory, nullptr); }
 
   // The element started (PLAYING), on its own: every property is in use.

@@ -513,6 +513,42 @@ TEST(TorchInferBatching, SurvivesStateChangeStressWhileStreaming) {
   EXPECT_EQ(settled_thread_count(), before);
 }
 
+// Upstream keeps querying while the element stops: a decoder asks for an
+// allocation on its own thread while the pipeline goes down (downstream
+// elements stop first). Before the fix such a query drained the session
+// while stop() tore it down (the thread check aborted the server).
+TEST(TorchInferBatching, SerializedQueriesWhileStoppingNeverEnterTheStoppingSession) {
+  const GstVideoInfo info = info_of(kGray);
+  GstHarness* h = torchinfer_harness(identity("batch-size=4 batch-timeout=1000"), kGray);
+  std::atomic<bool> stop{false};
+  std::atomic<int> queries{0};
+  std::thread pusher([&] {
+    for (int i = 0; !stop; i = (i + 1) % 200) {
+      if (gst_harness_push(h, frame(info, i)) != GST_FLOW_OK) std::this_thread::sleep_for(1ms);
+      while (GstBuffer* b = gst_harness_try_pull(h)) gst_buffer_unref(b);
+    }
+  });
+  std::thread querier([&] {
+    GstCaps* caps = gst_caps_from_string(kGray);
+    while (!stop) {
+      GstQuery* q = gst_query_new_allocation(caps, TRUE);
+      gst_pad_peer_query(h->srcpad, q);
+      gst_query_unref(q);
+      queries++;
+    }
+    gst_caps_unref(caps);
+  });
+  GstHarnessThread* stress = gst_harness_stress_statechange_start(h);
+  std::this_thread::sleep_for(1500ms);
+  const guint cycles = gst_harness_stress_thread_stop(stress);
+  stop = true;
+  pusher.join();
+  querier.join();
+  EXPECT_GT(cycles, 3u);
+  EXPECT_GT(queries.load(), 100);
+  gst_harness_teardown(h);
+}
+
 TEST(TorchInferBatching, LatencyQueryAddsBatchWaitAndInference) {
   GstHarness* h =
       torchinfer_harness(identity("batch-size=4 batch-timeout=50000"), kGray, Upstream::kLive);
@@ -665,6 +701,40 @@ TEST(TorchInferBatching, ConflictingSharedSettingsFailClearly) {
       << r.error.message;
   EXPECT_NE(r.error.message.find("batch-size"), std::string::npos) << r.error.message;
   gst_object_unref(second);
+  gst_harness_teardown(first);
+}
+
+// What shapes the shared model's input or its decoded results comes from
+// the first sharer's config: a second sharer asking for something else
+// would get the first one's results in silence. Each such setting refused
+// by name.
+TEST(TorchInferBatching, SharersThatWouldGetAnotherSharersResultsFailNamingTheSetting) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"top-k=1", "top-k"},
+      {"output-activation=sigmoid", "activation"},
+      {"task=classification", "task"},
+      {"mean=0.5 std=1", "normalisation"},
+      {"channel-order=bgr", "channel-order"}};
+  for (const auto& [extra, setting] : cases) {
+    GstHarness* first = torchinfer_harness(identity("model-instance-id=results"), kGray);
+    gst_harness_play(first);
+    GstElement* second = gst_parse_launch(
+        ("torchinfer " + identity("model-instance-id=results " + extra)).c_str(), nullptr);
+    const StartResult r = try_start(second);
+    EXPECT_EQ(r.ret, GST_STATE_CHANGE_FAILURE) << extra;
+    EXPECT_EQ(r.error.code, GST_RESOURCE_ERROR_SETTINGS) << extra;
+    EXPECT_NE(r.error.message.find("must use the same " + setting), std::string::npos)
+        << extra << ": " << r.error.message;
+    gst_object_unref(second);
+    gst_harness_teardown(first);
+  }
+  // The same settings share (the sidecar's values given again as properties).
+  GstHarness* first = torchinfer_harness(identity("model-instance-id=results"), kGray);
+  gst_harness_play(first);
+  GstElement* same =
+      gst_parse_launch(("torchinfer " + identity("model-instance-id=results")).c_str(), nullptr);
+  EXPECT_NE(try_start(same).ret, GST_STATE_CHANGE_FAILURE);
+  gst_object_unref(same);
   gst_harness_teardown(first);
 }
 

@@ -280,7 +280,9 @@ TEST(ServerStopping, FastAddRemoveCyclesNeverRunMorePipelinesThanTheLimit) {
   for (int i = 0; i < 40; ++i) {
     const std::string id = "c" + std::to_string(i);
     const HttpReply r = post(http, server, {{"id", id}, {"uri", clip_uri()}});
-    ASSERT_TRUE(r.status == 201 || r.status == 409) << r.body;
+    ASSERT_TRUE(r.status == 201 || r.status == 409)
+        << "status " << r.status << " (" << r.error << "): " << r.body << "\n"
+        << server.child().err();
     if (r.status == 201) {
       added++;
       ASSERT_EQ(http.request("DELETE", server.url("/streams/" + id)).status, 200);

@@ -48,6 +48,27 @@ class RtspClient {
     gst_sample_unref(s);
     return true;
   }
+  // The client's errors and warnings so far, for a failure's message.
+  std::string bus_messages() {
+    GstBus* bus = gst_element_get_bus(pipeline_);
+    std::string out;
+    while (GstMessage* m = gst_bus_pop_filtered(
+               bus, static_cast<GstMessageType>(GST_MESSAGE_ERROR | GST_MESSAGE_WARNING))) {
+      GError* err = nullptr;
+      gchar* debug = nullptr;
+      if (GST_MESSAGE_TYPE(m) == GST_MESSAGE_ERROR)
+        gst_message_parse_error(m, &err, &debug);
+      else
+        gst_message_parse_warning(m, &err, &debug);
+      out += std::string(GST_MESSAGE_SRC_NAME(m)) + ": " + (err ? err->message : "") + " (" +
+             (debug ? debug : "") + ")\n";
+      g_clear_error(&err);
+      g_free(debug);
+      gst_message_unref(m);
+    }
+    gst_object_unref(bus);
+    return out.empty() ? "no error or warning on the client's bus" : out;
+  }
   // The stream ended within `timeout_s`: EOS or an error on the bus. The
   // frames still queued are taken meanwhile (appsink holds the EOS back
   // until they are).
@@ -125,13 +146,17 @@ TEST(ServerRestream, AClientWatchesTheAnnotatedVideoUntilTheCameraGoes) {
     RtspClient client(server.rtsp_url("door"));
     for (int i = 0; i < 30; ++i) {
       int w = 0, h = 0;
-      ASSERT_TRUE(client.frame(20, &w, &h)) << "frame " << i << "\n" << server.child().err();
+      ASSERT_TRUE(client.frame(20, &w, &h))
+          << "frame " << i << ": " << client.bus_messages() << "\n"
+          << server.child().err();
       ASSERT_EQ(w, kClipWidth);
       ASSERT_EQ(h, kClipHeight);
     }
     for (int i = 0; i < 10; ++i) {
       int w = 0, h = 0;
-      ASSERT_TRUE(other.frame(20, &w, &h)) << "line frame " << i;
+      ASSERT_TRUE(other.frame(20, &w, &h))
+          << "line frame " << i << ": " << other.bus_messages() << "\n"
+          << server.child().err();
     }
     door = server.stream(http, "door");
     EXPECT_EQ(door["rtsp_clients"], 1) << door;
@@ -150,7 +175,9 @@ TEST(ServerRestream, AClientWatchesTheAnnotatedVideoUntilTheCameraGoes) {
   // take 3 s, past the removed camera's 2 s.
   for (int i = 0; i < 90; ++i) {
     int w = 0, h = 0;
-    ASSERT_TRUE(other.frame(10, &w, &h)) << "line frame " << i << "\n" << server.child().err();
+    ASSERT_TRUE(other.frame(10, &w, &h))
+        << "line frame " << i << ": " << other.bus_messages() << "\n"
+        << server.child().err();
     ASSERT_EQ(w, kClipWidth);
   }
   const json line = server.stream(http, "line");
