@@ -76,6 +76,7 @@ esac
 # neither. Where a RUN still fails: the host network, then chroot isolation.
 # shellcheck source=scripts/podman-host.sh
 . scripts/podman-host.sh
+trap 'rm -f "${PODMAN_HOST_CONF:-}"' EXIT
 podman_host_setup "$base"
 [ -z "$PODMAN_HOST_FIXES" ] || echo "build-image: this host needs $PODMAN_HOST_FIXES ($CONTAINERS_CONF)"
 build_flags=()

@@ -7,7 +7,7 @@
 # On a plain Debian 12 host the defaults work (overlay storage, crun,
 # cgroupfs or systemd cgroups, netavark bridge) and nothing is set. Each fix
 # below is applied only when a one-line `podman run` shows the matching
-# failure (docs/deployment.md "The container image on a restricted host"):
+# failure (docs/deployment.md, "On a restricted host"):
 #   - crun 1.8 refuses a hybrid cgroup layout (v1 controllers plus a
 #     cgroup2 mount with controllers: "cgroups in hybrid mode not
 #     supported"): runc instead (apt-get install runc).

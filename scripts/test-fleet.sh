@@ -64,6 +64,8 @@ while [ $(($(date +%s) - ${start%.*})) -lt 180 ]; do
     url=http://127.0.0.1:$((18080 + k))
     [ -n "${started[$k]:-}" ] || [ "$(code "$url/startupz")" != 200 ] || started[$k]=$(since)
     [ -n "${ready[$k]:-}" ] || [ "$(code "$url/readyz")" != 200 ] || ready[$k]=$(since)
+    # The API can come up between the two requests: ready implies started.
+    [ -n "${started[$k]:-}" ] || [ -z "${ready[$k]:-}" ] || started[$k]=${ready[$k]}
   done
   [ -z "${ready[0]:-}" ] || [ -z "${ready[1]:-}" ] || break
   sleep 0.2
