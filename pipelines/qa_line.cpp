@@ -32,6 +32,7 @@
 #include "qa/decision_json.h"
 #include "qa/part_verdicts.h"
 #include "qa_annotate.h"
+#include "qa_evidence.h"
 #include "qa_frames.h"
 #include "qa_gate.h"
 #include "qa_options.h"
@@ -54,8 +55,9 @@ struct App {
   qa::Annotator annotator;
   std::map<long long, std::string> verdict_of;  // part id -> verdict, for the scores
   std::map<long long, torchinfer::QaAnomalyVerdict> anomaly_of;  // part id -> anomaly verdict
-  std::vector<double> detector_ms;  // forward() time of each inferred frame
-  qa::GateCounts gate;              // --gate: what torchanalytics counted, the verdicts at it
+  std::vector<double> detector_ms;           // forward() time of each inferred frame
+  std::unique_ptr<qa::QaEvidence> evidence;  // --evidence
+  qa::GateCounts gate;  // --gate: what torchanalytics counted, the verdicts at it
   FILE* out = stdout;
   int video_fd = -1;  // --out: the annotated video, for the pipeline's fdsink
   torchinfer::QaRunInfo info;
@@ -109,7 +111,8 @@ void report(App& app, const std::vector<torchinfer::QaDecision>& decisions) {
     if (!d.direction.empty()) app.gate.verdicts[d.direction][torchinfer::verdict_name(d.verdict)]++;
     if (d.anomaly) app.anomaly_of[d.part] = *d.anomaly;
     app.annotator.decided(d);
-    write_line(app, torchinfer::decision_json(d));
+    const auto files = app.evidence ? app.evidence->decided(d) : nlohmann::ordered_json();
+    write_line(app, torchinfer::decision_json(d, files));
     if (app.opt.quiet) continue;
     char top[160] = "";
     if (!d.anomaly) std::snprintf(top, sizeof top, "no evidence");
@@ -155,7 +158,7 @@ bool at_gate(App& app, GstBuffer* buf, torchinfer::QaFrame& frame) {
 }
 
 // Runs on the last analysing element's push thread, once per frame in order.
-GstPadProbeReturn on_result(GstPad*, GstPadProbeInfo* info, gpointer user) {
+GstPadProbeReturn on_result(GstPad* pad, GstPadProbeInfo* info, gpointer user) {
   auto* app = static_cast<App*>(user);
   GstBuffer* buf = GST_PAD_PROBE_INFO_BUFFER(info);
   const std::int64_t frame = app->info.frames++;
@@ -169,7 +172,9 @@ GstPadProbeReturn on_result(GstPad*, GstPadProbeInfo* info, gpointer user) {
                  GST_TIME_ARGS(GST_BUFFER_PTS(buf)));
     if (r.detector_inferred) app->detector_ms.push_back(r.detector_ms);
     if (app->opt.gate && !at_gate(*app, buf, r.frame)) return GST_PAD_PROBE_OK;
+    if (app->evidence) app->evidence->add_frame(buf, pad, r.frame, app->rules);
     report(*app, app->verdicts->add_frame(r.frame));
+    if (app->evidence) app->evidence->tracks_ended(r.frame.ended);
     app->annotator.set_parts(r.frame.parts);
   } catch (const std::exception& e) {
     g_printerr("qa-line: frame %" G_GINT64_FORMAT " not analysed: %s\n", frame, e.what());
@@ -393,6 +398,7 @@ int prepare(App& app) {
   if (!qa::make_rules(app.opt, app.rules, app.read)) return 2;
   app.verdicts = std::make_unique<torchinfer::PartVerdicts>(app.rules);
   if (!open_truth(app) || !open_mqtt(app)) return 2;
+  if (app.opt.evidence) app.evidence = std::make_unique<qa::QaEvidence>(app.opt);
   return open_files(app);
 }
 
@@ -402,6 +408,10 @@ bool build(App& app) {
   std::string why;
   app.pipeline = qa::build_pipeline(app.opt, app.rules, app.video_fd, &why);
   if (!app.pipeline) {
+    g_printerr("qa-line: cannot build the pipeline: %s\n", why.c_str());
+    return false;
+  }
+  if (app.evidence && !app.evidence->attach(app.pipeline, &why)) {
     g_printerr("qa-line: cannot build the pipeline: %s\n", why.c_str());
     return false;
   }
@@ -472,8 +482,14 @@ void report_run(App& app) {
     g_printerr("qa-line: error: cannot score against %s: %s\n", app.opt.truth.c_str(), e.what());
     app.rc = 1;
   }
+  if (app.evidence) {
+    app.evidence->finish();
+    facts["evidence"] = app.evidence->summary();
+  }
   if (app.opt.gate) facts["gate"] = gate_facts(app);
   write_line(app, torchinfer::summary_json(app.verdicts->counts(), app.info, facts));
+  // Every part was decided and written: lost evidence is its own status.
+  if (app.evidence && app.evidence->report_losses() && app.rc == 0) app.rc = qa::kEvidenceLostExit;
   if (app.opt.out_dir.empty()) return;
   const std::string snap = app.opt.out_dir + "/snapshot.png";
   std::string why;

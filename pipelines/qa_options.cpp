@@ -26,6 +26,10 @@ struct Strings {
   gchar* reclassify_interval = nullptr;
   gchar* gate = nullptr;  // parsed in check_values
   gboolean quiet = FALSE;
+  gchar *evidence = nullptr, *evidence_encoder = nullptr;
+  gchar *evidence_pre_s = nullptr, *evidence_post_s = nullptr;  // text: "not given" apart
+  std::optional<std::string> pre_text, post_text;               // taken from the two above
+  gint64 evidence_max_events = G_MININT64, evidence_max_bytes = G_MININT64;  // not given
 };
 
 bool parse_entries(int* argc, char*** argv, Options& o, Strings& s) {
@@ -81,6 +85,20 @@ bool parse_entries(int* argc, char*** argv, Options& o, Strings& s) {
        "leaves the view) and count the parts per class and verdict at it",
        "X1,Y1,X2,Y2"},
       {"quiet", 'q', 0, G_OPTION_ARG_NONE, &s.quiet, "no line per part on stderr", nullptr},
+      {"evidence", 0, 0, G_OPTION_ARG_FILENAME, &s.evidence,
+       "for every reject keep DIR/qa-line-N-snapshot.jpg (the frame where the part was best "
+       "seen), -crop.jpg and -clip.mkv; the decision line names them",
+       "DIR"},
+      {"evidence-pre-s", 0, 0, G_OPTION_ARG_STRING, &s.evidence_pre_s,
+       "clip seconds before the decision, 0..30 (default 2)", "S"},
+      {"evidence-post-s", 0, 0, G_OPTION_ARG_STRING, &s.evidence_post_s,
+       "clip seconds after the decision, 0..30 (default 1)", "S"},
+      {"evidence-max-events", 0, 0, G_OPTION_ARG_INT64, &s.evidence_max_events,
+       "keep the newest N events' files, 1..1000000 (default 1000)", "N"},
+      {"evidence-max-bytes", 0, 0, G_OPTION_ARG_INT64, &s.evidence_max_bytes,
+       "keep at most this many bytes of evidence files, from 4096 (default 1 GiB)", "BYTES"},
+      {"evidence-encoder", 0, 0, G_OPTION_ARG_STRING, &s.evidence_encoder,
+       "the clip ring's encoder: jpeg (default) or h264", "jpeg|h264"},
       {nullptr, 0, 0, G_OPTION_ARG_NONE, nullptr, nullptr, nullptr}};
   return app::parse_options(argc, argv, entries, "- torchinfer QA line: pass/reject per part",
                             "qa-line: ");
@@ -111,6 +129,50 @@ void take_strings(Strings& s, Options& o, std::optional<std::string>& reclassify
   app::take(s.mqtt_host, o.mqtt_host);
   app::take(s.mqtt_topic, o.mqtt_topic);
   o.quiet = s.quiet;
+  o.evidence = s.evidence != nullptr;
+  app::take(s.evidence, o.evidence_dir);
+  app::take(s.evidence_encoder, o.evidence_encoder);
+  if (s.evidence_pre_s) s.pre_text = s.evidence_pre_s;
+  if (s.evidence_post_s) s.post_text = s.evidence_post_s;
+  g_free(s.evidence_pre_s);
+  g_free(s.evidence_post_s);
+}
+
+// Seconds of --evidence-pre-s / --evidence-post-s, 0..30.
+bool parse_seconds(const char* option, const std::string& text, double* out) {
+  char* end = nullptr;
+  const double v = g_ascii_strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0') {
+    g_printerr("qa-line: %s '%s': give seconds from 0 to 30\n", option, text.c_str());
+    return false;
+  }
+  *out = v;
+  return app::check_range(option, v, 0.0, 30.0);
+}
+
+// The --evidence-* values: in range, and only with --evidence (alone they
+// would quietly keep nothing).
+bool check_evidence(const Strings& s, Options& o) {
+  const bool settings = s.pre_text || s.post_text || s.evidence_max_events != G_MININT64 ||
+                        s.evidence_max_bytes != G_MININT64 || o.evidence_encoder != "jpeg";
+  if (!o.evidence) {
+    if (settings) g_printerr("qa-line: --evidence-* options need --evidence DIR\n");
+    return !settings;
+  }
+  if (o.evidence_dir.empty()) {
+    g_printerr("qa-line: --evidence '': give the folder for the evidence files\n");
+    return false;
+  }
+  if (s.evidence_max_events != G_MININT64) o.evidence_max_events = s.evidence_max_events;
+  if (s.evidence_max_bytes != G_MININT64) o.evidence_max_bytes = s.evidence_max_bytes;
+  if (o.evidence_encoder != "jpeg" && o.evidence_encoder != "h264") {
+    g_printerr("qa-line: --evidence-encoder '%s': give jpeg or h264\n", o.evidence_encoder.c_str());
+    return false;
+  }
+  return (!s.pre_text || parse_seconds("--evidence-pre-s", *s.pre_text, &o.evidence_pre_s)) &&
+         (!s.post_text || parse_seconds("--evidence-post-s", *s.post_text, &o.evidence_post_s)) &&
+         app::check_range("--evidence-max-events", o.evidence_max_events, 1LL, 1000000LL) &&
+         app::check_range("--evidence-max-bytes", o.evidence_max_bytes, 4096LL, 1LL << 50);
 }
 
 // --reclassify-interval, 1..1000; the inference interval when not given.
@@ -173,7 +235,7 @@ bool parse_args(int argc, char** argv, Options& o) {
   const bool ok = parse_entries(&argc, &argv, o, s);
   std::optional<std::string> reclassify, gate;
   take_strings(s, o, reclassify, gate);
-  if (!ok || !check_values(reclassify, gate, o)) return false;
+  if (!ok || !check_values(reclassify, gate, o) || !check_evidence(s, o)) return false;
   if (argc > 1) {
     g_printerr("qa-line: unexpected argument '%s'\n", argv[1]);
     return false;

@@ -209,6 +209,7 @@ GstElement* build_pipeline(const Options& o, const QaRules& rules, int video_fd,
   std::vector<GstElement*> chain = {source(b, o)};
   for (GstElement* e : analysis(b, o, rules)) chain.push_back(e);
   chain.push_back(b.add("identity", "analysed"));
+  if (o.evidence) chain.push_back(b.add("tee", kEvidenceTee));
   for (GstElement* e : outputs(b, o, video_fd)) chain.push_back(e);
   if (b.failed() || !b.link(chain)) {
     gst_object_unref(pipeline);

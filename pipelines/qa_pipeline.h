@@ -24,6 +24,10 @@
 
 namespace torchinfer::qa {
 
+// --evidence: a tee of this name follows "analysed"; the evidence recorder
+// takes a branch of it (pipelines/qa_evidence.h).
+constexpr const char* kEvidenceTee = "evidence";
+
 // The pipeline (floating reference sunk: the caller owns it), or nullptr
 // with `why` set: an element not installed, a --source that does not parse.
 // `video_fd`: the annotated video's file (--out), opened by the caller

@@ -148,7 +148,10 @@ bool Camera::build(std::string* why) {
   GstElement* publish = spec_.mqtt_topic.empty() ? nullptr : make("torchpublish", "mqtt", why);
   GstElement* overlay = as_is ? nullptr : make("torchoverlay", "overlay", why);
   GstElement* sink = make("appsink", "snapshot", why);
-  for (GstElement* e : {source, decode, convert_, caps, infer_, nms, track, analytics_, meta,
+  // Evidence: the recorder's ring branch leaves from here (camera_evidence.h).
+  GstElement* tee = spec_.evidence && caps ? make("tee", "evidence-tee", why) : nullptr;
+  if (spec_.evidence && !evidence_ && why->empty()) *why = "evidence: " + evidence_error_;
+  for (GstElement* e : {source, decode, convert_, caps, tee, infer_, nms, track, analytics_, meta,
                         publish, overlay, sink})
     if (e) gst_bin_add(GST_BIN(pipeline_), e);
   if (!why->empty()) return false;
@@ -201,6 +204,7 @@ bool Camera::build(std::string* why) {
 
   chain = as_is ? std::vector<GstElement*>{infer_, nms}
                 : std::vector<GstElement*>{convert_, caps, infer_, nms};
+  if (tee) chain.insert(chain.begin() + 2, tee);
   if (track) chain.push_back(track);
   if (analytics_) chain.push_back(analytics_);
   if (meta) chain.push_back(meta);
@@ -213,6 +217,7 @@ bool Camera::build(std::string* why) {
              GST_ELEMENT_NAME(chain[i + 1]);
       return false;
     }
+  if (tee && !evidence_->attach(pipeline_, tee, track, why)) return false;
   if (decode) {
     if (!gst_element_link(source, decode)) {
       *why = "cannot link the file source to decodebin";
@@ -388,6 +393,8 @@ void Camera::handle_message(GstMessage* msg) {
         std::lock_guard<std::mutex> lock(mu_);
         health_.on_eos();
       }
+      // The clips still waiting for post_s get what the ring holds.
+      if (evidence_) evidence_->finish_async(pipeline_);
       drained_ = true;
       break;
     case GST_MESSAGE_SEGMENT_DONE:
@@ -567,6 +574,7 @@ void Camera::shutdown(double timeout_s) {
     gst_object_unref(bus);
   }
   gst_element_set_state(pipeline_, GST_STATE_NULL);
+  if (evidence_) evidence_->finish();
 }
 
 std::uint64_t Camera::frames_inferred() const {
@@ -613,6 +621,7 @@ StreamFigures Camera::figures() const {
   f.fps = stat_double(s, "fps");
   if (s) gst_structure_free(s);
   read_mqtt_counters(f);
+  if (evidence_) evidence_->fill(f);
   std::lock_guard<std::mutex> lock(mu_);
   f.state = to_string(health_.state());
   f.latency_p50_s = latency_.quantile(0.5);
@@ -678,6 +687,7 @@ nlohmann::json Camera::status() const {
       {"rtsp_frames", {{"sent", f.restream_frames_sent}, {"dropped", f.restream_frames_dropped}}},
       {"config", to_json(spec_)}};
   if (aravis_) j["camera"] = camera_status(f);
+  if (evidence_) j["evidence"] = evidence_->status();
   std::lock_guard<std::mutex> lock(mu_);
   j["config"] = to_json(spec_with(layout_));
   j["analytics"] = analytics_ ? counts_json(f.lines, f.zones) : nlohmann::json(nullptr);

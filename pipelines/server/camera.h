@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "aravis_source.h"
+#include "camera_evidence.h"
 #include "restream.h"
 #include "rtsp_source.h"
 #include "server/metrics_text.h"
@@ -65,6 +66,13 @@ class Camera {
   Camera& operator=(const Camera&) = delete;
 
   const StreamSpec& spec() const { return spec_; }
+  // "evidence" cameras, before start(): the camera's evidence, or null with
+  // why its folder cannot be used (the camera then fails with that reason).
+  void set_evidence(std::shared_ptr<CameraEvidence> ev, std::string why) {
+    evidence_ = std::move(ev);
+    evidence_error_ = std::move(why);
+  }
+  const std::shared_ptr<CameraEvidence>& evidence() const { return evidence_; }
   const std::shared_ptr<RestreamFeed>& restream() const { return restream_; }
 
   // Builds the pipeline and asks for PLAYING off the main loop; returns at
@@ -122,6 +130,8 @@ class Camera {
   const std::string output_dir_;
   const MqttSpec mqtt_;
   const std::shared_ptr<RestreamFeed> restream_;
+  std::shared_ptr<CameraEvidence> evidence_;
+  std::string evidence_error_;
   GstElement* pipeline_ = nullptr;
   GstElement* infer_ = nullptr;      // owned by the pipeline
   GstElement* analytics_ = nullptr;  // torchanalytics ("track": true), a reference of ours

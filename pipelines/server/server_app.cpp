@@ -96,11 +96,13 @@ bool ServerApp::load_models(std::string* why) {
   return true;
 }
 
-std::shared_ptr<Camera> ServerApp::launch(const StreamSpec& spec) {
+std::shared_ptr<Camera> ServerApp::launch(const StreamSpec& spec,
+                                          std::shared_ptr<evidence::EvidenceStore> store) {
   Model* m = model(spec.model);
   std::shared_ptr<RestreamFeed> feed;
   if (spec.restream && restream_) feed = restream_->add(spec.id);
   auto cam = std::make_shared<Camera>(spec, m->spec, config_.output_dir, config_.mqtt, feed);
+  if (spec.evidence) attach_evidence(*cam, std::move(store));
   cameras_.add(spec.id, cam);
   cam->start();
   return cam;
@@ -151,7 +153,20 @@ Reply ServerApp::add_stream(const std::string& body) {
     const std::string problem = file_source_problem(spec.location);
     if (!problem.empty()) return error_reply(400, "uri: " + problem, "uri");
   }
-  auto cam = launch(spec);
+  std::shared_ptr<evidence::EvidenceStore> store;
+  if (spec.evidence) {
+    std::string why;
+    // A client may not pick where the server writes (and deletes): only
+    // the configuration file names folders outside output_dir.
+    if (!spec.evidence->settings.dir.empty() && spec.evidence->settings.dir[0] == '/')
+      return error_reply(400,
+                         "evidence.dir: a REST body names a folder under output_dir (a relative "
+                         "path, default evidence/<id>); absolute folders are for the config file",
+                         "evidence.dir");
+    store = open_evidence(spec, &why);
+    if (!store) return error_reply(400, "evidence.dir: " + why, "evidence.dir");
+  }
+  auto cam = launch(spec, store);
   g_printerr("torchinfer-server: stream %s added (%s)\n", spec.id.c_str(), spec.uri.c_str());
   return {201, cam->status()};
 }

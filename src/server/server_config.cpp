@@ -309,9 +309,26 @@ StreamSpec parse_stream_spec(const json& j, const std::vector<ModelSpec>& models
                              const MqttSpec& mqtt, const std::string& prefix,
                              const std::string& origin) {
   Fields f(j, prefix, origin,
-           {"id", "uri", "model", "loop", "confidence_threshold", "iou_threshold",
-            "inference_interval", "roi", "track", "json", "mqtt_topic", "restream", "pixel_format",
-            "exposure_us", "gain_db", "packet_size", "trigger", "lines", "zones"});
+           {"id",
+            "uri",
+            "model",
+            "loop",
+            "confidence_threshold",
+            "iou_threshold",
+            "inference_interval",
+            "roi",
+            "track",
+            "json",
+            "mqtt_topic",
+            "restream",
+            "pixel_format",
+            "exposure_us",
+            "gain_db",
+            "packet_size",
+            "trigger",
+            "lines",
+            "zones",
+            "evidence"});
   StreamSpec s;
   s.id = f.str("id", true);
   if (!valid_stream_id(s.id))
@@ -361,6 +378,9 @@ StreamSpec parse_stream_spec(const json& j, const std::vector<ModelSpec>& models
            "not available for aravis:// cameras: their Bayer/mono frames are analysed as they "
            "come and not drawn on; watch them through the snapshot");
   parse_camera(f, origin, s);
+  if (f.has("evidence"))
+    s.evidence = parse_evidence_spec(f.raw("evidence"), f.path("evidence"), origin, s.track,
+                                     s.kind == SourceKind::kAravis);
   parse_layout(f, j, prefix, origin, s);
   return s;
 }
@@ -457,6 +477,7 @@ json to_json(const StreamSpec& s) {
     else
       j["trigger"] = to_string(c.trigger);
   }
+  if (s.evidence) j["evidence"] = to_json(*s.evidence);
   return j;
 }
 

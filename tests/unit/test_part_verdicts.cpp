@@ -336,6 +336,27 @@ TEST(QaJson, DecisionLine) {
   EXPECT_NE(decision_json(d).find(R"("top":null)"), std::string::npos);
 }
 
+// --evidence: a reject's files join its evidence object, after the scores.
+TEST(QaJson, DecisionLineWithEvidenceFiles) {
+  QaDecision d;
+  d.part = 3;
+  d.label = "washer";
+  d.verdict = QaVerdict::kReject;
+  d.scores = {{"chip", 0.75}};
+  const nlohmann::ordered_json files = {{"snapshot", "/e/qa-line-1-snapshot.jpg"},
+                                        {"crop", "/e/qa-line-1-crop.jpg"},
+                                        {"clip", "/e/qa-line-1-clip.mkv"},
+                                        {"snapshot_frame", 40}};
+  const std::string line = decision_json(d, files);
+  EXPECT_NE(line.find(R"("scores":{"chip":0.75},"snapshot":"/e/qa-line-1-snapshot.jpg",)"
+                      R"("crop":"/e/qa-line-1-crop.jpg","clip":"/e/qa-line-1-clip.mkv",)"
+                      R"("snapshot_frame":40},"first_pts")"),
+            std::string::npos)
+      << line;
+  EXPECT_EQ(decision_json(d, nullptr), decision_json(d));
+  EXPECT_EQ(decision_json(d).find("snapshot"), std::string::npos);
+}
+
 TEST(QaJson, SummaryLine) {
   QaCounts c;
   c.passed = 4;
