@@ -217,7 +217,7 @@ bool Camera::build(std::string* why) {
              GST_ELEMENT_NAME(chain[i + 1]);
       return false;
     }
-  if (tee && !evidence_->attach(pipeline_, tee, track, why)) return false;
+  if (tee && !evidence_->attach(pipeline_, tee, analytics_ ? analytics_ : track, why)) return false;
   if (decode) {
     if (!gst_element_link(source, decode)) {
       *why = "cannot link the file source to decodebin";

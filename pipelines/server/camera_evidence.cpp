@@ -2,6 +2,8 @@
 
 #include <gst/video/video.h>
 
+#include <algorithm>
+
 #include "gst/torchinfer/torchinfer-meta.h"
 
 namespace torchinfer::server {
@@ -30,6 +32,17 @@ std::int64_t running_time(GstPad* pad, GstBuffer* buf) {
   return GST_CLOCK_TIME_IS_VALID(t) ? static_cast<std::int64_t>(t) : -1;
 }
 
+// The box of track `id` on this frame (empty if it has none: no crop).
+cv::Rect box_of(GstBuffer* buf, gint id) {
+  gpointer iter = nullptr;
+  while (GstMeta* m = gst_buffer_iterate_meta_filtered(
+             buf, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
+    auto* roi = reinterpret_cast<GstVideoRegionOfInterestMeta*>(m);
+    if (track_id_of(roi) == id) return cv::Rect(roi->x, roi->y, roi->w, roi->h);
+  }
+  return {};
+}
+
 // Bounded: torchtrack numbers tracks upwards, so the oldest ids go first.
 constexpr std::size_t kRememberedTracks = 4096;
 
@@ -46,10 +59,10 @@ CameraEvidence::~CameraEvidence() {
   finish();
 }
 
-bool CameraEvidence::attach(GstElement* pipeline, GstElement* tee, GstElement* track,
+bool CameraEvidence::attach(GstElement* pipeline, GstElement* tee, GstElement* after,
                             std::string* why) {
   if (!recorder_->attach(pipeline, tee, why)) return false;
-  GstPad* pad = gst_element_get_static_pad(track, "src");
+  GstPad* pad = gst_element_get_static_pad(after, "src");
   // The probe holds a plain pointer: the pipeline stops (NULL) before this
   // object goes (Camera::shutdown, then the camera's destructor).
   gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, on_buffer, this, nullptr);
@@ -94,10 +107,38 @@ GstPadProbeReturn CameraEvidence::on_buffer(GstPad* pad, GstPadProbeInfo* info, 
   return GST_PAD_PROBE_OK;
 }
 
+// "lines": each crossing of a listed line by an object of the classes is an
+// event (torchanalytics' events on this frame's meta), its box the ROI of
+// the crossing track.
+void CameraEvidence::look_crossings(GstPad* pad, GstBuffer* buf) {
+  GstCustomMeta* cm = gst_buffer_get_custom_meta(buf, GST_TORCH_ANALYTICS_META_NAME);
+  const GValue* events =
+      cm ? gst_structure_get_value(gst_custom_meta_get_structure(cm), "events") : nullptr;
+  if (!events || !GST_VALUE_HOLDS_ARRAY(events)) return;
+  for (guint i = 0; i < gst_value_array_get_size(events); ++i) {
+    const GValue* v = gst_value_array_get_value(events, i);
+    const GstStructure* s = GST_VALUE_HOLDS_STRUCTURE(v) ? gst_value_get_structure(v) : nullptr;
+    if (!s || !gst_structure_has_name(s, "torchanalytics-crossing")) continue;
+    const char* line = gst_structure_get_string(s, "line");
+    const char* label = gst_structure_get_string(s, "label");
+    const char* direction = gst_structure_get_string(s, "direction");
+    gint track = -1;
+    gst_structure_get_int(s, "id", &track);
+    if (!line || !label || !direction ||
+        std::find(spec_.lines.begin(), spec_.lines.end(), line) == spec_.lines.end() ||
+        !keeps_class(spec_, label))
+      continue;
+    evidence::EventRecord e;
+    e.reason = std::string("line:") + line + ":" + direction;
+    e.label = label;
+    e.track_id = track;
+    record(pad, buf, e, box_of(buf, track));
+  }
+}
+
 void CameraEvidence::look(GstPad* pad, GstBuffer* buf) {
   if (!buf) return;
-  GstVideoInfo info;
-  bool have_info = false;
+  if (!spec_.lines.empty()) return look_crossings(pad, buf);
   gpointer iter = nullptr;
   while (GstMeta* m = gst_buffer_iterate_meta_filtered(
              buf, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
@@ -112,19 +153,27 @@ void CameraEvidence::look(GstPad* pad, GstBuffer* buf) {
       if (finished_ || !recorded_.insert(track).second) continue;
       if (recorded_.size() > kRememberedTracks) recorded_.erase(recorded_.begin());
     }
-    if (!have_info) {
-      GstCaps* caps = gst_pad_get_current_caps(pad);
-      have_info = caps && gst_video_info_from_caps(&info, caps);
-      if (caps) gst_caps_unref(caps);
-      if (!have_info) return;
-    }
     evidence::EventRecord e;
     e.reason = "class:" + label;
     e.label = label;
     e.track_id = track;
-    e.pts_ns = running_time(pad, buf);
-    recorder_->record(e, buf, info, cv::Rect(roi->x, roi->y, roi->w, roi->h));
+    record(pad, buf, e, cv::Rect(roi->x, roi->y, roi->w, roi->h));
   }
+}
+
+void CameraEvidence::record(GstPad* pad, GstBuffer* buf, evidence::EventRecord e,
+                            const cv::Rect& box) {
+  GstVideoInfo info;
+  GstCaps* caps = gst_pad_get_current_caps(pad);
+  const bool have_info = caps && gst_video_info_from_caps(&info, caps);
+  if (caps) gst_caps_unref(caps);
+  if (!have_info) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finished_) return;
+  }
+  e.pts_ns = running_time(pad, buf);
+  recorder_->record(e, buf, info, box);
 }
 
 void CameraEvidence::finish_async(GstElement* pipeline) {

@@ -28,8 +28,9 @@ class CameraEvidence : public std::enable_shared_from_this<CameraEvidence> {
   CameraEvidence(std::string id, EvidenceSpec spec, std::shared_ptr<evidence::EvidenceStore> store);
   ~CameraEvidence();
 
-  // The ring's branch from `tee`, the probe on `track`'s src pad. False + why.
-  bool attach(GstElement* pipeline, GstElement* tee, GstElement* track, std::string* why);
+  // The ring's branch from `tee`, the probe on the src pad of `after` (the
+  // camera's torchanalytics, after torchtrack). False + why.
+  bool attach(GstElement* pipeline, GstElement* tee, GstElement* after, std::string* why);
   // End of stream: pending clips written from what the ring holds. Off the
   // calling thread (it waits for the writer); idempotent.
   void finish_async(GstElement* pipeline);
@@ -45,6 +46,8 @@ class CameraEvidence : public std::enable_shared_from_this<CameraEvidence> {
  private:
   static GstPadProbeReturn on_buffer(GstPad* pad, GstPadProbeInfo* info, gpointer self);
   void look(GstPad* pad, GstBuffer* buf);
+  void look_crossings(GstPad* pad, GstBuffer* buf);
+  void record(GstPad* pad, GstBuffer* buf, evidence::EventRecord e, const cv::Rect& box);
   // On the main loop once a second: a WARNING in the log when files were
   // lost since the last look (never silent, at most one line a second).
   void watch_losses();

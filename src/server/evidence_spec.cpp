@@ -9,19 +9,22 @@ using nlohmann::json;
 
 namespace {
 
-std::vector<std::string> parse_classes(const json& v, const std::string& field,
-                                       const std::string& origin) {
+// "classes" or "lines": 1 to 64 names.
+std::vector<std::string> parse_names(const json& v, const std::string& field,
+                                     const std::string& origin, const std::string& what) {
   if (!v.is_array() || v.empty() || v.size() > 64)
     throw FieldError(origin, field,
-                     "must be a list of 1 to 64 class labels (leave it out to keep evidence of "
-                     "every class)");
+                     "must be a list of 1 to 64 " + what +
+                         (what == "class labels" ? " (leave it out to keep evidence of every class)"
+                                                 : " (leave it out: an event is a new track)"));
   std::vector<std::string> out;
   for (std::size_t i = 0; i < v.size(); ++i) {
     const std::string at = field + "[" + std::to_string(i) + "]";
-    if (!v[i].is_string()) throw FieldError(origin, at, "must be a string (a class label)");
+    const std::string one = what == "class labels" ? "a class label" : "a line name";
+    if (!v[i].is_string()) throw FieldError(origin, at, "must be a string (" + one + ")");
     const std::string label = v[i].get<std::string>();
     if (label.empty() || label.size() > 64 || printable(label, 64) != label)
-      throw FieldError(origin, at, "a class label has 1 to 64 printable characters");
+      throw FieldError(origin, at, one + " has 1 to 64 printable characters");
     out.push_back(label);
   }
   return out;
@@ -54,8 +57,12 @@ EvidenceSpec parse_evidence_spec(const json& j, const std::string& field, const 
   EvidenceSpec e;
   json settings = j;
   if (j.contains("classes")) {
-    e.classes = parse_classes(j.at("classes"), field + ".classes", origin);
+    e.classes = parse_names(j.at("classes"), field + ".classes", origin, "class labels");
     settings.erase("classes");
+  }
+  if (j.contains("lines")) {
+    e.lines = parse_names(j.at("lines"), field + ".lines", origin, "line names");
+    settings.erase("lines");
   }
   try {
     e.settings = evidence::parse_evidence_settings(settings, field);
@@ -64,7 +71,7 @@ EvidenceSpec parse_evidence_spec(const json& j, const std::string& field, const 
     std::string problem = x.problem();
     const std::string list = "the fields are ";
     if (const auto at = problem.find(list); at != std::string::npos)
-      problem.insert(at + list.size(), "classes, ");
+      problem.insert(at + list.size(), "classes, lines, ");
     throw FieldError(origin, x.field(), problem);
   }
   if (has_dot_dot(e.settings.dir))
@@ -78,6 +85,7 @@ json to_json(const EvidenceSpec& e) {
   json j = evidence::to_json(e.settings);
   if (e.settings.dir.empty()) j.erase("dir");
   if (!e.classes.empty()) j["classes"] = e.classes;
+  if (!e.lines.empty()) j["lines"] = e.lines;
   return j;
 }
 

@@ -17,6 +17,9 @@ struct EvidenceSpec {
   // under output_dir (resolve_evidence_dir).
   evidence::EvidenceSettings settings;
   std::vector<std::string> classes;  // detection labels; empty: every class
+  // Names of the camera's lines (torchanalytics): when given, an event is a
+  // crossing of one of them (by an object of `classes`), not a new track.
+  std::vector<std::string> lines;
 };
 
 // `j` is the "evidence" object of a stream at field path `field`; `track`

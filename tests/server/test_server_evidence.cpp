@@ -237,7 +237,7 @@ TEST_F(ServerEvidence, BadEvidenceBodiesAreRefusedNamingTheField) {
       {{{"pre_seconds", 2}},
        true,
        "evidence.pre_seconds",
-       "evidence.pre_seconds: unknown field; the fields are classes, dir, pre_s, post_s, "
+       "evidence.pre_seconds: unknown field; the fields are classes, lines, dir, pre_s, post_s, "
        "max_events, max_bytes, ring_max_bytes"},
       {{{"pre_s", "2"}}, true, "evidence.pre_s", "evidence.pre_s: must be a number, not string"},
       {{{"post_s", 31}},
@@ -375,4 +375,46 @@ TEST_F(ServerEvidence, ClipsOfALoopedFileSpanTheWrap) {
   // Running time goes on across the wrap: the numbers and the times rise together.
   for (std::size_t i = 1; i < events.size(); ++i)
     EXPECT_LT(events[i]["pts_ns"].get<long long>(), events[i - 1]["pts_ns"].get<long long>());
+}
+
+// "lines": an event is each crossing of the camera's gate by a part, as
+// torchanalytics counts it (12 of the clip's 13 parts cross x = 320, all
+// one way), not each new track.
+TEST_F(ServerEvidence, CrossingsOfTheListedLinesAreTheEvents) {
+  json body = evidence_camera(
+      "gated", {{"classes", {"bracket", "washer"}}, {"lines", {"gate"}}, {"max_events", 50}},
+      false);
+  body["lines"] = {{{"name", "gate"}, {"points", {{320, 0}, {320, 480}}}}};
+  ASSERT_EQ(http_.request("POST", server_->url("/streams"), body.dump()).status, 201);
+  json s;
+  ASSERT_TRUE(eventually(
+      [&] {
+        s = server_->stream(http_, "gated");
+        if (s.is_null() || s["state"] != "ended") return false;
+        for (const json& e : s["evidence"]["last_events"])
+          if (!e["clip_written"].get<bool>()) return false;
+        return true;
+      },
+      120))
+      << s.dump() << server_->child().err();
+  const json by_class = s["analytics"]["lines"]["gate"]["by_class"];
+  int crossings = 0;
+  for (const auto& label : kClasses)
+    if (by_class.contains(label))
+      crossings += by_class[label]["forward"].get<int>() + by_class[label]["backward"].get<int>();
+  EXPECT_GE(crossings, 11) << s["analytics"];
+  EXPECT_EQ(s["evidence"]["events"], crossings) << s["analytics"];
+  const json events = http_.get(server_->url("/streams/gated/events")).json()["events"];
+  ASSERT_EQ(events.size(), static_cast<std::size_t>(crossings));
+  std::set<long long> tracks;
+  for (const json& e : events) {
+    SCOPED_TRACE(e.dump());
+    EXPECT_TRUE(e["reason"] == "line:gate:forward" || e["reason"] == "line:gate:backward");
+    EXPECT_TRUE(kClasses.count(e["label"].get<std::string>()));
+    EXPECT_TRUE(e["snapshot_written"].get<bool>());
+    EXPECT_TRUE(e["crop_written"].get<bool>());
+    tracks.insert(e["track_id"].get<long long>());
+  }
+  EXPECT_EQ(tracks.size(), events.size());  // each part once
+  EXPECT_EQ(http_.request("DELETE", server_->url("/streams/gated")).status, 200);
 }

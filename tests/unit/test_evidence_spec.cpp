@@ -74,6 +74,23 @@ TEST(EvidenceSpec, DefaultsToEveryClassUnderOutputDir) {
   EXPECT_EQ(resolve_evidence_dir(*parse(abs).evidence, "out", "cam"), "/data/evidence");
 }
 
+TEST(EvidenceSpec, LinesMakeCrossingsTheEvents) {
+  const StreamSpec s = parse(stream({{"lines", {"gate", "exit"}}, {"classes", {"washer"}}}));
+  ASSERT_TRUE(s.evidence);
+  EXPECT_EQ(s.evidence->lines, (std::vector<std::string>{"gate", "exit"}));
+  EXPECT_EQ(to_json(s)["evidence"]["lines"], json({"gate", "exit"}));
+  EXPECT_EQ(to_json(parse(to_json(s))), to_json(s));
+  EXPECT_EQ(refusal(stream({{"lines", json::array()}})),
+            "streams[0].evidence.lines | server.json: streams[0].evidence.lines: must be a list "
+            "of 1 to 64 line names (leave it out: an event is a new track)");
+  EXPECT_EQ(refusal(stream({{"lines", {1}}})),
+            "streams[0].evidence.lines[0] | server.json: streams[0].evidence.lines[0]: must be a "
+            "string (a line name)");
+  EXPECT_EQ(refusal(stream({{"lines", "gate"}})),
+            "streams[0].evidence.lines | server.json: streams[0].evidence.lines: must be a list "
+            "of 1 to 64 line names (leave it out: an event is a new track)");
+}
+
 TEST(EvidenceSpec, EveryBadFieldIsNamed) {
   EXPECT_EQ(refusal(stream(json::object(), false)),
             "streams[0].evidence | server.json: streams[0].evidence: needs \"track\": true on "
@@ -81,10 +98,11 @@ TEST(EvidenceSpec, EveryBadFieldIsNamed) {
   // A REST body: the field path starts at the body.
   EXPECT_EQ(refusal(stream(json::object(), false), "").substr(0, 30),
             "evidence | server.json: eviden");
-  EXPECT_EQ(refusal(stream({{"pre_seconds", 2}})),
-            "streams[0].evidence.pre_seconds | server.json: streams[0].evidence.pre_seconds: "
-            "unknown field; the fields are classes, dir, pre_s, post_s, max_events, max_bytes, "
-            "ring_max_bytes");
+  EXPECT_EQ(
+      refusal(stream({{"pre_seconds", 2}})),
+      "streams[0].evidence.pre_seconds | server.json: streams[0].evidence.pre_seconds: "
+      "unknown field; the fields are classes, lines, dir, pre_s, post_s, max_events, max_bytes, "
+      "ring_max_bytes");
   EXPECT_EQ(refusal(stream({{"post_s", 60}})),
             "streams[0].evidence.post_s | server.json: streams[0].evidence.post_s: out of "
             "range: give seconds from 0 to 30 (got 60)");
