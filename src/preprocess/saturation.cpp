@@ -11,7 +11,15 @@ Saturation clamped_in_row(const float* v, int n, std::uint32_t full_scale) {
   int over = 0;
   for (int x = 0; x < n; ++x) over += v[x] >= limit;
   if (over == 0) return {};
-  const float peak = *std::max_element(v, v + n);
+  // Eight independent maxima vectorise (one chain of maxss does not): a
+  // saturated frame costs about as much as one in range.
+  constexpr int kLanes = 8;
+  float lanes[kLanes] = {};
+  int x = 0;
+  for (; x + kLanes <= n; x += kLanes)
+    for (int k = 0; k < kLanes; ++k) lanes[k] = v[x + k] > lanes[k] ? v[x + k] : lanes[k];
+  float peak = *std::max_element(lanes, lanes + kLanes);
+  for (; x < n; ++x) peak = std::max(peak, v[x]);
   return {static_cast<std::uint64_t>(over),
           static_cast<std::uint32_t>(std::min(65535.f, std::round(peak)))};
 }

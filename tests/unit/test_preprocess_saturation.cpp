@@ -174,6 +174,15 @@ TEST(Gray16Saturation, RowCountAndBitsNeeded) {
   EXPECT_EQ(s.peak, 65535u) << "a resized sample cannot exceed 16 bits; capped";
   EXPECT_FALSE(clamped_in_row(row, 2, 4095).any());
   EXPECT_EQ(clamped_in_row(row, 4, 4095).peak, 12000u);
+  // Longer rows: the peak in any position, in the 8-wide part or the tail.
+  for (int at : {0, 7, 8, 13, 16, 20}) {
+    std::vector<float> long_row(21, 100.f);
+    long_row[5] = 5000.f;
+    long_row[at] = 7000.f;
+    const Saturation l = clamped_in_row(long_row.data(), 21, 4095);
+    EXPECT_EQ(l.pixels, 2u) << at;
+    EXPECT_EQ(l.peak, 7000u) << at;
+  }
   for (auto [sample, bits] : {std::pair{0u, 8},
                               {255u, 8},
                               {256u, 9},
