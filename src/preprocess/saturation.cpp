@@ -1,25 +1,45 @@
 #include "preprocess/saturation.h"
 
+#include <immintrin.h>
+
 #include <cmath>
 
 namespace torchinfer {
+
+namespace {
+
+// The row's largest value: maxps on four accumulators (SSE2, every
+// x86-64), two instructions per four pixels.
+float row_peak(const float* v, int n) {
+  __m128 m0 = _mm_setzero_ps(), m1 = m0, m2 = m0, m3 = m0;
+  int x = 0;
+  for (; x + 16 <= n; x += 16) {
+    m0 = _mm_max_ps(m0, _mm_loadu_ps(v + x));
+    m1 = _mm_max_ps(m1, _mm_loadu_ps(v + x + 4));
+    m2 = _mm_max_ps(m2, _mm_loadu_ps(v + x + 8));
+    m3 = _mm_max_ps(m3, _mm_loadu_ps(v + x + 12));
+  }
+  for (; x + 4 <= n; x += 4) m0 = _mm_max_ps(m0, _mm_loadu_ps(v + x));
+  float lanes[4];
+  _mm_storeu_ps(lanes, _mm_max_ps(_mm_max_ps(m0, m1), _mm_max_ps(m2, m3)));
+  float peak = *std::max_element(lanes, lanes + 4);
+  for (; x < n; ++x) peak = std::max(peak, v[x]);
+  return peak;
+}
+
+}  // namespace
 
 Saturation clamped_in_row(const float* v, int n, std::uint32_t full_scale) {
   // Rounded as the model input is: float rounding in the resize weights
   // (a white area's 4095.0002) is not a clamped sample.
   const float limit = static_cast<float>(full_scale) + 0.5f;
+  // The peak first: a row within range (the usual case) costs one max per
+  // pixel, less than half of counting (tests/bench: BM_ClampedInRow);
+  // counting every row made a 224x224 frame ~15 % slower to prepare.
+  const float peak = row_peak(v, n);
+  if (peak < limit) return {};
   int over = 0;
   for (int x = 0; x < n; ++x) over += v[x] >= limit;
-  if (over == 0) return {};
-  // Eight independent maxima vectorise (one chain of maxss does not): a
-  // saturated frame costs about as much as one in range.
-  constexpr int kLanes = 8;
-  float lanes[kLanes] = {};
-  int x = 0;
-  for (; x + kLanes <= n; x += kLanes)
-    for (int k = 0; k < kLanes; ++k) lanes[k] = v[x + k] > lanes[k] ? v[x + k] : lanes[k];
-  float peak = *std::max_element(lanes, lanes + kLanes);
-  for (; x < n; ++x) peak = std::max(peak, v[x]);
   return {static_cast<std::uint64_t>(over),
           static_cast<std::uint32_t>(std::min(65535.f, std::round(peak)))};
 }

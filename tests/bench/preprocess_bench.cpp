@@ -10,6 +10,7 @@
 #include "common/aligned_buffer.h"
 #include "frames.h"
 #include "preprocess/preprocess.h"
+#include "preprocess/saturation.h"
 
 using namespace torchinfer;
 using namespace torchinfer::test;
@@ -173,6 +174,19 @@ void BM_Gray16Bits(benchmark::State& state, int w, int h, int ow, int oh, int sh
     benchmark::DoNotOptimize(dst.data());
   }
 }
+
+// The saturation count of one 224-pixel output row (what a GRAY16 frame
+// with input-bits < 16 adds per row): within range, and every pixel above.
+void BM_ClampedInRow(benchmark::State& state, float value) {
+  std::vector<float> row(224);
+  for (std::size_t x = 0; x < row.size(); ++x) row[x] = value - static_cast<float>(x % 3);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(row.data());
+    benchmark::DoNotOptimize(clamped_in_row(row.data(), 224, 4095));
+  }
+}
+BENCHMARK_CAPTURE(BM_ClampedInRow, in_range_224, 4000.f);
+BENCHMARK_CAPTURE(BM_ClampedInRow, saturated_224, 9000.f);
 
 #define CASE(name, fmt, w, h, ow, oh, lb)                                                      \
   BENCHMARK_CAPTURE(BM_Memcpy, name, fmt, w, h)->Unit(benchmark::kMillisecond);                \
