@@ -32,7 +32,9 @@
 #include "qa/decision_json.h"
 #include "qa/part_verdicts.h"
 #include "qa_annotate.h"
+#include "qa_evidence.h"
 #include "qa_frames.h"
+#include "qa_gate.h"
 #include "qa_options.h"
 #include "qa_pipeline.h"
 #include "qa_rules.h"
@@ -53,7 +55,9 @@ struct App {
   qa::Annotator annotator;
   std::map<long long, std::string> verdict_of;  // part id -> verdict, for the scores
   std::map<long long, torchinfer::QaAnomalyVerdict> anomaly_of;  // part id -> anomaly verdict
-  std::vector<double> detector_ms;  // forward() time of each inferred frame
+  std::vector<double> detector_ms;           // forward() time of each inferred frame
+  std::unique_ptr<qa::QaEvidence> evidence;  // --evidence
+  qa::GateCounts gate;  // --gate: what torchanalytics counted, the verdicts at it
   FILE* out = stdout;
   int video_fd = -1;  // --out: the annotated video, for the pipeline's fdsink
   torchinfer::QaRunInfo info;
@@ -68,6 +72,8 @@ struct App {
   // Set on the streaming thread when the clip is not the truth's (--truth):
   // the run stops, nothing is scored, exit 2.
   std::atomic<bool> truth_mismatch{false};
+  // Set on the streaming thread when --gate does not fit the frame: exit 2.
+  std::atomic<bool> gate_outside{false};
 };
 
 // Stops the run from a streaming thread: through the bus, since the main
@@ -102,9 +108,11 @@ void write_line(App& app, const std::string& line) {
 void report(App& app, const std::vector<torchinfer::QaDecision>& decisions) {
   for (const auto& d : decisions) {
     app.verdict_of[d.part] = torchinfer::verdict_name(d.verdict);
+    if (!d.direction.empty()) app.gate.verdicts[d.direction][torchinfer::verdict_name(d.verdict)]++;
     if (d.anomaly) app.anomaly_of[d.part] = *d.anomaly;
     app.annotator.decided(d);
-    write_line(app, torchinfer::decision_json(d));
+    const auto files = app.evidence ? app.evidence->decided(d) : nlohmann::ordered_json();
+    write_line(app, torchinfer::decision_json(d, files));
     if (app.opt.quiet) continue;
     char top[160] = "";
     if (!d.anomaly) std::snprintf(top, sizeof top, "no evidence");
@@ -134,21 +142,39 @@ bool score(App& app, const qa::FrameResults& r) {
   return false;
 }
 
+// --gate: this frame's crossings into `frame`; false (the run stops, exit
+// 2) when the gate does not lie in the frame.
+bool at_gate(App& app, GstBuffer* buf, torchinfer::QaFrame& frame) {
+  if (app.gate_outside) return false;
+  const std::string why = qa::gate_outside(*app.opt.gate, frame.width, frame.height);
+  if (!why.empty()) {
+    g_printerr("%s; stopping\n", why.c_str());
+    app.gate_outside = true;
+    stop_from_stream(app, "qa-line-gate-outside");
+    return false;
+  }
+  frame.crossed = qa::read_gate(buf, app.rules.part_classes, app.gate);
+  return true;
+}
+
 // Runs on the last analysing element's push thread, once per frame in order.
-GstPadProbeReturn on_result(GstPad*, GstPadProbeInfo* info, gpointer user) {
+GstPadProbeReturn on_result(GstPad* pad, GstPadProbeInfo* info, gpointer user) {
   auto* app = static_cast<App*>(user);
   GstBuffer* buf = GST_PAD_PROBE_INFO_BUFFER(info);
   const std::int64_t frame = app->info.frames++;
   if (app->truth_mismatch) return GST_PAD_PROBE_OK;
   try {
-    const auto r = qa::read_frame(buf, frame, app->read);
+    auto r = qa::read_frame(buf, frame, app->read);
     if (app->scorer && !score(*app, r)) return GST_PAD_PROBE_OK;
     if (!r.has_detector) return GST_PAD_PROBE_OK;
     if (r.detector_inferred && app->info.frames_inferred++ == 0)
       g_printerr("qa-line: analysing (first frame at %" GST_TIME_FORMAT ")\n",
                  GST_TIME_ARGS(GST_BUFFER_PTS(buf)));
     if (r.detector_inferred) app->detector_ms.push_back(r.detector_ms);
+    if (app->opt.gate && !at_gate(*app, buf, r.frame)) return GST_PAD_PROBE_OK;
+    if (app->evidence) app->evidence->add_frame(buf, pad, r.frame, app->rules);
     report(*app, app->verdicts->add_frame(r.frame));
+    if (app->evidence) app->evidence->tracks_ended(r.frame.ended);
     app->annotator.set_parts(r.frame.parts);
   } catch (const std::exception& e) {
     g_printerr("qa-line: frame %" G_GINT64_FORMAT " not analysed: %s\n", frame, e.what());
@@ -372,6 +398,7 @@ int prepare(App& app) {
   if (!qa::make_rules(app.opt, app.rules, app.read)) return 2;
   app.verdicts = std::make_unique<torchinfer::PartVerdicts>(app.rules);
   if (!open_truth(app) || !open_mqtt(app)) return 2;
+  if (app.opt.evidence) app.evidence = std::make_unique<qa::QaEvidence>(app.opt);
   return open_files(app);
 }
 
@@ -381,6 +408,10 @@ bool build(App& app) {
   std::string why;
   app.pipeline = qa::build_pipeline(app.opt, app.rules, app.video_fd, &why);
   if (!app.pipeline) {
+    g_printerr("qa-line: cannot build the pipeline: %s\n", why.c_str());
+    return false;
+  }
+  if (app.evidence && !app.evidence->attach(app.pipeline, &why)) {
     g_printerr("qa-line: cannot build the pipeline: %s\n", why.c_str());
     return false;
   }
@@ -422,6 +453,24 @@ void run(App& app) {
   gst_object_unref(bus);
 }
 
+// --gate: the summary's "gate" object, also printed for a person.
+nlohmann::ordered_json gate_facts(const App& app) {
+  const auto j = qa::gate_json(*app.opt.gate, app.gate, app.verdicts->counts().not_at_gate);
+  std::string by;
+  for (const auto& [label, n] : j["by_class"].items())
+    by += (by.empty() ? "" : ", ") + label + " " + n["forward"].dump() + "/" + n["backward"].dump();
+  g_printerr("qa-line: gate: %s forward, %s backward (%s forward/backward)",
+             j["forward"].dump().c_str(), j["backward"].dump().c_str(),
+             by.empty() ? "none" : by.c_str());
+  for (const char* d : {"forward", "backward"}) {
+    const auto& v = j["verdicts"][d];
+    g_printerr("; %s: %s pass, %s reject, %s incomplete", d, v["pass"].dump().c_str(),
+               v["reject"].dump().c_str(), v["incomplete"].dump().c_str());
+  }
+  g_printerr("; %d parts never crossed it\n", j["not_at_gate"].get<int>());
+  return j;
+}
+
 // The open parts decided, the counts, the scores and the summary line.
 void report_run(App& app) {
   report(app, app.verdicts->flush());
@@ -433,7 +482,14 @@ void report_run(App& app) {
     g_printerr("qa-line: error: cannot score against %s: %s\n", app.opt.truth.c_str(), e.what());
     app.rc = 1;
   }
+  if (app.evidence) {
+    app.evidence->finish();
+    facts["evidence"] = app.evidence->summary();
+  }
+  if (app.opt.gate) facts["gate"] = gate_facts(app);
   write_line(app, torchinfer::summary_json(app.verdicts->counts(), app.info, facts));
+  // Every part was decided and written: lost evidence is its own status.
+  if (app.evidence && app.evidence->report_losses() && app.rc == 0) app.rc = qa::kEvidenceLostExit;
   if (app.opt.out_dir.empty()) return;
   const std::string snap = app.opt.out_dir + "/snapshot.png";
   std::string why;
@@ -483,7 +539,10 @@ int main(int argc, char** argv) {
   if (const int rc = prepare(app); rc != 0) return rc;
   if (!build(app)) return 2;
   run(app);
-  if (app.rc == 0 || app.info.frames > 0) report_run(app);
+  if (app.gate_outside)
+    app.rc = 2;  // a usage error found on the first frame: nothing to report
+  else if (app.rc == 0 || app.info.frames > 0)
+    report_run(app);
   close_mqtt(app);
   close_output(app);
   gst_object_unref(app.pipeline);

@@ -24,7 +24,12 @@ struct Strings {
         *mqtt_topic = nullptr;
   // A string: an int option has no "not given" that a user cannot also type.
   gchar* reclassify_interval = nullptr;
+  gchar* gate = nullptr;  // parsed in check_values
   gboolean quiet = FALSE;
+  gchar *evidence = nullptr, *evidence_encoder = nullptr;
+  gchar *evidence_pre_s = nullptr, *evidence_post_s = nullptr;  // text: "not given" apart
+  std::optional<std::string> pre_text, post_text;               // taken from the two above
+  gint64 evidence_max_events = G_MININT64, evidence_max_bytes = G_MININT64;  // not given
 };
 
 bool parse_entries(int* argc, char*** argv, Options& o, Strings& s) {
@@ -75,7 +80,25 @@ bool parse_entries(int* argc, char*** argv, Options& o, Strings& s) {
       {"part-classes", 0, 0, G_OPTION_ARG_STRING, &s.parts, "default bracket,washer", "A,B"},
       {"defect-classes", 0, 0, G_OPTION_ARG_STRING, &s.defects,
        "default: every other label of the model", "A,B"},
+      {"gate", 0, 0, G_OPTION_ARG_STRING, &s.gate,
+       "decide each part when its centre crosses this line (frame pixels; default: when it "
+       "leaves the view) and count the parts per class and verdict at it",
+       "X1,Y1,X2,Y2"},
       {"quiet", 'q', 0, G_OPTION_ARG_NONE, &s.quiet, "no line per part on stderr", nullptr},
+      {"evidence", 0, 0, G_OPTION_ARG_FILENAME, &s.evidence,
+       "for every reject keep DIR/qa-line-N-snapshot.jpg (the frame where the part was best "
+       "seen), -crop.jpg and -clip.mkv; the decision line names them",
+       "DIR"},
+      {"evidence-pre-s", 0, 0, G_OPTION_ARG_STRING, &s.evidence_pre_s,
+       "clip seconds before the decision, 0..30 (default 2)", "S"},
+      {"evidence-post-s", 0, 0, G_OPTION_ARG_STRING, &s.evidence_post_s,
+       "clip seconds after the decision, 0..30 (default 1)", "S"},
+      {"evidence-max-events", 0, 0, G_OPTION_ARG_INT64, &s.evidence_max_events,
+       "keep the newest N events' files, 1..1000000 (default 1000)", "N"},
+      {"evidence-max-bytes", 0, 0, G_OPTION_ARG_INT64, &s.evidence_max_bytes,
+       "keep at most this many bytes of evidence files, from 4096 (default 1 GiB)", "BYTES"},
+      {"evidence-encoder", 0, 0, G_OPTION_ARG_STRING, &s.evidence_encoder,
+       "the clip ring's encoder: jpeg (default) or h264", "jpeg|h264"},
       {nullptr, 0, 0, G_OPTION_ARG_NONE, nullptr, nullptr, nullptr}};
   return app::parse_options(argc, argv, entries, "- torchinfer QA line: pass/reject per part",
                             "qa-line: ");
@@ -83,9 +106,12 @@ bool parse_entries(int* argc, char*** argv, Options& o, Strings& s) {
 
 // Moves what GLib allocated into `o`; `reclassify` gets the text of
 // --reclassify-interval if it was given.
-void take_strings(Strings& s, Options& o, std::optional<std::string>& reclassify) {
+void take_strings(Strings& s, Options& o, std::optional<std::string>& reclassify,
+                  std::optional<std::string>& gate) {
   if (s.reclassify_interval) reclassify = s.reclassify_interval;
   g_free(s.reclassify_interval);
+  if (s.gate) gate = s.gate;
+  g_free(s.gate);
   app::take(s.clip, o.clip);
   app::take(s.device, o.device);
   app::take(s.source, o.source);
@@ -103,6 +129,50 @@ void take_strings(Strings& s, Options& o, std::optional<std::string>& reclassify
   app::take(s.mqtt_host, o.mqtt_host);
   app::take(s.mqtt_topic, o.mqtt_topic);
   o.quiet = s.quiet;
+  o.evidence = s.evidence != nullptr;
+  app::take(s.evidence, o.evidence_dir);
+  app::take(s.evidence_encoder, o.evidence_encoder);
+  if (s.evidence_pre_s) s.pre_text = s.evidence_pre_s;
+  if (s.evidence_post_s) s.post_text = s.evidence_post_s;
+  g_free(s.evidence_pre_s);
+  g_free(s.evidence_post_s);
+}
+
+// Seconds of --evidence-pre-s / --evidence-post-s, 0..30.
+bool parse_seconds(const char* option, const std::string& text, double* out) {
+  char* end = nullptr;
+  const double v = g_ascii_strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0') {
+    g_printerr("qa-line: %s '%s': give seconds from 0 to 30\n", option, text.c_str());
+    return false;
+  }
+  *out = v;
+  return app::check_range(option, v, 0.0, 30.0);
+}
+
+// The --evidence-* values: in range, and only with --evidence (alone they
+// would quietly keep nothing).
+bool check_evidence(const Strings& s, Options& o) {
+  const bool settings = s.pre_text || s.post_text || s.evidence_max_events != G_MININT64 ||
+                        s.evidence_max_bytes != G_MININT64 || o.evidence_encoder != "jpeg";
+  if (!o.evidence) {
+    if (settings) g_printerr("qa-line: --evidence-* options need --evidence DIR\n");
+    return !settings;
+  }
+  if (o.evidence_dir.empty()) {
+    g_printerr("qa-line: --evidence '': give the folder for the evidence files\n");
+    return false;
+  }
+  if (s.evidence_max_events != G_MININT64) o.evidence_max_events = s.evidence_max_events;
+  if (s.evidence_max_bytes != G_MININT64) o.evidence_max_bytes = s.evidence_max_bytes;
+  if (o.evidence_encoder != "jpeg" && o.evidence_encoder != "h264") {
+    g_printerr("qa-line: --evidence-encoder '%s': give jpeg or h264\n", o.evidence_encoder.c_str());
+    return false;
+  }
+  return (!s.pre_text || parse_seconds("--evidence-pre-s", *s.pre_text, &o.evidence_pre_s)) &&
+         (!s.post_text || parse_seconds("--evidence-post-s", *s.post_text, &o.evidence_post_s)) &&
+         app::check_range("--evidence-max-events", o.evidence_max_events, 1LL, 1000000LL) &&
+         app::check_range("--evidence-max-bytes", o.evidence_max_bytes, 4096LL, 1LL << 50);
 }
 
 // --reclassify-interval, 1..1000; the inference interval when not given.
@@ -125,11 +195,19 @@ bool reclassify_interval(const std::optional<std::string>& given, Options& o) {
 }
 
 // The values GLib accepted as such but the app cannot run with.
-bool check_values(const std::optional<std::string>& reclassify, Options& o) {
+bool check_values(const std::optional<std::string>& reclassify,
+                  const std::optional<std::string>& gate, Options& o) {
   if (!app::check_range("--inference-interval", static_cast<long long>(o.inference_interval), 1,
                         1000) ||
       !reclassify_interval(reclassify, o))
     return false;
+  if (gate) {
+    o.gate.emplace();
+    if (const std::string why = parse_gate(*gate, &*o.gate); !why.empty()) {
+      g_printerr("%s\n", why.c_str());
+      return false;
+    }
+  }
   if (o.tracking_type != "short-term" && o.tracking_type != "zero-term") {
     g_printerr("qa-line: --tracking-type '%s': give short-term or zero-term\n",
                o.tracking_type.c_str());
@@ -155,9 +233,9 @@ bool check_values(const std::optional<std::string>& reclassify, Options& o) {
 bool parse_args(int argc, char** argv, Options& o) {
   Strings s;
   const bool ok = parse_entries(&argc, &argv, o, s);
-  std::optional<std::string> reclassify;
-  take_strings(s, o, reclassify);
-  if (!ok || !check_values(reclassify, o)) return false;
+  std::optional<std::string> reclassify, gate;
+  take_strings(s, o, reclassify, gate);
+  if (!ok || !check_values(reclassify, gate, o) || !check_evidence(s, o)) return false;
   if (argc > 1) {
     g_printerr("qa-line: unexpected argument '%s'\n", argv[1]);
     return false;

@@ -2,7 +2,10 @@
 // checked before anything runs; a bad one is exit status 2.
 #pragma once
 
+#include <optional>
 #include <string>
+
+#include "qa_gate.h"
 
 namespace torchinfer::qa {
 
@@ -22,6 +25,12 @@ struct Options {
   int inference_interval = 1;
   int reclassify_interval = 0;  // after parse_args: 1..1000, the inference interval if not given
   bool quiet = false;
+  // --evidence DIR (pipelines/qa_evidence.h): files of every reject.
+  std::string evidence_dir, evidence_encoder = "jpeg";
+  bool evidence = false;  // --evidence was given (an empty folder is refused)
+  double evidence_pre_s = 2, evidence_post_s = 1;
+  long long evidence_max_events = 1000, evidence_max_bytes = 1ll << 30;
+  std::optional<Gate> gate;  // --gate: parts are decided when they cross it
 
   bool has_classifier() const { return classifier != kNoClassifier; }
   bool has_anomaly() const { return !anomaly.empty(); }

@@ -162,6 +162,14 @@ std::vector<GstElement*> analysis(Builder& b, const Options& o, const QaRules& r
     on_parts(anomaly, o, rules, o.anomaly, "qa-anomaly");
     chain.push_back(anomaly);
   }
+  if (o.gate) {
+    // The rule: a part is at the gate when its centre crosses it.
+    GstElement* gate = b.add("torchanalytics", kGateElement);
+    if (!gate) return {};
+    g_object_set(gate, "lines", gate_lines(*o.gate).c_str(), nullptr);
+    set_arg(gate, "reference-point", "center");
+    chain.push_back(gate);
+  }
   return chain;
 }
 
@@ -201,6 +209,7 @@ GstElement* build_pipeline(const Options& o, const QaRules& rules, int video_fd,
   std::vector<GstElement*> chain = {source(b, o)};
   for (GstElement* e : analysis(b, o, rules)) chain.push_back(e);
   chain.push_back(b.add("identity", "analysed"));
+  if (o.evidence) chain.push_back(b.add("tee", kEvidenceTee));
   for (GstElement* e : outputs(b, o, video_fd)) chain.push_back(e);
   if (b.failed() || !b.link(chain)) {
     gst_object_unref(pipeline);

@@ -6,6 +6,7 @@
 //
 //   source ! torchinfer name=infer (detector) ! torchnms name=nms
 //   ! torchtrack name=track [! torchinfer name=classify (roi-list)]
+//   [! torchinfer name=anomaly (roi-list)] [! torchanalytics name=gate (--gate)]
 //   ! identity name=analysed
 //   ! fakesink | torchmetaconvert ! torchoverlay ! videoconvert ! BGR
 //                ! identity name=annotated ! jpegenc ! matroskamux ! fdsink
@@ -22,6 +23,10 @@
 #include "qa_options.h"
 
 namespace torchinfer::qa {
+
+// --evidence: a tee of this name follows "analysed"; the evidence recorder
+// takes a branch of it (pipelines/qa_evidence.h).
+constexpr const char* kEvidenceTee = "evidence";
 
 // The pipeline (floating reference sunk: the caller owns it), or nullptr
 // with `why` set: an element not installed, a --source that does not parse.

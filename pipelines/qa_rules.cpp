@@ -96,6 +96,7 @@ void set_classes(const Options& o, const std::vector<std::string>& detector_labe
   r.defect_threshold = o.defect_threshold;
   r.supervised = o.supervised();
   r.anomaly = o.has_anomaly();
+  r.at_gate = o.gate.has_value();
   if (!o.part_classes.empty()) r.part_classes = split_classes(o.part_classes);
   if (!o.defect_classes.empty()) {
     r.defect_classes = split_classes(o.defect_classes);

@@ -5,9 +5,11 @@
 #include <cstdio>
 #include <cstring>
 
+#include "camera_analytics.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "server/jpeg_snapshot.h"
 #include "server/source_check.h"
+#include "server/stream_analytics.h"
 
 namespace torchinfer::server {
 
@@ -79,7 +81,8 @@ Camera::Camera(StreamSpec spec, ModelSpec model, std::string output_dir, MqttSpe
       model_(std::move(model)),
       output_dir_(std::move(output_dir)),
       mqtt_(std::move(mqtt)),
-      restream_(std::move(restream)) {}
+      restream_(std::move(restream)),
+      layout_(spec_.analytics) {}
 
 Camera::~Camera() {
   detach();
@@ -89,6 +92,7 @@ Camera::~Camera() {
   aravis_.reset();
   if (appsrc_) gst_object_unref(appsrc_);
   if (infer_) gst_object_unref(infer_);
+  if (analytics_) gst_object_unref(analytics_);
   if (pipeline_) gst_object_unref(pipeline_);
 }
 
@@ -137,15 +141,22 @@ bool Camera::build(std::string* why) {
   infer_ = make("torchinfer", "infer", why);
   GstElement* nms = make("torchnms", "nms", why);
   GstElement* track = spec_.track ? make("torchtrack", "track", why) : nullptr;
+  // Always with tracking: PUT /streams/{id}/analytics adds lines later.
+  analytics_ = spec_.track ? make("torchanalytics", "analytics", why) : nullptr;
+  if (analytics_) gst_object_ref(analytics_);  // ours (the destructor's), besides the bin's
   GstElement* meta = spec_.json ? make("torchmetaconvert", "json", why) : nullptr;
   GstElement* publish = spec_.mqtt_topic.empty() ? nullptr : make("torchpublish", "mqtt", why);
   GstElement* overlay = as_is ? nullptr : make("torchoverlay", "overlay", why);
   GstElement* sink = make("appsink", "snapshot", why);
-  for (GstElement* e :
-       {source, decode, convert_, caps, infer_, nms, track, meta, publish, overlay, sink})
+  // Evidence: the recorder's ring branch leaves from here (camera_evidence.h).
+  GstElement* tee = spec_.evidence && caps ? make("tee", "evidence-tee", why) : nullptr;
+  if (spec_.evidence && !evidence_ && why->empty()) *why = "evidence: " + evidence_error_;
+  for (GstElement* e : {source, decode, convert_, caps, tee, infer_, nms, track, analytics_, meta,
+                        publish, overlay, sink})
     if (e) gst_bin_add(GST_BIN(pipeline_), e);
   if (!why->empty()) return false;
   gst_object_ref(infer_);
+  if (analytics_ && !apply_layout(analytics_, layout_path(), spec_.analytics, why)) return false;
 
   // The formats the snapshot encoder reads; cameras' own YUY2/NV12 and a
   // decoder's I420 pass without conversion.
@@ -193,7 +204,9 @@ bool Camera::build(std::string* why) {
 
   chain = as_is ? std::vector<GstElement*>{infer_, nms}
                 : std::vector<GstElement*>{convert_, caps, infer_, nms};
+  if (tee) chain.insert(chain.begin() + 2, tee);
   if (track) chain.push_back(track);
+  if (analytics_) chain.push_back(analytics_);
   if (meta) chain.push_back(meta);
   if (publish) chain.push_back(publish);
   if (overlay) chain.push_back(overlay);
@@ -204,6 +217,7 @@ bool Camera::build(std::string* why) {
              GST_ELEMENT_NAME(chain[i + 1]);
       return false;
     }
+  if (tee && !evidence_->attach(pipeline_, tee, analytics_ ? analytics_ : track, why)) return false;
   if (decode) {
     if (!gst_element_link(source, decode)) {
       *why = "cannot link the file source to decodebin";
@@ -379,6 +393,8 @@ void Camera::handle_message(GstMessage* msg) {
         std::lock_guard<std::mutex> lock(mu_);
         health_.on_eos();
       }
+      // The clips still waiting for post_s get what the ring holds.
+      if (evidence_) evidence_->finish_async(pipeline_);
       drained_ = true;
       break;
     case GST_MESSAGE_SEGMENT_DONE:
@@ -558,6 +574,7 @@ void Camera::shutdown(double timeout_s) {
     gst_object_unref(bus);
   }
   gst_element_set_state(pipeline_, GST_STATE_NULL);
+  if (evidence_) evidence_->finish();
 }
 
 std::uint64_t Camera::frames_inferred() const {
@@ -604,6 +621,7 @@ StreamFigures Camera::figures() const {
   f.fps = stat_double(s, "fps");
   if (s) gst_structure_free(s);
   read_mqtt_counters(f);
+  if (evidence_) evidence_->fill(f);
   std::lock_guard<std::mutex> lock(mu_);
   f.state = to_string(health_.state());
   f.latency_p50_s = latency_.quantile(0.5);
@@ -614,6 +632,7 @@ StreamFigures Camera::figures() const {
   f.disconnects = health_.disconnects();
   f.errors = health_.errors();
   f.detections = detections_;
+  if (analytics_) read_counts(analytics_, f.lines, f.zones);
   if (aravis_) {
     const AravisCounters c = aravis_->counters();
     f.camera = true;
@@ -668,7 +687,44 @@ nlohmann::json Camera::status() const {
       {"rtsp_frames", {{"sent", f.restream_frames_sent}, {"dropped", f.restream_frames_dropped}}},
       {"config", to_json(spec_)}};
   if (aravis_) j["camera"] = camera_status(f);
+  if (evidence_) j["evidence"] = evidence_->status();
+  std::lock_guard<std::mutex> lock(mu_);
+  j["config"] = to_json(spec_with(layout_));
+  j["analytics"] = analytics_ ? counts_json(f.lines, f.zones) : nlohmann::json(nullptr);
   return j;
+}
+
+StreamSpec Camera::spec_with(const AnalyticsConfig& layout) const {
+  StreamSpec s = spec_;
+  s.analytics = layout;
+  return s;
+}
+
+std::string Camera::layout_path() const {
+  return output_dir_ + "/" + spec_.id + ".analytics.json";
+}
+
+int Camera::set_analytics(const AnalyticsConfig& layout, std::string* why) {
+  if (!analytics_) {
+    *why = "stream '" + spec_.id +
+           "' runs without tracking (\"track\": false): lines and zones count tracked objects; "
+           "add the stream again with \"track\": true";
+    return 409;
+  }
+  std::lock_guard<std::mutex> lock(layout_mu_);  // one writer of the file at a time
+  if (!apply_layout(analytics_, layout_path(), layout, why)) return 500;
+  std::lock_guard<std::mutex> state(mu_);
+  layout_ = layout;
+  return 200;
+}
+
+nlohmann::json Camera::analytics_status() const {
+  const nlohmann::json s = status();
+  const nlohmann::json& c = s["config"];
+  return {{"id", spec_.id},
+          {"lines", c.value("lines", nlohmann::json::array())},
+          {"zones", c.value("zones", nlohmann::json::array())},
+          {"analytics", s["analytics"]}};
 }
 
 nlohmann::json Camera::camera_status(const StreamFigures& f) const {

@@ -2,7 +2,8 @@
 // or removing one never changes the state of another), sharing the loaded
 // model with the other cameras through torchinfer's model-instance-id:
 //
-//   source ! videoconvert ! capsfilter ! torchinfer ! torchnms [! torchtrack]
+//   source ! videoconvert ! capsfilter ! torchinfer ! torchnms
+//     [! torchtrack ! torchanalytics (lines, zones: camera_analytics.h)]
 //     [! torchmetaconvert location=<output_dir>/<id>.jsonl] [! torchpublish topic=...]
 //     ! torchoverlay ! appsink (max-buffers=1 drop=true: the latest annotated frame)
 //
@@ -46,6 +47,7 @@
 #include <vector>
 
 #include "aravis_source.h"
+#include "camera_evidence.h"
 #include "restream.h"
 #include "rtsp_source.h"
 #include "server/metrics_text.h"
@@ -64,6 +66,13 @@ class Camera {
   Camera& operator=(const Camera&) = delete;
 
   const StreamSpec& spec() const { return spec_; }
+  // "evidence" cameras, before start(): the camera's evidence, or null with
+  // why its folder cannot be used (the camera then fails with that reason).
+  void set_evidence(std::shared_ptr<CameraEvidence> ev, std::string why) {
+    evidence_ = std::move(ev);
+    evidence_error_ = std::move(why);
+  }
+  const std::shared_ptr<CameraEvidence>& evidence() const { return evidence_; }
   const std::shared_ptr<RestreamFeed>& restream() const { return restream_; }
 
   // Builds the pipeline and asks for PLAYING off the main loop; returns at
@@ -87,6 +96,12 @@ class Camera {
   nlohmann::json status() const;
   // The latest annotated frame as JPEG; empty if none yet.
   std::vector<std::uint8_t> snapshot_jpeg(std::string* why) const;
+  // PUT /streams/{id}/analytics: new lines and zones on the running
+  // pipeline (camera_analytics.h). The HTTP status: 200, 409 (no tracking,
+  // so no torchanalytics), 500 (the layout cannot be written); *why if not 200.
+  int set_analytics(const AnalyticsConfig& layout, std::string* why);
+  // {"id", "lines", "zones", "analytics": counts}.
+  nlohmann::json analytics_status() const;
   // One software trigger; the HTTP status (202 queued, 409 not a camera in
   // software-trigger mode, 503 camera not acquiring) and, if not 202, why.
   int trigger(std::string* why);
@@ -107,16 +122,21 @@ class Camera {
   bool send_eos();
   static bool send_eos_to(GstElement* target);  // appsrc, or videoconvert's sink pad
   void play_async();
+  StreamSpec spec_with(const AnalyticsConfig& layout) const;
+  std::string layout_path() const;
 
   const StreamSpec spec_;
   const ModelSpec model_;
   const std::string output_dir_;
   const MqttSpec mqtt_;
   const std::shared_ptr<RestreamFeed> restream_;
+  std::shared_ptr<CameraEvidence> evidence_;
+  std::string evidence_error_;
   GstElement* pipeline_ = nullptr;
-  GstElement* infer_ = nullptr;    // owned by the pipeline
-  GstElement* convert_ = nullptr;  // decodebin links its pad here
-  GstAppSrc* appsrc_ = nullptr;    // rtsp:// and aravis://
+  GstElement* infer_ = nullptr;      // owned by the pipeline
+  GstElement* analytics_ = nullptr;  // torchanalytics ("track": true), a reference of ours
+  GstElement* convert_ = nullptr;    // decodebin links its pad here
+  GstAppSrc* appsrc_ = nullptr;      // rtsp:// and aravis://
   std::unique_ptr<rtsp::ReconnectingSource> rtsp_;
   std::unique_ptr<AravisSource> aravis_;
   guint bus_watch_ = 0;
@@ -132,6 +152,7 @@ class Camera {
   };
   std::shared_ptr<StartGate> start_gate_ = std::make_shared<StartGate>();
 
+  std::mutex layout_mu_;   // set_analytics: the layout file
   mutable std::mutex mu_;  // everything below
   StreamHealth health_;
   LatencyWindow latency_;
@@ -139,6 +160,7 @@ class Camera {
   std::uint64_t frames_out_ = 0;
   nlohmann::json last_result_;  // the latest inferred frame's detections
   GstSample* latest_ = nullptr;
+  AnalyticsConfig layout_;  // the lines and zones in use (spec_'s until a PUT)
 };
 
 }  // namespace torchinfer::server

@@ -2,6 +2,7 @@
 
 #include <gio/gio.h>
 
+#include "common/file_check.h"
 #include "common/utf8.h"
 
 namespace torchinfer::server {
@@ -213,6 +214,8 @@ void HttpApi::handle(SoupServerMessage* msg, const std::string& method,
     if (!get) return not_allowed("GET");
     return reply(msg, app_->list_models());
   }
+  if (parts[0] == "streams" && parts.size() >= 3 && parts[2] == "events")
+    return handle_events(msg, get, parts, path);
   if (parts[0] != "streams" || parts.size() > 3)
     return reply(msg, {404, {{"error", "no such resource: " + path}}});
 
@@ -240,6 +243,7 @@ void HttpApi::handle(SoupServerMessage* msg, const std::string& method,
     if (!authorized(msg)) return unauthorized();
     return reply(msg, app_->trigger(id));
   }
+  if (parts.size() == 3 && parts[2] == "analytics") return handle_analytics(msg, method, id);
   if (parts.size() == 3) {
     if (parts[2] != "snapshot.jpg")
       return reply(msg, {404, {{"error", "no such resource: " + path}}});
@@ -254,6 +258,70 @@ void HttpApi::handle(SoupServerMessage* msg, const std::string& method,
   if (method != "DELETE") return not_allowed("GET, DELETE");
   if (!authorized(msg)) return unauthorized();
   return reply(msg, app_->remove_stream(id));
+}
+
+// GET /streams/{id}/events and /streams/{id}/events/{n}/{file}: the file
+// is served from disk as it is (mapped, not copied); it was renamed into
+// place whole, and one retention deletes while it is sent stays readable.
+void HttpApi::handle_events(SoupServerMessage* msg, bool get, const std::vector<std::string>& parts,
+                            const std::string& path) {
+  if (parts.size() != 3 && parts.size() != 5)
+    return reply(msg, {404, {{"error", "no such resource: " + path}}});
+  if (!get) {
+    soup_message_headers_replace(soup_server_message_get_response_headers(msg), "Allow", "GET");
+    return reply(msg, {405, {{"error", "only GET is allowed on " + path}}});
+  }
+  if (parts.size() == 3) return reply(msg, app_->list_events(parts[1]));
+  std::string file, why;
+  const char* type = nullptr;
+  const int status = app_->event_file(parts[1], parts[3], parts[4], &file, &type, &why);
+  if (status != 200) return reply(msg, {status, {{"error", why}}});
+  GMappedFile* mapped = nullptr;
+  try {
+    FileDescriptor fd(open_regular_file(file, "evidence file"));
+    GError* err = nullptr;
+    mapped = g_mapped_file_new_from_fd(fd.get(), FALSE, &err);
+    if (!mapped) why = file + ": " + (err ? err->message : "cannot be read");
+    g_clear_error(&err);
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  if (!mapped) return reply(msg, {404, {{"error", why}}});
+  GBytes* bytes = g_mapped_file_get_bytes(mapped);
+  g_mapped_file_unref(mapped);
+  soup_server_message_set_status(msg, 200, nullptr);
+  SoupMessageHeaders* h = soup_server_message_get_response_headers(msg);
+  soup_message_headers_replace(h, "Content-Type", type);
+  soup_message_headers_replace(h, "Cache-Control", "no-store");
+  soup_message_headers_replace(h, "Connection", "close");  // as reply_bytes() says why
+  soup_message_body_append_bytes(soup_server_message_get_response_body(msg), bytes);
+  g_bytes_unref(bytes);
+  app_->count_reply(200);
+}
+
+void HttpApi::handle_analytics(SoupServerMessage* msg, const std::string& method,
+                               const std::string& id) {
+  if (method == "GET" || method == "HEAD") return reply(msg, app_->analytics(id));
+  if (method != "PUT") {
+    soup_message_headers_replace(soup_server_message_get_response_headers(msg), "Allow",
+                                 "GET, PUT");
+    return reply(msg, {405,
+                       {{"error", printable(method, 40) + " is not allowed on /streams/" +
+                                      printable(id, 64) + "/analytics (allowed: GET, PUT)"}}});
+  }
+  if (!authorized(msg)) {
+    soup_message_headers_replace(soup_server_message_get_response_headers(msg), "WWW-Authenticate",
+                                 "Bearer");
+    return reply(msg,
+                 {401, {{"error", "a bearer token is required: Authorization: Bearer <token>"}}});
+  }
+  if (g_object_get_data(G_OBJECT(msg), "torchinfer-body-too-large"))
+    return reply(msg, {413,
+                       {{"error", "the body is larger than max_body_bytes (" +
+                                      std::to_string(app_->config().max_body_bytes) + ")"}}});
+  SoupMessageBody* body = soup_server_message_get_request_body(msg);
+  return reply(msg, app_->set_analytics(
+                        id, body && body->data ? std::string(body->data, body->length) : ""));
 }
 
 }  // namespace torchinfer::server

@@ -1,7 +1,9 @@
 // The REST API and the dashboard on libsoup 3's SoupServer:
 //   GET /streams, POST /streams, GET|DELETE /streams/{id},
-//   GET /streams/{id}/snapshot.jpg, GET /models, GET /metrics, GET /healthz,
-//   GET / (the dashboard page, embedded in the binary as a GResource).
+//   GET /streams/{id}/snapshot.jpg, GET|PUT /streams/{id}/analytics, GET /models, GET /metrics, GET
+//   /healthz, GET / (the dashboard page, embedded in the binary as a GResource),
+//   GET /streams/{id}/events, GET /streams/{id}/events/{n}/{snapshot.jpg,
+//   crop.jpg,clip.mkv} (evidence).
 // With a token, every POST/DELETE and /metrics need "Authorization: Bearer T".
 #pragma once
 
@@ -9,6 +11,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "fleet_endpoints.h"
 #include "http_listener.h"
@@ -34,6 +37,10 @@ class HttpApi {
   static void on_request(SoupServer*, SoupServerMessage* msg, const char* path, GHashTable*,
                          gpointer user);
   void handle(SoupServerMessage* msg, const std::string& method, const std::string& path);
+  void handle_events(SoupServerMessage* msg, bool get, const std::vector<std::string>& parts,
+                     const std::string& path);
+  // GET|PUT /streams/{id}/analytics.
+  void handle_analytics(SoupServerMessage* msg, const std::string& method, const std::string& id);
   bool authorized(SoupServerMessage* msg) const;
   void reply(SoupServerMessage* msg, const Reply& r);
   void reply_bytes(SoupServerMessage* msg, int status, const char* type, const void* data,

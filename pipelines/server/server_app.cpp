@@ -5,6 +5,7 @@
 #include "common/json_file.h"
 #include "common/utf8.h"
 #include "server/source_check.h"
+#include "server/stream_analytics.h"
 
 namespace torchinfer::server {
 
@@ -95,11 +96,13 @@ bool ServerApp::load_models(std::string* why) {
   return true;
 }
 
-std::shared_ptr<Camera> ServerApp::launch(const StreamSpec& spec) {
+std::shared_ptr<Camera> ServerApp::launch(const StreamSpec& spec,
+                                          std::shared_ptr<evidence::EvidenceStore> store) {
   Model* m = model(spec.model);
   std::shared_ptr<RestreamFeed> feed;
   if (spec.restream && restream_) feed = restream_->add(spec.id);
   auto cam = std::make_shared<Camera>(spec, m->spec, config_.output_dir, config_.mqtt, feed);
+  if (spec.evidence) attach_evidence(*cam, std::move(store));
   cameras_.add(spec.id, cam);
   cam->start();
   return cam;
@@ -150,9 +153,50 @@ Reply ServerApp::add_stream(const std::string& body) {
     const std::string problem = file_source_problem(spec.location);
     if (!problem.empty()) return error_reply(400, "uri: " + problem, "uri");
   }
-  auto cam = launch(spec);
+  std::shared_ptr<evidence::EvidenceStore> store;
+  if (spec.evidence) {
+    std::string why;
+    // A client may not pick where the server writes (and deletes): only
+    // the configuration file names folders outside output_dir.
+    if (!spec.evidence->settings.dir.empty() && spec.evidence->settings.dir[0] == '/')
+      return error_reply(400,
+                         "evidence.dir: a REST body names a folder under output_dir (a relative "
+                         "path, default evidence/<id>); absolute folders are for the config file",
+                         "evidence.dir");
+    store = open_evidence(spec, &why);
+    if (!store) return error_reply(400, "evidence.dir: " + why, "evidence.dir");
+  }
+  auto cam = launch(spec, store);
   g_printerr("torchinfer-server: stream %s added (%s)\n", spec.id.c_str(), spec.uri.c_str());
   return {201, cam->status()};
+}
+
+Reply ServerApp::analytics(const std::string& id) const {
+  std::shared_ptr<Camera> cam = cameras_.find(id);
+  if (!cam) return error_reply(404, "no stream '" + printable(id) + "'");
+  return {200, cam->analytics_status()};
+}
+
+Reply ServerApp::set_analytics(const std::string& id, const std::string& body) {
+  if (body.size() > config_.max_body_bytes)
+    return error_reply(413, "the body is larger than max_body_bytes (" +
+                                std::to_string(config_.max_body_bytes) + ")");
+  std::shared_ptr<Camera> cam = cameras_.find(id);
+  if (!cam) return error_reply(404, "no stream '" + printable(id) + "'");
+  AnalyticsConfig layout;
+  try {
+    layout = parse_analytics_body(parse_json(body, "request body", kMaxBodyDepth));
+  } catch (const FieldError& e) {
+    return error_reply(400, e.what(), e.field());
+  } catch (const std::exception& e) {
+    return error_reply(400, e.what());
+  }
+  std::string why;
+  const int status = cam->set_analytics(layout, &why);
+  if (status != 200) return error_reply(status, why, status == 409 ? "track" : "");
+  g_printerr("torchinfer-server: stream %s: %zu lines, %zu zones\n", id.c_str(),
+             layout.lines.size(), layout.zones.size());
+  return {200, cam->analytics_status()};
 }
 
 Reply ServerApp::remove_stream(const std::string& id) {

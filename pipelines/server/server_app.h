@@ -52,12 +52,23 @@ class ServerApp {
   Reply list_streams() const;
   Reply get_stream(const std::string& id) const;
   Reply list_models() const;
+  // GET|PUT /streams/{id}/analytics: the camera's lines, zones and counts;
+  // PUT replaces the lines and zones on the running pipeline (400 bad body,
+  // 404, 409 no tracking).
+  Reply analytics(const std::string& id) const;
+  Reply set_analytics(const std::string& id, const std::string& body);
   Reply health() const;
   // POST /streams/{id}/trigger: 202 with the camera's trigger count, 404,
   // 409 (not a camera in software-trigger mode) or 503 (not acquiring now).
   Reply trigger(const std::string& id);
   // 200 with JPEG bytes, or 404/503 with the reason in *why.
   int snapshot(const std::string& id, std::vector<std::uint8_t>* jpeg, std::string* why) const;
+  // Evidence (server_app_evidence.cpp): GET /streams/{id}/events, newest
+  // first; and one event's file ("snapshot.jpg", "crop.jpg", "clip.mkv"):
+  // 200 with its path and Content-Type, or 404 with why.
+  Reply list_events(const std::string& id) const;
+  int event_file(const std::string& id, const std::string& n, const std::string& file,
+                 std::string* path, const char** type, std::string* why) const;
   std::string metrics();
   void count_reply(int status);
 
@@ -78,7 +89,12 @@ class ServerApp {
     std::vector<std::shared_ptr<Camera>> retiring;
   };
   Model* model(const std::string& id) const;
-  std::shared_ptr<Camera> launch(const StreamSpec& spec);
+  // `store`: the camera's evidence store when add_stream opened it already.
+  std::shared_ptr<Camera> launch(const StreamSpec& spec,
+                                 std::shared_ptr<evidence::EvidenceStore> store = nullptr);
+  std::shared_ptr<evidence::EvidenceStore> open_evidence(const StreamSpec& spec,
+                                                         std::string* why) const;
+  void attach_evidence(Camera& cam, std::shared_ptr<evidence::EvidenceStore> store) const;
   void stop_in_background(std::shared_ptr<Camera> cam, Model* m);
   void stopped(const std::shared_ptr<Camera>& cam);
 

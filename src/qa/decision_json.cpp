@@ -36,13 +36,14 @@ nlohmann::ordered_json anomaly_json(const QaAnomalyVerdict& a) {
 
 }  // namespace
 
-std::string decision_json(const QaDecision& d) {
+std::string decision_json(const QaDecision& d, const nlohmann::ordered_json& files) {
   nlohmann::ordered_json j;
   j["event"] = "part";
   j["part"] = d.part;
   j["class"] = d.label;
   j["verdict"] = verdict_name(d.verdict);
   j["reason"] = d.reason;
+  if (!d.direction.empty()) j["direction"] = d.direction;  // decided at the gate
   auto& defects = j["defects"] = nlohmann::ordered_json::array();
   for (const auto& [label, c] : d.defects) defects.push_back({{"class", label}, {"confidence", c}});
   auto& e = j["evidence"];
@@ -52,6 +53,8 @@ std::string decision_json(const QaDecision& d) {
   e["confidence"] = d.top_score;
   e["scores"] = nlohmann::ordered_json::object();
   for (const auto& [label, s] : d.scores) e["scores"][label] = s;
+  if (files.is_object())
+    for (const auto& [k, v] : files.items()) e[k] = v;
   if (d.anomaly) j["anomaly"] = anomaly_json(*d.anomaly);
   j["first_pts"] = pts_or_null(d.first_pts);
   j["last_pts"] = pts_or_null(d.last_pts);

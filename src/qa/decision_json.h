@@ -10,7 +10,9 @@
 
 namespace torchinfer {
 
-std::string decision_json(const QaDecision& d);
+// `files` (an object, e.g. the evidence files of a reject) joins "evidence".
+std::string decision_json(const QaDecision& d,
+                          const nlohmann::ordered_json& files = nlohmann::ordered_json());
 
 struct QaRunInfo {
   std::int64_t frames = 0, frames_inferred = 0;

@@ -124,7 +124,7 @@ std::vector<QaDecision> PartVerdicts::add_frame(const QaFrame& f) {
       const bool leaving =
           (cut_left && t.first_cx - cx >= hw) || (cut_right && cx - t.first_cx >= hw) ||
           (cut_top && t.first_cy - cy >= hh) || (cut_bottom && cy - t.first_cy >= hh);
-      if (t.was_whole && leaving) decide(t, "left", out);
+      if (t.was_whole && leaving && !rules_.at_gate) decide(t, "left", out);
       continue;
     }
     t.was_whole = true;
@@ -142,13 +142,39 @@ std::vector<QaDecision> PartVerdicts::add_frame(const QaFrame& f) {
       s->second = rules_.rule == QaRule::kVote ? s->second + c : std::max(s->second, c);
     }
   }
-  for (int id : f.ended) {
-    auto it = open_.find(id);
-    if (it != open_.end()) decide(it->second, "ended", out);
-  }
+  gate_and_ends(f, out);
   for (auto it = open_.begin(); it != open_.end();)
     it = decided_.count(it->first) ? open_.erase(it) : std::next(it);
   return out;
+}
+
+// Crossings first: a track that crosses and ends on one frame was at the gate.
+void PartVerdicts::gate_and_ends(const QaFrame& f, std::vector<QaDecision>& out) {
+  if (rules_.at_gate)
+    for (const QaCrossing& c : f.crossed) {
+      auto it = open_.find(c.id);
+      if (it == open_.end() || decided_.count(c.id)) continue;
+      it->second.d.direction = c.forward ? "forward" : "backward";
+      decide(it->second, "gate", out);
+    }
+  for (int id : f.ended) {
+    auto it = open_.find(id);
+    if (it == open_.end() || decided_.count(id)) continue;
+    if (rules_.at_gate)
+      drop_uncrossed(it->second);
+    else
+      decide(it->second, "ended", out);
+  }
+}
+
+void PartVerdicts::drop_uncrossed(Part& p) {
+  decided_.insert(p.d.part);
+  if (!p.ever_primary) {
+    counts_.duplicates++;
+    duplicate_ids_.insert(p.d.part);
+    return;
+  }
+  counts_.not_at_gate++;
 }
 
 void PartVerdicts::add_anomaly(Part& t, const QaAnomalyView& v, std::int64_t frame) {
@@ -179,7 +205,11 @@ void PartVerdicts::decide_anomaly(Part& p) {
 
 std::vector<QaDecision> PartVerdicts::flush() {
   std::vector<QaDecision> out;
-  for (auto& [id, p] : open_) decide(p, "eos", out);
+  for (auto& [id, p] : open_)
+    if (rules_.at_gate)
+      drop_uncrossed(p);
+    else
+      decide(p, "eos", out);
   open_.clear();
   return out;
 }

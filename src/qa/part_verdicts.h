@@ -36,6 +36,12 @@
 //   supervised judge (QaRules::supervised) the part is rejected when either
 //   says defective: the anomaly model finds what nobody labelled, the
 //   classifier the defects it was trained on; a pass needs both.
+// - At a gate (QaRules::at_gate, the app's --gate): a part is decided only
+//   when its track crosses the gate line (QaFrame::crossed, from
+//   torchanalytics), with the evidence of the frames up to that one; not
+//   when it leaves the view. A track that ends, or is still open at the end
+//   of the stream, without having crossed is not decided: it is counted in
+//   QaCounts::not_at_gate (or as a duplicate), never silently lost.
 // - Verdict: "incomplete" if never judged whole; else reject / pass.
 #pragma once
 
@@ -63,6 +69,7 @@ struct QaRules {
   bool anomaly = false;           // an anomaly model judges the crops too
   double nested_cover = 0.7;
   double edge_margin = 2;
+  bool at_gate = false;  // decide at the gate crossing only (see the rules above)
 };
 
 // Throws std::invalid_argument on rules that cannot work (thresholds outside
@@ -95,12 +102,19 @@ struct QaPart {
   std::optional<QaAnomalyView> anomaly;
 };
 
+// A track crossing the gate line on this frame (torchanalytics' direction).
+struct QaCrossing {
+  int id = 0;
+  bool forward = true;
+};
+
 struct QaFrame {
   std::int64_t pts = -1;  // ns, -1 unknown
   std::int64_t index = 0;
   int width = 0, height = 0;
-  std::vector<QaPart> parts;  // other classes are ignored
-  std::vector<int> ended;     // ids whose track ended on this frame
+  std::vector<QaPart> parts;        // other classes are ignored
+  std::vector<int> ended;           // ids whose track ended on this frame
+  std::vector<QaCrossing> crossed;  // at_gate: tracks that crossed the gate on this frame
 };
 
 // A part's anomaly verdict: the median of its whole views' scores.
@@ -121,7 +135,8 @@ struct QaDecision {
   std::string label;
   QaVerdict verdict = QaVerdict::kIncomplete;
   QaRule rule = QaRule::kVote;
-  std::string reason;                    // "ended", "left", "eos"
+  std::string reason;                    // "ended", "left", "eos", "gate"
+  std::string direction;                 // "gate": "forward" or "backward"
   std::map<std::string, double> scores;  // per label, per the rule
   std::string top;  // winning label (kVote) or best defect (kMax); empty if none
   double top_score = 0;
@@ -134,6 +149,7 @@ struct QaDecision {
 
 struct QaCounts {
   int passed = 0, rejected = 0, incomplete = 0, duplicates = 0;
+  int not_at_gate = 0;  // at_gate: tracks that ended or were open at the end without crossing
   std::map<std::string, int> rejected_by_defect;  // "anomaly": rejected by the anomaly model
 };
 
@@ -172,6 +188,8 @@ class PartVerdicts {
     std::vector<std::pair<std::int64_t, QaAnomalyView>> anomaly_views;  // frame, view
   };
   void decide(Part& p, const std::string& reason, std::vector<QaDecision>& out);
+  void drop_uncrossed(Part& p);
+  void gate_and_ends(const QaFrame& f, std::vector<QaDecision>& out);
   void add_anomaly(Part& t, const QaAnomalyView& v, std::int64_t frame);
   void decide_anomaly(Part& p);
 

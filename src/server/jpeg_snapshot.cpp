@@ -66,9 +66,9 @@ void draw_boxes(cv::Mat& bgr, const std::vector<SnapshotBox>& boxes) {
   }
 }
 
-}  // namespace
-
-std::vector<std::uint8_t> encode_jpeg(const RawImage& img, int quality) {
+// The frame as BGR: a view of the camera's own buffer for BGR, else a
+// conversion.
+cv::Mat to_bgr(const RawImage& img) {
   if (img.width <= 0 || img.height <= 0 || !img.planes[0] || img.strides[0] <= 0)
     throw Error(ErrorKind::kInvalidArgument, "snapshot: empty frame");
   const bool subsampled = img.format == RawFormat::kYUY2 || img.format == RawFormat::kI420 ||
@@ -130,14 +130,35 @@ std::vector<std::uint8_t> encode_jpeg(const RawImage& img, int quality) {
       cv::cvtColor(cv::Mat(h, w, CV_8UC1, p0, img.strides[0]), bgr, bayer_code(img.format));
       break;
   }
-  if (!img.boxes.empty()) {
-    if (bgr.data == p0) bgr = bgr.clone();  // never draw into the camera's frame
-    draw_boxes(bgr, img.boxes);
-  }
+  return bgr;
+}
+
+std::vector<std::uint8_t> jpeg_of(const cv::Mat& bgr, int quality) {
   std::vector<std::uint8_t> out;
   if (!cv::imencode(".jpg", bgr, out, {cv::IMWRITE_JPEG_QUALITY, quality}))
     throw Error(ErrorKind::kRuntime, "snapshot: JPEG encoding failed");
   return out;
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> encode_jpeg(const RawImage& img, int quality) {
+  cv::Mat bgr = to_bgr(img);
+  const auto* p0 = img.planes[0];
+  if (!img.boxes.empty()) {
+    if (bgr.data == p0) bgr = bgr.clone();  // never draw into the camera's frame
+    draw_boxes(bgr, img.boxes);
+  }
+  return jpeg_of(bgr, quality);
+}
+
+std::vector<std::uint8_t> encode_jpeg_region(const RawImage& img, const SnapshotBox& region,
+                                             int quality) {
+  const cv::Mat bgr = to_bgr(img);
+  const cv::Rect r = cv::Rect(region.x, region.y, region.width, region.height) &
+                     cv::Rect(0, 0, bgr.cols, bgr.rows);
+  if (r.empty()) throw Error(ErrorKind::kInvalidArgument, "crop: the box is outside the frame");
+  return jpeg_of(bgr(r).clone(), quality);
 }
 
 }  // namespace torchinfer::server

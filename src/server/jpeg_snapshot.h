@@ -47,6 +47,12 @@ struct RawImage {
 // sizes of 4:2:0/4:2:2 frames lose their last column/row.
 std::vector<std::uint8_t> encode_jpeg(const RawImage& img, int quality = 80);
 
+// The part of the frame inside `region` (cut to the frame; img.boxes not
+// drawn), e.g. an event's crop. Throws Error(kInvalidArgument) when no pixel
+// of the region is in the frame.
+std::vector<std::uint8_t> encode_jpeg_region(const RawImage& img, const SnapshotBox& region,
+                                             int quality = 80);
+
 // Parses a GStreamer video format name (the caps' "format") into a
 // RawFormat, or a video/x-bayer order ("bggr", "gbrg", "grbg", "rggb");
 // false for one the encoder does not take.

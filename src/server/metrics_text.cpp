@@ -107,6 +107,93 @@ void render_camera_series(Writer& w, const MetricsSnapshot& m) {
                  [](const StreamFigures& s) { return s.camera_triggers; });
 }
 
+template <typename Get>
+void evidence_series(Writer& w, const MetricsSnapshot& m, const std::string& name, const char* type,
+                     const std::string& help, Get get) {
+  w.family(name, type, help);
+  for (const auto& s : m.streams)
+    if (s.evidence) w.sample(name, stream_labels(s), static_cast<std::uint64_t>(get(s)));
+}
+
+// Cameras with "evidence" only (docs/server.md, "Evidence").
+void render_evidence_series(Writer& w, const MetricsSnapshot& m) {
+  evidence_series(w, m, "torchinfer_stream_evidence_events_total", "counter",
+                  "Events the stream kept evidence of (new tracks of its evidence classes).",
+                  [](const StreamFigures& s) { return s.evidence_events; });
+  w.family("torchinfer_stream_evidence_files_total", "counter",
+           "Evidence files written, by kind (snapshot, crop, clip).");
+  for (const auto& s : m.streams)
+    if (s.evidence)
+      for (const auto& [kind, n] :
+           {std::pair<const char*, std::uint64_t>{"snapshot", s.evidence_snapshots},
+            {"crop", s.evidence_crops},
+            {"clip", s.evidence_clips}})
+        w.sample("torchinfer_stream_evidence_files_total",
+                 stream_labels(s) + ",kind=\"" + kind + "\"", n);
+  evidence_series(w, m, "torchinfer_stream_evidence_write_failures_total", "counter",
+                  "Evidence files lost: not written (disk full, folder unwritable) or never "
+                  "made (the recorder's encoder or writer was behind).",
+                  [](const StreamFigures& s) { return s.evidence_write_failures; });
+  evidence_series(w, m, "torchinfer_stream_evidence_pruned_total", "counter",
+                  "Events whose files retention deleted (max_events, max_bytes).",
+                  [](const StreamFigures& s) { return s.evidence_pruned; });
+  evidence_series(w, m, "torchinfer_stream_evidence_bytes", "gauge",
+                  "Bytes of the stream's evidence files on disk.",
+                  [](const StreamFigures& s) { return s.evidence_bytes; });
+  w.family("torchinfer_stream_evidence_ring_frames_lost_total", "counter",
+           "Encoded frames the evidence ring lost, by reason: queue (the encoder was behind; "
+           "the analysis never waits) or memory (ring_max_bytes pushed them out early). Clips "
+           "around them come out shorter.");
+  for (const auto& s : m.streams)
+    if (s.evidence)
+      for (const auto& [reason, n] :
+           {std::pair<const char*, std::uint64_t>{"queue", s.evidence_ring_dropped},
+            {"memory", s.evidence_ring_evicted}})
+        w.sample("torchinfer_stream_evidence_ring_frames_lost_total",
+                 stream_labels(s) + ",reason=\"" + reason + "\"", n);
+  evidence_series(w, m, "torchinfer_stream_evidence_clips_short_total", "counter",
+                  "Clips shorter than pre_s + post_s by more than a frame.",
+                  [](const StreamFigures& s) { return s.evidence_clips_short; });
+  evidence_series(w, m, "torchinfer_stream_evidence_ring_bytes", "gauge",
+                  "Memory of the stream's ring of encoded frames (bounded by ring_max_bytes).",
+                  [](const StreamFigures& s) { return s.evidence_ring_bytes; });
+}
+
+// torchanalytics' counts of the streams' lines and zones. A line or zone
+// changed or removed by PUT /streams/{id}/analytics starts again from 0: a
+// counter reset to Prometheus.
+void render_analytics_series(Writer& w, const MetricsSnapshot& m) {
+  w.family("torchinfer_line_crossings_total", "counter",
+           "Tracked objects that crossed the line, by direction (forward: from the left to the "
+           "right of P1->P2) and class.");
+  for (const auto& s : m.streams)
+    for (const LineCounts& l : s.lines)
+      for (const auto& [label, c] : l.by_class)
+        for (const auto& [direction, n] :
+             {std::pair<const char*, std::uint64_t>{"forward", c.forward},
+              {"backward", c.backward}})
+          w.sample("torchinfer_line_crossings_total",
+                   stream_labels(s) + ",line=\"" + escape_label(l.name) + "\",direction=\"" +
+                       direction + "\",class=\"" + escape_label(label) + "\"",
+                   n);
+  const std::pair<const char*, const char*> zone_families[] = {
+      {"torchinfer_zone_entries_total", "Tracked objects that entered the zone."},
+      {"torchinfer_zone_exits_total", "Tracked objects that left the zone (or were lost in it)."}};
+  for (const auto& [name, help] : zone_families) {
+    w.family(name, "counter", help);
+    const bool entries = std::string(name) == "torchinfer_zone_entries_total";
+    for (const auto& s : m.streams)
+      for (const ZoneCounts& z : s.zones)
+        w.sample(name, stream_labels(s) + ",zone=\"" + escape_label(z.name) + "\"",
+                 entries ? z.entered : z.exited);
+  }
+  w.family("torchinfer_zone_objects", "gauge", "Tracked objects inside the zone now.");
+  for (const auto& s : m.streams)
+    for (const ZoneCounts& z : s.zones)
+      w.sample("torchinfer_zone_objects",
+               stream_labels(s) + ",zone=\"" + escape_label(z.name) + "\"", z.inside);
+}
+
 }  // namespace
 
 std::string render_prometheus(const MetricsSnapshot& m) {
@@ -205,6 +292,8 @@ std::string render_prometheus(const MetricsSnapshot& m) {
                s.restream_frames_dropped);
 
   render_camera_series(w, m);
+  render_evidence_series(w, m);
+  render_analytics_series(w, m);
 
   w.family("torchinfer_model_loaded", "gauge", "1 when the model is loaded.");
   for (const auto& md : m.models)

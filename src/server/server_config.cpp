@@ -8,6 +8,7 @@
 #include <set>
 
 #include "common/utf8.h"
+#include "server/stream_analytics.h"
 
 namespace torchinfer::server {
 
@@ -284,6 +285,17 @@ void parse_camera(const Fields& f, const std::string& origin, StreamSpec& s) {
   if (f.has("trigger")) parse_trigger(f, origin, c);
 }
 
+// "lines"/"zones": counted on tracked objects, so only with "track": true.
+void parse_layout(const Fields& f, const json& j, const std::string& prefix,
+                  const std::string& origin, StreamSpec& s) {
+  const auto get = [&](const char* k) { return j.contains(k) ? &j.at(k) : nullptr; };
+  s.analytics = parse_analytics_fields(get("lines"), get("zones"), prefix, origin);
+  const bool any = !s.analytics.lines.empty() || !s.analytics.zones.empty();
+  if (any && !s.track)
+    f.fail(s.analytics.lines.empty() ? "zones" : "lines",
+           "lines and zones count tracked objects: set \"track\": true");
+}
+
 }  // namespace
 
 bool valid_stream_id(const std::string& id) {
@@ -297,9 +309,26 @@ StreamSpec parse_stream_spec(const json& j, const std::vector<ModelSpec>& models
                              const MqttSpec& mqtt, const std::string& prefix,
                              const std::string& origin) {
   Fields f(j, prefix, origin,
-           {"id", "uri", "model", "loop", "confidence_threshold", "iou_threshold",
-            "inference_interval", "roi", "track", "json", "mqtt_topic", "restream", "pixel_format",
-            "exposure_us", "gain_db", "packet_size", "trigger"});
+           {"id",
+            "uri",
+            "model",
+            "loop",
+            "confidence_threshold",
+            "iou_threshold",
+            "inference_interval",
+            "roi",
+            "track",
+            "json",
+            "mqtt_topic",
+            "restream",
+            "pixel_format",
+            "exposure_us",
+            "gain_db",
+            "packet_size",
+            "trigger",
+            "lines",
+            "zones",
+            "evidence"});
   StreamSpec s;
   s.id = f.str("id", true);
   if (!valid_stream_id(s.id))
@@ -349,6 +378,10 @@ StreamSpec parse_stream_spec(const json& j, const std::vector<ModelSpec>& models
            "not available for aravis:// cameras: their Bayer/mono frames are analysed as they "
            "come and not drawn on; watch them through the snapshot");
   parse_camera(f, origin, s);
+  if (f.has("evidence"))
+    s.evidence = parse_evidence_spec(f.raw("evidence"), f.path("evidence"), origin, s.track,
+                                     s.kind == SourceKind::kAravis);
+  parse_layout(f, j, prefix, origin, s);
   return s;
 }
 
@@ -431,6 +464,8 @@ json to_json(const StreamSpec& s) {
         {"x", s.roi->x}, {"y", s.roi->y}, {"width", s.roi->width}, {"height", s.roi->height}};
   if (!s.mqtt_topic.empty()) j["mqtt_topic"] = s.mqtt_topic;
   j["restream"] = s.restream;
+  if (!s.analytics.lines.empty()) j["lines"] = layout_json(s.analytics)["lines"];
+  if (!s.analytics.zones.empty()) j["zones"] = layout_json(s.analytics)["zones"];
   if (s.kind == SourceKind::kAravis) {
     const CameraSettings& c = s.camera;
     if (!c.pixel_format.empty()) j["pixel_format"] = c.pixel_format;
@@ -442,6 +477,7 @@ json to_json(const StreamSpec& s) {
     else
       j["trigger"] = to_string(c.trigger);
   }
+  if (s.evidence) j["evidence"] = to_json(*s.evidence);
   return j;
 }
 

@@ -11,8 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "analytics/analytics_config.h"
 #include "common/error.h"
 #include "server/camera_settings.h"
+#include "server/evidence_spec.h"
 
 namespace torchinfer::server {
 
@@ -56,6 +58,11 @@ struct StreamSpec {
   bool restream = false;
   // aravis:// only (camera.name is `location`).
   CameraSettings camera;
+  // Snapshots, crops and clips of new tracks (needs track).
+  std::optional<EvidenceSpec> evidence;
+  // torchanalytics' lines and zones (server/stream_analytics.h), frame
+  // pixels; "track": true only. PUT /streams/{id}/analytics replaces them.
+  AnalyticsConfig analytics;
 };
 
 struct MqttSpec {

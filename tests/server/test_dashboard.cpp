@@ -1,7 +1,8 @@
 // The dashboard in a real headless Chromium, driven over chromedriver's W3C
 // WebDriver API: the page shows the cameras with their live snapshots and
 // figures, adds one from the form, shows a refused add's reason, removes one;
-// a machine-vision camera's health and its Trigger button.
+// a machine-vision camera's health and its Trigger button; an evidence
+// camera's last events.
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -235,4 +236,60 @@ TEST(Dashboard, AMachineVisionCameraShowsItsHealthAndTakesTriggers) {
       },
       30));
   EXPECT_EQ(server.stream(http, "gige")["frames"]["inferred"], 2);
+}
+
+// A camera with evidence: its card counts the events and shows the last
+// four as snapshot thumbnails, each linking the event's clip.
+TEST(Dashboard, AnEvidenceCameraShowsItsLastEvents) {
+  const json ev = {{"id", "ev"},
+                   {"uri", clip_uri()},
+                   {"loop", false},
+                   {"track", true},
+                   {"evidence", {{"classes", {"bracket", "washer"}}, {"max_events", 10}}}};
+  ServerProcess server(json{{"streams", json::array({ev})}});
+  ASSERT_TRUE(server.ready()) << server.child().err();
+  Http http;
+  json s;
+  // The clip played once: every event's clip is written once it has ended.
+  ASSERT_TRUE(eventually(
+      [&] {
+        s = server.stream(http, "ev");
+        if (s.is_null() || s["state"] != "ended") return false;
+        for (const json& e : s["evidence"]["last_events"])
+          if (e["clip_url"].is_null()) return false;
+        return true;
+      },
+      120))
+      << s.dump() << server.child().err();
+  const json evidence = s["evidence"];
+  ASSERT_EQ(evidence["last_events"].size(), 4u);
+  WebDriver wd(http, free_port(), server.dir() + "/chromium-profile");
+  ASSERT_TRUE(wd.ok()) << wd.error();
+  wd.go(server.url("/"));
+  const std::string expected =
+      "evidence: " + evidence["events"].dump() + " events · 0 files lost" +
+      (evidence["pruned"] > 0 ? " · " + evidence["pruned"].dump() + " pruned" : "");
+  const char* kText =
+      "return document.querySelector('.stream[data-id=\"ev\"] .evidence').innerText;";
+  ASSERT_TRUE(eventually(
+      [&] {
+        const json t = wd.script(kText);
+        return t.is_string() && t.get<std::string>().rfind(expected, 0) == 0;
+      },
+      60))
+      << wd.script(kText) << " / " << expected;
+  json want = json::array();
+  for (const json& e : evidence["last_events"]) want.push_back(e["clip_url"]);
+  EXPECT_EQ(wd.script("return Array.from(document.querySelectorAll("
+                      "'.stream[data-id=\"ev\"] .evidence a')).map(a => a.getAttribute('href'));"),
+            want);
+  ASSERT_TRUE(eventually(
+      [&] {
+        return wd.script(
+                   "const t = document.querySelectorAll('.stream[data-id=\"ev\"] .evidence "
+                   "img'); return t.length === 4 && Array.from(t).every("
+                   "i => i.complete && i.naturalWidth === 640 && i.naturalHeight === 480);") ==
+               true;
+      },
+      30));
 }

@@ -336,6 +336,27 @@ TEST(QaJson, DecisionLine) {
   EXPECT_NE(decision_json(d).find(R"("top":null)"), std::string::npos);
 }
 
+// --evidence: a reject's files join its evidence object, after the scores.
+TEST(QaJson, DecisionLineWithEvidenceFiles) {
+  QaDecision d;
+  d.part = 3;
+  d.label = "washer";
+  d.verdict = QaVerdict::kReject;
+  d.scores = {{"chip", 0.75}};
+  const nlohmann::ordered_json files = {{"snapshot", "/e/qa-line-1-snapshot.jpg"},
+                                        {"crop", "/e/qa-line-1-crop.jpg"},
+                                        {"clip", "/e/qa-line-1-clip.mkv"},
+                                        {"snapshot_frame", 40}};
+  const std::string line = decision_json(d, files);
+  EXPECT_NE(line.find(R"("scores":{"chip":0.75},"snapshot":"/e/qa-line-1-snapshot.jpg",)"
+                      R"("crop":"/e/qa-line-1-crop.jpg","clip":"/e/qa-line-1-clip.mkv",)"
+                      R"("snapshot_frame":40},"first_pts")"),
+            std::string::npos)
+      << line;
+  EXPECT_EQ(decision_json(d, nullptr), decision_json(d));
+  EXPECT_EQ(decision_json(d).find("snapshot"), std::string::npos);
+}
+
 TEST(QaJson, SummaryLine) {
   QaCounts c;
   c.passed = 4;
@@ -489,4 +510,69 @@ TEST(DecisionJson, AnomalyObjectWithPeakAndRegions) {
   PartVerdicts plain({});
   plain.add_frame(frame(0, {part(7, 100, 300, {{"ok", 0.9}})}));
   EXPECT_FALSE(nlohmann::json::parse(decision_json(plain.flush()[0])).contains("anomaly"));
+}
+
+// --gate: a part is decided on the frame its track crosses the gate, with
+// the evidence so far; leaving the view afterwards decides nothing more.
+TEST(PartVerdictsAtGate, DecidedWhenCrossingNotWhenLeaving) {
+  QaRules r;
+  r.at_gate = true;
+  PartVerdicts v(r);
+  EXPECT_TRUE(v.add_frame(frame(0, {part(1, 0, 150)})).empty());
+  EXPECT_TRUE(v.add_frame(frame(1, {part(1, 100, 300, {{"scratch", 0.9}})})).empty());
+  QaFrame at = frame(2, {part(1, 200, 400, {{"scratch", 0.8}})});
+  at.crossed = {{1, false}};
+  const auto out = v.add_frame(at);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].part, 1);
+  EXPECT_EQ(out[0].reason, "gate");
+  EXPECT_EQ(out[0].direction, "backward");
+  EXPECT_EQ(out[0].verdict, QaVerdict::kReject);
+  EXPECT_EQ(out[0].frames_judged, 2);
+  EXPECT_EQ(out[0].last_frame, 2);
+  // Leaving, crossing again, ending: decided once.
+  QaFrame again = frame(3, {part(1, 500, kW, {{"ok", 0.99}})});
+  again.crossed = {{1, true}};
+  EXPECT_TRUE(v.add_frame(again).empty());
+  EXPECT_TRUE(v.add_frame(frame(4, {}, {1})).empty());
+  EXPECT_TRUE(v.flush().empty());
+  EXPECT_EQ(v.counts().rejected, 1);
+  EXPECT_EQ(v.counts().passed, 0);
+  EXPECT_EQ(v.counts().not_at_gate, 0);
+  const auto j = nlohmann::json::parse(decision_json(out[0]));
+  EXPECT_EQ(j["reason"], "gate");
+  EXPECT_EQ(j["direction"], "backward");
+}
+
+// Without the gate the same part is decided when it leaves, and its line
+// has no direction.
+TEST(PartVerdictsAtGate, WithoutGateLeavingDecidesAndCrossingsAreIgnored) {
+  PartVerdicts v({});
+  EXPECT_TRUE(v.add_frame(frame(0, {part(1, 0, 150)})).empty());
+  QaFrame at = frame(1, {part(1, 200, 400, {{"ok", 0.8}})});
+  at.crossed = {{1, true}};
+  EXPECT_TRUE(v.add_frame(at).empty());
+  const auto out = v.add_frame(frame(2, {part(1, 500, kW)}));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].reason, "left");
+  EXPECT_EQ(out[0].direction, "");
+  EXPECT_FALSE(nlohmann::json::parse(decision_json(out[0])).contains("direction"));
+}
+
+// Tracks that end, leave or are open at the end without crossing are not
+// decided but counted: one ended, one open at EOS; a nested duplicate stays
+// a duplicate; a crossing of an unknown id or a decided one is ignored.
+TEST(PartVerdictsAtGate, PartsThatNeverCrossAreCountedNotDecided) {
+  QaRules r;
+  r.at_gate = true;
+  PartVerdicts v(r);
+  QaFrame f0 = frame(0, {part(1, 100, 300, {{"ok", 0.9}}), part(2, 350, 550, {{"ok", 0.9}}),
+                         part(3, 360, 440, {}, true, "bracket", 0.5)});
+  f0.crossed = {{99, true}};
+  EXPECT_TRUE(v.add_frame(f0).empty());
+  EXPECT_TRUE(v.add_frame(frame(1, {part(2, 500, kW)}, {1, 3})).empty());
+  EXPECT_TRUE(v.flush().empty());
+  EXPECT_EQ(v.counts().not_at_gate, 2);
+  EXPECT_EQ(v.counts().duplicates, 1);
+  EXPECT_EQ(v.counts().passed + v.counts().rejected + v.counts().incomplete, 0);
 }
