@@ -150,6 +150,7 @@ struct State {
   guint64 regions_not_classified = 0;  // roi-list with a model that is not a classifier
   guint64 not_pushed = 0;              // output thread: frames let go since downstream's EOS
   BurstReport invalid_report;          // NaN/infinite results, warned once per burst
+  SaturationReport saturation_report;  // GRAY16_LE samples above input-bits
 
   // Guards reload_thread and, for threads other than the streaming one,
   // the session's batcher (set in start, reset in stop).
@@ -286,6 +287,7 @@ static void reset_run_state(GstTorchInfer* self, const Settings& s, const Loaded
   st->regions_not_classified = 0;
   st->not_pushed = 0;
   st->invalid_report = BurstReport{};
+  st->saturation_report = SaturationReport{};
 }
 
 static bool gst_torchinfer_start(GstTorchInfer* self) {
@@ -724,6 +726,19 @@ static bool check_valid(GstTorchInfer* self, const FrameInference& rec) {
   return valid;
 }
 
+// A freshly inferred frame whose GRAY16_LE samples went past input-bits
+// (clamped to white; counted by the session): a warning when
+// SaturationReport says so, with the setting that would have held them.
+static void check_saturation(GstTorchInfer* self, const FrameInference& rec) {
+  State* st = self->state;
+  if (!st->saturation_report.record(rec.saturation, std::chrono::steady_clock::now())) return;
+  GST_ELEMENT_WARNING(
+      self, STREAM, FORMAT,
+      ("%s", saturation_warning(st->run.input_bits, rec.saturation, st->saturation_report).c_str()),
+      ("input-bits says how many low bits of a GRAY16_LE sample are significant: 12 for a "
+       "Mono12 camera, 16 for Mono16"));
+}
+
 // Another sharer's reload reaches this element with the first frame the new
 // model inferred for it.
 static void notice_reload(GstTorchInfer* self, const FrameInference& rec) {
@@ -780,6 +795,7 @@ static void gst_torchinfer_loop(gpointer user_data) {
   }
   if (out->inferred) notice_reload(self, *out->results);
   const bool valid = !out->inferred || check_valid(self, *out->results);
+  if (out->inferred) check_saturation(self, *out->results);
   if (std::optional<StatsSnapshot> snap = session.finish(*out, valid)) post_stats(self, *snap);
   const GstFlowReturn ret = gst_pad_push(self->srcpad, buf);
   if (ret != GST_FLOW_OK) {

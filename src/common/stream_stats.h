@@ -73,6 +73,9 @@ struct StatsSnapshot {
   std::array<std::uint64_t, kSkipReasons> skipped_by{};  // indexed by SkipReason
   // Inferred frames whose outputs held NaN or infinity (results marked invalid).
   std::uint64_t invalid = 0;
+  // Inferred frames with model input pixels clamped to white (GRAY16_LE
+  // samples above input-bits: preprocess/saturation.h).
+  std::uint64_t saturated = 0;
   // Mean size of the batches this stream's frames ran in (shared batches
   // count the other streams' frames too).
   double mean_batch_fill = 0;
@@ -96,6 +99,7 @@ class StreamStats {
   // A frame that entered will never leave.
   void frame_dropped(std::uint64_t n = 1) { s_.dropped += n; }
   void frame_invalid() { ++s_.invalid; }
+  void frame_saturated() { ++s_.saturated; }
   void set_region_mode(bool on) { s_.region_mode = on; }
   // Adds one frame's region outcomes.
   void regions(std::uint64_t inferred, std::uint64_t reused, std::uint64_t filtered,

@@ -483,6 +483,7 @@ FrameTransform Preprocessor::run_band(const FrameView& frame, const Crop* crop, 
 template <typename Out>
 FrameTransform Preprocessor::run_impl(const FrameView& f, const Crop& crop, Out* dst, int row_begin,
                                       int row_end) {
+  saturation_ = {};
   if (!dst) throw Error(ErrorKind::kInvalidArgument, "no output buffer");
   const PixelLayout& L = layout_of(f.format);
   const Geometry g = checked_geometry(opts_, f, crop);
@@ -520,8 +521,10 @@ FrameTransform Preprocessor::run_impl(const FrameView& f, const Crop& crop, Out*
 
   const YuvCoefficients k = yuv_coefficients(f.matrix, f.full_range);
   // 16-bit mono: input_bits full scale -> 255 pixel units.
-  const float gray_scale =
-      L.sample_bytes == 2 ? 255.f / static_cast<float>((1u << opts_.input_bits) - 1) : 1.f;
+  const std::uint32_t full_scale = (1u << opts_.input_bits) - 1;
+  const float gray_scale = L.sample_bytes == 2 ? 255.f / static_cast<float>(full_scale) : 1.f;
+  // 16 bits cannot exceed their full scale; 8-bit samples are never scaled.
+  const bool may_clamp = L.sample_bytes == 2 && opts_.input_bits < 16;
   const bool plain =
       std::is_same_v<Out, float> && plain_conversion(s, L, opts_.order, r, new_w, new_h);
   const int oy_end = std::min(new_h, row_end - off_y);
@@ -545,6 +548,7 @@ FrameTransform Preprocessor::run_impl(const FrameView& f, const Crop& crop, Out*
         w.put_row(q0, q1, q2, new_w, d);
         break;
       case PixelLayout::kGray:
+        if (may_clamp) saturation_.add(clamped_in_row(q0, new_w, full_scale));
         for (int x = 0; x < new_w; ++x, d += C) w.put_gray(clamp255(q0[x] * gray_scale), d);
         break;
       case PixelLayout::kYUV:

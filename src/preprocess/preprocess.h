@@ -9,6 +9,7 @@
 
 #include "common/model_config.h"
 #include "preprocess/frame.h"
+#include "preprocess/saturation.h"
 
 namespace torchinfer {
 
@@ -50,7 +51,8 @@ struct PreprocessOptions {
   Crop crop;
   OutputType output = OutputType::kFloat32;
   // GRAY16_LE: significant low bits per sample (a 12-bit camera sends
-  // 0..4095); 2^bits - 1 maps to 255 pixel units, larger values clamp.
+  // 0..4095); 2^bits - 1 maps to 255 pixel units, larger values clamp
+  // (counted: Preprocessor::saturation()).
   int input_bits = 16;
   Demosaic demosaic = Demosaic::kAuto;
 
@@ -93,6 +95,10 @@ class Preprocessor {
   // options().crop), without touching pixels: a frame whose preprocessing
   // is deferred still fails on its own thread.
   void check(const FrameView& frame, const Crop* crop) const;
+  // What the last run() or run_band() clamped (GRAY16_LE samples above
+  // input_bits; run_band: its own rows only, so the bands' sum is the
+  // frame's). Always empty for 8-bit formats and input_bits 16.
+  const Saturation& saturation() const { return saturation_; }
 
  private:
   struct Scratch;
@@ -101,6 +107,7 @@ class Preprocessor {
                           int row_end);
   PreprocessOptions opts_;
   std::unique_ptr<Scratch> scratch_;
+  Saturation saturation_;
 };
 
 }  // namespace torchinfer

@@ -31,6 +31,9 @@ struct FrameInference {
   // Region mode: one entry per region the owner passed, in its order.
   bool region_mode = false;
   std::vector<RegionResult> regions;
+  // What the preprocessing clamped, summed over the slots inferred on this
+  // frame (GRAY16_LE samples above input-bits; preprocess/saturation.h).
+  Saturation saturation;
 
   // Every slot that ran gave a result (at least one ran).
   bool ok() const;

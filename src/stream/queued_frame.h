@@ -70,6 +70,10 @@ struct FrameRecord : FrameInference {
   FrameView view;
   std::vector<Crop> crops;
   std::atomic<int> holds{0};  // slots not yet delivered or given up
+  // preprocess_in_batch: the bands' clamped pixels, added by the inference
+  // threads as they finish; copied to `saturation` when each slot completes.
+  std::atomic<std::uint64_t> band_clamped{0};
+  std::atomic<std::uint32_t> band_peak{0};
 
   ~FrameRecord() { unmap(); }
   void unmap() {
@@ -82,6 +86,15 @@ struct FrameRecord : FrameInference {
   void release(int n) {
     if (n > 0 && holds.fetch_sub(n) == n) unmap();
   }
+  // An inference thread's band (any thread, concurrently).
+  void add_band_saturation(const Saturation& s) {
+    if (!s.any()) return;
+    band_clamped.fetch_add(s.pixels, std::memory_order_relaxed);
+    std::uint32_t seen = band_peak.load(std::memory_order_relaxed);
+    while (seen < s.peak &&
+           !band_peak.compare_exchange_weak(seen, s.peak, std::memory_order_relaxed)) {
+    }
+  }
   // Keeps the vectors' capacity: a reused record allocates nothing.
   void clear() {
     frame_width = frame_height = 0;
@@ -89,6 +102,9 @@ struct FrameRecord : FrameInference {
     slots.clear();
     region_mode = false;
     regions.clear();
+    saturation = {};
+    band_clamped = 0;
+    band_peak = 0;
     unmap();
     crops.clear();
     holds = 0;

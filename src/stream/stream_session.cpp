@@ -190,6 +190,7 @@ SubmitResult StreamSession::fill_slot(const std::shared_ptr<Record>& rec, Batche
   SlotResult& s = rec->slots[0];
   try {
     s.transform = preprocess_into(slot, view, nullptr, s.preprocess_ms);
+    rec->saturation = pre_->saturation();
   } catch (const std::exception& e) {
     pixels->unmap();
     batcher_->commit(slot, nullptr);
@@ -234,6 +235,7 @@ void StreamSession::commit_deferred(Batcher::Slot& slot, const std::shared_ptr<R
     const FrameTransform tf =
         pre.run_band(r->view, crop.width > 0 ? &crop : nullptr, dst, band, bands);
     if (band == 0) r->slots[index].transform = tf;
+    r->add_band_saturation(pre.saturation());
     return {};
   };
   batcher_->commit(
@@ -241,6 +243,10 @@ void StreamSession::commit_deferred(Batcher::Slot& slot, const std::shared_ptr<R
       [r, index](FrameResult&& res) {
         r->release(1);  // unmapped before the frame can leave
         r->queue->complete(r->seq, [&](Item& it) {
+          // Under the queue's lock: the frame's other slots (other
+          // batches) may complete at the same time. This slot's bands have
+          // all added theirs; the last slot to complete writes the total.
+          it.rec->saturation = {r->band_clamped.load(), r->band_peak.load()};
           SlotResult& s = it.rec->slots[index];
           s.preprocess_ms = res.prepare_ms;
           s.result = std::move(res);
@@ -348,6 +354,7 @@ SubmitResult StreamSession::fill_regions(const std::shared_ptr<Record>& rec, InS
     SlotResult& s = rec->slots[index];
     try {
       s.transform = preprocess_into(slot, view, &box, s.preprocess_ms);
+      rec->saturation.add(pre_->saturation());
     } catch (const std::exception& e) {
       batcher_->commit(slot, nullptr);
       give_up_from(k, SkipReason::kFailed);
@@ -563,6 +570,7 @@ std::optional<StatsSnapshot> StreamSession::finish(const StreamOutput& out, bool
   }
   if (out.inferred) {
     if (!valid) stats_.frame_invalid();
+    if (out.results->saturation.any()) stats_.frame_saturated();
     ++frames_inferred_;
   }
   stats_.frame_out(now, out.inferred ? nullptr : &out.skip);

@@ -10,6 +10,7 @@
 #include "common/aligned_buffer.h"
 #include "frames.h"
 #include "preprocess/preprocess.h"
+#include "preprocess/saturation.h"
 
 using namespace torchinfer;
 using namespace torchinfer::test;
@@ -149,6 +150,44 @@ void BM_Fused(benchmark::State& state, PixelFormat fmt, int w, int h, int ow, in
   }
 }
 
+// A 12-bit mono camera (input-bits=12): the frame's 16-bit samples shifted
+// down by `shift` (4: all within 0..4095; 0: most above it, clamped and
+// counted, the worst case for the saturation count).
+void BM_Gray16Bits(benchmark::State& state, int w, int h, int ow, int oh, int shift) {
+  static std::map<std::tuple<int, int, int>, OwnedFrame> cache;
+  auto key = std::make_tuple(w, h, shift);
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    OwnedFrame f = make_frame(make_rgb_image(w, h, 1), PixelFormat::kGRAY16_LE);
+    for (int y = 0; y < h; ++y) {
+      auto* row = reinterpret_cast<std::uint16_t*>(f.bytes.data() + y * f.view.strides[0]);
+      for (int x = 0; x < w; ++x) row[x] = static_cast<std::uint16_t>(row[x] >> shift);
+    }
+    it = cache.emplace(key, std::move(f)).first;
+  }
+  PreprocessOptions o = model_input(ow, oh, false);
+  o.input_bits = 12;
+  Preprocessor pre(o);
+  AlignedBuffer dst(o.slot_bytes());
+  for (auto _ : state) {
+    pre.run(it->second.view, dst.data<float>());
+    benchmark::DoNotOptimize(dst.data());
+  }
+}
+
+// The saturation count of one 224-pixel output row (what a GRAY16 frame
+// with input-bits < 16 adds per row): within range, and every pixel above.
+void BM_ClampedInRow(benchmark::State& state, float value) {
+  std::vector<float> row(224);
+  for (std::size_t x = 0; x < row.size(); ++x) row[x] = value - static_cast<float>(x % 3);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(row.data());
+    benchmark::DoNotOptimize(clamped_in_row(row.data(), 224, 4095));
+  }
+}
+BENCHMARK_CAPTURE(BM_ClampedInRow, in_range_224, 4000.f);
+BENCHMARK_CAPTURE(BM_ClampedInRow, saturated_224, 9000.f);
+
 #define CASE(name, fmt, w, h, ow, oh, lb)                                                      \
   BENCHMARK_CAPTURE(BM_Memcpy, name, fmt, w, h)->Unit(benchmark::kMillisecond);                \
   BENCHMARK_CAPTURE(BM_Reference, name, fmt, w, h, ow, oh, lb)->Unit(benchmark::kMillisecond); \
@@ -166,6 +205,14 @@ CASE(BayerBG_2448x2048_to_224, PixelFormat::kBayerBGGR, 2448, 2048, 224, 224, fa
 CASE(BayerBG_1920x1200_to_224, PixelFormat::kBayerBGGR, 1920, 1200, 224, 224, false);
 CASE(BayerBG_300x300_to_224, PixelFormat::kBayerBGGR, 300, 300, 224, 224, false);
 CASE(GRAY16_1920x1200_to_224, PixelFormat::kGRAY16_LE, 1920, 1200, 224, 224, false);
+BENCHMARK_CAPTURE(BM_Gray16Bits, in_range_1920x1200_to_224, 1920, 1200, 224, 224, 4)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Gray16Bits, in_range_224x224_at_224, 224, 224, 224, 224, 4)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Gray16Bits, saturated_1920x1200_to_224, 1920, 1200, 224, 224, 0)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Gray16Bits, saturated_224x224_at_224, 224, 224, 224, 224, 0)
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

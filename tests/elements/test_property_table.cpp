@@ -481,8 +481,9 @@ TEST(PropertyTable, StreamFiguresComeFromTheSnapshot) {
   guint64 frames_in = 0;
   EXPECT_TRUE(gst_structure_get_uint64(st, "frames-in", &frames_in));
   EXPECT_EQ(frames_in, 11u);
-  // frames-invalid, frames-in-flight and the four frames-skipped-<reason> included
-  EXPECT_EQ(gst_structure_n_fields(st), 25);
+  // frames-invalid, frames-saturated, frames-in-flight and the four
+  // frames-skipped-<reason> included
+  EXPECT_EQ(gst_structure_n_fields(st), 26);
   g_value_unset(&v);
   EXPECT_EQ(now.asked, 5);
 }

@@ -9,7 +9,11 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <opencv2/imgproc.hpp>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "element_helpers.h"
 #include "frames.h"
@@ -308,6 +312,137 @@ TEST(TorchInferGray16, InputBitsSetsFullScale) {
     for (int i = 0; i < 48; ++i) EXPECT_NEAR(grid[i], want, 1e-5) << bits << " value " << i;
     gst_buffer_unref(out);
     gst_harness_teardown(hn);
+  }
+}
+
+namespace {
+
+// A GRAY16_LE frame of `info`'s size with each sample value(x, y).
+GstBuffer* gray16_buffer(const GstVideoInfo& info, const std::function<guint16(int, int)>& value) {
+  GstBuffer* buf = gst_buffer_new_allocate(nullptr, GST_VIDEO_INFO_SIZE(&info), nullptr);
+  GstVideoFrame vf;
+  gst_video_frame_map(&vf, &info, buf, GST_MAP_WRITE);
+  for (int y = 0; y < GST_VIDEO_INFO_HEIGHT(&info); ++y) {
+    auto* row = static_cast<guint8*>(GST_VIDEO_FRAME_PLANE_DATA(&vf, 0)) +
+                y * GST_VIDEO_FRAME_PLANE_STRIDE(&vf, 0);
+    for (int x = 0; x < GST_VIDEO_INFO_WIDTH(&info); ++x) {
+      const guint16 v = value(x, y);
+      row[2 * x] = v & 0xFF, row[2 * x + 1] = v >> 8;
+    }
+  }
+  gst_video_frame_unmap(&vf);
+  return buf;
+}
+
+// The texts of the warnings on `bus` so far, each checked to be
+// STREAM/FORMAT.
+std::vector<std::string> format_warnings(GstBus* bus) {
+  std::vector<std::string> texts;
+  while (GstMessage* msg = gst_bus_pop_filtered(bus, GST_MESSAGE_WARNING)) {
+    GError* err = nullptr;
+    gst_message_parse_warning(msg, &err, nullptr);
+    EXPECT_EQ(err->domain, GST_STREAM_ERROR) << err->message;
+    EXPECT_EQ(err->code, GST_STREAM_ERROR_FORMAT) << err->message;
+    texts.push_back(err->message);
+    g_error_free(err);
+    gst_message_unref(msg);
+  }
+  return texts;
+}
+
+guint64 stats_field(GstElement* e, const char* field) {
+  GstStructure* stats = nullptr;
+  g_object_get(e, "stats", &stats, nullptr);
+  guint64 v = 0;
+  EXPECT_TRUE(stats && gst_structure_get_uint64(stats, field, &v)) << field;
+  if (stats) gst_structure_free(stats);
+  return v;
+}
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+// input-bits=12 on a camera whose samples reach 16383: each frame with a
+// clamped model input pixel is counted (frames-saturated), and the bus gets
+// a warning when it starts and again when the samples need more bits than
+// the last warning said. The frame is at the model's size (64x64), so each
+// sample is one model input pixel; with preprocess-on=inference-threads and
+// 2 threads it is prepared in two row bands, whose counts must add up.
+TEST(TorchInferGray16, SamplesAboveInputBitsWarnAndAreCounted) {
+  const std::string caps = "video/x-raw,format=GRAY16_LE,width=64,height=64,framerate=30/1";
+  const GstVideoInfo info = info_of(caps);
+  // 100 samples over both halves: the diagonal and 36 of the last row.
+  auto hot = [](guint16 high) {
+    return [high](int x, int y) -> guint16 { return x == y || (y == 63 && x < 36) ? high : 1000; };
+  };
+  auto in_range = [](int x, int y) -> guint16 { return (x * 64 + y) % 4096; };  // up to 4095
+  for (const char* where : {"streaming-thread", "inference-threads"}) {
+    GstHarness* h =
+        torchinfer_harness("model=" + model("grid_probe.pt") +
+                               " input-bits=12 threads=2 lanes=1 preprocess-on=" + where,
+                           caps);
+    GstBus* bus = gst_bus_new();
+    gst_element_set_bus(h->element, bus);
+    const std::vector<std::function<guint16(int, int)>> frames = {
+        in_range, in_range, hot(16383), hot(16383), hot(16383), hot(40000), in_range};
+    std::vector<std::size_t> warned_after;
+    std::vector<std::string> warnings;
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+      gst_buffer_unref(gst_harness_push_and_pull(h, gray16_buffer(info, frames[i])));
+      for (const std::string& w : format_warnings(bus)) {
+        warnings.push_back(w);
+        warned_after.push_back(i);
+      }
+    }
+    // The first saturated frame, and the one that needs 16 bits.
+    // No ASSERT before the teardown: a harness left running hangs gst_deinit.
+    EXPECT_EQ(warned_after, (std::vector<std::size_t>{2, 5})) << where;
+    warnings.resize(2);
+    EXPECT_TRUE(has(warnings[0], "samples reach 16383 but input-bits=12 makes 4095 white"))
+        << warnings[0];
+    EXPECT_TRUE(has(warnings[0], "100 model input pixels of this frame clamped to white"))
+        << warnings[0];
+    EXPECT_TRUE(has(warnings[0], "1 frame so far")) << warnings[0];
+    EXPECT_TRUE(has(warnings[0], "set input-bits=14")) << warnings[0];
+    EXPECT_TRUE(has(warnings[1], "samples reach 40000")) << warnings[1];
+    EXPECT_TRUE(has(warnings[1], "4 frames so far")) << warnings[1];
+    EXPECT_TRUE(has(warnings[1], "set input-bits=16")) << warnings[1];
+    EXPECT_EQ(stats_field(h->element, "frames-saturated"), 4u) << where;
+    EXPECT_EQ(stats_field(h->element, "frames-inferred"), 7u) << where;
+    gst_element_set_bus(h->element, nullptr);
+    gst_object_unref(bus);
+    gst_harness_teardown(h);
+  }
+}
+
+// Samples up to full scale, resized (area and linear) or not, and any
+// sample at input-bits=16: nothing clamps, nothing is said.
+TEST(TorchInferGray16, SamplesWithinInputBitsNeitherWarnNorCount) {
+  for (auto [bits, size, top] : {std::tuple{12, "64,height=64", 4095},
+                                 {12, "250,height=30", 4095},
+                                 {10, "97,height=131", 1023},
+                                 {16, "80,height=48", 65535}}) {
+    const std::string caps =
+        std::string("video/x-raw,format=GRAY16_LE,width=") + size + ",framerate=30/1";
+    const GstVideoInfo info = info_of(caps);
+    GstHarness* h = torchinfer_harness(
+        "model=" + model("grid_probe.pt") + " input-bits=" + std::to_string(bits), caps);
+    GstBus* bus = gst_bus_new();
+    gst_element_set_bus(h->element, bus);
+    const int full = top;
+    // Half the frame at full scale, half dark: resizing averages across.
+    for (int i = 0; i < 3; ++i)
+      gst_buffer_unref(gst_harness_push_and_pull(
+          h, gray16_buffer(info, [full, i](int x, int) { return (x + i) % 2 ? full : 0; })));
+    EXPECT_EQ(format_warnings(bus), std::vector<std::string>{}) << caps;
+    EXPECT_EQ(stats_field(h->element, "frames-saturated"), 0u) << caps;
+    EXPECT_EQ(stats_field(h->element, "frames-inferred"), 3u) << caps;
+    gst_element_set_bus(h->element, nullptr);
+    gst_object_unref(bus);
+    gst_harness_teardown(h);
   }
 }
 

@@ -327,3 +327,84 @@ TEST(StreamDeferred, AutoRuleUsesTheTeamOnlyWhenNoCoreIsSpare) {
   EXPECT_FALSE(preprocess_in_batch_by_default(1, 2));
   EXPECT_FALSE(preprocess_in_batch_by_default(8, 16));
 }
+
+// ---- GRAY16_LE samples above input-bits: a frame's count over its slots
+// and their row bands ----
+
+namespace {
+
+// 8 x 2 GRAY16_LE, one value per column.
+struct Gray16Pixels : FramePixels {
+  std::array<std::uint16_t, Pixels::kW * kSide> px{};
+  explicit Gray16Pixels(const std::array<std::uint16_t, Pixels::kW>& columns) {
+    for (int y = 0; y < kSide; ++y)
+      for (int x = 0; x < Pixels::kW; ++x) px[y * Pixels::kW + x] = columns[x];
+  }
+  bool map(FrameView* v) override {
+    v->format = PixelFormat::kGRAY16_LE;
+    v->width = Pixels::kW;
+    v->height = kSide;
+    v->planes[0] = reinterpret_cast<const std::uint8_t*>(px.data());
+    v->strides[0] = Pixels::kW * 2;
+    return true;
+  }
+  void unmap() override {}
+};
+
+}  // namespace
+
+// Regions 0 and 3 are hot (each fills the 2x2 input: 4 pixels clamped), 6
+// is not; the first two share a batch (one band each), the third runs alone
+// (two bands). A whole frame whose left half is hot: 2 of its 4 pixels,
+// prepared in two bands. The frame's count is the sum either way, on the
+// inference threads or the streaming thread, and the stats count the
+// frames.
+TEST(StreamDeferred, ClampedGray16PixelsAddUpOverSlotsAndBands) {
+  const std::array<std::uint16_t, Pixels::kW> cols = {5000, 100, 100, 9000, 100, 100, 4095, 100};
+  const std::array<std::uint16_t, Pixels::kW> half = {6000, 6000, 6000, 6000, 10, 10, 10, 10};
+  for (bool in_batch : {true, false}) {
+    for (bool regions : {true, false}) {
+      test::GreyModel fake;
+      StreamSession session;
+      BatcherOptions bo;
+      bo.batch_size = 2;
+      bo.timeout = 600s;
+      SessionOptions so = deferred(regions);
+      so.preprocess_in_batch = in_batch;
+      so.preprocess_for = [](const ModelConfig&) {
+        PreprocessOptions po;
+        po.out_width = po.out_height = kSide;
+        po.input_bits = 12;
+        return po;
+      };
+      session.start(std::make_shared<Batcher>(with_team(fake.make(), 2, threaded(2)), bo), so);
+      session.resume();
+      const std::vector<RegionOfInterest> rois{column(0), column(3), column(6)};
+      ASSERT_EQ(session
+                    .submit_frame(token(1), Pixels::kW, kSide, 1000,
+                                  std::make_unique<Gray16Pixels>(regions ? cols : half), &rois)
+                    .status,
+                SubmitStatus::kQueued);
+      session.submit_partial();
+      std::optional<StreamOutput> out = session.pop();
+      ASSERT_TRUE(out && out->results);
+      EXPECT_TRUE(out->inferred);
+      const Saturation& s = out->results->saturation;
+      EXPECT_EQ(s.pixels, regions ? 8u : 2u) << "in batch " << in_batch << " regions " << regions;
+      EXPECT_EQ(s.peak, regions ? 9000u : 6000u) << "in batch " << in_batch;
+      session.finish(*out);
+      EXPECT_EQ(session.snapshot(false).saturated, 1u);
+      // An in-range frame: not counted.
+      const std::array<std::uint16_t, Pixels::kW> cool = {4095, 0, 0, 4095, 0, 0, 4095, 0};
+      session.submit_frame(token(2), Pixels::kW, kSide, 2000, std::make_unique<Gray16Pixels>(cool),
+                           &rois);
+      session.submit_partial();
+      out = session.pop();
+      ASSERT_TRUE(out && out->results);
+      EXPECT_FALSE(out->results->saturation.any());
+      session.finish(*out);
+      EXPECT_EQ(session.snapshot(false).saturated, 1u);
+      session.stop();
+    }
+  }
+}
