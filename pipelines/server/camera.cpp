@@ -618,6 +618,8 @@ StreamFigures Camera::figures() const {
         s, (std::string("frames-skipped-") + to_string(static_cast<SkipReason>(r))).c_str());
   f.frames_dropped = stat_u64(s, "frames-dropped");
   f.frames_in_flight = stat_u64(s, "frames-in-flight");
+  f.frames_invalid = stat_u64(s, "frames-invalid");
+  f.frames_saturated = stat_u64(s, "frames-saturated");
   f.fps = stat_double(s, "fps");
   if (s) gst_structure_free(s);
   read_mqtt_counters(f);
@@ -677,7 +679,9 @@ nlohmann::json Camera::status() const {
         {"skipped_by", skipped_by},
         {"dropped", f.frames_dropped},
         {"in_flight", f.frames_in_flight},
-        {"out", f.frames_out}}},
+        {"out", f.frames_out},
+        {"invalid", f.frames_invalid},
+        {"saturated", f.frames_saturated}}},
       {"latency_ms", {{"p50", f.latency_p50_s * 1e3}, {"p99", f.latency_p99_s * 1e3}}},
       {"reconnects", f.reconnects},
       {"disconnects", f.disconnects},

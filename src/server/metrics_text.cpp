@@ -241,6 +241,13 @@ std::string render_prometheus(const MetricsSnapshot& m) {
            "inferred + skipped + dropped + in flight.");
   for (const auto& s : m.streams)
     w.sample("torchinfer_stream_frames_in_flight", stream_labels(s), s.frames_in_flight);
+  stream_counter(w, m, "torchinfer_stream_frames_invalid_total",
+                 "Inferred frames whose model outputs held NaN or infinity (no result trusted).",
+                 [](const StreamFigures& s) { return s.frames_invalid; });
+  stream_counter(w, m, "torchinfer_stream_frames_saturated_total",
+                 "Inferred GRAY16 frames with model input clamped to white: the camera's samples "
+                 "exceed input-bits.",
+                 [](const StreamFigures& s) { return s.frames_saturated; });
   stream_counter(w, m, "torchinfer_stream_frames_out_total",
                  "Frames that reached the end of the stream's pipeline.",
                  [](const StreamFigures& s) { return s.frames_out; });

@@ -24,6 +24,9 @@ struct StreamFigures {
                 frames_in_flight = 0;
   std::array<std::uint64_t, kSkipReasons> frames_skipped_by{};  // indexed by SkipReason
   std::uint64_t frames_out = 0;  // at the end of the pipeline (after torchinfer)
+  // Inferred frames whose result cannot be trusted: outputs with NaN or
+  // infinity, and GRAY16 input clamped to white (input-bits too low).
+  std::uint64_t frames_invalid = 0, frames_saturated = 0;
   double fps = 0;
   double latency_p50_s = 0, latency_p99_s = 0, latency_sum_s = 0;
   std::uint64_t latency_count = 0;

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 
+#include "../common/test_paths.h"
 #include "common/cpu_set.h"
 #include "common/sysinfo.h"
 #include "raw_http.h"
@@ -398,6 +399,35 @@ TEST(ServerModels, AutomaticLanesReportTheCountTheLoadChose) {
   ASSERT_EQ(models["models"].size(), 1u) << models;
   EXPECT_EQ(models["models"][0]["lanes"], 0) << models;
   EXPECT_EQ(models["models"][0]["lanes_active"], suite_lanes()) << models;
+  server.child().signal(SIGTERM);
+  EXPECT_EQ(server.child().wait_exit(30), 0) << server.child().err();
+}
+
+// Results that cannot be trusted are counted, not served in silence:
+// nan_detector's boxes are NaN where the frame's centre is darker than
+// mid-grey (the line clip's belt), and torchinfer counts those frames
+// invalid; the status and the metric show the same count.
+TEST(ServerResults, FramesWithNanOutputsAreCountedInTheStatusAndTheMetrics) {
+  const json model = {{"id", "nan"}, {"path", model_path("nan_detector.pt")}, {"batch_size", 2}};
+  const json stream = {{"id", "cam"}, {"uri", clip_uri()}, {"model", "nan"}, {"loop", false}};
+  ServerProcess server(json{{"models", json::array({model})}, {"streams", json::array({stream})}});
+  ASSERT_TRUE(server.ready()) << server.child().err();
+  Http http;
+  ASSERT_TRUE(eventually([&] { return server.stream(http, "cam")["state"] == "ended"; }, 120))
+      << server.stream(http, "cam") << server.child().err();
+  const json frames = server.stream(http, "cam")["frames"];
+  EXPECT_EQ(frames["inferred"], 300) << frames;
+  EXPECT_GT(frames["invalid"].get<std::uint64_t>(), 0u) << frames;
+  EXPECT_LE(frames["invalid"].get<std::uint64_t>(), 300u) << frames;
+  EXPECT_EQ(frames["saturated"], 0) << frames;
+  const std::string m = http.get(server.url("/metrics")).body;
+  const std::string series =
+      "\ntorchinfer_stream_frames_invalid_total{stream=\"cam\",model=\"nan\"} ";
+  const std::size_t at = m.find(series);
+  ASSERT_NE(at, std::string::npos) << m;
+  EXPECT_EQ(std::stoull(m.substr(at + series.size())), frames["invalid"].get<std::uint64_t>());
+  EXPECT_NE(m.find("\ntorchinfer_stream_frames_saturated_total{stream=\"cam\",model=\"nan\"} 0\n"),
+            std::string::npos);
   server.child().signal(SIGTERM);
   EXPECT_EQ(server.child().wait_exit(30), 0) << server.child().err();
 }

@@ -25,6 +25,8 @@ MetricsSnapshot sample_snapshot() {
   s.frames_dropped = 2;
   s.frames_in_flight = 3;
   s.frames_out = 124;
+  s.frames_invalid = 6;
+  s.frames_saturated = 9;
   s.fps = 29.5;
   s.latency_p50_s = 0.004;
   s.latency_p99_s = 0.012;
@@ -86,6 +88,10 @@ TEST(MetricsText, StreamModelAndProcessSeries) {
            "# TYPE torchinfer_stream_frames_in_flight gauge",
            "torchinfer_stream_frames_in_flight{stream=\"cam0\",model=\"parts\"} 3",
            "torchinfer_stream_frames_out_total{stream=\"cam0\",model=\"parts\"} 124",
+           "# TYPE torchinfer_stream_frames_invalid_total counter",
+           "torchinfer_stream_frames_invalid_total{stream=\"cam0\",model=\"parts\"} 6",
+           "# TYPE torchinfer_stream_frames_saturated_total counter",
+           "torchinfer_stream_frames_saturated_total{stream=\"cam0\",model=\"parts\"} 9",
            "torchinfer_stream_reconnects_total{stream=\"cam0\",model=\"parts\"} 1",
            "torchinfer_stream_fps{stream=\"cam0\",model=\"parts\"} 29.5",
            "# TYPE torchinfer_stream_latency_seconds summary",
@@ -121,8 +127,8 @@ TEST(MetricsText, StreamModelAndProcessSeries) {
   for (std::size_t p = 0; (p = t.find("# TYPE ", p)) != std::string::npos; ++p) type++;
   EXPECT_EQ(help, type);
   // frames_skipped_total, frames_in_flight, mqtt_messages_total, the 5 camera families and
-  // the 4 line/zone families and the 8 evidence families
-  EXPECT_EQ(help, 51u);
+  // the 4 line/zone families, the 8 evidence families and frames invalid/saturated
+  EXPECT_EQ(help, 53u);
   EXPECT_EQ(t.find("restream_clients{stream=\"cam1\""), std::string::npos) << t;
   EXPECT_EQ(t.find("restream_frames_dropped_total{stream=\"cam1\""), std::string::npos) << t;
 }
