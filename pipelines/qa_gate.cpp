@@ -4,26 +4,18 @@
 
 #include "common/error.h"
 #include "gst/torchinfer/torchinfer-meta.h"
+#include "structure-arrays.h"
 
 namespace torchinfer::qa {
 
 namespace {
 
+using torchinfer::gst::each_structure;
+
 std::string number(double v) {
   char buf[32];
   g_ascii_dtostr(buf, sizeof buf, v);
   return buf;
-}
-
-// Calls f(structure) for each structure of array field `name` of s.
-template <class F>
-void each_structure(const GstStructure* s, const char* name, F f) {
-  const GValue* a = gst_structure_get_value(s, name);
-  if (!a || !GST_VALUE_HOLDS_ARRAY(a)) return;
-  for (guint i = 0; i < gst_value_array_get_size(a); ++i) {
-    const GValue* v = gst_value_array_get_value(a, i);
-    if (GST_VALUE_HOLDS_STRUCTURE(v)) f(gst_value_get_structure(v));
-  }
 }
 
 DirectionCounts directions(const GstStructure* s) {

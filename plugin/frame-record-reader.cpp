@@ -8,10 +8,13 @@
 #include "anomaly-map-view.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "gsttorchtrack.h"
+#include "structure-arrays.h"
 #include "tensor-views.h"
 
 namespace torchinfer::gst {
 namespace {
+
+using torchinfer::gst::each_structure;
 
 std::optional<std::int64_t> clock_time(GstClockTime t) {
   if (!GST_CLOCK_TIME_IS_VALID(t)) return std::nullopt;
@@ -187,17 +190,6 @@ guint64 count(const GstStructure* s, const char* name) {
   guint64 v = 0;
   gst_structure_get_uint64(s, name, &v);
   return v;
-}
-
-// Calls f(structure) for each structure of array field `name` of s.
-template <class F>
-void each_structure(const GstStructure* s, const char* name, F f) {
-  const GValue* a = gst_structure_get_value(s, name);
-  if (!a || !GST_VALUE_HOLDS_ARRAY(a)) return;
-  for (guint i = 0; i < gst_value_array_get_size(a); ++i) {
-    const GValue* v = gst_value_array_get_value(a, i);
-    if (GST_VALUE_HOLDS_STRUCTURE(v)) f(gst_value_get_structure(v));
-  }
 }
 
 LineCounts read_line(const GstStructure* l) {

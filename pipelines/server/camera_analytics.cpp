@@ -3,20 +3,13 @@
 #include <glib/gstdio.h>
 
 #include "server/stream_analytics.h"
+#include "structure-arrays.h"
 
 namespace torchinfer::server {
 
 namespace {
 
-template <class F>
-void each_structure(const GstStructure* s, const char* name, F f) {
-  const GValue* a = gst_structure_get_value(s, name);
-  if (!a || !GST_VALUE_HOLDS_ARRAY(a)) return;
-  for (guint i = 0; i < gst_value_array_get_size(a); ++i) {
-    const GValue* v = gst_value_array_get_value(a, i);
-    if (GST_VALUE_HOLDS_STRUCTURE(v)) f(gst_value_get_structure(v));
-  }
-}
+using torchinfer::gst::each_structure;
 
 std::uint64_t count(const GstStructure* s, const char* name) {
   guint64 v = 0;

@@ -13,6 +13,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <set>
 
+#include "../common/decode_clip.h"
 #include "qa_run.h"
 
 using nlohmann::json;
@@ -20,49 +21,6 @@ using namespace torchinfer::test;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct Decoded {
-  int frames = 0;
-  GstClockTime first = GST_CLOCK_TIME_NONE, last = GST_CLOCK_TIME_NONE;
-  bool ok = false;
-  std::string error;
-};
-
-void on_handoff(GstElement*, GstBuffer* b, GstPad*, gpointer user) {
-  auto* d = static_cast<Decoded*>(user);
-  if (d->frames++ == 0) d->first = GST_BUFFER_PTS(b);
-  d->last = GST_BUFFER_PTS(b);
-}
-
-// The clip decoded by GStreamer, as a player would.
-Decoded decode_clip(const std::string& path) {
-  Decoded d;
-  GstElement* p = gst_parse_launch(("filesrc location=\"" + path +
-                                    "\" ! decodebin ! fakesink name=out signal-handoffs=true "
-                                    "sync=false")
-                                       .c_str(),
-                                   nullptr);
-  if (!p) return d;
-  GstElement* out = gst_bin_get_by_name(GST_BIN(p), "out");
-  g_signal_connect(out, "handoff", G_CALLBACK(on_handoff), &d);
-  gst_object_unref(out);
-  gst_element_set_state(p, GST_STATE_PLAYING);
-  GstBus* bus = gst_element_get_bus(p);
-  GstMessage* m = gst_bus_timed_pop_filtered(
-      bus, 30 * GST_SECOND, static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
-  d.ok = m && GST_MESSAGE_TYPE(m) == GST_MESSAGE_EOS;
-  if (m && !d.ok) {
-    GError* e = nullptr;
-    gst_message_parse_error(m, &e, nullptr);
-    d.error = e->message;
-    g_error_free(e);
-  }
-  if (m) gst_message_unref(m);
-  gst_object_unref(bus);
-  gst_element_set_state(p, GST_STATE_NULL);
-  gst_object_unref(p);
-  return d;
-}
 
 // line.mkv's frame k is at k/30 s, stored in whole milliseconds.
 std::int64_t clip_pts(int k) {
