@@ -343,4 +343,22 @@ std::vector<float> reference_preprocess(const cv::Mat& full, PixelFormat format,
   return out;
 }
 
+OwnedFrame make_gray16(int width, int height, const std::function<int(int, int)>& value,
+                       int stride) {
+  if (stride == 0) stride = 2 * width + 6;
+  OwnedFrame f;
+  f.bytes.assign(static_cast<std::size_t>(stride) * height + 64, 0xCD);
+  for (int y = 0; y < height; ++y)
+    for (int x = 0; x < width; ++x) {
+      const int v = value(x, y);
+      f.bytes[y * stride + 2 * x] = static_cast<std::uint8_t>(v & 0xFF);
+      f.bytes[y * stride + 2 * x + 1] = static_cast<std::uint8_t>(v >> 8);
+    }
+  f.view.format = PixelFormat::kGRAY16_LE;
+  f.view.width = width, f.view.height = height;
+  f.view.planes[0] = f.bytes.data();
+  f.view.strides[0] = stride;
+  return f;
+}
+
 }  // namespace torchinfer::test

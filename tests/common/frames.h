@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <opencv2/core.hpp>
 #include <vector>
 
@@ -24,6 +25,11 @@ struct OwnedFrame {
   FrameView view;
 };
 OwnedFrame make_frame(const cv::Mat& rgb, PixelFormat format, int stride = 0);
+
+// A GRAY16_LE frame of exact sample values value(x, y), rows `stride`
+// bytes apart (0: 2 * width + 6, not tightly packed), junk past each row.
+OwnedFrame make_gray16(int width, int height, const std::function<int(int, int)>& value,
+                       int stride = 0);
 
 // Full-resolution 8-bit RGB of a frame, as a capture app would make it first
 // (for YUV, the standard BT.601 conversion with chroma replicated, which is

@@ -278,19 +278,7 @@ TEST(Bayer, GrayModelAndByteOutput) {
 
 namespace {
 OwnedFrame gray16(int w, int h, int stride, const std::function<int(int, int)>& value) {
-  OwnedFrame f;
-  f.bytes.assign(static_cast<std::size_t>(stride) * h + 64, 0xCD);
-  for (int y = 0; y < h; ++y)
-    for (int x = 0; x < w; ++x) {
-      const int v = value(x, y);
-      f.bytes[y * stride + 2 * x] = static_cast<std::uint8_t>(v & 0xFF);
-      f.bytes[y * stride + 2 * x + 1] = static_cast<std::uint8_t>(v >> 8);
-    }
-  f.view.format = PixelFormat::kGRAY16_LE;
-  f.view.width = w, f.view.height = h;
-  f.view.planes[0] = f.bytes.data();
-  f.view.strides[0] = stride;
-  return f;
+  return make_gray16(w, h, value, stride);
 }
 }  // namespace
 
