@@ -128,6 +128,11 @@ class Child {
       if (waitpid(pid_, &status, WNOHANG) == pid_) {
         exited_ = true;
         code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        // What it wrote last may still be in the pipes: a test reading its
+        // output right after the exit must see all of it. Bounded, since a
+        // child's own children may hold the pipes open.
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait_for(lock, std::chrono::seconds(5), [&] { return pipes_closed_ == 2; });
         break;
       }
       if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > timeout_s)
@@ -198,6 +203,9 @@ class Child {
       cv_.notify_all();
     }
     close(fd);
+    std::lock_guard<std::mutex> lock(mu_);
+    pipes_closed_++;
+    cv_.notify_all();
   }
 
   GPid pid_ = 0;
@@ -206,6 +214,7 @@ class Child {
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::string> out_, err_;
+  int pipes_closed_ = 0;  // stdout and stderr read to their end
   std::vector<std::thread> readers_;
 };
 
