@@ -139,6 +139,7 @@ bool Camera::build(std::string* why) {
   convert_ = as_is ? nullptr : make("videoconvert", "convert", why);
   GstElement* caps = as_is ? nullptr : make("capsfilter", "caps", why);
   infer_ = make("torchinfer", "infer", why);
+  if (infer_) gst_object_ref(infer_);  // ours (the destructor's), besides the bin's
   GstElement* nms = make("torchnms", "nms", why);
   GstElement* track = spec_.track ? make("torchtrack", "track", why) : nullptr;
   // Always with tracking: PUT /streams/{id}/analytics adds lines later.
@@ -155,7 +156,6 @@ bool Camera::build(std::string* why) {
                         publish, overlay, sink})
     if (e) gst_bin_add(GST_BIN(pipeline_), e);
   if (!why->empty()) return false;
-  gst_object_ref(infer_);
   if (analytics_ && !apply_layout(analytics_, layout_path(), spec_.analytics, why)) return false;
 
   // The formats the snapshot encoder reads; cameras' own YUY2/NV12 and a

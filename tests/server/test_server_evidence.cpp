@@ -7,7 +7,11 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <signal.h>
+#include <stdlib.h>
+
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <opencv2/imgcodecs.hpp>
 #include <regex>
@@ -338,6 +342,40 @@ TEST_F(ServerEvidence, AFolderThatVanishesWarnsCountsAndTheCameraRuns) {
       << m;
   EXPECT_GE(std::stoi(hit[1]), 2);
   EXPECT_EQ(http_.request("DELETE", server_->url("/streams/gone")).status, 200);
+}
+
+// A configured camera whose folder cannot be made (a file lies in its
+// path; a REST body is refused for it) fails naming the folder, and goes
+// cleanly: its torchinfer was released once too often when the build
+// stopped after making it (GStreamer-CRITICAL "still has a parent").
+TEST(ServerEvidenceStart, AnUnusableFolderFailsTheCameraNamingItAndItGoesCleanly) {
+  char tmpl[] = "/tmp/torchinfer-evidence-blocked-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string out = std::string(tmpl) + "/out";
+  fs::create_directories(out);
+  std::ofstream(out + "/blocked") << "a file, not a folder\n";
+  const json cam =
+      evidence_camera("blocked", {{"classes", {"bracket"}}, {"dir", "blocked/ev"}}, true);
+  ServerProcess server(json{{"output_dir", out}, {"streams", json::array({cam})}});
+  ASSERT_TRUE(server.ready()) << server.child().err();
+  Http http;
+  json s;
+  ASSERT_TRUE(eventually(
+      [&] {
+        s = server.stream(http, "blocked");
+        return !s.is_null() && s["state"] == "failed";
+      },
+      60))
+      << s.dump() << server.child().err();
+  EXPECT_NE(s["last_error"].get<std::string>().find(out + "/blocked/ev"), std::string::npos) << s;
+  EXPECT_NE(s["last_error"].get<std::string>().find("Not a directory"), std::string::npos) << s;
+  ASSERT_EQ(http.request("DELETE", server.url("/streams/blocked")).status, 200);
+  ASSERT_TRUE(
+      eventually([&] { return http.get(server.url("/streams/blocked")).status == 404; }, 30));
+  server.child().signal(SIGTERM);
+  EXPECT_EQ(server.child().wait_exit(30), 0) << server.child().err();
+  EXPECT_EQ(server.child().err().find("CRITICAL"), std::string::npos) << server.child().err();
+  fs::remove_all(tmpl);
 }
 
 // A looped file starts its PTS at 0 again each time round; the events and
