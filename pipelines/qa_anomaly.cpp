@@ -4,12 +4,15 @@
 #include <cmath>
 #include <string>
 
+#include "anomaly-map-rule.h"
 #include "decode/anomaly.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 
 namespace torchinfer::qa {
 
 namespace {
+
+using torchinfer::gst::map_rule;
 
 // The map as the core reads it; nullopt for a tensor that is not float.
 std::optional<TensorView> map_view(const GstTorchTensor* t, const char* name) {
@@ -22,18 +25,6 @@ std::optional<TensorView> map_view(const GstTorchTensor* t, const char* name) {
   v.data = t->data;
   v.bytes = t->size;
   return v;
-}
-
-// The rule the element decided the map's cells with (docs/anomaly.md).
-MapRule map_rule(const GstStructure* s) {
-  MapRule rule;
-  gst_structure_get_double(s, "map_threshold", &rule.threshold);
-  MinMaxNorm n;
-  if (gst_structure_get_double(s, "map_norm_threshold", &n.threshold) &&
-      gst_structure_get_double(s, "map_norm_min", &n.min) &&
-      gst_structure_get_double(s, "map_norm_max", &n.max))
-    rule.norm = n;
-  return rule;
 }
 
 MapPlacement placement(const GstTorchTensorMeta* tm, const GstVideoRegionOfInterestMeta* roi) {

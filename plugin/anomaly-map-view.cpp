@@ -2,24 +2,10 @@
 
 #include <algorithm>
 
+#include "anomaly-map-rule.h"
 #include "tensor-views.h"
 
 namespace torchinfer::gst {
-namespace {
-
-MapRule map_rule(const GstStructure* s) {
-  MapRule rule;
-  gst_structure_get_double(s, "map_threshold", &rule.threshold);
-  MinMaxNorm n;
-  if (gst_structure_get_double(s, "map_norm_threshold", &n.threshold) &&
-      gst_structure_get_double(s, "map_norm_min", &n.min) &&
-      gst_structure_get_double(s, "map_norm_max", &n.max))
-    rule.norm = n;
-  return rule;
-}
-
-}  // namespace
-
 std::optional<OverlayHeatMap> anomaly_map_view(const GstStructure* s, GstTorchTensorMeta* tm,
                                                double x0, double y0, double x1, double y1) {
   const gchar* name = gst_structure_get_string(s, "map");
