@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "app/builder.h"
 #include "qa_anomaly.h"
 #include "qa_frames.h"
 
@@ -11,81 +12,12 @@ namespace torchinfer::qa {
 
 namespace {
 
-// Adds elements to one pipeline; the first failure is kept in `why`.
-class Builder {
- public:
-  Builder(GstElement* pipeline, std::string* why) : pipeline_(pipeline), why_(why) {}
-
-  GstElement* add(const char* factory, const char* name = nullptr) {
-    GstElement* e = gst_element_factory_make(factory, name);
-    if (!e) {
-      fail(std::string("GStreamer element '") + factory +
-           "' is not installed (torchinfer's: set GST_PLUGIN_PATH to the plugin folder)");
-      return nullptr;
-    }
-    gst_bin_add(GST_BIN(pipeline_), e);
-    return e;
-  }
-  // Elements linked in this order, each to the next.
-  bool link(const std::vector<GstElement*>& chain) {
-    for (std::size_t i = 0; i + 1 < chain.size(); ++i)
-      if (!gst_element_link(chain[i], chain[i + 1]))
-        return fail(std::string("cannot link ") + GST_ELEMENT_NAME(chain[i]) + " to " +
-                    GST_ELEMENT_NAME(chain[i + 1]));
-    return true;
-  }
-  bool fail(const std::string& why) {
-    if (why_->empty()) *why_ = why;
-    return false;
-  }
-  bool failed() const { return !why_->empty(); }
-  GstElement* pipeline() const { return pipeline_; }
-
- private:
-  GstElement* pipeline_;
-  std::string* why_;
-};
-
-// Any property from its text form (numbers, enums by nick); strings are
-// set with g_object_set, so that no text is parsed as GStreamer syntax.
-void set_arg(GstElement* e, const char* name, const std::string& value) {
-  gst_util_set_object_arg(G_OBJECT(e), name, value.c_str());
-}
-
-GstElement* caps_filter(Builder& b, const char* caps_text) {
-  GstElement* f = b.add("capsfilter");
-  if (!f) return nullptr;
-  GstCaps* caps = gst_caps_from_string(caps_text);
-  g_object_set(f, "caps", caps, nullptr);
-  gst_caps_unref(caps);
-  return f;
-}
-
-// matroskademux adds its pads once it has read the header; the first one
-// the decoder takes (caps checked by the link: image/jpeg) is the video.
-void link_demuxed_video(GstElement*, GstPad* pad, gpointer decoder) {
-  GstPad* sink = gst_element_get_static_pad(GST_ELEMENT(decoder), "sink");
-  if (!gst_pad_is_linked(sink)) gst_pad_link(pad, sink);
-  gst_object_unref(sink);
-}
-
-// The MJPEG clip decoded to YUY2, as a camera sends it; the last element.
-GstElement* clip_source(Builder& b, const std::string& clip) {
-  GstElement* src = b.add("filesrc");
-  GstElement* demux = b.add("matroskademux");
-  GstElement* dec = b.add("jpegdec");
-  GstElement* convert = b.add("videoconvert");
-  GstElement* caps = caps_filter(b, "video/x-raw,format=YUY2");
-  if (b.failed()) return nullptr;
-  g_object_set(src, "location", clip.c_str(), nullptr);
-  g_signal_connect(demux, "pad-added", G_CALLBACK(link_demuxed_video), dec);
-  if (!b.link({src, demux}) || !b.link({dec, convert, caps})) return nullptr;
-  return caps;
-}
+using app::Builder;
+using app::set_arg;
 
 GstElement* device_source(Builder& b, const std::string& device) {
   GstElement* src = b.add("v4l2src");
-  GstElement* caps = caps_filter(b, "video/x-raw,format=YUY2");
+  GstElement* caps = b.caps("video/x-raw,format=YUY2");
   if (b.failed()) return nullptr;
   g_object_set(src, "device", device.c_str(), nullptr);
   return b.link({src, caps}) ? caps : nullptr;
@@ -119,7 +51,7 @@ GstElement* fragment_source(Builder& b, const std::string& fragment) {
 }
 
 GstElement* source(Builder& b, const Options& o) {
-  if (!o.clip.empty()) return clip_source(b, o.clip);
+  if (!o.clip.empty()) return app::mjpeg_clip_as_yuy2(b, o.clip);
   if (!o.device.empty()) return device_source(b, o.device);
   return fragment_source(b, o.source);
 }
@@ -184,7 +116,7 @@ std::vector<GstElement*> outputs(Builder& b, const Options& o, int video_fd) {
   GstElement* json = b.add("torchmetaconvert");
   GstElement* overlay = b.add("torchoverlay");
   GstElement* convert = b.add("videoconvert");
-  GstElement* bgr = caps_filter(b, "video/x-raw,format=BGR");
+  GstElement* bgr = b.caps("video/x-raw,format=BGR");
   GstElement* annotated = b.add("identity", "annotated");
   GstElement* jpeg = b.add("jpegenc");
   GstElement* mux = b.add("matroskamux");
@@ -204,7 +136,7 @@ int min_hits(int inference_interval) {
 }
 
 GstElement* build_pipeline(const Options& o, const QaRules& rules, int video_fd, std::string* why) {
-  GstElement* pipeline = GST_ELEMENT(gst_object_ref_sink(gst_pipeline_new("qa-line")));
+  GstElement* pipeline = app::new_pipeline("qa-line");
   Builder b(pipeline, why);
   std::vector<GstElement*> chain = {source(b, o)};
   for (GstElement* e : analysis(b, o, rules)) chain.push_back(e);

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "app/builder.h"
 #include "app_options.h"
 #include "common/box.h"
 #include "common/file_check.h"
@@ -237,6 +238,37 @@ GstPad* pad_of(GstElement* pipeline, const char* element, const char* pad) {
   return p;
 }
 
+// clip (MJPEG) ! YUY2 ! torchinfer name=infer ! torchnms name=nms
+// ! torchmetaconvert ! torchoverlay name=overlay ! videoconvert ! jpegenc
+// ! matroskamux ! fdsink, every setting a property value.
+GstElement* build_pipeline(const Options& o, int video_fd, std::string* why) {
+  GstElement* pipeline = torchinfer::app::new_pipeline("demo");
+  torchinfer::app::Builder b(pipeline, why);
+  GstElement* source = torchinfer::app::mjpeg_clip_as_yuy2(b, o.clip);
+  GstElement* infer = b.add("torchinfer", "infer");
+  GstElement* nms = b.add("torchnms", "nms");
+  GstElement* json = b.add("torchmetaconvert");
+  GstElement* overlay = b.add("torchoverlay", "overlay");
+  GstElement* convert = b.add("videoconvert");
+  GstElement* jpeg = b.add("jpegenc");
+  GstElement* mux = b.add("matroskamux");
+  GstElement* file = b.add("fdsink");
+  if (!b.failed()) {
+    g_object_set(infer, "model", o.model.c_str(), nullptr);
+    torchinfer::app::set_arg(infer, "stats-interval", "100000");
+    g_object_set(json, "location", (o.out + "/results.jsonl").c_str(), nullptr);
+    g_object_set(overlay, "show-hud", TRUE, nullptr);
+    torchinfer::app::set_arg(jpeg, "quality", "85");
+    g_object_set(file, "fd", video_fd, nullptr);
+    b.link({source, infer, nms, json, overlay, convert, jpeg, mux, file});
+  }
+  if (b.failed()) {
+    gst_object_unref(pipeline);
+    return nullptr;
+  }
+  return pipeline;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -251,17 +283,10 @@ int main(int argc, char** argv) {
   const std::string out = run.opt.out;
   const int video_fd = open_video(out + "/annotated.mkv");
   if (video_fd < 0) return 1;
-  gchar* line = g_strdup_printf(
-      "filesrc location=\"%s\" ! matroskademux ! jpegdec ! videoconvert ! video/x-raw,format=YUY2 "
-      "! torchinfer name=infer model=\"%s\" stats-interval=100000 ! torchnms name=nms "
-      "! torchmetaconvert location=\"%s/results.jsonl\" ! torchoverlay name=overlay show-hud=true "
-      "! videoconvert ! jpegenc quality=85 ! matroskamux ! fdsink fd=%d",
-      run.opt.clip.c_str(), run.opt.model.c_str(), out.c_str(), video_fd);
-  GError* err = nullptr;
-  GstElement* pipeline = gst_parse_launch(line, &err);
-  g_free(line);
-  if (!pipeline || err) {
-    g_printerr("ERROR: could not build the pipeline: %s\n", err ? err->message : "unknown");
+  std::string why;
+  GstElement* pipeline = build_pipeline(run.opt, video_fd, &why);
+  if (!pipeline) {
+    g_printerr("ERROR: could not build the pipeline: %s\n", why.c_str());
     return 1;
   }
   GstPad* nms_src = pad_of(pipeline, "nms", "src");

@@ -14,7 +14,9 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
+#include "app/builder.h"
 #include "app_numbers.h"
 #include "app_options.h"
 #include "rtsp_source.h"
@@ -104,13 +106,53 @@ bool parse_args(int argc, char** argv, Options& o) {
   return true;
 }
 
-std::string analysis_description(const Options& o) {
-  if (!o.analysis.empty()) return o.analysis;
-  std::string d = "torchinfer model=\"" + o.model + "\" ! ";
-  if (o.nms) d += "torchnms ! ";
-  d += "torchmetaconvert";
-  if (!o.output.empty()) d += " location=\"" + o.output + "\"";
-  return d + " ! fakesink sync=false";
+// The stream enters at an appsrc named "rtspin" (ReconnectingSource feeds
+// it). --analysis is the user's own launch syntax; the default analysis is
+// built element by element, so a model path is only a value.
+constexpr const char* kAppSrc =
+    "appsrc name=rtspin format=time is-live=true max-buffers=30 leaky-type=downstream";
+
+GstElement* default_analysis(const Options& o, std::string* why) {
+  GstElement* pipeline = torchinfer::app::new_pipeline("rtsp-client");
+  torchinfer::app::Builder b(pipeline, why);
+  GstElement* in = b.add("appsrc", "rtspin");
+  GstElement* infer = b.add("torchinfer");
+  GstElement* nms = o.nms ? b.add("torchnms") : nullptr;
+  GstElement* json = b.add("torchmetaconvert");
+  GstElement* sink = b.add("fakesink");
+  if (!b.failed()) {
+    g_object_set(in, "format", GST_FORMAT_TIME, "is-live", TRUE, "max-buffers", 30, nullptr);
+    torchinfer::app::set_arg(in, "leaky-type", "downstream");
+    g_object_set(infer, "model", o.model.c_str(), nullptr);
+    if (!o.output.empty()) g_object_set(json, "location", o.output.c_str(), nullptr);
+    g_object_set(sink, "sync", FALSE, nullptr);
+    std::vector<GstElement*> chain = {in, infer};
+    if (nms) chain.push_back(nms);
+    chain.insert(chain.end(), {json, sink});
+    b.link(chain);
+  }
+  if (b.failed()) {
+    gst_object_unref(pipeline);
+    return nullptr;
+  }
+  return pipeline;
+}
+
+GstElement* build_pipeline(const Options& o) {
+  std::string why;
+  if (o.analysis.empty()) {
+    GstElement* p = default_analysis(o, &why);
+    if (!p) g_printerr("error: cannot build the analysis: %s\n", why.c_str());
+    return p;
+  }
+  const std::string desc = std::string(kAppSrc) + " ! " + o.analysis;
+  GError* err = nullptr;
+  GstElement* p = gst_parse_launch_full(desc.c_str(), nullptr, GST_PARSE_FLAG_FATAL_ERRORS, &err);
+  if (!p)
+    g_printerr("error: bad analysis description '%s': %s\n", desc.c_str(),
+               err ? err->message : "unknown error");
+  g_clear_error(&err);
+  return p;
 }
 
 void print_status(const GstStructure* s) {
@@ -193,19 +235,8 @@ int main(int argc, char** argv) {
   if (!parse_args(argc, argv, opt)) return 2;
   gst_init(nullptr, nullptr);
 
-  const std::string desc =
-      "appsrc name=rtspin format=time is-live=true max-buffers=30 "
-      "leaky-type=downstream ! " +
-      analysis_description(opt);
-  GError* err = nullptr;
-  GstElement* pipeline =
-      gst_parse_launch_full(desc.c_str(), nullptr, GST_PARSE_FLAG_FATAL_ERRORS, &err);
-  if (!pipeline) {
-    g_printerr("error: bad analysis description '%s': %s\n", desc.c_str(),
-               err ? err->message : "unknown error");
-    g_clear_error(&err);
-    return 2;
-  }
+  GstElement* pipeline = build_pipeline(opt);
+  if (!pipeline) return 2;
   GstElement* appsrc = gst_bin_get_by_name(GST_BIN(pipeline), "rtspin");
   rtsp::ReconnectingSource source(opt.source, GST_APP_SRC(appsrc));
   std::string why;

@@ -295,6 +295,20 @@ TEST(Demo, BundledDetectorOnBundledClip) {
   EXPECT_EQ(count_lines_starting(dec.out, "{\"frame\":"), 300);
 }
 
+// The demo builds its pipeline element by element: an output folder with a
+// quote and a space is a value, not launch syntax (the launch string it
+// used to build failed to parse).
+TEST(Demo, AnOutputFolderWithQuotesAndSpacesIsOnlyAValue) {
+  const std::string root = source_root();
+  const std::string out = temp_dir() + "demo \"quoted\" out";
+  const char* demo = std::getenv("TORCHINFER_DEMO");
+  ASSERT_NE(demo, nullptr);
+  const Result r = run({demo, "--quiet", "--model", root + "/models/demo/parts_detector.pt",
+                        "--clip", root + "/models/demo/line.mkv", "--out", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_EQ(read_json_lines(out + "/results.jsonl").size(), 300u);
+}
+
 namespace {
 
 struct Box {

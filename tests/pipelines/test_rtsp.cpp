@@ -108,6 +108,33 @@ TEST(Rtsp, StreamAnalysedEndToEnd) {
   EXPECT_EQ(server->count_err("server: stopped"), 1);
 }
 
+// The default analysis is built element by element: a model path with a
+// quote and a space is a value, not launch syntax (it used to end the run
+// with "bad analysis description").
+TEST(Rtsp, AModelPathWithQuotesAndSpacesIsOnlyAValue) {
+  const std::string dir =
+      testing::TempDir() + "rtsp-" + std::to_string(getpid()) + "/it's \"a\" dir/";
+  ASSERT_EQ(g_mkdir_with_parents(dir.c_str(), 0755), 0);
+  for (const char* f : {"tiny_classifier.pt", "tiny_classifier.json", "tiny_classifier.labels"}) {
+    gchar* bytes = nullptr;
+    gsize size = 0;
+    ASSERT_TRUE(
+        g_file_get_contents(torchinfer::test::model_path(f).c_str(), &bytes, &size, nullptr));
+    ASSERT_TRUE(g_file_set_contents((dir + f).c_str(), bytes, static_cast<gssize>(size), nullptr));
+    g_free(bytes);
+  }
+  const int port = free_port();
+  auto server = start_server(port);
+  Child client({client_bin(), "--url", url(port), "--model", dir + "tiny_classifier.pt",
+                "--max-frames", "5"});
+  ASSERT_EQ(client.wait_exit(60), 0) << client.err();
+  const auto lines = client.out_lines();
+  ASSERT_EQ(lines.size(), 5u);
+  EXPECT_EQ(json::parse(lines[0])["model"], dir + "tiny_classifier.pt");
+  server->signal(SIGTERM);
+  EXPECT_EQ(server->wait_exit(20), 0) << server->err();
+}
+
 TEST(Rtsp, ServerKilledAndRestartedAnalysisResumes) {
   const int port = free_port();
   auto server = start_server(port);
