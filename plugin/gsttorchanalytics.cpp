@@ -50,6 +50,7 @@ struct State {
   std::map<std::string, StreamAnalytics> streams;  // by stream-id
   std::string current;                             // stream-id of the latest stream-start
   int width = 0, height = 0;
+  int applied_width = 0, applied_height = 0;  // the frame size st.config is in
 };
 
 }  // namespace
@@ -106,6 +107,7 @@ static gboolean gst_torchanalytics_start(GstBaseTransform* trans) {
   st.streams.clear();
   st.current.clear();
   st.fresh = true;
+  st.applied_width = st.applied_height = 0;
   return TRUE;
 }
 
@@ -154,8 +156,20 @@ static void apply_settings(GstTorchAnalytics* self) {
   st.options.hysteresis = s.hysteresis;
   st.options.max_age = static_cast<int>(s.max_age);
   st.options.reference = s.reference;
+  // A new frame size scales the tracks and the normalised lines and zones
+  // with it: in the user's 0..1 coordinates nothing changed, so the counts
+  // stay.
+  const bool resized = st.applied_width > 0 && st.applied_height > 0 &&
+                       (st.applied_width != st.width || st.applied_height != st.height);
+  const double sx = resized ? double(st.width) / st.applied_width : 1;
+  const double sy = resized ? double(st.height) / st.applied_height : 1;
+  st.applied_width = st.width;
+  st.applied_height = st.height;
   for (auto& [id, stream] : st.streams) {
-    stream.set_config(st.config);
+    if (resized)
+      stream.resize(st.config, sx, sy);
+    else
+      stream.set_config(st.config);
     stream.set_options(st.options);
   }
 }
