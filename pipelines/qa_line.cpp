@@ -491,8 +491,7 @@ bool invalid_results(const App& app, nlohmann::ordered_json& facts) {
   }
   if (total == 0) return false;
   g_printerr("qa-line: WARNING: %" G_GINT64_FORMAT " model results were NaN or infinite (%s) and "
-             "judged nothing; %d parts incomplete; exit status %d
-",
+             "judged nothing; %d parts incomplete; exit status %d\n",
              static_cast<gint64>(total), by.c_str(), app.verdicts->counts().incomplete,
              qa::kInvalidResultsExit);
   return true;
