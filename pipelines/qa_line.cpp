@@ -55,9 +55,9 @@ struct App {
   qa::Annotator annotator;
   std::map<long long, std::string> verdict_of;  // part id -> verdict, for the scores
   std::map<long long, torchinfer::QaAnomalyVerdict> anomaly_of;  // part id -> anomaly verdict
-  std::vector<double> detector_ms;           // forward() time of each inferred frame
+  std::vector<double> detector_ms;              // forward() time of each inferred frame
   std::map<std::string, std::int64_t> invalid;  // results with NaN/inf outputs, by model
-  std::unique_ptr<qa::QaEvidence> evidence;  // --evidence
+  std::unique_ptr<qa::QaEvidence> evidence;     // --evidence
   qa::GateCounts gate;  // --gate: what torchanalytics counted, the verdicts at it
   FILE* out = stdout;
   int video_fd = -1;  // --out: the annotated video, for the pipeline's fdsink
@@ -481,8 +481,9 @@ bool invalid_results(const App& app, nlohmann::ordered_json& facts) {
   std::int64_t total = 0;
   std::string by;
   for (const char* model : {"detector", "classifier", "anomaly"}) {
-    const bool in_run = std::string(model) == "detector" ||
-                        (std::string(model) == "classifier" ? app.read.classifier : app.read.anomaly);
+    const bool in_run =
+        std::string(model) == "detector" ||
+        (std::string(model) == "classifier" ? app.read.classifier : app.read.anomaly);
     const auto it = app.invalid.find(model);
     const std::int64_t n = it != app.invalid.end() ? it->second : 0;
     if (in_run) j[model] = n;
@@ -490,7 +491,8 @@ bool invalid_results(const App& app, nlohmann::ordered_json& facts) {
     if (n > 0) by += (by.empty() ? "" : ", ") + std::to_string(n) + " of the " + model;
   }
   if (total == 0) return false;
-  g_printerr("qa-line: WARNING: %" G_GINT64_FORMAT " model results were NaN or infinite (%s) and "
+  g_printerr("qa-line: WARNING: %" G_GINT64_FORMAT
+             " model results were NaN or infinite (%s) and "
              "judged nothing; %d parts incomplete; exit status %d\n",
              static_cast<gint64>(total), by.c_str(), app.verdicts->counts().incomplete,
              qa::kInvalidResultsExit);

@@ -17,7 +17,6 @@ namespace torchinfer::evidence {
 // Returns the clip's length in seconds, or -1 with `why` (the reason, e.g.
 // "Could not write to resource. (Error while writing to file descriptor 9:
 // No space left on device)"); the caller then deletes the file.
-double write_clip(const std::vector<EncodedFrame>& frames, GstCaps* caps, int fd,
-                  std::string* why);
+double write_clip(const std::vector<EncodedFrame>& frames, GstCaps* caps, int fd, std::string* why);
 
 }  // namespace torchinfer::evidence

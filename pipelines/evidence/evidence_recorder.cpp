@@ -380,8 +380,8 @@ void EvidenceRecorder::write_images(Job& job) {
     if (!job.box.empty()) store_->count_failure(job.n, "crop", why);
     return;
   }
-  const server::SnapshotBox b{job.box.x,      job.box.y, job.box.width, job.box.height,
-                              job.label, job.alarm};
+  const server::SnapshotBox b{job.box.x,      job.box.y, job.box.width,
+                              job.box.height, job.label, job.alarm};
   try {
     server::RawImage drawn = img;
     if (!job.box.empty()) drawn.boxes.push_back(b);

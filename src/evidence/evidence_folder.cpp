@@ -58,8 +58,7 @@ void check_kind(const std::string& dir) {
     if (::lstat(dir.c_str(), &st) != 0)
       refuse(dir, std::string("cannot be created: ") + std::strerror(errno));
   }
-  if (S_ISLNK(st.st_mode))
-    refuse(dir, "is a symbolic link; name the folder it points to itself");
+  if (S_ISLNK(st.st_mode)) refuse(dir, "is a symbolic link; name the folder it points to itself");
   if (!S_ISDIR(st.st_mode))
     refuse(dir, "exists and is not a folder; name a folder (it is created if missing)");
 }

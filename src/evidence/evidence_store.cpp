@@ -176,22 +176,22 @@ json to_json(const EvidenceSettings& s) {
 
 json to_json(const EventRecord& e) {
   json j = {{"n", e.n},
-          {"camera", e.camera},
-          {"reason", e.reason},
-          {"pts_ns", e.pts_ns},
-          {"wall_ms", e.wall_ms},
-          {"track_id", e.track_id},
-          {"label", e.label},
-          {"verdict", e.verdict},
-          {"snapshot", e.snapshot},
-          {"crop", e.crop},
-          {"clip", e.clip},
-          {"snapshot_written", e.snapshot_written},
-          {"crop_written", e.crop_written},
-          {"clip_written", e.clip_written},
-          {"clip_seconds", e.clip_seconds},
-          {"bytes", e.bytes},
-          {"errors", e.errors}};
+            {"camera", e.camera},
+            {"reason", e.reason},
+            {"pts_ns", e.pts_ns},
+            {"wall_ms", e.wall_ms},
+            {"track_id", e.track_id},
+            {"label", e.label},
+            {"verdict", e.verdict},
+            {"snapshot", e.snapshot},
+            {"crop", e.crop},
+            {"clip", e.clip},
+            {"snapshot_written", e.snapshot_written},
+            {"crop_written", e.crop_written},
+            {"clip_written", e.clip_written},
+            {"clip_seconds", e.clip_seconds},
+            {"bytes", e.bytes},
+            {"errors", e.errors}};
   if (!e.defect.empty()) {
     j["defect"] = e.defect;
     j["defect_score"] = e.defect_score;

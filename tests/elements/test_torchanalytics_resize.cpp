@@ -47,16 +47,17 @@ struct Harness {
       GstVideoRegionOfInterestMeta* roi = gst_buffer_add_torch_detection(
           buf, o.label, 0, 0.9, o.x - 20, hgt / 2.0 - 20, o.x + 20, hgt / 2.0 + 20, w, hgt);
       gst_video_region_of_interest_meta_add_param(
-          roi, gst_structure_new(GST_TORCHTRACK_OBJECT_ID_STRUCTURE_NAME, "id", G_TYPE_INT, o.id,
-                                 "predicted", G_TYPE_BOOLEAN, FALSE, "age", G_TYPE_INT, n,
-                                 nullptr));
+          roi,
+          gst_structure_new(GST_TORCHTRACK_OBJECT_ID_STRUCTURE_NAME, "id", G_TYPE_INT, o.id,
+                            "predicted", G_TYPE_BOOLEAN, FALSE, "age", G_TYPE_INT, n, nullptr));
     }
     GstBuffer* out = gst_harness_push_and_pull(h, buf);
     EXPECT_NE(out, nullptr);
     guint64 forward = 0;
-    GstCustomMeta* cm = out ? gst_buffer_get_custom_meta(out, GST_TORCH_ANALYTICS_META_NAME) : nullptr;
-    const GValue* lines = cm ? gst_structure_get_value(gst_custom_meta_get_structure(cm), "lines")
-                             : nullptr;
+    GstCustomMeta* cm =
+        out ? gst_buffer_get_custom_meta(out, GST_TORCH_ANALYTICS_META_NAME) : nullptr;
+    const GValue* lines =
+        cm ? gst_structure_get_value(gst_custom_meta_get_structure(cm), "lines") : nullptr;
     for (guint i = 0; lines && i < gst_value_array_get_size(lines); ++i) {
       const GstStructure* l = gst_value_get_structure(gst_value_array_get_value(lines, i));
       if (g_strcmp0(gst_structure_get_string(l, "name"), line) == 0)

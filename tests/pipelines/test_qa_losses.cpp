@@ -93,8 +93,7 @@ TEST(QaLineLosses, EvidenceFolderSwappedForALinkMidRunWritesNothingThere) {
   { std::ofstream(base + "/other/qa-line-1-snapshot.jpg") << "not ours"; }
   const std::string dir = base + "/ev";
   auto args = base_args();
-  for (const char* a : {"--evidence", dir.c_str(), "--evidence-max-events", "2"})
-    args.push_back(a);
+  for (const char* a : {"--evidence", dir.c_str(), "--evidence-max-events", "2"}) args.push_back(a);
   Child app(args);
   ASSERT_NE(app.wait_line(false, "\"snapshot\"", 300), "") << app.err();
   fs::rename(dir, base + "/moved");
@@ -113,12 +112,13 @@ TEST(QaLineLosses, EvidenceFolderSwappedForALinkMidRunWritesNothingThere) {
                 dir + "/qa-line-9-clip.mkv: the evidence folder was replaced by a symbolic link"),
             std::string::npos)
       << s;
-  EXPECT_NE(app.err().find("qa-line: WARNING: evidence lost: " +
-                           s["write_failures"].dump() + " files not written"),
+  EXPECT_NE(app.err().find("qa-line: WARNING: evidence lost: " + s["write_failures"].dump() +
+                           " files not written"),
             std::string::npos)
       << app.err();
   std::vector<std::string> there;
-  for (const auto& e : fs::directory_iterator(base + "/other")) there.push_back(e.path().filename());
+  for (const auto& e : fs::directory_iterator(base + "/other"))
+    there.push_back(e.path().filename());
   EXPECT_EQ(there, std::vector<std::string>{"qa-line-1-snapshot.jpg"});
 }
 

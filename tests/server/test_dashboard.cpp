@@ -299,9 +299,8 @@ TEST(Dashboard, AnEvidenceCameraShowsItsLastEvents) {
 // left to right, so the gate drawn bottom-up counts the clip's 12 parts
 // that cross x = 320 forward (7 brackets, 5 washers; the truth's).
 TEST(Dashboard, ACountingCameraShowsItsLineCountsAsText) {
-  const json gate = {{"name", "gate"},
-                     {"points", {{320, 480}, {320, 0}}},
-                     {"classes", {"bracket", "washer"}}};
+  const json gate = {
+      {"name", "gate"}, {"points", {{320, 480}, {320, 0}}}, {"classes", {"bracket", "washer"}}};
   const json cam = {{"id", "count"},
                     {"uri", clip_uri()},
                     {"loop", false},

@@ -16,12 +16,12 @@ using namespace torchinfer::test;
 namespace fs = std::filesystem;
 
 TEST(ServerEvidenceFolder, AFolderSwappedForALinkGetsNothingAndTheLossIsCounted) {
-  const json cam = {{"id", "swap"},
-                    {"uri", clip_uri()},
-                    {"track", true},
-                    {"loop", true},
-                    {"evidence",
-                     {{"classes", {"bracket", "washer"}}, {"dir", "swap-ev"}, {"max_events", 2}}}};
+  const json cam = {
+      {"id", "swap"},
+      {"uri", clip_uri()},
+      {"track", true},
+      {"loop", true},
+      {"evidence", {{"classes", {"bracket", "washer"}}, {"dir", "swap-ev"}, {"max_events", 2}}}};
   ServerProcess server(json{{"streams", json::array({cam})}});
   ASSERT_TRUE(server.ready()) << server.child().err();
   Http http;
@@ -50,8 +50,7 @@ TEST(ServerEvidenceFolder, AFolderSwappedForALinkGetsNothingAndTheLossIsCounted)
       120))
       << s.dump() << server.child().err();
   EXPECT_EQ(s["state"], "running");
-  EXPECT_NE(s["evidence"]["last_error"].get<std::string>().find(
-                dir + "/swap-" /* n-kind */),
+  EXPECT_NE(s["evidence"]["last_error"].get<std::string>().find(dir + "/swap-" /* n-kind */),
             std::string::npos)
       << s["evidence"];
   EXPECT_NE(s["evidence"]["last_error"].get<std::string>().find(
@@ -72,8 +71,9 @@ TEST(ServerEvidenceFolder, AFolderSwappedForALinkGetsNothingAndTheLossIsCounted)
   std::smatch hit;
   ASSERT_TRUE(std::regex_search(
       m, hit,
-      std::regex("torchinfer_stream_evidence_write_failures_total\\{stream=\"swap\",model=\"parts\"\\} "
-                 "([0-9]+)\n")))
+      std::regex(
+          "torchinfer_stream_evidence_write_failures_total\\{stream=\"swap\",model=\"parts\"\\} "
+          "([0-9]+)\n")))
       << m;
   EXPECT_GE(std::stoi(hit[1]), 3);
 }

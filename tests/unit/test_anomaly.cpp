@@ -475,8 +475,8 @@ TEST(AnomalyDecode, OneCellMapIsAMap) {
     MapPlacement where;
     where.input_width = where.input_height = 16;
     where.clip_x1 = where.clip_y1 = 16;
-    const auto regions = anomaly_regions(*find_anomaly_outputs(views).map, anomaly_map_rule(cfg),
-                                         where);
+    const auto regions =
+        anomaly_regions(*find_anomaly_outputs(views).map, anomaly_map_rule(cfg), where);
     ASSERT_EQ(regions.size(), v >= 12.0f ? 1u : 0u);
     if (!regions.empty()) {
       EXPECT_DOUBLE_EQ(regions[0].x_max, 16.0);

@@ -66,13 +66,15 @@ TEST_F(EvidenceFolderSwap, ALinkSwappedInGetsNothingAndTheLossIsCounted) {
   EXPECT_EQ(c.snapshots, 1u);
   EXPECT_EQ(c.write_failures, 2u);
   EXPECT_EQ(c.pruned_events, 1u);
-  EXPECT_EQ(c.last_error, root_ + "/ev/cam-2-clip.mkv: the evidence folder was replaced by a "
-                                  "symbolic link since the start; files are not written through "
-                                  "it: put the folder back or restart with a folder");
+  EXPECT_EQ(c.last_error, root_ +
+                              "/ev/cam-2-clip.mkv: the evidence folder was replaced by a "
+                              "symbolic link since the start; files are not written through "
+                              "it: put the folder back or restart with a folder");
   EXPECT_EQ(store.find(2)->errors.at("snapshot"),
-            root_ + "/ev/cam-2-snapshot.jpg: the evidence folder was replaced by a symbolic link "
-                    "since the start; files are not written through it: put the folder back or "
-                    "restart with a folder");
+            root_ +
+                "/ev/cam-2-snapshot.jpg: the evidence folder was replaced by a symbolic link "
+                "since the start; files are not written through it: put the folder back or "
+                "restart with a folder");
   // Nothing written or deleted through the link; retention pruned event 1
   // in the folder it was written to, and event 2's record is there too.
   EXPECT_EQ(names(root_ + "/other"), std::set<std::string>{"cam-1-snapshot.jpg"});
@@ -96,7 +98,8 @@ TEST_F(EvidenceFolderSwap, AnotherFolderOfTheSameNameIsRefusedToo) {
   // A folder that is gone is a counted loss as well.
   fs::remove(root_ + "/ev");
   EXPECT_FALSE(put(store, 1, "snapshot"));
-  EXPECT_EQ(store.counters().last_error, root_ + "/ev/cam-1-snapshot.jpg: No such file or directory");
+  EXPECT_EQ(store.counters().last_error,
+            root_ + "/ev/cam-1-snapshot.jpg: No such file or directory");
 }
 
 // While the folder stays, a file written through a descriptor lands under
