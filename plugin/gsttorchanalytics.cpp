@@ -6,8 +6,8 @@
  * rules (direction, hysteresis, border, holes, track lifetime) are those of
  * src/analytics/analytics.h, documented in docs/elements.md.
  *
- *   ... ! torchnms ! torchtrack ! torchanalytics lines="gate:320,480,320,0" ! torchmetaconvert !
- * ...
+ *   ... ! torchnms ! torchtrack ! torchanalytics lines="gate:320,480,320,0" classes=bracket,washer
+ * ! torchmetaconvert ! ...
  *
  * Each frame gets the cumulative counts of its stream as a custom meta
  * (GST_TORCH_ANALYTICS_META_NAME), each detection ROI the names of the zones
@@ -147,9 +147,11 @@ static void apply_settings(GstTorchAnalytics* self) {
   }
   st.applied = s.generation;
   st.fresh = false;
+  bool configured = true;
   try {
     st.config = an::effective_config(s, st.width, st.height);
   } catch (const std::exception& e) {
+    configured = false;
     GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS, ("%s", e.what()),
                         ("the previous lines and zones stay; rename one of them"));
   }
@@ -159,7 +161,7 @@ static void apply_settings(GstTorchAnalytics* self) {
   // A new frame size scales the tracks and the normalised lines and zones
   // with it: in the user's 0..1 coordinates nothing changed, so the counts
   // stay.
-  const bool resized = st.applied_width > 0 && st.applied_height > 0 &&
+  const bool resized = configured && st.applied_width > 0 && st.applied_height > 0 &&
                        (st.applied_width != st.width || st.applied_height != st.height);
   const double sx = resized ? double(st.width) / st.applied_width : 1;
   const double sy = resized ? double(st.height) / st.applied_height : 1;
