@@ -21,6 +21,10 @@ anomaly_tuple.pt  traced; returns (score [N,1] = mean red * 20, map).
                   pixel_threshold 10, min 0, max 20.
 anomaly_raw.json  a sidecar without thresholds for anomaly_map.pt (raw
                   values, decided by anomaly-threshold).
+anomaly_one_cell.pt traced; the red channel pooled to one cell, [N,1,1,1]
+                  (a 1x1 map); sidecar anomaly_one_cell.json as anomaly_map.json.
+anomaly_all_nan.pt traced; NaN everywhere, whatever the input (a broken model);
+                  sidecar anomaly_all_nan.json as anomaly_map.json.
 anomaly_nan.pt    traced; the map, but NaN where the green channel is above
                   0.5 (a model that breaks on some inputs). Sidecar as
                   anomaly_map.json.
@@ -61,6 +65,16 @@ class NanWhereGreen(nn.Module):
         m = anomaly_map(x)
         green = F.avg_pool2d(x[:, 1:2], 4)
         return torch.where(green > 0.5, torch.full_like(m, float("nan")), m)
+
+
+class OneCell(nn.Module):
+    def forward(self, x):
+        return F.avg_pool2d(x[:, 0:1], 16) * 20.0
+
+
+class AllNan(nn.Module):
+    def forward(self, x):
+        return anomaly_map(x) * float("nan")
 
 
 def write_json(path, obj):
@@ -127,6 +141,17 @@ def main(outdir):
     if not torch.isnan(torch.jit.load(path)(green)).all():
         raise RuntimeError("anomaly_nan: a green input gives no NaN")
     write_json(os.path.join(outdir, "anomaly_nan.json"), dict(ours, **thresholds))
+
+    path = os.path.join(outdir, "anomaly_one_cell.pt")
+    torch.jit.trace(OneCell().eval(), x).save(path)
+    check("anomaly_one_cell", torch.jit.load(path)(red), torch.full((1, 1, 1, 1), 12.0))
+    write_json(os.path.join(outdir, "anomaly_one_cell.json"), dict(ours, **thresholds))
+
+    path = os.path.join(outdir, "anomaly_all_nan.pt")
+    torch.jit.trace(AllNan().eval(), x).save(path)
+    if not torch.isnan(torch.jit.load(path)(red)).all():
+        raise RuntimeError("anomaly_all_nan: a result without NaN")
+    write_json(os.path.join(outdir, "anomaly_all_nan.json"), dict(ours, **thresholds))
 
 
 if __name__ == "__main__":

@@ -72,12 +72,15 @@ tracked() {
     "$SINK"
 }
 
-# Counting at a gate: each part crossing x = 320 (its box centre) counted
-# once, by class; the gate, its counts and each box's id drawn.
+# Counting at a gate: each part (bracket or washer: not the detector's
+# defect boxes) crossing x = 320 (its box centre) counted once, by class,
+# forward (the belt runs left to right; the gate is drawn bottom-up); the
+# gate, its counts and each box's id drawn.
 counted() {
   # shellcheck disable=SC2046
   gst-launch-1.0 -e $(clip) ! torchinfer model="$MODEL" inference-interval=3 ! torchnms ! \
-    torchtrack ! torchanalytics reference-point=center lines="gate:320,480,320,0" ! \
+    torchtrack ! torchanalytics reference-point=center lines="gate:320,480,320,0" \
+    classes=bracket,washer ! \
     torchmetaconvert location="$OUT/counted.jsonl" ! torchoverlay ! videoconvert ! "$SINK"
 }
 

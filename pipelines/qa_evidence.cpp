@@ -182,6 +182,10 @@ nlohmann::ordered_json QaEvidence::decided(const QaDecision& d) {
   e.track_id = d.part;
   e.label = d.label;
   e.verdict = "reject";
+  if (!d.defects.empty()) {  // best first: the one the snapshot names
+    e.defect = d.defects.front().first;
+    e.defect_score = d.defects.front().second;
+  }
   const auto it = best_.find(d.part);
   const Best best = it != best_.end() ? it->second : Best();
   e = recorder_->record(e, best.frame, info_, best.box);

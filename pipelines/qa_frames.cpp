@@ -65,6 +65,24 @@ std::vector<int> ended_tracks(GstBuffer* buf) {
   return ended;
 }
 
+// The app's model of a tensor meta, by its model-instance-id.
+const char* model_of(const GstTorchTensorMeta* tm) {
+  if (g_strcmp0(tm->model_instance_id, kDetectorId) == 0) return "detector";
+  if (g_strcmp0(tm->model_instance_id, "qa-classifier") == 0) return "classifier";
+  if (g_strcmp0(tm->model_instance_id, "qa-anomaly") == 0) return "anomaly";
+  return nullptr;
+}
+
+void count_invalid(GstBuffer* buf, std::map<std::string, std::int64_t>& invalid) {
+  gpointer iter = nullptr;
+  while (GstMeta* m =
+             gst_buffer_iterate_meta_filtered(buf, &iter, GST_TORCH_TENSOR_META_API_TYPE)) {
+    auto* tm = reinterpret_cast<GstTorchTensorMeta*>(m);
+    const char* model = model_of(tm);
+    if (model && tm->inferred && !tm->valid) invalid[model]++;
+  }
+}
+
 }  // namespace
 
 FrameResults read_frame(GstBuffer* buf, std::int64_t index, const ReadRules& rules) {
@@ -72,6 +90,7 @@ FrameResults read_frame(GstBuffer* buf, std::int64_t index, const ReadRules& rul
   r.frame.index = index;
   const GstClockTime pts = GST_BUFFER_PTS(buf);
   r.frame.pts = GST_CLOCK_TIME_IS_VALID(pts) ? static_cast<std::int64_t>(pts) : -1;
+  count_invalid(buf, r.invalid);
   GstTorchTensorMeta* tm = detector_meta(buf);
   if (!tm || tm->frame_width == 0 || tm->frame_height == 0) return r;
   r.has_detector = true;

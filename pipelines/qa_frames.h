@@ -7,6 +7,7 @@
 #include <gst/gst.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -33,7 +34,16 @@ struct FrameResults {
   bool has_detector = false;       // the detector's tensor meta is there
   bool detector_inferred = false;  // its result is this frame's own
   double detector_ms = 0;          // its forward() time (inferred frames)
+  // Results of this frame with NaN/infinite outputs (torchinfer's valid =
+  // FALSE: they judge nothing), by model: "detector", "classifier",
+  // "anomaly" (one per part view in region mode).
+  std::map<std::string, std::int64_t> invalid;
 };
+
+// Exit status of a run where every part was decided and every line
+// written, but some model results were invalid (NaN/infinite outputs): the
+// parts they should have judged lost that evidence (pipelines/README.md).
+constexpr int kInvalidResultsExit = 4;
 
 struct ReadRules {
   std::vector<std::string> part_classes;

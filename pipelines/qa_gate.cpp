@@ -34,7 +34,7 @@ nlohmann::ordered_json directions_json(const DirectionCounts& c) {
 std::string parse_gate(const std::string& text, Gate* gate) {
   const std::string usage = "qa-line: --gate '" + text +
                             "': give x1,y1,x2,y2, two distinct points of the gate line in frame "
-                            "pixels (e.g. 320,0,320,480)";
+                            "pixels (e.g. 320,480,320,0)";
   // One line of torchanalytics' syntax: no name, no second entry.
   if (text.find_first_of(":;") != std::string::npos) return usage;
   std::vector<Tripwire> lines;

@@ -55,8 +55,9 @@ struct App {
   qa::Annotator annotator;
   std::map<long long, std::string> verdict_of;  // part id -> verdict, for the scores
   std::map<long long, torchinfer::QaAnomalyVerdict> anomaly_of;  // part id -> anomaly verdict
-  std::vector<double> detector_ms;           // forward() time of each inferred frame
-  std::unique_ptr<qa::QaEvidence> evidence;  // --evidence
+  std::vector<double> detector_ms;              // forward() time of each inferred frame
+  std::map<std::string, std::int64_t> invalid;  // results with NaN/inf outputs, by model
+  std::unique_ptr<qa::QaEvidence> evidence;     // --evidence
   qa::GateCounts gate;  // --gate: what torchanalytics counted, the verdicts at it
   FILE* out = stdout;
   int video_fd = -1;  // --out: the annotated video, for the pipeline's fdsink
@@ -165,6 +166,7 @@ GstPadProbeReturn on_result(GstPad* pad, GstPadProbeInfo* info, gpointer user) {
   if (app->truth_mismatch) return GST_PAD_PROBE_OK;
   try {
     auto r = qa::read_frame(buf, frame, app->read);
+    for (const auto& [model, n] : r.invalid) app->invalid[model] += n;
     if (app->scorer && !score(*app, r)) return GST_PAD_PROBE_OK;
     if (!r.has_detector) return GST_PAD_PROBE_OK;
     if (r.detector_inferred && app->info.frames_inferred++ == 0)
@@ -471,6 +473,32 @@ nlohmann::ordered_json gate_facts(const App& app) {
   return j;
 }
 
+// The summary's "invalid_results" (per model of the run) and, when there
+// are some, a warning: those results judged nothing, so parts may be
+// incomplete. True when there are some.
+bool invalid_results(const App& app, nlohmann::ordered_json& facts) {
+  auto& j = facts["invalid_results"] = nlohmann::ordered_json::object();
+  std::int64_t total = 0;
+  std::string by;
+  for (const char* model : {"detector", "classifier", "anomaly"}) {
+    const bool in_run =
+        std::string(model) == "detector" ||
+        (std::string(model) == "classifier" ? app.read.classifier : app.read.anomaly);
+    const auto it = app.invalid.find(model);
+    const std::int64_t n = it != app.invalid.end() ? it->second : 0;
+    if (in_run) j[model] = n;
+    total += n;
+    if (n > 0) by += (by.empty() ? "" : ", ") + std::to_string(n) + " of the " + model;
+  }
+  if (total == 0) return false;
+  g_printerr("qa-line: WARNING: %" G_GINT64_FORMAT
+             " model results were NaN or infinite (%s) and "
+             "judged nothing; %d parts incomplete; exit status %d\n",
+             static_cast<gint64>(total), by.c_str(), app.verdicts->counts().incomplete,
+             qa::kInvalidResultsExit);
+  return true;
+}
+
 // The open parts decided, the counts, the scores and the summary line.
 void report_run(App& app) {
   report(app, app.verdicts->flush());
@@ -487,9 +515,12 @@ void report_run(App& app) {
     facts["evidence"] = app.evidence->summary();
   }
   if (app.opt.gate) facts["gate"] = gate_facts(app);
+  const bool invalid = invalid_results(app, facts);
   write_line(app, torchinfer::summary_json(app.verdicts->counts(), app.info, facts));
-  // Every part was decided and written: lost evidence is its own status.
+  // Every part was decided and written: lost evidence is its own status,
+  // lost model results (the graver) another.
   if (app.evidence && app.evidence->report_losses() && app.rc == 0) app.rc = qa::kEvidenceLostExit;
+  if (invalid && (app.rc == 0 || app.rc == qa::kEvidenceLostExit)) app.rc = qa::kInvalidResultsExit;
   if (app.opt.out_dir.empty()) return;
   const std::string snap = app.opt.out_dir + "/snapshot.png";
   std::string why;

@@ -6,8 +6,8 @@
  * rules (direction, hysteresis, border, holes, track lifetime) are those of
  * src/analytics/analytics.h, documented in docs/elements.md.
  *
- *   ... ! torchnms ! torchtrack ! torchanalytics lines="gate:320,480,320,0" ! torchmetaconvert !
- * ...
+ *   ... ! torchnms ! torchtrack ! torchanalytics lines="gate:320,480,320,0" classes=bracket,washer
+ * ! torchmetaconvert ! ...
  *
  * Each frame gets the cumulative counts of its stream as a custom meta
  * (GST_TORCH_ANALYTICS_META_NAME), each detection ROI the names of the zones
@@ -50,6 +50,7 @@ struct State {
   std::map<std::string, StreamAnalytics> streams;  // by stream-id
   std::string current;                             // stream-id of the latest stream-start
   int width = 0, height = 0;
+  int applied_width = 0, applied_height = 0;  // the frame size st.config is in
 };
 
 }  // namespace
@@ -106,6 +107,7 @@ static gboolean gst_torchanalytics_start(GstBaseTransform* trans) {
   st.streams.clear();
   st.current.clear();
   st.fresh = true;
+  st.applied_width = st.applied_height = 0;
   return TRUE;
 }
 
@@ -145,17 +147,31 @@ static void apply_settings(GstTorchAnalytics* self) {
   }
   st.applied = s.generation;
   st.fresh = false;
+  bool configured = true;
   try {
     st.config = an::effective_config(s, st.width, st.height);
   } catch (const std::exception& e) {
+    configured = false;
     GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS, ("%s", e.what()),
                         ("the previous lines and zones stay; rename one of them"));
   }
   st.options.hysteresis = s.hysteresis;
   st.options.max_age = static_cast<int>(s.max_age);
   st.options.reference = s.reference;
+  // A new frame size scales the tracks and the normalised lines and zones
+  // with it: in the user's 0..1 coordinates nothing changed, so the counts
+  // stay.
+  const bool resized = configured && st.applied_width > 0 && st.applied_height > 0 &&
+                       (st.applied_width != st.width || st.applied_height != st.height);
+  const double sx = resized ? double(st.width) / st.applied_width : 1;
+  const double sy = resized ? double(st.height) / st.applied_height : 1;
+  st.applied_width = st.width;
+  st.applied_height = st.height;
   for (auto& [id, stream] : st.streams) {
-    stream.set_config(st.config);
+    if (resized)
+      stream.resize(st.config, sx, sy);
+    else
+      stream.set_config(st.config);
     stream.set_options(st.options);
   }
 }

@@ -48,6 +48,18 @@ bool set_geometry(Settings& s, const GValue* v, GParamSpec* pspec) {
   return true;
 }
 
+bool set_classes(Settings& s, const GValue* v, GParamSpec* pspec) {
+  const char* text = g_value_get_string(v);
+  try {
+    s.classes = parse_classes(text ? text : "");
+  } catch (const Error& e) {
+    return refuse(pspec, text, e.what());
+  }
+  s.classes_text = text ? text : "";
+  s.generation++;
+  return true;
+}
+
 bool set_config(Settings& s, const GValue* v, GParamSpec* pspec) {
   const char* path = g_value_get_string(v);
   AnalyticsConfig content;
@@ -135,6 +147,13 @@ constexpr Entry kEntries[] = {
       "Frames a track's state (sides, zones, what it was counted for) is kept "
       "after its last sighting: a track re-found within them does not count again",
       0, 100000, kDefaultMaxAge, f); }),
+  {PROP_CLASSES, Access::kPlaying, [](GParamFlags f) {
+    return g_param_spec_string("classes", "Classes",
+      "Labels (comma-separated) that the lines and zones of the lines and zones "
+      "properties count, e.g. bracket,washer; empty: every label (the config file's "
+      "entries have their own)",
+      nullptr, f); },
+    set_classes, get_member<&Settings::classes_text, Settings, Status>},
   {PROP_COUNTS, Access::kReadOnly, [](GParamFlags f) {
     return g_param_spec_boxed("counts", "Counts",
       "torchanalytics-counts: \"streams\", the latest counts of each stream since start "
@@ -190,6 +209,8 @@ AnalyticsConfig effective_config(const Settings& s, int width, int height) {
   AnalyticsConfig props;
   props.lines = s.lines;
   props.zones = s.zones;
+  for (Tripwire& l : props.lines) l.classes = s.classes;
+  for (Zone& z : props.zones) z.classes = s.classes;
   props.normalized = s.normalized;
   AnalyticsConfig out = to_pixels(props, width, height);
   const AnalyticsConfig file = to_pixels(s.config_content, width, height);

@@ -24,6 +24,7 @@ enum Prop {
   PROP_REFERENCE_POINT,
   PROP_HYSTERESIS,
   PROP_MAX_AGE,
+  PROP_CLASSES,
   PROP_COUNTS,
 };
 
@@ -38,6 +39,8 @@ struct Settings {
   std::string lines_text, zones_text;
   std::vector<Tripwire> lines;
   std::vector<Zone> zones;
+  std::string classes_text;
+  std::vector<std::string> classes;  // of the lines and zones properties; empty = every label
   bool normalized = false;
   std::string config;              // path; empty = none
   AnalyticsConfig config_content;  // read while running; start reads it again

@@ -1,7 +1,6 @@
 #include "evidence/clip_writer.h"
 
 #include <gst/app/gstappsrc.h>
-#include <unistd.h>
 
 #include <cstring>
 
@@ -13,25 +12,28 @@ namespace {
 // a hung file system): the clip is given up, counted by the caller.
 constexpr GstClockTime kClipTimeout = 60 * GST_SECOND;
 
-GstElement* clip_pipeline(GstCaps* caps, const std::string& path, GstElement** src,
-                          std::string* why) {
+GstElement* clip_pipeline(GstCaps* caps, int fd, GstElement** src, std::string* why) {
   const bool h264 =
       gst_structure_has_name(gst_caps_get_structure(caps, 0), "video/x-h264") != FALSE;
   GstElement* p = gst_pipeline_new("evidence-clip");
   *src = gst_element_factory_make("appsrc", nullptr);
   GstElement* parse = h264 ? gst_element_factory_make("h264parse", nullptr) : nullptr;
   GstElement* mux = gst_element_factory_make("matroskamux", nullptr);
-  GstElement* sink = gst_element_factory_make("filesink", nullptr);
+  // fdsink on the store's descriptor (a file made relative to the evidence
+  // folder's own descriptor), never a path: a folder replaced by a link
+  // since the start cannot redirect the clip. It seeks, as matroskamux
+  // needs to finish its header.
+  GstElement* sink = gst_element_factory_make("fdsink", nullptr);
   if (!*src || (h264 && !parse) || !mux || !sink) {
     for (GstElement* e : {*src, parse, mux, sink})
       if (e) gst_object_unref(gst_object_ref_sink(e));
     gst_object_unref(p);
-    *why = "appsrc, h264parse, matroskamux or filesink is not installed";
+    *why = "appsrc, h264parse, matroskamux or fdsink is not installed";
     return nullptr;
   }
   g_object_set(*src, "caps", caps, "format", GST_FORMAT_TIME, "max-bytes", G_GUINT64_CONSTANT(0),
                nullptr);
-  g_object_set(sink, "location", path.c_str(), "sync", FALSE, "async", FALSE, nullptr);
+  g_object_set(sink, "fd", fd, "sync", FALSE, "async", FALSE, nullptr);
   gst_bin_add_many(GST_BIN(p), *src, mux, sink, nullptr);
   bool linked;
   if (parse) {
@@ -83,17 +85,17 @@ bool wait_done(GstElement* p, GstClockTime timeout, std::string* why) {
 
 }  // namespace
 
-double write_clip(const std::vector<EncodedFrame>& frames, GstCaps* caps, const std::string& path,
+double write_clip(const std::vector<EncodedFrame>& frames, GstCaps* caps, int fd,
                   std::string* why) {
   if (frames.empty()) {
     *why = "no frames";
     return -1;
   }
   GstElement* src = nullptr;
-  GstElement* p = clip_pipeline(caps, path, &src, why);
+  GstElement* p = clip_pipeline(caps, fd, &src, why);
   if (!p) return -1;
   bool ok = gst_element_set_state(p, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE;
-  if (!ok) *why = "cannot open " + path;
+  if (!ok) *why = "cannot start the clip muxer";
   const std::int64_t base = frames.front().pts_ns;
   for (std::size_t i = 0; ok && i < frames.size(); ++i)
     ok = gst_app_src_push_buffer(GST_APP_SRC(src), clip_buffer(frames[i], base)) == GST_FLOW_OK;
@@ -102,10 +104,7 @@ double write_clip(const std::vector<EncodedFrame>& frames, GstCaps* caps, const 
   ok = wait_done(p, ok ? kClipTimeout : GST_SECOND, why) && ok;
   gst_element_set_state(p, GST_STATE_NULL);
   gst_object_unref(p);
-  if (!ok) {
-    unlink(path.c_str());
-    return -1;
-  }
+  if (!ok) return -1;
   const EncodedFrame& last = frames.back();
   return (last.pts_ns + last.duration_ns - frames.front().pts_ns) / 1e9;
 }

@@ -1,8 +1,10 @@
 #include "evidence/evidence_recorder.h"
 
 #include <gst/app/gstappsink.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <exception>
@@ -36,7 +38,8 @@ struct EvidenceRecorder::Job {
   GstBuffer* frame = nullptr;  // owned; the snapshot's frame
   GstVideoInfo info{};
   cv::Rect box;
-  std::string label;
+  std::string label;   // evidence::snapshot_caption
+  bool alarm = false;  // a reject: drawn red
   PendingClip clip{};
   std::vector<evidence::EncodedFrame> frames;  // the clip's
 
@@ -47,6 +50,7 @@ struct EvidenceRecorder::Job {
         info(o.info),
         box(o.box),
         label(std::move(o.label)),
+        alarm(o.alarm),
         clip(o.clip),
         frames(std::move(o.frames)) {}
   ~Job() {
@@ -293,7 +297,8 @@ evidence::EventRecord EvidenceRecorder::record(evidence::EventRecord e, GstBuffe
   job.n = e.n;
   job.info = info;
   job.box = box;
-  job.label = e.label + (e.verdict.empty() ? "" : " " + e.verdict);
+  job.label = evidence::snapshot_caption(e);
+  job.alarm = evidence::snapshot_alarm(e);
   // A pooled buffer (a camera's) goes back to its pool now: the writer gets
   // a copy. A buffer of nobody's pool (the QA app's copy) is only referenced.
   job.frame = frame->pool ? gst_buffer_copy_deep(frame) : gst_buffer_ref(frame);
@@ -375,7 +380,8 @@ void EvidenceRecorder::write_images(Job& job) {
     if (!job.box.empty()) store_->count_failure(job.n, "crop", why);
     return;
   }
-  const server::SnapshotBox b{job.box.x, job.box.y, job.box.width, job.box.height, job.label};
+  const server::SnapshotBox b{job.box.x,      job.box.y, job.box.width,
+                              job.box.height, job.label, job.alarm};
   try {
     server::RawImage drawn = img;
     if (!job.box.empty()) drawn.boxes.push_back(b);
@@ -406,19 +412,26 @@ void EvidenceRecorder::write_clip(Job& job) {
     return;
   }
   const auto& s = store_->settings();
-  const std::string tmp =
-      s.dir + "/." + store_->camera() + "-" + std::to_string(job.n) + "-clip.mkv.part";
+  std::string tmp;
+  const int fd = store_->create_temp(job.n, "clip", &tmp);  // a failure is counted there
+  if (fd < 0) {
+    gst_caps_unref(caps);
+    return;
+  }
   std::string why;
-  const double seconds = evidence::write_clip(frames, caps, tmp, &why);
+  const double seconds = evidence::write_clip(frames, caps, fd, &why);
   gst_caps_unref(caps);
-  if (seconds < 0) {
+  if (seconds >= 0 && ::fsync(fd) != 0) why = std::string("fsync: ") + std::strerror(errno);
+  if (::close(fd) != 0 && why.empty()) why = std::string("close: ") + std::strerror(errno);
+  if (seconds < 0 || !why.empty()) {
+    store_->discard_temp(tmp);
     store_->count_failure(job.n, "clip", job.clip.path + ": " + why);
     return;
   }
   const double asked = s.pre_s + s.post_s;
   const double frame_s = frames.front().duration_ns / 1e9;
   if (seconds + frame_s + 1e-3 < asked) clips_short_++;
-  store_->adopt(job.n, "clip", tmp, seconds);
+  store_->adopt_temp(job.n, "clip", tmp, seconds);
 }
 
 void EvidenceRecorder::finish() {

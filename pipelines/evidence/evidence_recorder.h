@@ -8,7 +8,8 @@
 //   tee ! queue leaky=downstream ! videoconvert ! jpegenc | x264enc ! appsink
 //                                    (drops counted)          -> EncodedRing
 //   worker thread: JPEG snapshot + crop, clip = appsrc ! [h264parse !]
-//                  matroskamux ! filesink (temp file) -> store->adopt()
+//                  matroskamux ! fdsink (a temp file the store made in its
+//                  folder's descriptor) -> store->adopt_temp()
 //
 // The streaming threads only copy, count and hand over: nothing here blocks
 // them, nothing throws into them. The recorder must outlive its pipeline's

@@ -130,6 +130,42 @@ void StreamAnalytics::set_config(const AnalyticsConfig& config) {
   zones_ = std::move(zones);
 }
 
+void StreamAnalytics::resize(const AnalyticsConfig& config, double sx, double sy) {
+  if (!(sx > 0) || !(sy > 0) || !std::isfinite(sx) || !std::isfinite(sy))
+    throw Error(ErrorKind::kInvalidArgument, "analytics: a frame size change needs scales > 0");
+  // Scaled old geometry equal to the new one within rounding of the
+  // normalised coordinates (a few ulps of a frame's size).
+  auto same = [&](Point2 old, Point2 now) {
+    const Point2 s{old.x * sx, old.y * sy};
+    return std::abs(s.x - now.x) <= 1e-9 * (1 + std::abs(now.x)) &&
+           std::abs(s.y - now.y) <= 1e-9 * (1 + std::abs(now.y));
+  };
+  auto same_polygon = [&](const Polygon& a, const Polygon& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (!same(a[i], b[i])) return false;
+    return true;
+  };
+  for (LineState& ls : lines_)
+    for (const Tripwire& l : config.lines)
+      if (l.name == ls.line.name && l.classes == ls.line.classes && same(ls.line.p1, l.p1) &&
+          same(ls.line.p2, l.p2))
+        ls.line = l;  // set_config below finds it unchanged
+  for (ZoneState& zs : zones_)
+    for (const Zone& z : config.zones) {
+      if (z.name != zs.zone.name || z.classes != zs.zone.classes ||
+          z.holes.size() != zs.zone.holes.size() || !same_polygon(zs.zone.outline, z.outline))
+        continue;
+      bool holes = true;
+      for (std::size_t i = 0; i < z.holes.size(); ++i)
+        holes = holes && same_polygon(zs.zone.holes[i], z.holes[i]);
+      if (holes) zs.zone = z;
+    }
+  for (auto& [id, t] : tracks_)
+    for (auto& [name, side] : t.lines) side.anchor = {side.anchor.x * sx, side.anchor.y * sy};
+  set_config(config);
+}
+
 Point2 StreamAnalytics::reference(const AnalyticsObject& o) const {
   const double cx = (o.x_min + o.x_max) / 2, cy = (o.y_min + o.y_max) / 2;
   switch (options_.reference) {

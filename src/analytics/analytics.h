@@ -117,6 +117,12 @@ class StreamAnalytics {
   // from zero; a removed one is gone (its tracks do not exit).
   void set_config(const AnalyticsConfig& config);
   void set_options(const AnalyticsOptions& options);
+  // The frame changed size: its pixels are the old ones scaled by (sx, sy)
+  // (> 0), and `config` is the new one in the new pixels. The tracks' points
+  // scale with the frame; a line or zone whose geometry is the old one
+  // scaled (a normalised one, up to rounding) or the old one unchanged keeps
+  // its counts and its tracks' sides, then set_config(config).
+  void resize(const AnalyticsConfig& config, double sx, double sy);
 
   std::vector<LineCounts> line_counts() const;  // config order
   std::vector<ZoneCounts> zone_counts() const;  // config order

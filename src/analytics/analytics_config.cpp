@@ -1,8 +1,10 @@
 #include "analytics/analytics_config.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <optional>
 #include <set>
 
 #include "common/error.h"
@@ -68,10 +70,59 @@ double twice_area(const Polygon& p) {
   return a;
 }
 
+double orient(Point2 o, Point2 a, Point2 b) {
+  return (a.x - o.x) * (b.y - o.y) - (a.y - o.y) * (b.x - o.x);
+}
+
+bool all_on_one_line(const Polygon& p) {
+  std::size_t a = 1;
+  while (a < p.size() && p[a] == p[0]) ++a;
+  for (std::size_t i = a + 1; i < p.size(); ++i)
+    if (orient(p[0], p[a], p[i]) != 0) return false;
+  return true;
+}
+
+// q on segment a-b, given that the three are collinear.
+bool on_segment(Point2 a, Point2 b, Point2 q) {
+  return std::min(a.x, b.x) <= q.x && q.x <= std::max(a.x, b.x) && std::min(a.y, b.y) <= q.y &&
+         q.y <= std::max(a.y, b.y);
+}
+
+bool segments_meet(Point2 a, Point2 b, Point2 c, Point2 d) {
+  const double d1 = orient(c, d, a), d2 = orient(c, d, b), d3 = orient(a, b, c),
+               d4 = orient(a, b, d);
+  if (((d1 > 0 && d2 < 0) || (d1 < 0 && d2 > 0)) && ((d3 > 0 && d4 < 0) || (d3 < 0 && d4 > 0)))
+    return true;
+  return (d1 == 0 && on_segment(c, d, a)) || (d2 == 0 && on_segment(c, d, b)) ||
+         (d3 == 0 && on_segment(a, b, c)) || (d4 == 0 && on_segment(a, b, d));
+}
+
+// The first two edges (0-based: edge i joins point i and i+1, the last one
+// closes the outline) that cross or touch away from their shared corner.
+std::optional<std::pair<std::size_t, std::size_t>> crossing_edges(const Polygon& p) {
+  const std::size_t n = p.size();
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t k = i + 2; k < n; ++k) {
+      if (i == 0 && k == n - 1) continue;  // neighbours through the closing corner
+      if (segments_meet(p[i], p[(i + 1) % n], p[k], p[(k + 1) % n])) return {{i, k}};
+    }
+  return std::nullopt;
+}
+
+// Points are 1-based in messages, as a person counts them.
 void check_polygon(const Polygon& p, const std::string& where) {
   if (p.size() < 3) fail(where + ": needs at least 3 points, got " + std::to_string(p.size()));
   if (p.size() > kMaxPolygonPoints) fail(where + ": more than 256 points");
-  if (twice_area(p) == 0) fail(where + ": the points enclose no area (all on one line)");
+  if (all_on_one_line(p)) fail(where + ": the points enclose no area (all on one line)");
+  if (const auto e = crossing_edges(p)) {
+    const std::size_t n = p.size(), i = e->first, k = e->second;
+    auto edge = [&](std::size_t j) {
+      return "point " + std::to_string(j + 1) + "->" + std::to_string((j + 1) % n + 1);
+    };
+    fail(where + ": the outline crosses itself (edge " + edge(i) + " meets edge " + edge(k) +
+         "); give the points in order around the zone");
+  }
+  if (twice_area(p) == 0) fail(where + ": the points enclose no area");
 }
 
 void check_line(const Tripwire& l, const std::string& where) {
@@ -248,6 +299,22 @@ std::vector<Zone> parse_zones(const std::string& text) {
     out.push_back(std::move(z));
   }
   check_unique(out, "zones");
+  return out;
+}
+
+std::vector<std::string> parse_classes(const std::string& text) {
+  std::vector<std::string> out;
+  if (trim(text).empty()) return out;
+  const std::vector<std::string> labels = split(text, ',');
+  if (labels.size() > kMaxEntries) fail("classes: more than 64 labels");
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    const std::string where = "classes: label " + std::to_string(i + 1);
+    if (labels[i].empty()) fail(where + " is empty (two ',' in a row, or one at an end)");
+    if (labels[i].size() > kMaxNameLength) fail(where + " is longer than 64 characters");
+    if (std::find(out.begin(), out.end(), labels[i]) != out.end())
+      fail(where + ": '" + labels[i] + "' is given twice");
+    out.push_back(labels[i]);
+  }
   return out;
 }
 

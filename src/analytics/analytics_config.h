@@ -5,6 +5,7 @@
 // Property syntax (coordinates in frame pixels, or 0..1 with `normalized`):
 //   lines = "gate:320,480,320,0;exit:0,400,640,400"      name:x1,y1,x2,y2[;...]
 //   zones = "bay:100,100,300,100,300,300,100,300;..."    name:x1,y1,x2,y2,x3,y3[,...][;...]
+//   classes = "bracket,washer"   labels those lines and zones count (empty: every label)
 // JSON file (the same content plus class filters and zone holes):
 //   {"normalized": false,
 //    "lines": [{"name": "gate", "points": [[320,480],[320,0]], "classes": ["part"]}],
@@ -56,6 +57,10 @@ struct AnalyticsConfig {
 // "lines: entry 2 ('exit'): expected name:x1,y1,x2,y2, got 3 numbers".
 std::vector<Tripwire> parse_lines(const std::string& text);
 std::vector<Zone> parse_zones(const std::string& text);
+// A class filter "bracket,washer" (torchanalytics' `classes`): labels
+// without surrounding blanks, at most 64, each at most 64 characters, none
+// twice; "" is no filter (every label).
+std::vector<std::string> parse_classes(const std::string& text);
 // `origin` (the file's path) prefixes every error, with the field:
 // "/etc/a.json: zones[1].points: needs at least 3 points".
 AnalyticsConfig parse_analytics_json(const nlohmann::json& j, const std::string& origin);

@@ -26,6 +26,26 @@ std::optional<double> number(const json& j, const char* key, const std::string& 
   return n.get<double>();
 }
 
+// The normalisation divides by max - min and subtracts the threshold from
+// raw scores: finite keys can still overflow there (-1e308 .. 1e308 gives
+// an infinite range, a denormal range an infinite 1 / range), and then
+// every score normalises to 0.5 or to NaN. Refused, naming the keys.
+void check_derived_range(const std::string& origin, const char* threshold_key,
+                         const std::string& min_name, const std::string& max_name, double thr,
+                         double mn, double mx) {
+  const double range = mx - mn;
+  if (!std::isfinite(range) || !std::isfinite(1.0 / range))
+    fail(origin, max_name,
+         "'" + max_name + "' - '" + min_name + "' (" + std::to_string(mx) + " - " +
+             std::to_string(mn) +
+             ") is not a finite, non-zero number; give the raw range from the model's "
+             "metadata.json");
+  if (!std::isfinite(thr - mn) || !std::isfinite(mx - thr))
+    fail(origin, threshold_key,
+         "its distance to '" + min_name + "' or '" + max_name +
+             "' overflows; give the raw range from the model's metadata.json");
+}
+
 // One output's threshold and min/max: all three or none, min < max, the
 // threshold inside [min, max] (else every result is clamped to 0 or 1).
 std::optional<MinMaxNorm> read_norm(const json& j, const std::string& origin,
@@ -51,6 +71,7 @@ std::optional<MinMaxNorm> read_norm(const json& j, const std::string& origin,
     fail(origin, threshold_key,
          std::to_string(*thr) + " lies outside ['" + min_name + "', '" + max_name + "'] = [" +
              std::to_string(*mn) + ", " + std::to_string(*mx) + "]");
+  check_derived_range(origin, threshold_key, min_name, max_name, *thr, *mn, *mx);
   return MinMaxNorm{*thr, *mn, *mx};
 }
 

@@ -13,11 +13,13 @@ bool is_float(const TensorView& t) {
   return t.data && (t.dtype == DType::kFloat32 || t.dtype == DType::kFloat64);
 }
 
-// [1,1,h,w], or [1,h,w] (anomalib 2's InferenceBatch may drop the channel).
+// [1,1,h,w], or [1,h,w] (anomalib 2's InferenceBatch may drop the channel);
+// [1,1,1,1] too: a 1x1 map (a model pooled to one cell), whose one cell is
+// also its score.
 bool is_map(const TensorView& t) {
   const std::size_t n = t.dims.size();
   return is_float(t) && (n == 4 || n == 3) && t.dims[0] == 1 && (n == 3 || t.dims[1] == 1) &&
-         t.dims[n - 2] >= 1 && t.dims[n - 1] >= 1 && t.elements() > 1;
+         t.dims[n - 2] >= 1 && t.dims[n - 1] >= 1;
 }
 
 bool is_score(const TensorView& t) {

@@ -1,6 +1,5 @@
 #include "evidence/evidence_store.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,6 +7,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 
@@ -76,77 +76,10 @@ bool valid_camera(const std::string& c) {
   return true;
 }
 
-// mkdir -p with mode 0750 for the folders it makes (evidence may show
-// people on the line: not for every local user).
-void make_dirs(const std::string& dir) {
-  std::string cur;
-  std::size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = dir.find('/', pos + 1);
-    cur = dir.substr(0, pos);
-    if (cur.empty()) continue;
-    if (::mkdir(cur.c_str(), 0750) != 0 && errno != EEXIST)
-      throw Error(ErrorKind::kConfigInvalid, "evidence dir '" + dir + "' cannot be created (" +
-                                                 sys_error(cur, errno) +
-                                                 "); name a folder this process can write");
-  }
-}
-
-// The folder must be a real directory we can write: a symbolic link could
-// send the files (and retention's deletions) somewhere nobody meant.
-std::string check_dir(const std::string& given) {
-  if (given.empty())
-    throw Error(ErrorKind::kConfigInvalid,
-                "evidence dir is empty: name a folder for the snapshots and clips");
-  std::string dir = given;
-  if (dir[0] != '/') {
-    char cwd[4096];
-    if (!::getcwd(cwd, sizeof cwd))
-      throw Error(ErrorKind::kConfigInvalid, "evidence dir '" + given + "': give an absolute path");
-    dir = std::string(cwd) + "/" + dir;
-  }
-  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-  struct stat st;
-  if (::lstat(dir.c_str(), &st) != 0) {
-    if (errno != ENOENT)
-      throw Error(ErrorKind::kConfigInvalid, "evidence dir '" + dir + "' cannot be read (" +
-                                                 std::strerror(errno) +
-                                                 "); name a folder this process can write");
-    make_dirs(dir);
-    if (::lstat(dir.c_str(), &st) != 0)
-      throw Error(ErrorKind::kConfigInvalid,
-                  "evidence dir '" + dir + "' cannot be created: " + std::strerror(errno));
-  }
-  if (S_ISLNK(st.st_mode))
-    throw Error(ErrorKind::kConfigInvalid, "evidence dir '" + dir +
-                                               "' is a symbolic link; name the folder it "
-                                               "points to itself");
-  if (!S_ISDIR(st.st_mode))
-    throw Error(ErrorKind::kConfigInvalid,
-                "evidence dir '" + dir +
-                    "' exists and is not a folder; name a folder (it is created if missing)");
-  // Writing is the only test that also catches a read-only mount and root
-  // on a folder it may not write.
-  const std::string probe = dir + "/.torchinfer-write-probe-" + std::to_string(::getpid());
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-  if (fd < 0)
-    throw Error(ErrorKind::kConfigInvalid, "evidence dir '" + dir + "' is not writable (" +
-                                               std::strerror(errno) +
-                                               "); name a folder this process can write");
-  ::close(fd);
-  ::unlink(probe.c_str());
-  return dir;
-}
-
 std::int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-std::uint64_t file_size(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) ? st.st_size : 0;
 }
 
 // Writes all of data to fd; 0 or errno.
@@ -243,23 +176,48 @@ json to_json(const EvidenceSettings& s) {
 }
 
 json to_json(const EventRecord& e) {
-  return {{"n", e.n},
-          {"camera", e.camera},
-          {"reason", e.reason},
-          {"pts_ns", e.pts_ns},
-          {"wall_ms", e.wall_ms},
-          {"track_id", e.track_id},
-          {"label", e.label},
-          {"verdict", e.verdict},
-          {"snapshot", e.snapshot},
-          {"crop", e.crop},
-          {"clip", e.clip},
-          {"snapshot_written", e.snapshot_written},
-          {"crop_written", e.crop_written},
-          {"clip_written", e.clip_written},
-          {"clip_seconds", e.clip_seconds},
-          {"bytes", e.bytes},
-          {"errors", e.errors}};
+  json j = {{"n", e.n},
+            {"camera", e.camera},
+            {"reason", e.reason},
+            {"pts_ns", e.pts_ns},
+            {"wall_ms", e.wall_ms},
+            {"track_id", e.track_id},
+            {"label", e.label},
+            {"verdict", e.verdict},
+            {"snapshot", e.snapshot},
+            {"crop", e.crop},
+            {"clip", e.clip},
+            {"snapshot_written", e.snapshot_written},
+            {"crop_written", e.crop_written},
+            {"clip_written", e.clip_written},
+            {"clip_seconds", e.clip_seconds},
+            {"bytes", e.bytes},
+            {"errors", e.errors}};
+  if (!e.defect.empty()) {
+    j["defect"] = e.defect;
+    j["defect_score"] = e.defect_score;
+  }
+  return j;
+}
+
+std::string snapshot_caption(const EventRecord& e) {
+  std::string out = e.track_id >= 0 ? "#" + std::to_string(e.track_id) : std::string();
+  auto add = [&](const std::string& word) {
+    if (word.empty()) return;
+    out += (out.empty() ? "" : " ") + word;
+  };
+  add(e.label);
+  if (!e.defect.empty()) {
+    add(e.defect);
+    if (e.defect_score >= 0) {
+      char score[32];
+      std::snprintf(score, sizeof score, "%.2f", e.defect_score);
+      add(score);
+    }
+  } else {
+    add(e.verdict);
+  }
+  return out;
 }
 
 EventRecord event_from_json(const json& j) {
@@ -282,6 +240,8 @@ EventRecord event_from_json(const json& j) {
     e.clip_seconds = j.at("clip_seconds").get<double>();
     e.bytes = j.at("bytes").get<std::uint64_t>();
     if (j.contains("errors")) e.errors = j.at("errors").get<std::map<std::string, std::string>>();
+    if (j.contains("defect")) e.defect = j.at("defect").get<std::string>();
+    if (j.contains("defect_score")) e.defect_score = j.at("defect_score").get<double>();
     return e;
   } catch (const json::exception& x) {
     throw Error(ErrorKind::kConfigInvalid, std::string("event record: ") + x.what());
@@ -295,12 +255,15 @@ std::uint64_t EvidenceStore::Kept::total() const {
 }
 
 EvidenceStore::EvidenceStore(EvidenceSettings s, std::string camera)
-    : settings_([&] {
+    : folder_([&] {
         if (!valid_camera(camera))
           throw Error(ErrorKind::kInvalidArgument,
                       "evidence: '" + printable(camera, 80) +
                           "' cannot name files: use 1 to 64 letters, digits, '_', '-' or '.'");
-        s.dir = check_dir(s.dir);
+        return std::make_unique<EvidenceFolder>(s.dir);
+      }()),
+      settings_([&] {
+        s.dir = folder_->path();
         return s;
       }()),
       camera_(std::move(camera)) {
@@ -311,42 +274,46 @@ EvidenceStore::~EvidenceStore() {
   delete_doomed();
 }
 
-std::string EvidenceStore::path_of(std::uint64_t n, const std::string& kind) const {
-  return settings_.dir + "/" + camera_ + "-" + std::to_string(n) + "-" + suffix_of(kind);
+std::string EvidenceStore::name_of(std::uint64_t n, const std::string& kind) const {
+  return camera_ + "-" + std::to_string(n) + "-" + suffix_of(kind);
 }
 
-std::string EvidenceStore::temp_path() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return settings_.dir + "/." + camera_ + ".tmp-" + std::to_string(::getpid()) + "-" +
+std::string EvidenceStore::path_of(std::uint64_t n, const std::string& kind) const {
+  return settings_.dir + "/" + name_of(n, kind);
+}
+
+std::string EvidenceStore::temp_name_locked() {
+  return "." + camera_ + ".tmp-" + std::to_string(::getpid()) + "-" +
          std::to_string(++temp_serial_);
+}
+
+std::string EvidenceStore::temp_name() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return temp_name_locked();
 }
 
 // What an earlier run left: numbering continues after it, its bytes count
 // against max_bytes and its events are listed. Half-written temp files of a
 // run that died are deleted.
 void EvidenceStore::load_existing() {
-  DIR* d = ::opendir(settings_.dir.c_str());
-  if (!d) return;
   const std::string temp_prefix = "." + camera_ + ".tmp-";
   std::vector<std::string> stale;
-  while (dirent* ent = ::readdir(d)) {
-    const std::string name = ent->d_name;
+  for (const std::string& name : folder_->names()) {
     // Ours and the recorder's (a clip muxed to ".<camera>-<n>-clip.mkv.part").
     const bool part = name.size() > 5 && name.compare(name.size() - 5, 5, ".part") == 0 &&
                       name.compare(0, camera_.size() + 2, "." + camera_ + "-") == 0;
     if (part || name.compare(0, temp_prefix.size(), temp_prefix) == 0) {
-      stale.push_back(settings_.dir + "/" + name);
+      stale.push_back(name);
       continue;
     }
     std::uint64_t n = 0;
     std::string kind;
     if (!parse_name(name, camera_, &n, &kind)) continue;
     Kept& k = kept_[n];
-    k.sizes[kind] = file_size(settings_.dir + "/" + name);
+    k.sizes[kind] = folder_->size(name);
     next_n_ = std::max(next_n_, n + 1);
   }
-  ::closedir(d);
-  for (const auto& p : stale) ::unlink(p.c_str());
+  for (const auto& name : stale) folder_->remove(name);
   for (auto& [n, k] : kept_) {
     try {
       if (k.sizes.count("event"))
@@ -390,15 +357,17 @@ bool EvidenceStore::write(std::uint64_t n, const std::string& kind, const std::u
   delete_doomed();
   if (!known_kind(kind))
     return fail(n, kind, "unknown evidence kind '" + printable(kind, 20) + "'");
-  const std::string tmp = temp_path();
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+  if (const std::string why = folder_->replaced(); !why.empty())
+    return fail(n, kind, path_of(n, kind) + ": " + why);
+  const std::string tmp = temp_name();
+  const int fd = folder_->create(tmp);
   if (fd < 0) return fail(n, kind, sys_error(path_of(n, kind), errno));
   int err = write_all(fd, data, size);
   // On disk before it has its name: a crash never leaves a named empty file.
   if (!err && ::fsync(fd) != 0) err = errno;
   if (::close(fd) != 0 && !err) err = errno;
   if (err) {
-    ::unlink(tmp.c_str());
+    folder_->remove(tmp);
     return fail(n, kind, sys_error(path_of(n, kind), err));
   }
   return land(n, kind, tmp, size, clip_seconds);
@@ -415,11 +384,15 @@ bool EvidenceStore::adopt(std::uint64_t n, const std::string& kind, const std::s
     ::unlink(written_path.c_str());
     return fail(n, kind, written_path + ": " + (err ? std::strerror(err) : "not a regular file"));
   }
+  if (const std::string why = folder_->replaced(); !why.empty()) {
+    ::unlink(written_path.c_str());
+    return fail(n, kind, path_of(n, kind) + ": " + why);
+  }
   // The muxer created it with the umask's mode (usually 0644): evidence
   // files are 0640 however they were written.
   ::chmod(written_path.c_str(), 0640);
-  const std::string tmp = temp_path();
-  if (::rename(written_path.c_str(), tmp.c_str()) != 0) {
+  const std::string tmp = temp_name();
+  if (folder_->move_in(written_path, tmp) != 0) {
     // Another file system (the muxer wrote under /tmp): copy it over.
     std::vector<std::uint8_t> bytes;
     try {
@@ -435,6 +408,31 @@ bool EvidenceStore::adopt(std::uint64_t n, const std::string& kind, const std::s
   return land(n, kind, tmp, static_cast<std::uint64_t>(st.st_size), clip_seconds);
 }
 
+int EvidenceStore::create_temp(std::uint64_t n, const std::string& kind, std::string* name) {
+  delete_doomed();
+  if (const std::string why = folder_->replaced(); !why.empty()) {
+    fail(n, kind, path_of(n, kind) + ": " + why);
+    return -1;
+  }
+  *name = temp_name();
+  const int fd = folder_->create(*name);
+  if (fd < 0) fail(n, kind, sys_error(path_of(n, kind), errno));
+  return fd;
+}
+
+bool EvidenceStore::adopt_temp(std::uint64_t n, const std::string& kind, const std::string& name,
+                               double clip_seconds) {
+  if (const std::string why = folder_->replaced(); !why.empty()) {
+    folder_->remove(name);
+    return fail(n, kind, path_of(n, kind) + ": " + why);
+  }
+  return land(n, kind, name, folder_->size(name), clip_seconds);
+}
+
+void EvidenceStore::discard_temp(const std::string& name) {
+  folder_->remove(name);
+}
+
 // The rename under the lock: retention cannot delete the event between the
 // check and the file getting its name.
 bool EvidenceStore::land(std::uint64_t n, const std::string& kind, const std::string& tmp,
@@ -443,13 +441,12 @@ bool EvidenceStore::land(std::uint64_t n, const std::string& kind, const std::st
   auto it = kept_.find(n);
   if (it == kept_.end()) {
     // Pruned (or never begun): the file has no event to belong to.
-    ::unlink(tmp.c_str());
+    folder_->remove(tmp);
     return false;
   }
   const std::string dest = path_of(n, kind);
-  if (::rename(tmp.c_str(), dest.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
+  if (const int err = folder_->rename(tmp, name_of(n, kind)); err != 0) {
+    folder_->remove(tmp);
     counters_.write_failures++;
     counters_.last_error = sys_error(dest, err);
     it->second.e.errors[kind] = counters_.last_error;
@@ -496,15 +493,14 @@ void EvidenceStore::count_failure(std::uint64_t n, const std::string& kind,
 void EvidenceStore::write_record_locked(Kept& k, bool counted) {
   const std::string text = to_json(k.e).dump(1) + "\n";
   const std::string dest = path_of(k.e.n, "event");
-  const std::string tmp = settings_.dir + "/." + camera_ + ".tmp-" + std::to_string(::getpid()) +
-                          "-" + std::to_string(++temp_serial_);
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+  const std::string tmp = temp_name_locked();
+  const int fd = folder_->create(tmp);
   int err = fd < 0 ? errno
                    : write_all(fd, reinterpret_cast<const std::uint8_t*>(text.data()), text.size());
   if (fd >= 0 && ::close(fd) != 0 && !err) err = errno;
-  if (!err && ::rename(tmp.c_str(), dest.c_str()) != 0) err = errno;
+  if (!err) err = folder_->rename(tmp, name_of(k.e.n, "event"));
   if (err) {
-    ::unlink(tmp.c_str());
+    folder_->remove(tmp);
     if (counted) {
       counters_.write_failures++;
       counters_.last_error = sys_error(dest, err);
@@ -533,7 +529,7 @@ void EvidenceStore::apply_retention_locked(std::uint64_t keep_n) {
 }
 
 void EvidenceStore::remove_event_locked(std::map<std::uint64_t, Kept>::iterator it) {
-  for (const auto& [kind, size] : it->second.sizes) doomed_.push_back(path_of(it->first, kind));
+  for (const auto& [kind, size] : it->second.sizes) doomed_.push_back(name_of(it->first, kind));
   counters_.bytes_on_disk -= std::min(counters_.bytes_on_disk, it->second.total());
   counters_.pruned_events++;
   kept_.erase(it);
@@ -545,7 +541,7 @@ void EvidenceStore::delete_doomed() {
     std::lock_guard<std::mutex> lock(mu_);
     doomed.swap(doomed_);
   }
-  for (const auto& p : doomed) ::unlink(p.c_str());
+  for (const auto& name : doomed) folder_->remove(name);
 }
 
 std::vector<EventRecord> EvidenceStore::list(std::size_t max) const {

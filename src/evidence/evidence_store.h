@@ -20,6 +20,7 @@
 
 #include "common/error.h"
 #include "common/field_error.h"
+#include "evidence/evidence_folder.h"
 
 namespace torchinfer::evidence {
 
@@ -51,6 +52,10 @@ struct EventRecord {
   std::int64_t wall_ms = 0;  // unix ms when begin() ran
   std::int64_t track_id = -1;
   std::string label, verdict;  // class label; "pass"/"reject"/"" (server)
+  // What rejected the part (the QA app: its first defect class, "anomaly"
+  // for the anomaly model) and that class's score; "" and -1 when none.
+  std::string defect;
+  double defect_score = -1;
   std::string snapshot, crop,
       clip;  // absolute paths assigned by begin(); a file exists only once written
   bool snapshot_written = false, crop_written = false, clip_written = false;
@@ -62,6 +67,15 @@ struct EventRecord {
 };
 nlohmann::json to_json(
     const EventRecord& e);  // the REST/JSON form (paths, flags, clip_seconds, ...)
+// The caption drawn on an event's snapshot: "#<track> <label>", then for a
+// reject "<defect> <score>" ("#12 washer spot 0.97"), or the verdict when
+// no defect is known ("#12 washer reject").
+std::string snapshot_caption(const EventRecord& e);
+// A reject is drawn in red (an alarm), any other event in green.
+inline bool snapshot_alarm(const EventRecord& e) {
+  return e.verdict == "reject";
+}
+
 // The record back from to_json() (the -event.json files of an earlier run);
 // throws Error(kConfigInvalid) when a field is missing or of the wrong type.
 EventRecord event_from_json(const nlohmann::json& j);
@@ -81,6 +95,8 @@ enum class EventState { kKept, kPruned, kUnknown };
 
 // Thread-safe. Files: DIR/<camera>-<n>-snapshot.jpg, -crop.jpg, -clip.mkv and -event.json (the
 // record, rewritten as files land). Writes are tmp file + rename, so readers never see half a file.
+// A file refused because the folder was replaced since the start (evidence_folder.h) is a counted
+// write failure whose error says so.
 class EvidenceStore {
  public:
   EvidenceStore(EvidenceSettings s, std::string camera);  // throws Error naming the dir and the fix
@@ -100,6 +116,14 @@ class EvidenceStore {
   // place.
   bool adopt(std::uint64_t n, const std::string& kind, const std::string& written_path,
              double clip_seconds = 0);
+  // A file written through a descriptor (the clip muxer's fdsink): a new
+  // temporary file in the folder, its descriptor (the caller closes it) and
+  // name; -1 (counted against n's `kind`) when the folder cannot take it.
+  // Then adopt_temp() gives it its name, or discard_temp() deletes it.
+  int create_temp(std::uint64_t n, const std::string& kind, std::string* name);
+  bool adopt_temp(std::uint64_t n, const std::string& kind, const std::string& name,
+                  double clip_seconds = 0);
+  void discard_temp(const std::string& name);
   std::vector<EventRecord> list(std::size_t max = 50) const;  // newest first
   std::optional<EventRecord> find(std::uint64_t n) const;
   EventState state(std::uint64_t n) const;
@@ -124,9 +148,14 @@ class EvidenceStore {
   void write_record_locked(Kept& k, bool counted);
   void apply_retention_locked(std::uint64_t keep_n);
   void remove_event_locked(std::map<std::uint64_t, Kept>::iterator it);
+  std::string name_of(std::uint64_t n, const std::string& kind) const;
   std::string path_of(std::uint64_t n, const std::string& kind) const;
-  std::string temp_path();
+  std::string temp_name();
+  std::string temp_name_locked();
 
+  // Every file is made, renamed and deleted relative to the folder opened
+  // at the start (evidence_folder.h); a folder replaced since is refused.
+  const std::unique_ptr<EvidenceFolder> folder_;
   const EvidenceSettings settings_;
   const std::string camera_;
   mutable std::mutex mu_;

@@ -60,9 +60,10 @@ void draw_boxes(cv::Mat& bgr, const std::vector<SnapshotBox>& boxes) {
   const int thick = std::max(1, bgr.cols / 400);
   for (const auto& b : boxes) {
     const cv::Rect r(b.x, b.y, b.width, b.height);
-    cv::rectangle(bgr, r, cv::Scalar(0, 255, 0), thick);
+    const cv::Scalar colour = b.alarm ? cv::Scalar(0, 0, 255) : cv::Scalar(0, 255, 0);
+    cv::rectangle(bgr, r, colour, thick);
     cv::putText(bgr, b.label, cv::Point(r.x, std::max(r.y - 4, 12)), cv::FONT_HERSHEY_SIMPLEX,
-                0.5 * thick, cv::Scalar(0, 255, 0), thick);
+                0.5 * thick, colour, thick);
   }
 }
 

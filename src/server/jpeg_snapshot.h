@@ -32,6 +32,7 @@ enum class RawFormat {
 struct SnapshotBox {
   int x = 0, y = 0, width = 0, height = 0;
   std::string label;
+  bool alarm = false;  // drawn red (an evidence reject), else green
 };
 
 struct RawImage {

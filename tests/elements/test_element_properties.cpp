@@ -84,12 +84,14 @@ const ElementProperties kElements[] = {
       {"reference-point", "GstTorchAnalyticsReferencePoint", 'p'},
       {"hysteresis", "gdouble", 'p'},
       {"max-age", "guint", 'p'},
+      {"classes", "gchararray", 'p'},
       {"counts", "GstStructure", 'o'}},
      {{"lines", "gate:320,0,320,480"},
       {"zones", "bin:0,0,100,0,100,100"},
-      {"config", kAnalyticsConfig}},
+      {"config", kAnalyticsConfig},
+      {"classes", "bracket,washer"}},
      0,
-     7},
+     8},
 };
 
 void PrintTo(const ElementProperties& p, std::ostream* os) {

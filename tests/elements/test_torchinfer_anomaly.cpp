@@ -528,3 +528,22 @@ TEST(TorchInferAnomaly, SharersDisagreeingOnSensitivityFailClearly) {
   gst_object_unref(second);
   gst_harness_teardown(first);
 }
+
+// A model that pools its map to one cell gives [N,1,1,1]: a 1x1 map, its
+// cell the score (it was refused as "neither class scores nor an anomaly
+// map", with no verdict).
+TEST(TorchInferAnomaly, OneCellMapIsScoredByItsCell) {
+  GstHarness* h = torchinfer_harness("model=" + model("anomaly_one_cell.pt"), kCaps);
+  GstBuffer* out = gst_harness_push_and_pull(h, uniform_red(255));  // raw 20
+  ASSERT_NE(out, nullptr);
+  const Verdict v = frame_verdict(out);
+  EXPECT_NEAR(v.raw_score, 20.0, 1e-5);
+  EXPECT_NEAR(v.score, 0.9, 1e-6);
+  EXPECT_TRUE(v.anomalous);
+  EXPECT_EQ(v.map, "output");
+  gst_buffer_unref(out);
+  out = gst_harness_push_and_pull(h, uniform_red(0));
+  EXPECT_FALSE(frame_verdict(out).anomalous);
+  gst_buffer_unref(out);
+  gst_harness_teardown(h);
+}

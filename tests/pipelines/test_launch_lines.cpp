@@ -126,7 +126,9 @@ TEST(LaunchLines, TrackedFileGivesEachObjectOneId) {
 }
 
 // torchanalytics on the clip: the gate counts the 12 parts that cross it,
-// each once, forward (docs/elements.md: 7 brackets, 5 washers).
+// each once, forward (docs/elements.md: 7 brackets, 5 washers), and only
+// parts (classes=bracket,washer: without it the detector's defect boxes
+// were counted as objects too).
 TEST(LaunchLines, CountedFileCountsEachPartOnceAtTheGate) {
   const std::string out = out_dir("counted");
   const Result r = line("counted", settings(out));
@@ -138,6 +140,8 @@ TEST(LaunchLines, CountedFileCountsEachPartOnceAtTheGate) {
   EXPECT_EQ(gate["backward"], 0);
   EXPECT_EQ(gate["by_class"]["bracket"]["forward"], 7);
   EXPECT_EQ(gate["by_class"]["washer"]["forward"], 5);
+  EXPECT_EQ(gate["forward"], 12) << gate;
+  EXPECT_EQ(gate["by_class"].size(), 2u) << gate;
 }
 
 TEST(LaunchLines, FourCamerasShareOneModel) {

@@ -51,8 +51,9 @@ class QaLineGate : public testing::TestWithParam<int> {};
 
 // The truth says 12 of the 13 parts cross x = 320 (the 13th enters at the
 // end of the clip and never reaches it): 7 brackets and 5 washers, 4 good
-// and 8 defective. Parts travel left to right, so with P1 = (320, 0) above
-// P2 = (320, 480) they cross from its right-hand side to its left: backward.
+// and 8 defective. Parts travel left to right, so with the documented gate
+// P1 = (320, 480) below P2 = (320, 0) they cross from its left-hand side to
+// its right: forward, the belt's own direction.
 TEST_P(QaLineGate, DecidesExactlyThePartsThatCrossWithTheTruthsCounts) {
   const std::vector<json> truth = truth_parts_crossing();
   ASSERT_EQ(truth.size(), 12u);
@@ -67,7 +68,7 @@ TEST_P(QaLineGate, DecidesExactlyThePartsThatCrossWithTheTruthsCounts) {
 
   const std::string out = testing::TempDir() + "qa_gate_" + std::to_string(GetParam()) + ".jsonl";
   const Result r = run_gated(
-      out, {"--gate", "320,0,320,480", "--inference-interval", std::to_string(GetParam())});
+      out, {"--gate", "320,480,320,0", "--inference-interval", std::to_string(GetParam())});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const QaOutput o = parse_qa_output(read_file(out));
   ASSERT_EQ(o.parts.size(), truth.size()) << r.err;
@@ -75,33 +76,34 @@ TEST_P(QaLineGate, DecidesExactlyThePartsThatCrossWithTheTruthsCounts) {
   std::set<int> ids;
   for (const json& d : o.parts) {
     EXPECT_EQ(d["reason"], "gate") << d;
-    EXPECT_EQ(d["direction"], "backward") << d;
+    EXPECT_EQ(d["direction"], "forward") << d;
     EXPECT_TRUE(ids.insert(d["part"].get<int>()).second) << "decided twice: " << d;
     decided[{d["class"], d["verdict"]}]++;
   }
   EXPECT_EQ(decided, truth_both);
 
   const json& g = o.summary["gate"];
-  EXPECT_EQ(g["line"], json({320, 0, 320, 480}));
-  EXPECT_EQ(g["forward"], 0) << g;
-  EXPECT_EQ(g["backward"], 12) << g;
+  EXPECT_EQ(g["line"], json({320, 480, 320, 0}));
+  EXPECT_EQ(g["forward"], 12) << g;
+  EXPECT_EQ(g["backward"], 0) << g;
   for (const auto& [label, n] : truth_class)
-    EXPECT_EQ(g["by_class"][label], json({{"forward", 0}, {"backward", n}})) << g;
+    EXPECT_EQ(g["by_class"][label], json({{"forward", n}, {"backward", 0}})) << g;
   EXPECT_EQ(g["by_class"].size(), truth_class.size()) << g;
-  EXPECT_EQ(g["verdicts"]["backward"], json({{"pass", truth_verdict["pass"]},
-                                             {"reject", truth_verdict["reject"]},
-                                             {"incomplete", 0}}))
+  EXPECT_EQ(g["verdicts"]["forward"], json({{"pass", truth_verdict["pass"]},
+                                            {"reject", truth_verdict["reject"]},
+                                            {"incomplete", 0}}))
       << g;
-  EXPECT_EQ(g["verdicts"]["forward"], json({{"pass", 0}, {"reject", 0}, {"incomplete", 0}}));
+  EXPECT_EQ(g["verdicts"]["backward"], json({{"pass", 0}, {"reject", 0}, {"incomplete", 0}}));
   EXPECT_EQ(g["not_at_gate"], 1) << g;
   EXPECT_EQ(o.summary["passed"], truth_verdict["pass"]);
   EXPECT_EQ(o.summary["rejected"], truth_verdict["reject"]);
   EXPECT_EQ(o.summary["frames"], 300);
-  EXPECT_NE(r.err.find("qa-line: gate: 0 forward, 12 backward (bracket 0/7, washer 0/5 "
-                       "forward/backward); forward: 0 pass, 0 reject, 0 incomplete; backward: " +
+  EXPECT_NE(r.err.find("qa-line: gate: 12 forward, 0 backward (bracket 7/0, washer 5/0 "
+                       "forward/backward); forward: " +
                        std::to_string(truth_verdict["pass"]) + " pass, " +
                        std::to_string(truth_verdict["reject"]) +
-                       " reject, 0 incomplete; 1 parts never crossed it"),
+                       " reject, 0 incomplete; backward: 0 pass, 0 reject, 0 incomplete; 1 parts "
+                       "never crossed it"),
             std::string::npos)
       << r.err;
 }

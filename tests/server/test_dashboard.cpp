@@ -293,3 +293,45 @@ TEST(Dashboard, AnEvidenceCameraShowsItsLastEvents) {
       },
       30));
 }
+
+// A camera with a gate line: its card shows the counts as text (until now
+// only drawn into the image), the same as /streams gives. The belt moves
+// left to right, so the gate drawn bottom-up counts the clip's 12 parts
+// that cross x = 320 forward (7 brackets, 5 washers; the truth's).
+TEST(Dashboard, ACountingCameraShowsItsLineCountsAsText) {
+  const json gate = {
+      {"name", "gate"}, {"points", {{320, 480}, {320, 0}}}, {"classes", {"bracket", "washer"}}};
+  const json cam = {{"id", "count"},
+                    {"uri", clip_uri()},
+                    {"loop", false},
+                    {"track", true},
+                    {"lines", json::array({gate})}};
+  ServerProcess server(json{{"streams", json::array({cam})}});
+  ASSERT_TRUE(server.ready()) << server.child().err();
+  Http http;
+  json s;
+  ASSERT_TRUE(eventually(
+      [&] {
+        s = server.stream(http, "count");
+        return !s.is_null() && s["state"] == "ended";
+      },
+      120))
+      << s.dump() << server.child().err();
+  const json& g = s["analytics"]["lines"]["gate"];
+  EXPECT_EQ(g["forward"], 12) << s["analytics"];
+  EXPECT_EQ(g["backward"], 0) << s["analytics"];
+  WebDriver wd(http, free_port(), server.dir() + "/chromium-profile");
+  ASSERT_TRUE(wd.ok()) << wd.error();
+  wd.go(server.url("/"));
+  const std::string expected = "gate: " + g["forward"].dump() + " forward, " +
+                               g["backward"].dump() + " backward (bracket " +
+                               g["by_class"]["bracket"]["forward"].dump() + "/" +
+                               g["by_class"]["bracket"]["backward"].dump() + ", washer " +
+                               g["by_class"]["washer"]["forward"].dump() + "/" +
+                               g["by_class"]["washer"]["backward"].dump() + ")";
+  EXPECT_EQ(expected, "gate: 12 forward, 0 backward (bracket 7/0, washer 5/0)");
+  const char* kText =
+      "return document.querySelector('.stream[data-id=\"count\"] .analytics').innerText;";
+  ASSERT_TRUE(eventually([&] { return wd.script(kText) == expected; }, 60))
+      << wd.script(kText) << " / " << expected;
+}

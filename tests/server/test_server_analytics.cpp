@@ -18,7 +18,7 @@ const std::string kToken = "analytics-token-0123";
 // The demo clip's part classes: the detector's defect boxes are tracked
 // too, and the gate counts parts.
 const json kGate = {
-    {{"name", "gate"}, {"points", {{320, 0}, {320, 480}}}, {"classes", {"bracket", "washer"}}}};
+    {{"name", "gate"}, {"points", {{320, 480}, {320, 0}}}, {"classes", {"bracket", "washer"}}}};
 
 const json kZoneAll = {{{"name", "all"}, {"points", {{0, 0}, {640, 0}, {640, 480}, {0, 480}}}}};
 
@@ -69,17 +69,18 @@ std::uint64_t series(const std::string& text, const std::string& name) {
 
 }  // namespace
 
-// Parts travel left to right: from the right-hand side of P1 (320,0) ->
-// P2 (320,480) to its left, backward. Truth: 12 of the 13 parts cross x =
-// 320 (7 brackets, 5 washers); the 13th never reaches it.
+// Parts travel left to right: from the left-hand side of P1 (320,480) ->
+// P2 (320,0) to its right, forward (the documented gate, drawn bottom-up).
+// Truth: 12 of the 13 parts cross x = 320 (7 brackets, 5 washers); the
+// 13th never reaches it.
 TEST_F(ServerAnalytics, GateOnTheClipCountsTwelvePartsOnceThroughRestAndMetrics) {
   ASSERT_TRUE(eventually([&] { return stream("gated").value("state", "") == "ended"; }, 120))
       << stream("gated") << server_->child().err();
   const json s = stream("gated");
   EXPECT_EQ(s["analytics"]["lines"]["gate"],
-            json::parse(R"({"forward": 0, "backward": 12, "by_class": {
-                              "bracket": {"forward": 0, "backward": 7},
-                              "washer": {"forward": 0, "backward": 5}}})"))
+            json::parse(R"({"forward": 12, "backward": 0, "by_class": {
+                              "bracket": {"forward": 7, "backward": 0},
+                              "washer": {"forward": 5, "backward": 0}}})"))
       << s["analytics"];
   EXPECT_EQ(s["config"]["lines"], kGate);
   const HttpReply a = http_.get(server_->url("/streams/gated/analytics"));
@@ -91,10 +92,10 @@ TEST_F(ServerAnalytics, GateOnTheClipCountsTwelvePartsOnceThroughRestAndMetrics)
   ASSERT_EQ(m.status, 200);
   const std::string l =
       "torchinfer_line_crossings_total{stream=\"gated\",model=\"parts\",line=\"gate\"";
-  EXPECT_EQ(series(m.body, l + ",direction=\"backward\",class=\"bracket\"}"), 7u);
-  EXPECT_EQ(series(m.body, l + ",direction=\"backward\",class=\"washer\"}"), 5u);
-  EXPECT_EQ(series(m.body, l + ",direction=\"forward\",class=\"bracket\"}"), 0u);
-  EXPECT_EQ(series(m.body, l + ",direction=\"forward\",class=\"washer\"}"), 0u);
+  EXPECT_EQ(series(m.body, l + ",direction=\"forward\",class=\"bracket\"}"), 7u);
+  EXPECT_EQ(series(m.body, l + ",direction=\"forward\",class=\"washer\"}"), 5u);
+  EXPECT_EQ(series(m.body, l + ",direction=\"backward\",class=\"bracket\"}"), 0u);
+  EXPECT_EQ(series(m.body, l + ",direction=\"backward\",class=\"washer\"}"), 0u);
   const std::string path = server_->dir() + "/metrics.txt";
   std::ofstream(path) << m.body;
   const Result check = run({"sh", "-c", "promtool check metrics < '" + path + "'"});

@@ -423,3 +423,65 @@ TEST(AnomalyHeatMap, BlendsOnlyInsideThePartsBox) {
   EXPECT_EQ(r_at(6, 0), 0);  // inside the map, outside the box
   EXPECT_EQ(r_at(3, 4), 0);
 }
+
+// Finite keys whose derived range overflows: max - min is infinite (or its
+// inverse is), so every score would normalise to 0.5 (every part
+// `anomalous`) or NaN. Refused, naming the keys.
+TEST(AnomalyConfig, RangesThatOverflowAreRefusedNamingTheKeys) {
+  const auto error_of = [](const std::string& text) -> std::string {
+    try {
+      parse_model_config_text(text, "m.json");
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kConfigInvalid);
+      return e.what();
+    }
+    return "(accepted)";
+  };
+  const std::string huge =
+      error_of(R"({"task": "anomaly", "image_threshold": 0, "min": -1e308, "max": 1e308})");
+  EXPECT_NE(huge.find("m.json: field 'max': 'max' - 'min'"), std::string::npos) << huge;
+  EXPECT_NE(huge.find("is not a finite, non-zero number"), std::string::npos) << huge;
+  const std::string own = error_of(
+      R"({"task": "anomaly", "pixel_threshold": 0, "anomaly_maps.min": -1.5e308,
+          "anomaly_maps.max": 1e308})");
+  EXPECT_NE(own.find("field 'anomaly_maps.max': 'anomaly_maps.max' - 'anomaly_maps.min'"),
+            std::string::npos)
+      << own;
+  // A range so small that 1 / range overflows.
+  const std::string tiny =
+      error_of(R"({"task": "anomaly", "image_threshold": 0, "min": 0, "max": 1e-320})");
+  EXPECT_NE(tiny.find("field 'max'"), std::string::npos) << tiny;
+  // Wide ranges that do not overflow still decide by the threshold.
+  const AnomalyConfig wide =
+      config(R"({"task": "anomaly", "image_threshold": 0, "min": -1e30, "max": 1e30})");
+  const std::vector<float> below{-1e29f}, above{1e29f};
+  EXPECT_FALSE(decode_anomaly({view("pred_score", {1}, below)}, wide)->anomalous);
+  EXPECT_TRUE(decode_anomaly({view("pred_score", {1}, above)}, wide)->anomalous);
+}
+
+// A [N,1,1,1] output (a map pooled to one cell) is a 1x1 map: its one cell
+// is the score, and the whole input is its one region when anomalous.
+TEST(AnomalyDecode, OneCellMapIsAMap) {
+  const AnomalyConfig cfg = config();
+  for (float v : {9.0f, 13.0f}) {  // below / above both thresholds (12 image, 10 pixel)
+    const std::vector<float> cell{v};
+    const std::vector<TensorView> views = {view("output", {1, 1, 1, 1}, cell)};
+    const auto r = decode_anomaly(views, cfg);
+    ASSERT_TRUE(r) << "a [1,1,1,1] output is a 1x1 anomaly map";
+    EXPECT_DOUBLE_EQ(r->raw_score, v);
+    EXPECT_DOUBLE_EQ(r->score, (v - 12.0) / 20.0 + 0.5);
+    EXPECT_EQ(r->anomalous, v >= 12.0f);
+    EXPECT_EQ(r->map_name, "output");
+    MapPlacement where;
+    where.input_width = where.input_height = 16;
+    where.clip_x1 = where.clip_y1 = 16;
+    const auto regions =
+        anomaly_regions(*find_anomaly_outputs(views).map, anomaly_map_rule(cfg), where);
+    ASSERT_EQ(regions.size(), v >= 12.0f ? 1u : 0u);
+    if (!regions.empty()) {
+      EXPECT_DOUBLE_EQ(regions[0].x_max, 16.0);
+      EXPECT_DOUBLE_EQ(regions[0].y_max, 16.0);
+      EXPECT_EQ(regions[0].cells, 1);
+    }
+  }
+}
