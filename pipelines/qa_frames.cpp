@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "qa_anomaly.h"
@@ -83,6 +84,25 @@ void count_invalid(GstBuffer* buf, std::map<std::string, std::int64_t>& invalid)
   }
 }
 
+// A detection ROI as a box in frame pixels with its track id; nullopt for
+// an ROI without a labelled detection.
+std::optional<ScoredBox> scored_box(GstVideoRegionOfInterestMeta* roi, double w, double h) {
+  GstTorchDetection d;
+  if (!gst_torch_detection_from_roi(roi, &d) || !d.label) return std::nullopt;
+  ScoredBox b;
+  b.label = d.label;
+  b.confidence = d.confidence;
+  b.box = {d.x_min * w, d.y_min * h, d.x_max * w, d.y_max * h};
+  if (const GstStructure* id = gst_video_region_of_interest_meta_get_param(roi, "object_id")) {
+    int v = 0;
+    gboolean predicted = FALSE;
+    if (gst_structure_get_int(id, "id", &v)) b.id = v;
+    gst_structure_get_boolean(id, "predicted", &predicted);
+    b.predicted = predicted;
+  }
+  return b;
+}
+
 }  // namespace
 
 FrameResults read_frame(GstBuffer* buf, std::int64_t index, const ReadRules& rules) {
@@ -98,26 +118,14 @@ FrameResults read_frame(GstBuffer* buf, std::int64_t index, const ReadRules& rul
   if (tm->inferred) r.detector_ms = tm->inference_ns / 1e6;
   r.frame.width = static_cast<int>(tm->frame_width);
   r.frame.height = static_cast<int>(tm->frame_height);
-  const double w = tm->frame_width, h = tm->frame_height;
-
   std::vector<QaDefectBox> defects;
   gpointer iter = nullptr;
   while (GstMeta* m = gst_buffer_iterate_meta_filtered(
              buf, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
     auto* roi = reinterpret_cast<GstVideoRegionOfInterestMeta*>(m);
-    GstTorchDetection d;
-    if (!gst_torch_detection_from_roi(roi, &d) || !d.label) continue;
-    ScoredBox b;
-    b.label = d.label;
-    b.confidence = d.confidence;
-    b.box = {d.x_min * w, d.y_min * h, d.x_max * w, d.y_max * h};
-    if (const GstStructure* id = gst_video_region_of_interest_meta_get_param(roi, "object_id")) {
-      int v = 0;
-      gboolean predicted = FALSE;
-      if (gst_structure_get_int(id, "id", &v)) b.id = v;
-      gst_structure_get_boolean(id, "predicted", &predicted);
-      b.predicted = predicted;
-    }
+    auto scored = scored_box(roi, tm->frame_width, tm->frame_height);
+    if (!scored) continue;
+    ScoredBox b = std::move(*scored);
     const bool part = std::find(rules.part_classes.begin(), rules.part_classes.end(), b.label) !=
                       rules.part_classes.end();
     if (part && b.id >= 0 && b.confidence >= rules.part_threshold) {
