@@ -53,9 +53,9 @@ GstPadProbeReturn Annotator::draw(GstPad* pad, GstPadProbeInfo* info) {
     int base = 0;
     const cv::Size size = cv::getTextSize(t.text, cv::FONT_HERSHEY_SIMPLEX, 0.6, 2, &base);
     // Under the box, or inside its bottom edge when the frame ends there.
-    int y = static_cast<int>(t.box.y1) + size.height + 6;
-    if (y > bgr.rows - 2) y = static_cast<int>(t.box.y1) - 6;
-    const int x = std::max(2, std::min(static_cast<int>(t.box.x0), bgr.cols - size.width - 4));
+    int y = static_cast<int>(t.box.y_max) + size.height + 6;
+    if (y > bgr.rows - 2) y = static_cast<int>(t.box.y_max) - 6;
+    const int x = std::max(2, std::min(static_cast<int>(t.box.x_min), bgr.cols - size.width - 4));
     cv::rectangle(bgr, {x - 2, y - size.height - 4}, {x + size.width + 2, y + base},
                   cv::Scalar(0, 0, 0), cv::FILLED);
     cv::putText(bgr, t.text, {x, y}, cv::FONT_HERSHEY_SIMPLEX, 0.6, colour, 2, cv::LINE_AA);

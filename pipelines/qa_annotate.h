@@ -30,7 +30,7 @@ class Annotator {
 
  private:
   struct Text {
-    QaBox box;
+    Box box;
     std::string text;
     int state;  // 1 pass, 2 reject/incomplete
   };

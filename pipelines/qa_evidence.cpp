@@ -42,8 +42,9 @@ std::int64_t running_time(GstPad* pad, GstBuffer* buf) {
   return GST_CLOCK_TIME_IS_VALID(t) ? static_cast<std::int64_t>(t) : -1;
 }
 
-bool whole(const QaBox& b, const QaFrame& f, double margin) {
-  return b.x0 >= margin && b.y0 >= margin && b.x1 <= f.width - margin && b.y1 <= f.height - margin;
+bool whole(const Box& b, const QaFrame& f, double margin) {
+  return b.x_min >= margin && b.y_min >= margin && b.x_max <= f.width - margin &&
+         b.y_max <= f.height - margin;
 }
 
 // How strongly a defect shows in this view: the best defect class's
@@ -56,9 +57,10 @@ double defect_score(const QaPart& p, const QaRules& rules) {
   return s;
 }
 
-cv::Rect pixel_box(const QaBox& b) {
-  const int x0 = static_cast<int>(std::floor(b.x0)), y0 = static_cast<int>(std::floor(b.y0));
-  return {x0, y0, static_cast<int>(std::ceil(b.x1)) - x0, static_cast<int>(std::ceil(b.y1)) - y0};
+cv::Rect pixel_box(const Box& b) {
+  const int x0 = static_cast<int>(std::floor(b.x_min)), y0 = static_cast<int>(std::floor(b.y_min));
+  return {x0, y0, static_cast<int>(std::ceil(b.x_max)) - x0,
+          static_cast<int>(std::ceil(b.y_max)) - y0};
 }
 
 evidence::EvidenceSettings settings_of(const Options& o) {

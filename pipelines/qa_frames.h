@@ -23,7 +23,7 @@ struct ScoredBox {
   long long id = -1;  // torchtrack's object id, -1 if not (yet) tracked
   std::string label;
   double confidence = 0;
-  QaBox box;
+  Box box;
   bool predicted = false;  // torchtrack's predicted box (short-term)
 };
 

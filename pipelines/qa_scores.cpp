@@ -65,8 +65,7 @@ void Scorer::add(const FrameResults& f) {
   const std::size_t n = tracks_.size();
   tracks_.emplace_back();
   for (const ScoredBox& b : f.boxes)
-    if (b.id >= 0)
-      tracks_.back().push_back({b.id, b.label, {b.box.x0, b.box.y0, b.box.x1, b.box.y1}});
+    if (b.id >= 0) tracks_.back().push_back({b.id, b.label, b.box});
   if (n >= truth_.frames.size()) return;
   // Greedy, most confident first, VOC style: a detection of an object marked
   // ignore (mostly out of view) counts for nothing.
@@ -75,9 +74,8 @@ void Scorer::add(const FrameResults& f) {
   for (const ScoredBox& d : f.boxes) {
     int best = -1;
     double best_iou = 0.5;
-    const EvalBox db{d.box.x0, d.box.y0, d.box.x1, d.box.y1};
     for (std::size_t t = 0; t < truth.size(); ++t) {
-      const double v = iou(db, truth[t].box);
+      const double v = iou(d.box, truth[t].box);
       if (!used[t] && truth[t].label == d.label && v >= best_iou) {
         best = static_cast<int>(t);
         best_iou = v;
@@ -130,8 +128,8 @@ bool peak_in_defect(const TruthClip& truth, int part, const std::set<std::string
       v.peak_x < 0)
     return false;
   for (const TruthBox& b : truth.frames[a.view_frame])
-    if (b.id == part && !part_labels.count(b.label) && v.peak_x >= b.box.x0 &&
-        v.peak_x <= b.box.x1 && v.peak_y >= b.box.y0 && v.peak_y <= b.box.y1)
+    if (b.id == part && !part_labels.count(b.label) && v.peak_x >= b.box.x_min &&
+        v.peak_x <= b.box.x_max && v.peak_y >= b.box.y_min && v.peak_y <= b.box.y_max)
       return true;
   return false;
 }
@@ -185,7 +183,7 @@ nlohmann::ordered_json Scorer::finish(const std::map<long long, std::string>& ve
   auto parts = tracks_;
   for (auto& f : parts)
     f.erase(std::remove_if(f.begin(), f.end(),
-                           [&](const TrackBox& b) { return duplicates.count(int(b.id)) > 0; }),
+                           [&](const TrackedBox& b) { return duplicates.count(int(b.id)) > 0; }),
             f.end());
   const MotResult mot = evaluate_mot(truth_.frames, parts, o);
   const VerdictScore v = score_verdicts(truth_.parts, verdicts, mot);

@@ -63,7 +63,7 @@ class Scorer {
   std::string path_;
   TruthClip truth_;
   std::set<std::string> part_classes_;
-  std::vector<std::vector<TrackBox>> tracks_;
+  std::vector<std::vector<TrackedBox>> tracks_;
   int true_pos_ = 0, false_pos_ = 0, false_neg_ = 0;
 };
 

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "app_options.h"
+#include "common/box.h"
 #include "common/file_check.h"
 #include "common/json_file.h"
 #include "gst/torchinfer/torchinfer-meta.h"
@@ -33,35 +34,37 @@ struct Options {
   bool quiet = false;
 };
 
-struct Box {
+struct Scored {
   std::string label;
   double confidence = 0;
-  double x0 = 0, y0 = 0, x1 = 0, y1 = 0;  // frame pixels
-  bool ignore = false;                    // truth only: mostly out of view, neither hit nor miss
+  torchinfer::Box box;  // frame pixels
+  bool ignore = false;  // truth only: mostly out of view, neither hit nor miss
 };
 
 struct Run {
   Options opt;
-  std::vector<std::vector<Box>> truth;  // scored objects per frame
+  std::vector<std::vector<Scored>> truth;  // scored objects per frame
   std::vector<double> infer_ms, pre_ms;
   std::map<std::string, int> counts;  // detections per class
   int frames = 0, true_pos = 0, false_pos = 0, false_neg = 0;
-  std::vector<Box> current;
+  std::vector<Scored> current;
   int snapshot_score = -1;
   cv::Mat snapshot;
 };
 
-std::vector<std::vector<Box>> load_truth(const std::string& path) {
-  std::vector<std::vector<Box>> out;
+std::vector<std::vector<Scored>> load_truth(const std::string& path) {
+  std::vector<std::vector<Scored>> out;
   if (path.empty()) return out;
   try {
     const auto j = torchinfer::read_json_file(path, "ground truth");
     for (const auto& f : j.at("frames")) {
-      std::vector<Box> objs;
+      std::vector<Scored> objs;
       for (const auto& o : f.at("objects")) {
         const auto& b = o.at("bbox");
-        objs.push_back({o.at("class").get<std::string>(), 1.0, b.at(0).get<double>(),
-                        b.at(1).get<double>(), b.at(2).get<double>(), b.at(3).get<double>(),
+        objs.push_back({o.at("class").get<std::string>(),
+                        1.0,
+                        {b.at(0).get<double>(), b.at(1).get<double>(), b.at(2).get<double>(),
+                         b.at(3).get<double>()},
                         o.value("ignore", false)});
       }
       out.push_back(std::move(objs));
@@ -74,25 +77,18 @@ std::vector<std::vector<Box>> load_truth(const std::string& path) {
   return out;
 }
 
-double iou(const Box& a, const Box& b) {
-  const double w = std::min(a.x1, b.x1) - std::max(a.x0, b.x0);
-  const double h = std::min(a.y1, b.y1) - std::max(a.y0, b.y0);
-  if (w <= 0 || h <= 0) return 0;
-  const double inter = w * h;
-  return inter / ((a.x1 - a.x0) * (a.y1 - a.y0) + (b.x1 - b.x0) * (b.y1 - b.y0) - inter);
-}
-
 // Greedy matching at IoU >= 0.5 by class, most confident detection first
 // (VOC style: a detection of an object marked ignore counts for nothing).
-void score(Run& run, const std::vector<Box>& dets, const std::vector<Box>& truth) {
+void score(Run& run, const std::vector<Scored>& dets, const std::vector<Scored>& truth) {
   std::vector<bool> used(truth.size(), false);
-  for (const Box& d : dets) {  // sorted by confidence
+  for (const Scored& d : dets) {  // sorted by confidence
     int best = -1;
     double best_iou = 0.5;
     for (std::size_t t = 0; t < truth.size(); ++t)
-      if (!used[t] && truth[t].label == d.label && iou(d, truth[t]) >= best_iou) {
+      if (!used[t] && truth[t].label == d.label &&
+          torchinfer::iou(d.box, truth[t].box) >= best_iou) {
         best = static_cast<int>(t);
-        best_iou = iou(d, truth[t]);
+        best_iou = torchinfer::iou(d.box, truth[t].box);
       }
     if (best < 0) {
       run.false_pos++;
@@ -116,7 +112,7 @@ GstPadProbeReturn on_result(GstPad*, GstPadProbeInfo* info, gpointer user) {
   GstBuffer* buf = GST_PAD_PROBE_INFO_BUFFER(info);
   const int n = run->frames++;
   GstTorchTensorMeta* tm = gst_buffer_get_torch_tensor_meta(buf);
-  std::vector<Box> dets;
+  std::vector<Scored> dets;
   gpointer iter = nullptr;
   while (GstMeta* m = gst_buffer_iterate_meta_filtered(
              buf, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
@@ -124,23 +120,25 @@ GstPadProbeReturn on_result(GstPad*, GstPadProbeInfo* info, gpointer user) {
     if (!gst_torch_detection_from_roi(reinterpret_cast<GstVideoRegionOfInterestMeta*>(m), &d))
       continue;
     const double w = tm ? tm->frame_width : 640, h = tm ? tm->frame_height : 480;
-    dets.push_back({d.label ? d.label : "?", d.confidence, d.x_min * w, d.y_min * h, d.x_max * w,
-                    d.y_max * h});
+    dets.push_back({d.label ? d.label : "?",
+                    d.confidence,
+                    {d.x_min * w, d.y_min * h, d.x_max * w, d.y_max * h}});
   }
   std::sort(dets.begin(), dets.end(),
-            [](const Box& a, const Box& b) { return a.confidence > b.confidence; });
+            [](const Scored& a, const Scored& b) { return a.confidence > b.confidence; });
   if (tm) {
     run->infer_ms.push_back(tm->inference_ns / 1e6);
     run->pre_ms.push_back(tm->preprocess_ns / 1e6);
   }
-  for (const Box& d : dets) run->counts[d.label]++;
+  for (const Scored& d : dets) run->counts[d.label]++;
   if (n < static_cast<int>(run->truth.size())) score(*run, dets, run->truth[n]);
   if (!run->opt.quiet) {
     std::string text;
-    for (const Box& d : dets) {
+    for (const Scored& d : dets) {
       char one[96];
       std::snprintf(one, sizeof one, "%s%s %.2f [%.0f,%.0f,%.0f,%.0f]", text.empty() ? "" : ", ",
-                    d.label.c_str(), d.confidence, d.x0, d.y0, d.x1, d.y1);
+                    d.label.c_str(), d.confidence, d.box.x_min, d.box.y_min, d.box.x_max,
+                    d.box.y_max);
       text += one;
     }
     g_print("frame %4d  pts %" GST_TIME_FORMAT "  inference %5.2f ms  %s\n", n,
@@ -157,7 +155,7 @@ GstPadProbeReturn on_annotated(GstPad* pad, GstPadProbeInfo* info, gpointer user
   auto* run = static_cast<Run*>(user);
   std::map<std::string, int> defects;
   bool clear = true;
-  for (const Box& d : run->current) {
+  for (const Scored& d : run->current) {
     if (d.label != "bracket" && d.label != "washer") defects[d.label]++;
     clear = clear && d.confidence >= 0.7;
   }

@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 
 PACKAGES=(
   build-essential meson ninja-build pkg-config ccache  # ccache: rebuilds of a clean clone reuse objects
+  universal-ctags  # scripts/check_house.sh: each function's first and last line
   libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   gstreamer1.0-x fonts-dejavu-core

@@ -5,24 +5,14 @@
 namespace torchinfer {
 namespace {
 
-double area(const Detection& d) {
-  return std::max(0.0, d.x_max - d.x_min) * std::max(0.0, d.y_max - d.y_min);
-}
-
-double intersection(const Detection& a, const Detection& b) {
-  const double w = std::min(a.x_max, b.x_max) - std::max(a.x_min, b.x_min);
-  const double h = std::min(a.y_max, b.y_max) - std::max(a.y_min, b.y_min);
-  return w > 0 && h > 0 ? w * h : 0;
-}
-
 // Is dets[i] the smaller one of the pair, lying inside dets[k]?
 bool inside(const std::vector<Detection>& dets, std::size_t i, std::size_t k, double fraction) {
   const Detection& s = dets[i];
   const Detection& b = dets[k];
   if (s.label_id != b.label_id) return false;
-  const double as = area(s), ab = area(b);
+  const double as = s.box().area(), ab = b.box().area();
   if (as > ab || (as == ab && i < k) || as <= 0) return false;
-  return intersection(s, b) >= fraction * as;
+  return intersection_area(s.box(), b.box()) >= fraction * as;
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "common/box.h"
 #include "common/model_config.h"
 #include "common/tensor.h"
 
@@ -31,6 +32,7 @@ struct Detection {
   std::string label;
   double confidence = 0;
   double x_min = 0, y_min = 0, x_max = 0, y_max = 0;  // frame pixels, clipped
+  Box box() const { return {x_min, y_min, x_max, y_max}; }
 };
 
 struct DetectionOptions {

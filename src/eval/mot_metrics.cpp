@@ -8,15 +8,6 @@
 
 namespace torchinfer {
 
-double iou(const EvalBox& a, const EvalBox& b) {
-  const double w = std::min(a.x1, b.x1) - std::max(a.x0, b.x0);
-  const double h = std::min(a.y1, b.y1) - std::max(a.y0, b.y0);
-  if (w <= 0 || h <= 0) return 0.0;
-  const double inter = w * h;
-  const double uni = (a.x1 - a.x0) * (a.y1 - a.y0) + (b.x1 - b.x0) * (b.y1 - b.y0) - inter;
-  return uni > 0 ? inter / uni : 0.0;
-}
-
 namespace {
 
 // A pair that cannot match costs more than any set of valid pairs, so the
@@ -25,8 +16,8 @@ constexpr double kNoMatch = 1e9;
 
 // Hungarian matching of rows (truth) to columns (tracks) at IoU >= min_iou.
 // Returns per row the matched column or -1.
-std::vector<int> match_boxes(const std::vector<const EvalBox*>& rows,
-                             const std::vector<const EvalBox*>& cols, double min_iou) {
+std::vector<int> match_boxes(const std::vector<const Box*>& rows,
+                             const std::vector<const Box*>& cols, double min_iou) {
   std::vector<int> out(rows.size(), -1);
   if (rows.empty() || cols.empty()) return out;
   std::vector<std::vector<double>> cost(rows.size(), std::vector<double>(cols.size()));
@@ -48,7 +39,7 @@ bool kept(const std::set<std::string>& labels, const std::string& label) {
 }  // namespace
 
 MotResult evaluate_mot(const std::vector<std::vector<TruthBox>>& truth,
-                       const std::vector<std::vector<TrackBox>>& tracks,
+                       const std::vector<std::vector<TrackedBox>>& tracks,
                        const MotOptions& options) {
   if (truth.size() != tracks.size())
     throw Error(ErrorKind::kInvalidArgument,
@@ -76,9 +67,9 @@ MotResult evaluate_mot(const std::vector<std::vector<TruthBox>>& truth,
                     where + "truth id " + std::to_string(t.id) + " appears twice");
       all_truth.push_back(&t);
     }
-    std::vector<const TrackBox*> hyps;
+    std::vector<const TrackedBox*> hyps;
     std::set<long long> track_seen;
-    for (const TrackBox& h : tracks[f]) {
+    for (const TrackedBox& h : tracks[f]) {
       if (!kept(options.labels, h.label)) continue;
       if (!track_seen.insert(h.id).second)
         throw Error(ErrorKind::kInvalidArgument,
@@ -89,14 +80,14 @@ MotResult evaluate_mot(const std::vector<std::vector<TruthBox>>& truth,
     // Track boxes on ignored truth leave the evaluation.
     if (std::any_of(all_truth.begin(), all_truth.end(),
                     [](const TruthBox* t) { return t->ignore; })) {
-      std::vector<const EvalBox*> rows, cols;
+      std::vector<const Box*> rows, cols;
       for (const TruthBox* t : all_truth) rows.push_back(&t->box);
-      for (const TrackBox* h : hyps) cols.push_back(&h->box);
+      for (const TrackedBox* h : hyps) cols.push_back(&h->box);
       const std::vector<int> m = match_boxes(rows, cols, options.min_iou);
       std::vector<bool> drop(hyps.size(), false);
       for (std::size_t r = 0; r < all_truth.size(); ++r)
         if (all_truth[r]->ignore && m[r] >= 0) drop[m[r]] = true;
-      std::vector<const TrackBox*> rest;
+      std::vector<const TrackedBox*> rest;
       for (std::size_t c = 0; c < hyps.size(); ++c)
         if (!drop[c]) rest.push_back(hyps[c]);
       hyps.swap(rest);
@@ -108,9 +99,9 @@ MotResult evaluate_mot(const std::vector<std::vector<TruthBox>>& truth,
     res.truth_boxes += static_cast<int>(objs.size());
     res.track_boxes += static_cast<int>(hyps.size());
     for (const TruthBox* t : objs) ++truth_len[t->id];
-    for (const TrackBox* h : hyps) ++res.track_frames[h->id];
+    for (const TrackedBox* h : hyps) ++res.track_frames[h->id];
     for (const TruthBox* t : objs)
-      for (const TrackBox* h : hyps)
+      for (const TrackedBox* h : hyps)
         if (iou(t->box, h->box) >= options.min_iou) ++overlap[{t->id, h->id}];
 
     // CLEAR-MOT: keep last correspondences that still hold, Hungarian for the rest.
@@ -128,7 +119,7 @@ MotResult evaluate_mot(const std::vector<std::vector<TruthBox>>& truth,
         }
     }
     std::vector<int> free_rows, free_cols;
-    std::vector<const EvalBox*> rows, cols;
+    std::vector<const Box*> rows, cols;
     for (std::size_t r = 0; r < objs.size(); ++r)
       if (match[r] < 0) {
         free_rows.push_back(static_cast<int>(r));
@@ -150,7 +141,7 @@ MotResult evaluate_mot(const std::vector<std::vector<TruthBox>>& truth,
     int frame_matches = 0;
     for (std::size_t r = 0; r < objs.size(); ++r) {
       if (match[r] < 0) continue;
-      const TrackBox* h = hyps[match[r]];
+      const TrackedBox* h = hyps[match[r]];
       last_match[objs[r]->id] = h->id;
       iou_sum += iou(objs[r]->box, h->box);
       ++matched_frames[{h->id, objs[r]->id}];

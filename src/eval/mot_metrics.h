@@ -31,25 +31,21 @@
 #include <string>
 #include <vector>
 
+#include "common/box.h"
+
 namespace torchinfer {
-
-struct EvalBox {
-  double x0 = 0, y0 = 0, x1 = 0, y1 = 0;
-};
-
-double iou(const EvalBox& a, const EvalBox& b);
 
 struct TruthBox {
   int id = 0;  // the physical object
   std::string label;
-  EvalBox box;
+  Box box;
   bool ignore = false;
 };
 
-struct TrackBox {
+struct TrackedBox {
   long long id = 0;  // the tracker's id
   std::string label;
-  EvalBox box;
+  Box box;
 };
 
 struct MotOptions {
@@ -77,7 +73,7 @@ struct MotResult {
 // number of frames (Error kInvalidArgument otherwise, or for min_iou outside
 // (0, 1]).
 MotResult evaluate_mot(const std::vector<std::vector<TruthBox>>& truth,
-                       const std::vector<std::vector<TrackBox>>& tracks,
+                       const std::vector<std::vector<TrackedBox>>& tracks,
                        const MotOptions& options = {});
 
 }  // namespace torchinfer

@@ -158,7 +158,7 @@ TruthClip read_truth_clip(const std::string& path) {
       if (bbox.size() != 4) rd.fail(of + ".bbox", "expected [x0, y0, x1, y1]");
       b.box = {rd.number(bbox[0], of + ".bbox[0]"), rd.number(bbox[1], of + ".bbox[1]"),
                rd.number(bbox[2], of + ".bbox[2]"), rd.number(bbox[3], of + ".bbox[3]")};
-      if (b.box.x0 > b.box.x1 || b.box.y0 > b.box.y1) rd.fail(of + ".bbox", "x0 > x1 or y0 > y1");
+      if (b.box.width() < 0 || b.box.height() < 0) rd.fail(of + ".bbox", "x0 > x1 or y0 > y1");
       boxes.push_back(std::move(b));
     }
     clip.frames.push_back(std::move(boxes));

@@ -48,12 +48,13 @@ std::uint64_t read_count(const json& j, const std::string& key, const std::strin
                          std::uint64_t fallback, std::uint64_t lo, std::uint64_t hi) {
   if (!j.contains(key)) return fallback;
   const json& v = j.at(key);
-  if (!v.is_number_integer()) throw SettingsError(path, "must be an integer, not " + type_name(v));
+  if (!v.is_number_integer()) throw FieldError("", path, "must be an integer, not " + type_name(v));
   const bool negative = !v.is_number_unsigned() && v.get<long long>() < 0;
   const std::uint64_t x = negative ? 0 : v.get<std::uint64_t>();
   if (negative || x < lo || x > hi)
-    throw SettingsError(path, "out of range: give an integer from " + std::to_string(lo) + " to " +
-                                  std::to_string(hi) + " (got " + v.dump() + ")");
+    throw FieldError("", path,
+                     "out of range: give an integer from " + std::to_string(lo) + " to " +
+                         std::to_string(hi) + " (got " + v.dump() + ")");
   return x;
 }
 
@@ -61,10 +62,10 @@ double read_seconds(const json& j, const std::string& key, const std::string& pa
                     double fallback) {
   if (!j.contains(key)) return fallback;
   const json& v = j.at(key);
-  if (!v.is_number()) throw SettingsError(path, "must be a number, not " + type_name(v));
+  if (!v.is_number()) throw FieldError("", path, "must be a number, not " + type_name(v));
   const double x = v.get<double>();
   if (!std::isfinite(x) || x < 0 || x > 30)
-    throw SettingsError(path, "out of range: give seconds from 0 to 30 (got " + v.dump() + ")");
+    throw FieldError("", path, "out of range: give seconds from 0 to 30 (got " + v.dump() + ")");
   return x;
 }
 
@@ -203,25 +204,25 @@ EvidenceSettings parse_evidence_settings(const json& j, const std::string& field
     return field_path.empty() ? key : field_path + "." + key;
   };
   if (!j.is_object())
-    throw SettingsError(field_path.empty() ? "(evidence)" : field_path,
-                        "must be a JSON object, not " + type_name(j));
+    throw FieldError("", field_path.empty() ? "(evidence)" : field_path,
+                     "must be a JSON object, not " + type_name(j));
   std::string names;
   for (const auto& k : evidence_setting_keys()) names += (names.empty() ? "" : ", ") + k;
   for (const auto& [k, v] : j.items()) {
     bool known = false;
     for (const auto& name : evidence_setting_keys()) known = known || name == k;
     if (!known)
-      throw SettingsError(path(printable(k, 40)), "unknown field; the fields are " + names);
+      throw FieldError("", path(printable(k, 40)), "unknown field; the fields are " + names);
   }
   EvidenceSettings s;
   if (j.contains("dir")) {
     const json& v = j.at("dir");
-    if (!v.is_string()) throw SettingsError(path("dir"), "must be a string, not " + type_name(v));
+    if (!v.is_string()) throw FieldError("", path("dir"), "must be a string, not " + type_name(v));
     s.dir = v.get<std::string>();
     if (s.dir.empty() || s.dir.size() > 4096)
-      throw SettingsError(path("dir"), "give a folder's path of 1 to 4096 characters");
+      throw FieldError("", path("dir"), "give a folder's path of 1 to 4096 characters");
     for (unsigned char c : s.dir)
-      if (c < 0x20 || c == 0x7f) throw SettingsError(path("dir"), "holds a control character");
+      if (c < 0x20 || c == 0x7f) throw FieldError("", path("dir"), "holds a control character");
   }
   s.pre_s = read_seconds(j, "pre_s", path("pre_s"), s.pre_s);
   s.post_s = read_seconds(j, "post_s", path("post_s"), s.post_s);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/field_error.h"
 
 namespace torchinfer::evidence {
 
@@ -29,22 +30,6 @@ struct EvidenceSettings {
   std::size_t max_events = 1000;  // retention: oldest events (all their files) deleted beyond this
   std::uint64_t max_bytes = 1ull << 30;    // retention: ... or beyond this many bytes of files
   std::size_t ring_max_bytes = 64u << 20;  // the encoded ring's memory bound per camera
-};
-
-// What parse_evidence_settings throws: an Error(kConfigInvalid) whose
-// message is "<field>: <problem>", with the field path alone too (the
-// server's REST replies put it in {"field": ...}).
-class SettingsError : public Error {
- public:
-  SettingsError(const std::string& field, const std::string& problem)
-      : Error(ErrorKind::kConfigInvalid, field + ": " + problem),
-        field_(field),
-        problem_(problem) {}
-  const std::string& field() const { return field_; }
-  const std::string& problem() const { return problem_; }
-
- private:
-  std::string field_, problem_;
 };
 
 // Parses {"dir":..., "pre_s":..., "post_s":..., "max_events":..., "max_bytes":...,

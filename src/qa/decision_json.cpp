@@ -10,8 +10,8 @@ nlohmann::json pts_or_null(std::int64_t pts) {
   return pts < 0 ? nlohmann::json(nullptr) : nlohmann::json(pts);
 }
 
-nlohmann::ordered_json box_json(const QaBox& b) {
-  return {{"x_min", b.x0}, {"y_min", b.y0}, {"x_max", b.x1}, {"y_max", b.y1}};
+nlohmann::ordered_json box_json(const Box& b) {
+  return {{"x_min", b.x_min}, {"y_min", b.y_min}, {"x_max", b.x_max}, {"y_max", b.y_max}};
 }
 
 // The part's anomaly verdict; its median view's map peak and regions (frame
@@ -30,7 +30,7 @@ nlohmann::ordered_json anomaly_json(const QaAnomalyVerdict& a) {
                   ? nlohmann::ordered_json(nullptr)
                   : nlohmann::ordered_json{{"x", a.view.peak_x}, {"y", a.view.peak_y}};
   auto& regions = v["regions"] = nlohmann::ordered_json::array();
-  for (const QaBox& b : a.view.regions) regions.push_back(box_json(b));
+  for (const Box& b : a.view.regions) regions.push_back(box_json(b));
   return j;
 }
 

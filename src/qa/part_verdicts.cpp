@@ -6,20 +6,6 @@
 
 namespace torchinfer {
 
-namespace {
-
-double area(const QaBox& b) {
-  return std::max(0.0, b.x1 - b.x0) * std::max(0.0, b.y1 - b.y0);
-}
-
-double intersection(const QaBox& a, const QaBox& b) {
-  const double w = std::min(a.x1, b.x1) - std::max(a.x0, b.x0);
-  const double h = std::min(a.y1, b.y1) - std::max(a.y0, b.y0);
-  return w > 0 && h > 0 ? w * h : 0;
-}
-
-}  // namespace
-
 const char* verdict_name(QaVerdict v) {
   switch (v) {
     case QaVerdict::kPass:
@@ -52,12 +38,11 @@ void validate(const QaRules& r) {
 
 void attach_defect_boxes(std::vector<QaPart>& parts, const std::vector<QaDefectBox>& defects) {
   for (const QaDefectBox& d : defects) {
-    const double cx = (d.box.x0 + d.box.x1) / 2, cy = (d.box.y0 + d.box.y1) / 2;
     QaPart* best = nullptr;
     double best_cover = -1;
     for (QaPart& p : parts) {
-      if (cx < p.box.x0 || cx > p.box.x1 || cy < p.box.y0 || cy > p.box.y1) continue;
-      const double cover = intersection(p.box, d.box);
+      if (!p.box.contains(d.box.center_x(), d.box.center_y())) continue;
+      const double cover = intersection_area(p.box, d.box);
       if (cover > best_cover) {
         best = &p;
         best_cover = cover;
@@ -84,7 +69,7 @@ std::vector<QaDecision> PartVerdicts::add_frame(const QaFrame& f) {
   std::vector<QaDecision> out;
   for (const QaPart* p : parts) {
     const bool nested = std::any_of(primary.begin(), primary.end(), [&](const QaPart* k) {
-      return intersection(k->box, p->box) >= rules_.nested_cover * area(p->box);
+      return intersection_area(k->box, p->box) >= rules_.nested_cover * p->box.area();
     });
     // A decided part still hides the boxes nested in it (a leaving bracket
     // half boxed again), but gives no more evidence.
@@ -107,11 +92,11 @@ std::vector<QaDecision> PartVerdicts::add_frame(const QaFrame& f) {
     if (nested) continue;
     primary.push_back(p);
     t.ever_primary = true;
-    const QaBox& b = p->box;
+    const Box& b = p->box;
     const double m = rules_.edge_margin;
-    const bool cut_left =
-        b.x0<m, cut_top = b.y0<m, cut_right = b.x1> f.width - m, cut_bottom = b.y1> f.height - m;
-    const double cx = (b.x0 + b.x1) / 2, cy = (b.y0 + b.y1) / 2;
+    const bool cut_left = b.x_min < m, cut_top = b.y_min < m;
+    const bool cut_right = b.x_max > f.width - m, cut_bottom = b.y_max > f.height - m;
+    const double cx = b.center_x(), cy = b.center_y();
     if (fresh) {
       t.first_cx = cx;
       t.first_cy = cy;
@@ -120,7 +105,7 @@ std::vector<QaDecision> PartVerdicts::add_frame(const QaFrame& f) {
       // Leaving: cut by an edge it has travelled towards (half its size at
       // least since first seen). A part still entering can be seen whole
       // for a frame and cut again when the detector's box jitters.
-      const double hw = (b.x1 - b.x0) / 2, hh = (b.y1 - b.y0) / 2;
+      const double hw = b.width() / 2, hh = b.height() / 2;
       const bool leaving =
           (cut_left && t.first_cx - cx >= hw) || (cut_right && cx - t.first_cx >= hw) ||
           (cut_top && t.first_cy - cy >= hh) || (cut_bottom && cy - t.first_cy >= hh);

@@ -52,11 +52,9 @@
 #include <string>
 #include <vector>
 
-namespace torchinfer {
+#include "common/box.h"
 
-struct QaBox {
-  double x0 = 0, y0 = 0, x1 = 0, y1 = 0;  // frame pixels
-};
+namespace torchinfer {
 
 enum class QaRule { kVote, kMax };
 
@@ -85,7 +83,7 @@ struct QaAnomalyView {
   double score = 0;                 // decision units: normalised 0..1, or raw
   double threshold = 0.5;           // anomalous iff score >= threshold
   double peak_x = -1, peak_y = -1;  // the map's highest cell, frame pixels; -1: no map
-  std::vector<QaBox> regions;       // anomalous areas of the map, frame pixels, largest first
+  std::vector<Box> regions;         // anomalous areas of the map, frame pixels, largest first
 };
 
 // One tracked part box on one frame.
@@ -93,7 +91,7 @@ struct QaPart {
   int id = 0;  // torchtrack object id
   std::string label;
   double confidence = 0;
-  QaBox box;
+  Box box;
   // The frame has a result of its own for this part: evidence holds it
   // (empty map = nothing found). False for reused or predicted boxes.
   bool judged = false;
@@ -158,7 +156,7 @@ struct QaCounts {
 struct QaDefectBox {
   std::string label;
   double confidence = 0;
-  QaBox box;
+  Box box;
 };
 // Adds to each part's evidence the best confidence per defect class among
 // the boxes given to it. Boxes whose centre lies in no part are dropped.

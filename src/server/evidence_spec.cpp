@@ -66,7 +66,7 @@ EvidenceSpec parse_evidence_spec(const json& j, const std::string& field, const 
   }
   try {
     e.settings = evidence::parse_evidence_settings(settings, field);
-  } catch (const evidence::SettingsError& x) {
+  } catch (const FieldError& x) {
     // The unknown-field message lists the store's keys; "classes" is ours.
     std::string problem = x.problem();
     const std::string list = "the fields are ";

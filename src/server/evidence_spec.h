@@ -23,7 +23,7 @@ struct EvidenceSpec {
 };
 
 // `j` is the "evidence" object of a stream at field path `field`; `track`
-// and `aravis` are the stream's. Throws FieldError (server_config.h).
+// and `aravis` are the stream's. Throws FieldError (common/field_error.h).
 EvidenceSpec parse_evidence_spec(const nlohmann::json& j, const std::string& field,
                                  const std::string& origin, bool track, bool aravis);
 nlohmann::json to_json(const EvidenceSpec& e);

@@ -13,6 +13,7 @@
 
 #include "analytics/analytics_config.h"
 #include "common/error.h"
+#include "common/field_error.h"
 #include "server/camera_settings.h"
 #include "server/evidence_spec.h"
 
@@ -106,22 +107,7 @@ StreamSpec parse_stream_spec(const nlohmann::json& j, const std::vector<ModelSpe
 // The stream as JSON, in the same schema parse_stream_spec reads.
 nlohmann::json to_json(const StreamSpec& s);
 
-// What the parsers throw: an Error(kConfigInvalid) reading
-// "<origin>: <field>: <problem>" that also carries the field path alone
-// (REST replies put it in {"field": ...}).
-class FieldError : public Error {
- public:
-  FieldError(const std::string& origin, const std::string& field, const std::string& problem)
-      : Error(ErrorKind::kConfigInvalid, (origin.empty() ? "" : origin + ": ") +
-                                             (field.empty() ? "" : field + ": ") + problem),
-        field_(field),
-        problem_(problem) {}
-  const std::string& field() const { return field_; }
-  const std::string& problem() const { return problem_; }
-
- private:
-  std::string field_, problem_;
-};
+// What the parsers throw: FieldError (common/field_error.h).
 
 // Stream ids: 1..64 of [A-Za-z0-9_-] (they become file names, MQTT
 // defaults, URL path segments and Prometheus label values).

@@ -9,7 +9,7 @@ namespace {
 
 constexpr int kState = 7, kMeasure = 4;
 
-cv::Mat measurement(const TrackBox& b) {
+cv::Mat measurement(const Box& b) {
   const double w = std::max(b.width(), 1e-6), h = std::max(b.height(), 1e-6);
   cv::Mat z(kMeasure, 1, CV_64F);
   z.at<double>(0) = b.x_min + w / 2;
@@ -19,7 +19,7 @@ cv::Mat measurement(const TrackBox& b) {
   return z;
 }
 
-TrackBox from_state(const cv::Mat& x) {
+Box from_state(const cv::Mat& x) {
   const double cx = x.at<double>(0), cy = x.at<double>(1);
   const double s = std::max(x.at<double>(2), 0.0), r = std::max(x.at<double>(3), 0.0);
   const double w = std::sqrt(s * r);
@@ -29,16 +29,7 @@ TrackBox from_state(const cv::Mat& x) {
 
 }  // namespace
 
-double iou(const TrackBox& a, const TrackBox& b) {
-  const double iw = std::min(a.x_max, b.x_max) - std::max(a.x_min, b.x_min);
-  const double ih = std::min(a.y_max, b.y_max) - std::max(a.y_min, b.y_min);
-  if (iw <= 0 || ih <= 0) return 0;
-  const double inter = iw * ih;
-  const double uni = a.width() * a.height() + b.width() * b.height() - inter;
-  return uni > 0 ? inter / uni : 0;
-}
-
-BoxFilter::BoxFilter(const TrackBox& first) : kf_(kState, kMeasure, 0, CV_64F) {
+BoxFilter::BoxFilter(const Box& first) : kf_(kState, kMeasure, 0, CV_64F) {
   cv::setIdentity(kf_.transitionMatrix);
   for (int i = 0; i < 3; ++i) kf_.transitionMatrix.at<double>(i, i + 4) = 1;
   cv::setIdentity(kf_.measurementMatrix);
@@ -54,7 +45,7 @@ BoxFilter::BoxFilter(const TrackBox& first) : kf_(kState, kMeasure, 0, CV_64F) {
   measurement(first).copyTo(kf_.statePost.rowRange(0, kMeasure));
 }
 
-TrackBox BoxFilter::predict() {
+Box BoxFilter::predict() {
   // A shrinking box must not reach a negative area.
   if (kf_.statePost.at<double>(2) + kf_.statePost.at<double>(6) <= 0)
     kf_.statePost.at<double>(6) = 0;
@@ -63,11 +54,11 @@ TrackBox BoxFilter::predict() {
   return from_state(kf_.predict());
 }
 
-void BoxFilter::correct(const TrackBox& measured) {
+void BoxFilter::correct(const Box& measured) {
   kf_.correct(measurement(measured));
 }
 
-TrackBox BoxFilter::box() const {
+Box BoxFilter::box() const {
   return from_state(kf_.statePost);
 }
 

@@ -6,29 +6,23 @@
 
 #include <opencv2/video/tracking.hpp>
 
+#include "common/box.h"
+
 namespace torchinfer {
-
-struct TrackBox {
-  double x_min = 0, y_min = 0, x_max = 0, y_max = 0;
-  double width() const { return x_max - x_min; }
-  double height() const { return y_max - y_min; }
-};
-
-double iou(const TrackBox& a, const TrackBox& b);
 
 class BoxFilter {
  public:
-  explicit BoxFilter(const TrackBox& first);
+  explicit BoxFilter(const Box& first);
   // cv::Mat copies share their data: a copy would silently share the state.
   BoxFilter(const BoxFilter&) = delete;
   BoxFilter& operator=(const BoxFilter&) = delete;
   BoxFilter(BoxFilter&&) = default;
   BoxFilter& operator=(BoxFilter&&) = default;
   // Advances one frame; returns the predicted box.
-  TrackBox predict();
+  Box predict();
   // Corrects the state with a measured box.
-  void correct(const TrackBox& measured);
-  TrackBox box() const;
+  void correct(const Box& measured);
+  Box box() const;
   // Estimated centre velocity, pixels per frame.
   double velocity_x() const;
   double velocity_y() const;

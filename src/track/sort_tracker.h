@@ -36,7 +36,7 @@ struct TrackerOptions {
 };
 
 struct TrackDetection {
-  TrackBox box;  // pixels: the Kalman noise values assume them
+  Box box;  // pixels: the Kalman noise values assume them
   std::string label;
   int label_id = -1;
   double confidence = 0;
@@ -44,7 +44,7 @@ struct TrackDetection {
 
 struct TrackedObject {
   int id = 0;
-  TrackBox box;  // the detection's box, or the prediction when predicted
+  Box box;  // the detection's box, or the prediction when predicted
   std::string label;
   int label_id = -1;
   double confidence = 0;  // of the latest matched detection
@@ -84,7 +84,7 @@ class SortTracker {
  private:
   struct Track {
     BoxFilter filter;
-    TrackBox predicted;
+    Box predicted;
     std::string label;
     int label_id = -1;
     double confidence = 0;

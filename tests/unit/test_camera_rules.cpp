@@ -31,7 +31,7 @@ StreamSpec parse(const json& j) {
 std::pair<std::string, std::string> refusal(const json& j) {
   try {
     parse(j);
-  } catch (const FieldError& e) {
+  } catch (const torchinfer::FieldError& e) {
     return {e.field(), e.what()};
   }
   return {"(accepted)", ""};

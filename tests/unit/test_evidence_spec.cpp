@@ -27,7 +27,7 @@ StreamSpec parse(const json& j, const std::string& prefix = "streams[0]") {
 std::string refusal(const json& j, const std::string& prefix = "streams[0]") {
   try {
     parse(j, prefix);
-  } catch (const FieldError& e) {
+  } catch (const torchinfer::FieldError& e) {
     return e.field() + " | " + e.what();
   }
   return "(accepted)";

@@ -60,7 +60,7 @@ class EvidenceStoreTest : public ::testing::Test {
 std::string settings_error(const json& j, const std::string& path = "evidence") {
   try {
     ev::parse_evidence_settings(j, path);
-  } catch (const ev::SettingsError& e) {
+  } catch (const torchinfer::FieldError& e) {
     return e.field() + " | " + e.what();
   }
   return "(accepted)";

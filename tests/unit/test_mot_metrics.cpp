@@ -16,20 +16,20 @@ using namespace torchinfer;
 namespace {
 
 // Boxes 10x10 on a row: A, B, C never overlap one another.
-EvalBox at(double x) {
+Box at(double x) {
   return {x, 0, x + 10, 10};
 }
-const EvalBox kA = at(0), kB = at(100), kC = at(200);
+const Box kA = at(0), kB = at(100), kC = at(200);
 
-TruthBox gt(int id, EvalBox b, bool ignore = false, const std::string& label = "bracket") {
+TruthBox gt(int id, Box b, bool ignore = false, const std::string& label = "bracket") {
   return {id, label, b, ignore};
 }
-TrackBox hyp(long long id, EvalBox b, const std::string& label = "bracket") {
+TrackedBox hyp(long long id, Box b, const std::string& label = "bracket") {
   return {id, label, b};
 }
 
 using Truth = std::vector<std::vector<TruthBox>>;
-using Tracks = std::vector<std::vector<TrackBox>>;
+using Tracks = std::vector<std::vector<TrackedBox>>;
 
 }  // namespace
 
@@ -351,7 +351,7 @@ TEST(TruthFile, ReadsAValidFile) {
   EXPECT_EQ(c.frames[1][1].label, "chip");
   EXPECT_EQ(c.frames[1][1].id, 0);
   EXPECT_TRUE(c.frames[0][0].ignore);
-  EXPECT_DOUBLE_EQ(c.frames[1][0].box.x1, 60.0);
+  EXPECT_DOUBLE_EQ(c.frames[1][0].box.x_max, 60.0);
 }
 
 // The shipped demo truth: 14 parts, 13 judged (4 pass, 9 reject), 300 frames.

@@ -95,7 +95,7 @@ TEST(PartVerdicts, OnlyACutTowardsWhereItTravelsIsLeaving) {
   EXPECT_TRUE(v.add_frame(frame(2, {part(1, 1, 205)})).empty());
   EXPECT_TRUE(v.add_frame(frame(3, {part(1, 20, 220, {{"ok", 0.9}})})).empty());
   QaPart top = part(1, 100, 300);
-  top.box.y0 = 0;
+  top.box.y_min = 0;
   EXPECT_TRUE(v.add_frame(frame(4, {top})).empty());
   const auto out = v.add_frame(frame(5, {part(1, 200, kW)}));
   ASSERT_EQ(out.size(), 1u);
@@ -236,8 +236,8 @@ TEST(PartVerdicts, NestedPartBoxesAreDuplicatesNotParts) {
   PartVerdicts v({});
   auto inner = part(2, 110, 200, {{"chip", 0.99}}, true, "bracket", 0.6);
   v.add_frame(frame(0, {part(1, 100, 300, {{"ok", 0.9}}), inner}));
-  inner.box.x0 = 510;
-  inner.box.x1 = 600;
+  inner.box.x_min = 510;
+  inner.box.x_max = 600;
   v.add_frame(frame(1, {part(1, 500, kW), inner}));  // part 1 leaves
   // Less than 70 % inside: a part of its own.
   v.add_frame(frame(2, {part(3, 350, 450, {{"ok", 0.7}}, true, "washer", 0.5),
@@ -423,7 +423,7 @@ TEST(PartVerdicts, AnomalyMedianOfTheViewsDecides) {
   EXPECT_DOUBLE_EQ(a.view.score, 0.4);
   EXPECT_DOUBLE_EQ(a.view.peak_x, 150);
   ASSERT_EQ(a.view.regions.size(), 1u);
-  EXPECT_DOUBLE_EQ(a.view.regions[0].x0, 145);
+  EXPECT_DOUBLE_EQ(a.view.regions[0].x_min, 145);
   EXPECT_EQ(out[0].verdict, QaVerdict::kPass);
   EXPECT_EQ(out[0].frames_judged, 4);
   EXPECT_TRUE(out[0].defects.empty());

@@ -21,7 +21,7 @@ json config_with(json stream) {
 std::pair<std::string, std::string> error_of(const json& j) {
   try {
     parse_server_config(j, "server.json");
-  } catch (const FieldError& e) {
+  } catch (const torchinfer::FieldError& e) {
     return {e.field(), e.what()};
   }
   return {"(no error)", ""};
@@ -138,7 +138,7 @@ TEST(ServerConfig, RestreamIsABoolean) {
     parse_stream_spec({{"id", "a"}, {"uri", "file:///x"}, {"restream", "on"}}, {{"parts", "m.pt"}},
                       {}, "", "");
     ADD_FAILURE() << "a string restream was accepted";
-  } catch (const FieldError& e) {
+  } catch (const torchinfer::FieldError& e) {
     EXPECT_EQ(e.field(), "restream");
   }
   const StreamSpec off = parse_stream_spec({{"id", "a"}, {"uri", "file:///x"}, {"restream", false}},
@@ -264,7 +264,7 @@ TEST(ServerConfig, RestBodyFieldsHaveNoPrefix) {
   try {
     parse_stream_spec({{"id", "a"}, {"uri", "file:///x"}, {"extra", true}}, models, {}, "", "");
     FAIL() << "accepted an unknown field";
-  } catch (const FieldError& e) {
+  } catch (const torchinfer::FieldError& e) {
     EXPECT_EQ(e.field(), "extra");
     EXPECT_EQ(std::string(e.what()).rfind("extra: unknown field", 0), 0u) << e.what();
   }

@@ -17,7 +17,7 @@ using namespace torchinfer;
 
 namespace {
 
-TrackBox centred(double cx, double cy, double w = 40, double h = 40) {
+Box centred(double cx, double cy, double w = 40, double h = 40) {
   return {cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2};
 }
 
@@ -303,12 +303,12 @@ TEST(SortTracker, FinishEndsConfirmedTracksAndIdsKeepCounting) {
 }
 
 TEST(BoxFilter, FirstBoxIsTheState) {
-  BoxFilter f(TrackBox{10, 20, 50, 40});
+  BoxFilter f(Box{10, 20, 50, 40});
   EXPECT_NEAR(f.box().x_min, 10, 1e-9);
   EXPECT_NEAR(f.box().y_max, 40, 1e-9);
   EXPECT_DOUBLE_EQ(f.velocity_x(), 0);
   // No velocity yet: a prediction stays put.
-  const TrackBox p = f.predict();
+  const Box p = f.predict();
   EXPECT_NEAR(p.x_min, 10, 1e-9);
   EXPECT_NEAR(p.y_min, 20, 1e-9);
 }

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# The house rules, checked on the source tree (run by the test suite as
+# `house-rules`; by hand: ./scripts/check_house.sh [SOURCE_ROOT]):
+#  1. includes point down only: src/ never includes plugin/ or pipelines/;
+#     plugin/ never pipelines/; pipelines/ takes from plugin/ only its
+#     installed headers (plugin/gst/torchinfer/).
+#  2. no include cycle between the folders of src/ (model -> batching ->
+#     model would make the two one library in all but name).
+#  3. no function longer than 60 lines in src/, plugin/ or pipelines/
+#     (universal-ctags gives each definition's first and last line).
+# What breaks a rule today is listed in scripts/house/*.txt with its size;
+# a listed item may shrink but not grow, and a mended one must leave the
+# list, so the lists only get shorter.
+set -uo pipefail
+root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
+cd "$root" || exit 2
+lists=scripts/house
+max_lines=60
+failures=0
+fail() { echo "house-rules: $*"; failures=$((failures + 1)); }
+
+# The file an include names, as the compiler would find it: next to the
+# includer first, then under the includer's own layer, then src/, plugin/.
+resolve() {
+  local from=$1 name=$2 layer=${1%%/*}
+  local d
+  for d in "$(dirname "$from")" "$layer" "$(dirname "$from")/.." src plugin; do
+    [ -f "$d/$name" ] && { realpath --relative-to=. "$d/$name"; return; }
+  done
+}
+
+sources() {
+  { git ls-files -- "$@" 2>/dev/null || find "$@" -type f; } | grep -E '\.(c|cc|cpp|h|hpp)$'
+}
+
+# "from_file -> to_file" for every quoted include of the three layers.
+include_edges() {
+  local f name target
+  for f in $(sources src plugin pipelines); do
+    while IFS= read -r name; do
+      target=$(resolve "$f" "$name")
+      [ -n "$target" ] && echo "$f -> $target"
+    done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f")
+  done
+}
+
+edges=$(include_edges)
+
+check_layers() {
+  local bad
+  bad=$(echo "$edges" | awk '
+    $1 ~ /^src\// && $3 !~ /^src\//                               { print; next }
+    $1 ~ /^plugin\// && $3 ~ /^pipelines\//                      { print; next }
+    $1 ~ /^pipelines\// && $3 ~ /^plugin\// && $3 !~ /^plugin\/gst\/torchinfer\// { print }')
+  compare_list "$bad" "$lists/include-exceptions.txt" "an include that points up or into a private header"
+}
+
+# Folder-level graph of src/: "model batching" for src/model/* -> src/batching/*.
+check_cycles() {
+  local pairs cycles
+  pairs=$(echo "$edges" | awk '$1 ~ /^src\// && $3 ~ /^src\// {
+      split($1, a, "/"); split($3, b, "/"); if (a[2] != b[2]) print a[2], b[2] }' | sort -u)
+  cycles=$(echo "$pairs" | awk 'NF { e[$1" "$2] = 1 } END {
+      for (k in e) { split(k, p, " "); if ((p[2]" "p[1]) in e && p[1] < p[2]) print "src/" p[1] " <-> src/" p[2] } }' | sort)
+  compare_list "$cycles" "$lists/cycle-exceptions.txt" "an include cycle between folders of src/"
+}
+
+check_functions() {
+  local long
+  long=$(sources src plugin pipelines | xargs ctags --c-kinds=f --c++-kinds=f --fields=+ne -o - 2>/dev/null |
+    awk -F'\t' -v max="$max_lines" '{
+      line = ""; end = ""
+      for (i = 4; i <= NF; i++) {
+        if ($i ~ /^line:/) line = substr($i, 6)
+        if ($i ~ /^end:/) end = substr($i, 5)
+      }
+      if (line != "" && end != "" && end - line + 1 > max) print $2 ":" $1, end - line + 1 }' | sort -u)
+  compare_sized "$long" "$lists/long-functions.txt"
+}
+
+# Items that break a rule must all be listed; listed ones must still break it.
+compare_list() {
+  local found=$1 list=$2 what=$3 item
+  local known
+  known=$(grep -v -e '^#' -e '^$' "$list" 2>/dev/null)
+  while IFS= read -r item; do
+    [ -z "$item" ] && continue
+    grep -qxF -- "$item" <<<"$known" || fail "$what: $item"
+  done <<<"$found"
+  while IFS= read -r item; do
+    [ -z "$item" ] && continue
+    grep -qxF -- "$item" <<<"$found" || fail "mended, remove it from $list: $item"
+  done <<<"$known"
+}
+
+# "file:function lines": a listed function may shrink, not grow past its entry.
+compare_sized() {
+  local found=$1 list=$2 name size allowed
+  while read -r name size; do
+    [ -z "$name" ] && continue
+    allowed=$(awk -v n="$name" '$1 == n { print $2 }' "$list" 2>/dev/null)
+    if [ -z "$allowed" ]; then
+      fail "$name is $size lines (at most $max_lines): split it by concern"
+    elif [ "$size" -gt "$allowed" ]; then
+      fail "$name grew to $size lines (listed at $allowed; at most $max_lines for new code)"
+    fi
+  done <<<"$found"
+  while read -r name size; do
+    [ -z "$name" ] || [[ "$name" == \#* ]] && continue
+    awk -v n="$name" '$1 == n { f = 1 } END { exit !f }' <<<"$found" ||
+      fail "mended, remove it from $list: $name"
+  done <"$list"
+}
+
+check_layers
+check_cycles
+check_functions
+if [ "$failures" -gt 0 ]; then
+  echo "house-rules: $failures problem(s); the rules are in scripts/check_house.sh"
+  exit 1
+fi
+echo "house-rules: includes point down, no cycle in src/, functions within $max_lines lines" \
+  "(listed exceptions: $(grep -cv -e '^#' -e '^$' "$lists"/*.txt | awk -F: '{ s += $2 } END { print s }'))"
