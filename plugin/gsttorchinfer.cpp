@@ -66,9 +66,13 @@ static void record_load_stats(State* st, const LoadedModel& m) {
   st->stats.active_lanes = m.lane_count();
 }
 
-// The running instance's listener (RunningModel): takes a newer generation
-// of its model as this element's, once, on the thread of whichever sharer
-// reloaded it. A restart then loads the file that ran.
+// The element whose reload the calling thread is running (reload_model):
+// told last, once every other sharer has been (see on_reload).
+static thread_local const GstTorchInfer* reloading_self = nullptr;
+
+// Takes a newer generation of the instance's model as this element's, once,
+// and says so (message, notify::model). A restart then loads the file that
+// ran.
 static void adopt_model(GstTorchInfer* self, const std::shared_ptr<const LoadedModel>& m) {
   State* st = self->state;
   int seen = st->generation.load();
@@ -84,6 +88,14 @@ static void adopt_model(GstTorchInfer* self, const std::shared_ptr<const LoadedM
   }
   post_model_reloaded(GST_ELEMENT(self), *m);
   g_object_notify(G_OBJECT(self), "model");
+}
+
+// The running instance's listener (RunningModel), on the thread of
+// whichever sharer reloaded it. The sharer that reloaded adopts after the
+// reload returned, so that its own "torchinfer-model-reloaded" comes once
+// every other sharer has been told.
+static void on_reload(GstTorchInfer* self, const std::shared_ptr<const LoadedModel>& m) {
+  if (reloading_self != self) adopt_model(self, m);
 }
 
 // False, after posting the error, for settings that cannot start.
@@ -173,7 +185,7 @@ static bool gst_torchinfer_start(GstTorchInfer* self) {
     st->session.start(batcher, std::move(so));
     st->session.set_skip_when_busy(s.drop_policy == DROP_SKIP);
     st->model.start(std::move(batcher),
-                    [self](const std::shared_ptr<const LoadedModel>& m) { adopt_model(self, m); });
+                    [self](const std::shared_ptr<const LoadedModel>& m) { on_reload(self, m); });
     return true;
   } catch (const std::exception& e) {
     post_load_error(GST_ELEMENT(self), e, s.model);
@@ -195,11 +207,17 @@ static void gst_torchinfer_stop(GstTorchInfer* self) {
 }
 
 // Loads `path` off the streaming path and switches the instance to it;
-// every sharer, this element too, adopts it through its subscription.
+// the other sharers adopt it through their subscriptions, this element
+// after them.
 static void reload_model(GstTorchInfer* self, const std::string& path, Batcher& batcher) {
   try {
-    reload_for_element(GST_ELEMENT(self), self->state->run, path, batcher);
+    reloading_self = self;
+    std::shared_ptr<const LoadedModel> m =
+        reload_for_element(GST_ELEMENT(self), self->state->run, path, batcher);
+    reloading_self = nullptr;
+    adopt_model(self, m);
   } catch (const std::exception& e) {
+    reloading_self = nullptr;
     GST_ELEMENT_WARNING(
         self, RESOURCE, FAILED,
         ("New model '%s' could not be loaded; still running the previous model.", path.c_str()),
