@@ -50,6 +50,7 @@ void read_regions(GstBuffer* buf, std::vector<RegionOfInterest>* out) {
     r.y = roi->y;
     r.width = roi->w;
     r.height = roi->h;
+    r.roi_id = roi->id;
     const GstStructure* det =
         gst_video_region_of_interest_meta_get_param(roi, GST_TORCH_DETECTION_STRUCTURE_NAME);
     const gchar* label = det ? gst_structure_get_string(det, "label") : nullptr;
@@ -164,18 +165,48 @@ bool attach_results(GstBuffer* buf, const FrameInference& rec, bool inferred,
   return true;
 }
 
+namespace {
+
+// Each region's ROI meta on `buf`, found by the id read_regions() took from
+// it: the k-th region with id X gets the k-th meta with id X (ids are unique
+// when torchinfer's elements made the metas; GStreamer's own default is 0
+// for every ROI, where this keeps the buffer's order). Null for a region
+// whose meta is gone.
+std::vector<GstVideoRegionOfInterestMeta*> metas_of_regions(GstBuffer* buf,
+                                                            const FrameInference& rec) {
+  using Ref = std::pair<gint, std::size_t>;  // (id, order): sorting keeps equal ids in order
+  std::vector<std::pair<Ref, GstVideoRegionOfInterestMeta*>> metas;
+  gpointer iter = nullptr;
+  while (GstMeta* m = gst_buffer_iterate_meta_filtered(
+             buf, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
+    auto* roi = reinterpret_cast<GstVideoRegionOfInterestMeta*>(m);
+    metas.push_back({{roi->id, metas.size()}, roi});
+  }
+  std::vector<Ref> regions;
+  regions.reserve(rec.regions.size());
+  for (std::size_t i = 0; i < rec.regions.size(); ++i)
+    regions.push_back({rec.regions[i].roi_id, i});
+  std::sort(metas.begin(), metas.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::sort(regions.begin(), regions.end());
+  std::vector<GstVideoRegionOfInterestMeta*> out(rec.regions.size(), nullptr);
+  std::size_t m = 0;
+  for (const Ref& r : regions) {
+    while (m < metas.size() && metas[m].first.first < r.first) ++m;
+    if (m < metas.size() && metas[m].first.first == r.first) out[r.second] = metas[m++].second;
+  }
+  return out;
+}
+
+}  // namespace
+
 bool attach_region_results(GstBuffer* buf, const FrameInference& rec, const RegionAttachInfo& who,
                            std::size_t* not_classified) {
-  std::vector<GstVideoRegionOfInterestMeta*> rois;
-  gpointer iter = nullptr;
-  while (GstMeta* m = gst_buffer_iterate_meta_filtered(buf, &iter,
-                                                       GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE))
-    rois.push_back(reinterpret_cast<GstVideoRegionOfInterestMeta*>(m));
+  const std::vector<GstVideoRegionOfInterestMeta*> rois = metas_of_regions(buf, rec);
   bool scores_found = true;
-  const std::size_t n = std::min(rois.size(), rec.regions.size());
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i = 0; i < rec.regions.size(); ++i) {
     const RegionResult& region = rec.regions[i];
-    if (region.slot < 0) continue;
+    if (region.slot < 0 || !rois[i]) continue;
     const SlotResult& slot = rec.slots[static_cast<std::size_t>(region.slot)];
     if (!slot.delivered || !slot.result.output) continue;
     TensorMetaInfo info;

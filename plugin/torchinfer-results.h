@@ -17,8 +17,8 @@
 
 namespace torchinfer::gst {
 
-// The ROI metas of a frame into `out`, in the buffer's order (the order the
-// output thread finds them in again to attach the results). Reuses out's
+// The ROI metas of a frame into `out`, in the buffer's order, each with its
+// meta's id (by which attach_region_results finds the meta again). Reuses out's
 // elements and their strings: no allocation per frame once warmed up.
 void read_regions(GstBuffer* buf, std::vector<RegionOfInterest>* out);
 
@@ -40,7 +40,8 @@ struct RegionAttachInfo {
 // Region mode: for each region with a result (its own or reused), a tensor
 // meta with roi_id = its ROI meta's id and, for classifiers, the
 // "classification" param on the ROI meta (replacing this element's earlier
-// one). Regions match the buffer's ROI metas by position. Returns false when
+// one). Regions find their ROI metas by id (RegionOfInterest::roi_id; among
+// metas sharing an id, by order). Returns false when
 // a classifier's output is not a score vector. `not_classified` (if given)
 // gets the number of regions inferred on this frame by a detection model,
 // which attaches no classification.

@@ -28,9 +28,11 @@ tsan() {
     tests/unit/test_batcher.cpp tests/unit/test_batcher_lanes.cpp tests/unit/test_stream_session.cpp \
     src/batching/batcher.cpp src/model/model_registry.cpp src/stream/stream_session.cpp \
     src/engine/engine_thread.cpp \
-    src/stream/regions.cpp \
-    src/preprocess/preprocess.cpp src/preprocess/resample.cpp \
+    src/stream/regions.cpp src/stream/session_fill.cpp src/stream/session_regions.cpp \
+    src/preprocess/preprocess.cpp src/preprocess/resample.cpp src/preprocess/bayer.cpp \
+    src/preprocess/lattice_rows.cpp src/preprocess/saturation.cpp src/preprocess/write_rows.cpp \
     src/common/stream_stats.cpp src/common/aligned_buffer.cpp src/common/model_config.cpp \
+    src/common/model_config_anomaly.cpp \
     src/common/file_check.cpp src/common/json_file.cpp src/common/utf8.cpp \
     -lgtest -lgtest_main -lpthread -o build-tsan/batcher-tsan
   TSAN_OPTIONS="halt_on_error=1" build-tsan/batcher-tsan --gtest_repeat=20 --gtest_brief=1

@@ -14,6 +14,7 @@ PACKAGES=(
   gstreamer1.0-x fonts-dejavu-core
   gstreamer1.0-plugins-bad libgstrtspserver-1.0-dev  # RTSP: openh264enc/dec, h264parse; gst-rtsp-server
   libopencv-dev libtorch-dev libdnnl-dev nlohmann-json3-dev zlib1g-dev
+  libzip-dev  # the TorchScript archive checks (src/common/zip_check.cpp)
   libgtest-dev libgmock-dev libbenchmark-dev
   libmosquitto-dev mosquitto mosquitto-clients  # mosquitto_sub in docs/elements.md
   python3-torch python3-torchvision python3-numpy python3-pil

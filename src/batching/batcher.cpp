@@ -209,7 +209,7 @@ void Batcher::replace_model(std::shared_ptr<const LoadedModel> model) {
     throw Error(ErrorKind::kInvalidArgument, "a reloaded model must have the " +
                                                  std::to_string(lanes_) +
                                                  " lanes of the one it replaces");
-  std::shared_ptr<const LoadedModel> old = std::move(model);
+  std::shared_ptr<const LoadedModel> old = model;
   {
     std::lock_guard<std::mutex> lk(mu_);
     model_.swap(old);
@@ -223,6 +223,7 @@ void Batcher::replace_model(std::shared_ptr<const LoadedModel> model) {
   // Unlocked: if this was the last reference, each old lane is freed on its
   // own thread, after its worker (which needs the lock to end) returned.
   old.reset();
+  listeners_.notify(model);
 }
 
 void Batcher::worker(int lane, int epoch) {

@@ -39,6 +39,7 @@
 #include <thread>
 #include <vector>
 
+#include "batching/model_listeners.h"
 #include "common/aligned_buffer.h"
 #include "model/loaded_model.h"
 
@@ -128,7 +129,15 @@ class Batcher {
   // Takes effect from the next batch; the filling one runs with the old
   // model. Throws Error(kInvalidArgument) for a model with another number
   // of lanes (a reload uses the same settings, so it never has).
+  // Then tells the subscribers (subscribe()), on this thread.
   void replace_model(std::shared_ptr<const LoadedModel> model);
+  // `listener` is called with the new model after each replace_model(), on
+  // the reloading thread and outside the batcher's lock (through
+  // ModelRegistry::reload, under the id's lock: it must not acquire that
+  // id), until the returned subscription ends.
+  ModelListeners::Subscription subscribe(ModelListener listener) {
+    return listeners_.subscribe(std::move(listener));
+  }
   // Batches that may run at once: the model's lanes.
   int lanes() const { return lanes_; }
 
@@ -197,6 +206,7 @@ class Batcher {
   bool stop_ = false;
   std::vector<std::future<void>> posted_;  // workers on the lanes' own threads
   std::vector<std::thread> threads_;       // workers of lanes without `post`
+  ModelListeners listeners_;
 };
 
 }  // namespace torchinfer

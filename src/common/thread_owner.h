@@ -79,4 +79,29 @@ class ThreadOwner {
   int depth_ = 0;  // the owner's nesting; touched by the owner only
 };
 
+// A value only one thread may use at a time, reached through borrow(): the
+// Borrow holds the owner check for as long as it lives (the way a
+// gst-plugins-rs element borrows its AtomicRefCell'd state).
+template <class T>
+class ThreadOwned {
+ public:
+  explicit ThreadOwned(const char* what) : owner_(what) {}
+
+  class Borrow {
+   public:
+    explicit Borrow(ThreadOwned& o) : scope_(o.owner_), value_(o.value_) {}
+    T* operator->() const { return &value_; }
+    T& operator*() const { return value_; }
+
+   private:
+    ThreadOwner::Scope scope_;
+    T& value_;
+  };
+  Borrow borrow() { return Borrow(*this); }
+
+ private:
+  ThreadOwner owner_;
+  T value_{};
+};
+
 }  // namespace torchinfer

@@ -8,9 +8,11 @@
 
 namespace torchinfer {
 
-// Verifies every entry: stored ones by CRC-32, deflated ones by inflating
-// them (streaming) and checking CRC-32 and both sizes; any other compression
-// method, or a local header that disagrees with the directory, is refused.
+// Verifies every entry through libzip: the archive opened with
+// ZIP_CHECKCONS (each local header must agree with the zip directory), each
+// entry read to its end (stored ones checked by CRC-32, deflated ones
+// inflated in chunks and checked by CRC-32 and size); any other compression
+// method, and encrypted entries, are refused.
 // Returns the entry names in directory order. Throws Error(kNotFound) if the
 // file is missing, unreadable or not a regular file (never blocks on a FIFO),
 // Error(kModelInvalid) naming the file and the damaged entry otherwise.

@@ -41,6 +41,7 @@ const char* to_string(RegionFate f) {
 RegionResult plan_region(const RegionOfInterest& roi, const RegionOptions& opts, int frame_width,
                          int frame_height) {
   RegionResult r;
+  r.roi_id = roi.roi_id;
   r.object_id = roi.object_id;
   if (!opts.classes.empty() &&
       std::find(opts.classes.begin(), opts.classes.end(), roi.label) == opts.classes.end()) {

@@ -3,7 +3,8 @@
 // per-stream memory of tracked objects that lets a result be reused
 // (reclassify-interval). No GStreamer types: the owner lists the regions it
 // found on the frame (ROI metas) in its own order and gets one RegionResult
-// per region back, in that order.
+// per region back, in that order, carrying the id the owner gave the region
+// (its ROI meta's) so that results are attached by id.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +24,7 @@ struct RegionOfInterest {
   std::int64_t x = 0, y = 0, width = 0, height = 0;
   std::string label;                      // what object-class filters on
   std::optional<std::int64_t> object_id;  // the tracker's id, if any
+  int roi_id = -1;                        // the owner's id of the region (its ROI meta's)
 };
 
 struct RegionOptions {
@@ -51,6 +53,7 @@ struct RegionResult {
   RegionFate fate = RegionFate::kFiltered;
   Crop box;  // pixels fed to the model: padded, clipped (kInferred and kReuse)
   std::optional<std::int64_t> object_id;
+  int roi_id = -1;  // RegionOfInterest::roi_id
   // Index into FrameInference::slots of the result to attach (-1: none):
   // its own (kInferred, once delivered) or a copy of the object's latest
   // result (reused = true).

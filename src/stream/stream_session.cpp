@@ -5,14 +5,6 @@
 #include <utility>
 
 namespace torchinfer {
-namespace {
-
-double ms_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
-}
-
-}  // namespace
-
 bool FrameInference::ok() const {
   bool ran = false;
   for (const SlotResult& s : slots) {
@@ -112,13 +104,6 @@ StreamSession::OutStream& StreamSession::out_stream(std::uint64_t stream) {
   });
 }
 
-void StreamSession::give_up_slot(std::uint64_t seq, std::size_t slot) {
-  queue_->complete(seq, [slot](Item& it) {
-    it.rec->slots[slot].delivered = false;
-    return --it.pending == 0;
-  });
-}
-
 void StreamSession::count_dropped(std::uint64_t n) {
   if (n == 0) return;
   std::lock_guard<std::mutex> lock(stats_mu_);
@@ -130,244 +115,29 @@ std::size_t StreamSession::frames_among(const std::vector<Item>& items) const {
       std::count_if(items.begin(), items.end(), [](const Item& it) { return !it.is_event; }));
 }
 
-void StreamSession::prepare(const Batcher::Slot& slot) {
-  if (slot.model != pre_model_) {
-    pre_ = std::make_unique<Preprocessor>(opts_.preprocess_for(slot.model->config));
-    pre_model_ = slot.model;
-  }
-}
-
-// Whole frame (crop = nullptr) or one region into the slot, for the slot's
-// model (a reload may have changed its input size).
-FrameTransform StreamSession::preprocess_into(const Batcher::Slot& slot, const FrameView& view,
-                                              const Crop* crop, double& ms) {
-  prepare(slot);
-  const auto t0 = Clock::now();
-  FrameTransform tf;
-  if (slot.model->config.input_uint8) {
-    auto* dst = static_cast<std::uint8_t*>(slot.data);
-    tf = crop ? pre_->run(view, *crop, dst) : pre_->run(view, dst);
-  } else {
-    auto* dst = static_cast<float*>(slot.data);
-    tf = crop ? pre_->run(view, *crop, dst) : pre_->run(view, dst);
-  }
-  ms = ms_since(t0);
-  return tf;
-}
-
-SubmitResult StreamSession::busy_or_failed(const std::shared_ptr<Record>& rec, SkipReason why) {
-  // Written before the entry completes: the output thread reads it after.
-  rec->skip = why;
-  give_up_slot(rec->seq, 0);
-  return {why == SkipReason::kBusy ? SubmitStatus::kBusy : SubmitStatus::kMapFailed, {}};
-}
-
-SubmitResult StreamSession::fill_slot(const std::shared_ptr<Record>& rec, Batcher::Slot& slot,
-                                      std::unique_ptr<FramePixels> pixels) {
-  FrameView view;
-  if (!pixels->map(&view)) {
-    batcher_->commit(slot, nullptr);
-    return busy_or_failed(rec, SkipReason::kFailed);
-  }
-  if (opts_.preprocess_in_batch) {
-    // A frame the preprocessing would refuse fails here, on its own thread.
-    try {
-      prepare(slot);
-      pre_->check(view, nullptr);
-    } catch (const std::exception& e) {
-      pixels->unmap();
-      batcher_->commit(slot, nullptr);
-      busy_or_failed(rec, SkipReason::kFailed);
-      return {SubmitStatus::kPrepareFailed, e.what()};
-    }
-    rec->pixels = std::move(pixels);
-    rec->view = view;
-    rec->crops.assign(1, Crop{});
-    rec->holds = 1;
-    commit_deferred(slot, rec, 0);
-    return {SubmitStatus::kQueued, {}};
-  }
-  SlotResult& s = rec->slots[0];
-  try {
-    s.transform = preprocess_into(slot, view, nullptr, s.preprocess_ms);
-    rec->saturation = pre_->saturation();
-  } catch (const std::exception& e) {
-    pixels->unmap();
-    batcher_->commit(slot, nullptr);
-    busy_or_failed(rec, SkipReason::kFailed);
-    return {SubmitStatus::kPrepareFailed, e.what()};
-  }
-  pixels->unmap();
-  commit_slot(slot, rec, 0);
-  return {SubmitStatus::kQueued, {}};
-}
-
-// The result lands in its frame's slot; the frame leaves once its last slot
-// has delivered. The slot's transform and preprocessing time were written
-// before the commit, which orders them before the output thread's read.
-void StreamSession::commit_slot(Batcher::Slot& slot, const std::shared_ptr<Record>& rec,
-                                std::size_t index) {
-  Record* r = rec.get();
-  batcher_->commit(
-      slot,
-      [r, index](FrameResult&& res) {
-        r->queue->complete(r->seq, [&](Item& it) {
-          SlotResult& s = it.rec->slots[index];
-          s.result = std::move(res);
-          s.delivered = true;
-          return --it.pending == 0;
-        });
-      },
-      nullptr, rec);
-}
-
-void StreamSession::commit_deferred(Batcher::Slot& slot, const std::shared_ptr<Record>& rec,
-                                    std::size_t index) {
-  Record* r = rec.get();
-  // The batch's worker writes the transform (band 0) before forward() and
-  // the result after it: the output thread reads both once the slot
-  // completes.
-  auto prepare = [r, index](void* dst, const LoadedModel& model, int worker, int band,
-                            int bands) -> std::string {
-    std::unique_ptr<Preprocessor> spare;
-    Preprocessor& pre = r->team->get(model, worker, spare);
-    const Crop& crop = r->crops[index];
-    const FrameTransform tf =
-        pre.run_band(r->view, crop.width > 0 ? &crop : nullptr, dst, band, bands);
-    if (band == 0) r->slots[index].transform = tf;
-    r->add_band_saturation(pre.saturation());
-    return {};
-  };
-  batcher_->commit(
-      slot,
-      [r, index](FrameResult&& res) {
-        r->release(1);  // unmapped before the frame can leave
-        r->queue->complete(r->seq, [&](Item& it) {
-          // Under the queue's lock: the frame's other slots (other
-          // batches) may complete at the same time. This slot's bands have
-          // all added theirs; the last slot to complete writes the total.
-          it.rec->saturation = {r->band_clamped.load(), r->band_peak.load()};
-          SlotResult& s = it.rec->slots[index];
-          s.preprocess_ms = res.prepare_ms;
-          s.result = std::move(res);
-          s.delivered = true;
-          return --it.pending == 0;
-        });
-      },
-      std::move(prepare), rec);
-}
-
-void StreamSession::plan_regions(FrameInference& rec, bool infer, InStream& stream,
-                                 std::uint64_t frame_no,
-                                 const std::vector<RegionOfInterest>* regions) {
+// The frame's record and what it asks of the model: one target per region
+// to infer or, full frame, one without a crop (to_infer_).
+std::shared_ptr<StreamSession::Record> StreamSession::plan_frame(
+    int width, int height, std::uint64_t pts, bool infer, InStream& stream, std::uint64_t frame_no,
+    const std::vector<RegionOfInterest>* regions) {
+  std::shared_ptr<Record> rec = records_.take();
+  rec->queue = queue_;
+  rec->team = team_pre_;
+  rec->frame_width = width;
+  rec->frame_height = height;
+  rec->pts = pts;
+  rec->stream = in_current_;
+  rec->epoch = in_epoch_;
   to_infer_.clear();
-  rec.region_mode = true;
-  if (!regions) return;
-  const int every = std::max(1, opts_.regions.reclassify_interval);
-  rec.regions.reserve(regions->size());
-  for (const RegionOfInterest& roi : *regions) {
-    RegionResult r = plan_region(roi, opts_.regions, rec.frame_width, rec.frame_height);
-    if (r.fate == RegionFate::kInferred) {
-      if (!infer) {
-        r.fate = r.object_id ? RegionFate::kReuse : RegionFate::kNotInferred;
-      } else if (r.object_id) {
-        const std::uint64_t* last = stream.submitted.touch(*r.object_id, frame_no);
-        if (last && frame_no - *last < static_cast<std::uint64_t>(every))
-          r.fate = RegionFate::kReuse;
-      }
-    }
-    if (r.fate == RegionFate::kInferred) {
-      r.slot = static_cast<int>(rec.slots.size());
-      rec.slots.emplace_back();
-      to_infer_.push_back(rec.regions.size());
-    }
-    rec.regions.push_back(r);
+  if (!infer) rec->skip = SkipReason::kInterval;
+  if (opts_.region_mode) {
+    plan_regions(*rec, infer, stream, frame_no, regions);
+    if (infer && to_infer_.empty()) rec->skip = SkipReason::kNoRegions;
+  } else if (infer) {
+    rec->slots.resize(1);
+    to_infer_.push_back({0, Crop{}, std::nullopt});
   }
-  stream.submitted.forget_stale(frame_no);
-}
-
-SubmitResult StreamSession::fill_regions(const std::shared_ptr<Record>& rec, InStream& stream,
-                                         std::uint64_t frame_no,
-                                         std::unique_ptr<FramePixels> owned) {
-  const std::size_t n = to_infer_.size();
-  const bool skip_when_busy = skip_when_busy_;
-  const bool deferred = opts_.preprocess_in_batch;
-  FramePixels& pixels = *owned;
-  FrameView view;
-  bool mapped = false;  // by this thread (deferred: the record holds the mapping)
-  bool held = false;    // deferred: the record holds the mapping for n slots
-  // The frame may leave (and be written downstream) once its last slot is
-  // committed or given up: unmap before that.
-  auto give_up_from = [&](std::size_t k, SkipReason why) {
-    if (mapped) pixels.unmap();
-    mapped = false;
-    if (held) rec->release(static_cast<int>(n - k));
-    // A frame with a slot committed is inferred; the others leave for `why`.
-    if (k == 0) rec->skip = why;
-    for (std::size_t j = k; j < n; ++j)
-      give_up_slot(rec->seq, static_cast<std::size_t>(rec->regions[to_infer_[j]].slot));
-  };
-  for (std::size_t k = 0; k < n; ++k) {
-    const RegionResult& region = rec->regions[to_infer_[k]];
-    const std::size_t index = static_cast<std::size_t>(region.slot);
-    const Crop box = region.box;
-    const std::optional<std::int64_t> object_id = region.object_id;
-    // skip_when_busy skips whole frames: once a frame has its first slot,
-    // its other regions wait for theirs (bounded by its region count).
-    Batcher::Slot slot = batcher_->acquire(!skip_when_busy || k > 0, flushing_);
-    if (!slot) {
-      if (flushing_) {
-        if (mapped) pixels.unmap();
-        if (held) rec->release(static_cast<int>(n - k));
-        return {SubmitStatus::kFlushing, {}};
-      }
-      give_up_from(k, SkipReason::kBusy);
-      return {SubmitStatus::kBusy, {}};
-    }
-    if (k == 0 && !(mapped = pixels.map(&view))) {
-      batcher_->commit(slot, nullptr);
-      give_up_from(k, SkipReason::kFailed);
-      return {SubmitStatus::kMapFailed, {}};
-    }
-    if (deferred) {
-      if (k == 0) {
-        mapped = false;  // from now on the record holds the mapping
-        rec->pixels = std::move(owned);
-        rec->view = view;
-        rec->crops.resize(rec->slots.size());
-        rec->holds = static_cast<int>(n);
-        held = true;
-      }
-      try {
-        prepare(slot);
-        pre_->check(view, &box);
-      } catch (const std::exception& e) {
-        batcher_->commit(slot, nullptr);
-        give_up_from(k, SkipReason::kFailed);
-        return {SubmitStatus::kPrepareFailed, e.what()};
-      }
-      rec->crops[index] = box;
-      commit_deferred(slot, rec, index);
-      if (object_id) stream.submitted.put(*object_id, frame_no, frame_no);
-      continue;
-    }
-    SlotResult& s = rec->slots[index];
-    try {
-      s.transform = preprocess_into(slot, view, &box, s.preprocess_ms);
-      rec->saturation.add(pre_->saturation());
-    } catch (const std::exception& e) {
-      batcher_->commit(slot, nullptr);
-      give_up_from(k, SkipReason::kFailed);
-      return {SubmitStatus::kPrepareFailed, e.what()};
-    }
-    if (k + 1 == n) {
-      pixels.unmap();
-      mapped = false;
-    }
-    commit_slot(slot, rec, index);
-    if (object_id) stream.submitted.put(*object_id, frame_no, frame_no);
-  }
-  return {SubmitStatus::kQueued, {}};
+  return rec;
 }
 
 SubmitResult StreamSession::submit_frame(OwnedRef frame, int width, int height, std::uint64_t pts,
@@ -394,23 +164,8 @@ SubmitResult StreamSession::submit_frame(OwnedRef frame, int width, int height, 
   Item item;
   item.obj = std::move(frame);
   item.in_time = Clock::now();
-  item.rec = records_.take();
-  item.rec->queue = queue_;
-  item.rec->team = team_pre_;
-  item.rec->frame_width = width;
-  item.rec->frame_height = height;
-  item.rec->pts = pts;
-  item.rec->stream = in_current_;
-  item.rec->epoch = epoch;
-  if (!infer) item.rec->skip = SkipReason::kInterval;
-  if (opts_.region_mode) {
-    plan_regions(*item.rec, infer, stream, frame_no, regions);
-    item.pending = static_cast<int>(to_infer_.size());
-    if (infer && to_infer_.empty()) item.rec->skip = SkipReason::kNoRegions;
-  } else if (infer) {
-    item.rec->slots.resize(1);
-    item.pending = 1;
-  }
+  item.rec = plan_frame(width, height, pts, infer, stream, frame_no, regions);
+  item.pending = static_cast<int>(to_infer_.size());
   const std::shared_ptr<Record> rec = item.rec;
   const bool ready = item.pending == 0;
   // The frame's entry, for the slots' callbacks (committed after this).
@@ -424,17 +179,8 @@ SubmitResult StreamSession::submit_frame(OwnedRef frame, int width, int height, 
   }
   rec->seq = *seq;
   if (!infer) return {SubmitStatus::kSkipped, {}};
-  if (opts_.region_mode) {
-    if (to_infer_.empty()) return {SubmitStatus::kNoRegions, {}};
-    return fill_regions(rec, stream, frame_no, std::move(pixels));
-  }
-
-  Batcher::Slot slot = batcher_->acquire(!skip_when_busy, flushing_);
-  if (!slot) {
-    if (flushing_) return {SubmitStatus::kFlushing, {}};
-    return busy_or_failed(rec, SkipReason::kBusy);
-  }
-  return fill_slot(rec, slot, std::move(pixels));
+  if (to_infer_.empty()) return {SubmitStatus::kNoRegions, {}};
+  return fill(rec, stream, frame_no, std::move(pixels), skip_when_busy);
 }
 
 bool StreamSession::push_event(OwnedRef event) {
@@ -492,66 +238,6 @@ std::optional<StreamOutput> StreamSession::pop() {
     out.results = stream.last;
   }
   return out;
-}
-
-void StreamSession::resolve_regions(FrameInference& rec, OutStream& stream) {
-  const std::uint64_t frame = ++stream.frames;
-  for (RegionResult& r : rec.regions) {
-    if (r.fate == RegionFate::kInferred && r.slot >= 0 && rec.slots[r.slot].delivered) {
-      r.result_pts = rec.pts;
-      if (r.object_id)
-        stream.results.put(*r.object_id, frame, CachedResult{rec.slots[r.slot], rec.pts});
-      continue;
-    }
-    if (!r.object_id) continue;
-    CachedResult* c = stream.results.touch(*r.object_id, frame);
-    // A region due for reuse, or one whose batch slot was dropped (busy).
-    if (c && (r.fate == RegionFate::kReuse || r.fate == RegionFate::kInferred)) {
-      r.slot = static_cast<int>(rec.slots.size());
-      rec.slots.push_back(c->slot);
-      r.reused = true;
-      r.result_pts = c->pts;
-    }
-  }
-  stream.results.forget_stale(frame);
-}
-
-void StreamSession::count_regions(const FrameInference& rec) {
-  std::uint64_t inferred = 0, reused = 0, filtered = 0, skipped = 0, dropped = 0;
-  bool first = true;
-  for (const RegionResult& r : rec.regions) {
-    switch (r.fate) {
-      case RegionFate::kFiltered:
-        ++filtered;
-        break;
-      case RegionFate::kOutside:
-      case RegionFate::kTooSmall:
-        ++skipped;
-        break;
-      case RegionFate::kInferred:
-      case RegionFate::kReuse:
-      case RegionFate::kNotInferred:
-        if (r.reused) {
-          ++reused;
-        } else if (r.fate == RegionFate::kInferred) {
-          const SlotResult& s = rec.slots[r.slot];
-          if (!s.delivered) {
-            ++dropped;
-            break;
-          }
-          ++inferred;
-          // Batch figures once per frame, like a full-frame frame's.
-          if (first) {
-            stats_.batch(s.result.batch_fill, s.result.queue_ms, s.preprocess_ms,
-                         s.result.inference_ms);
-            first = false;
-          }
-          last_inference_ms_ = s.result.inference_ms;
-        }
-        break;
-    }
-  }
-  stats_.regions(inferred, reused, filtered, skipped, dropped);
 }
 
 std::optional<StatsSnapshot> StreamSession::finish(const StreamOutput& out, bool valid) {

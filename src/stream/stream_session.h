@@ -214,22 +214,35 @@ class StreamSession {
     std::uint64_t frames = 0;  // region-mode frames out (the memory's clock)
   };
 
+  // One batch slot a frame asks for: a region's crop or, width 0, the
+  // whole frame.
+  struct FillTarget {
+    std::size_t slot = 0;  // in the record's slots
+    Crop crop;
+    std::optional<std::int64_t> object_id;
+  };
+  struct Filling;
+
   InStream& in_stream();
   OutStream& out_stream(std::uint64_t stream);
-  void give_up_slot(std::uint64_t seq, std::size_t slot);
   // Counts a frame that will never leave; the stats lock is not held.
   void count_dropped(std::uint64_t n);
   std::size_t frames_among(const std::vector<Item>& items) const;
-  SubmitResult fill_slot(const std::shared_ptr<Record>& rec, Batcher::Slot& slot,
-                         std::unique_ptr<FramePixels> pixels);
-  // Plans the frame's regions into rec and the slots to fill (region
-  // indices in rec->regions) into to_infer_.
+  std::shared_ptr<Record> plan_frame(int width, int height, std::uint64_t pts, bool infer,
+                                     InStream& stream, std::uint64_t frame_no,
+                                     const std::vector<RegionOfInterest>* regions);
+  // Plans the frame's regions into rec and the slots to fill into to_infer_.
   void plan_regions(FrameInference& rec, bool infer, InStream& stream, std::uint64_t frame_no,
                     const std::vector<RegionOfInterest>* regions);
-  SubmitResult fill_regions(const std::shared_ptr<Record>& rec, InStream& stream,
-                            std::uint64_t frame_no, std::unique_ptr<FramePixels> pixels);
-  // A frame that got no slot: it leaves without inference, for `why`.
-  SubmitResult busy_or_failed(const std::shared_ptr<Record>& rec, SkipReason why);
+  // The fill path (session_fill.cpp): to_infer_'s targets into batch slots.
+  SubmitResult fill(const std::shared_ptr<Record>& rec, InStream& stream, std::uint64_t frame_no,
+                    std::unique_ptr<FramePixels> pixels, bool skip_when_busy);
+  bool map_frame(Filling& f);
+  bool fill_target(Filling& f, std::size_t k, Batcher::Slot& slot, std::string* error);
+  void give_up_slot(std::uint64_t seq, std::size_t slot);
+  // Targets k.. of the frame get no result; with none committed (k == 0) the
+  // frame leaves without inference, for `why`.
+  void give_up_from(Filling& f, std::size_t k, SkipReason why);
   void prepare(const Batcher::Slot& slot);
   FrameTransform preprocess_into(const Batcher::Slot& slot, const FrameView& view, const Crop* crop,
                                  double& ms);
@@ -265,7 +278,7 @@ class StreamSession {
   std::uint64_t in_next_ = 1;     // key of the next new stream
   std::uint64_t in_epoch_ = 0;
   std::uint64_t forget_after_ = 300;
-  std::vector<std::size_t> to_infer_;  // plan_regions' output, reused
+  std::vector<FillTarget> to_infer_;  // plan_frame's output, reused
 
   // The output half (out_owner_).
   ThreadOwner out_owner_{"StreamSession's output-thread half"};

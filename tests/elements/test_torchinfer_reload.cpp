@@ -171,3 +171,35 @@ TEST(TorchInferSharedReload, SharersRestartOnTheFileThatRan) {
   gst_harness_teardown(b);
   gst_harness_teardown(a);
 }
+
+// Sharers subscribe to the running instance: B is told of A's reload when
+// it happens, before any frame of the new model passed through B, and its
+// frames do not tell it again.
+TEST(TorchInferSharedReload, ASharerIsToldWhenTheReloadHappensNotByAFrame) {
+  const std::string new_file = model("gray_identity.pt");
+  GstHarness* a = torchinfer_harness(shared("reload-told"), kGray);
+  GstHarness* b = torchinfer_harness(shared("reload-told"), kGray);
+  GstBus* bus_a = watch_bus(a);
+  GstBus* bus_b = watch_bus(b);
+  int notified_b = 0;
+  g_signal_connect(b->element, "notify::model",
+                   G_CALLBACK(+[](GObject*, GParamSpec*, gpointer n) { ++*static_cast<int*>(n); }),
+                   &notified_b);
+  EXPECT_EQ(channels_run(a, 1), 3);
+  g_object_set(a->element, "model", new_file.c_str(), nullptr);
+  GstMessage* msg = wait_element_message(bus_a, "torchinfer-model-reloaded");
+  ASSERT_NE(msg, nullptr);
+  gst_message_unref(msg);
+  // A's stop waits for its reload, which told every sharer.
+  ASSERT_EQ(gst_element_set_state(a->element, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+  EXPECT_EQ(reloaded_messages(bus_b), (std::vector<std::pair<std::string, int>>{{new_file, 2}}));
+  EXPECT_EQ(notified_b, 1);
+  EXPECT_EQ(channels_run(b, 2), 1) << "B runs the new model";
+  EXPECT_TRUE(reloaded_messages(bus_b).empty()) << "B's frame does not tell it again";
+  EXPECT_EQ(notified_b, 1);
+
+  unwatch(a, bus_a);
+  unwatch(b, bus_b);
+  gst_harness_teardown(b);
+  gst_harness_teardown(a);
+}

@@ -540,3 +540,28 @@ TEST(StreamStats, PercentilesAndCounters) {
   EXPECT_DOUBLE_EQ(snap.inference.p50, 3.0);
   EXPECT_EQ(s.snapshot(t0 + 2s, false).fps, 0.0) << "rate restarts after a reset";
 }
+
+// Sharers hear of a reload through their subscription, once per
+// replace_model(), until the subscription ends (also from inside the call).
+TEST(Batcher, SubscribersAreToldOfEachReloadUntilTheyUnsubscribe) {
+  FakeModel fake;
+  Batcher b(fake.make(), opts(1));
+  std::vector<int> first, second;
+  int own_calls = 0;
+  ModelListeners::Subscription sub1 = b.subscribe(
+      [&](const std::shared_ptr<const LoadedModel>& m) { first.push_back(m->generation); });
+  ModelListeners::Subscription own;
+  own = b.subscribe([&](const std::shared_ptr<const LoadedModel>&) {
+    ++own_calls;
+    own.reset();  // a sharer stopped from inside the call
+  });
+  {
+    ModelListeners::Subscription sub2 = b.subscribe(
+        [&](const std::shared_ptr<const LoadedModel>& m) { second.push_back(m->generation); });
+    b.replace_model(fake.make(2));
+  }
+  b.replace_model(fake.make(3));
+  EXPECT_EQ(first, (std::vector<int>{2, 3}));
+  EXPECT_EQ(second, (std::vector<int>{2}));
+  EXPECT_EQ(own_calls, 1);
+}
