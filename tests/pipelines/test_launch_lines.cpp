@@ -220,11 +220,14 @@ TEST(LaunchLines, RtspOutAndIn) {
   EXPECT_GE(check_frames(results(out + "/rtsp.jsonl"), 30, "rtsp_in"), 1);
   const Result client = line("rtsp_in_client", settings(out, {{"PORT", port}}));
   EXPECT_EQ(client.exit_code, 0) << client.err;
-  // 30 frames taken; torchinfer may drop one from the stream under overload
-  // (the client's stream is live), so up to 30 lines, numbered in order.
+  // Exactly 30 frames taken from the server; torchinfer may drop one from
+  // the stream under overload (the client's stream is live), so 29 or 30
+  // lines, numbered in order.
+  EXPECT_NE(client.err.find("rtsp: 30 frames,"), std::string::npos) << client.err;
   const auto taken = results(out + "/rtsp_client.jsonl");
-  EXPECT_GE(check_frames(taken, std::min<std::size_t>(taken.size(), 30), "client"), 1);
-  EXPECT_GE(taken.size(), 1u);
+  EXPECT_GE(taken.size(), 29u);
+  EXPECT_LE(taken.size(), 30u);
+  EXPECT_GE(check_frames(taken, taken.size() <= 29 ? 29 : 30, "client"), 1);
   server.signal(SIGTERM);
   EXPECT_EQ(server.wait_exit(60), 0) << server.err();
 }
