@@ -493,7 +493,8 @@ TEST(TorchInferBatching, NullDuringInferenceReturnsQuicklyAndLeavesNoThreads) {
     std::this_thread::sleep_for(50ms);  // inside forward() now
     const auto t0 = std::chrono::steady_clock::now();
     EXPECT_EQ(gst_element_set_state(h->element, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
-    measured("NULL during inference", "null_seconds", t0);  // a figure (tests/bench/stop_latency.sh)
+    measured("NULL during inference", "null_seconds",
+             t0);  // a figure (tests/bench/stop_latency.sh)
     // Both frames were dropped by the stop, none lost from the counts.
     const FrameCounts c = frame_counts(h->element);
     EXPECT_TRUE(frames_add_up(c, Settled::kYes));
@@ -523,7 +524,8 @@ TEST(TorchInferBatching, SurvivesStateChangeStressWhileStreaming) {
     EXPECT_GE(cycles, 1u);  // however busy the machine: one cycle at least
     const auto t0 = std::chrono::steady_clock::now();
     gst_harness_teardown(h);
-    measured("teardown after state-change stress", "teardown_seconds", t0);  // tests/bench/stop_latency.sh
+    measured("teardown after state-change stress", "teardown_seconds",
+             t0);  // tests/bench/stop_latency.sh
   }
   EXPECT_EQ(settled_thread_count(), before);
 }

@@ -8,8 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iostream>
 #include <opencv2/imgcodecs.hpp>
 #include <set>
 
@@ -60,6 +62,53 @@ Result run_app(const std::vector<std::string>& args, const std::string& limits =
   return run({"/bin/sh", "-c", line});
 }
 
+// A reject's snapshot and crop, with the box and frame the decision names.
+struct Evidence {
+  cv::Mat snapshot, crop;
+  cv::Rect box;
+  int frame = 0;
+};
+
+// Mean absolute differences (0..255, decode_clip.h): JPEG loss stays below
+// kSameJpeg; parts move 12 px a frame, so the same box one frame off or a
+// crop cut 12 px off differs by more than kOtherPixels. Measured: see the
+// "[ measured ]" lines.
+constexpr double kSameJpeg = 6, kOtherPixels = 10;
+
+// Content, not sizes: the crop is the snapshot's box, and the snapshot is
+// the clip's frame it names, not its neighbours (one decoding pass for
+// every reject).
+void expect_content(const std::vector<Evidence>& evidence) {
+  std::vector<GstClockTime> at;
+  for (const Evidence& e : evidence)
+    for (int k : {e.frame, std::max(e.frame - 1, 0), std::min(e.frame + 1, 299)})
+      at.push_back(static_cast<GstClockTime>(clip_pts(k)));
+  const std::vector<cv::Mat> frames = decode_frames_at(qa_clip(), at);
+  for (std::size_t i = 0; i < evidence.size(); ++i) {
+    const Evidence& e = evidence[i];
+    SCOPED_TRACE("snapshot frame " + std::to_string(e.frame));
+    const cv::Rect in = undrawn(e.box);
+    ASSERT_FALSE(in.empty());
+    const cv::Mat mine = region(e.crop, in - e.box.tl());
+    const cv::Point off(in.x + in.width + 12 <= 640 ? 12 : -12, 0);
+    const cv::Mat shown = region(e.snapshot, in);
+    const double crop_same = mean_abs_diff(mine, shown);
+    const double crop_off = mean_abs_diff(mine, region(e.snapshot, in + off));
+    const double at_frame = mean_abs_diff(shown, region(frames[3 * i], in));
+    double neighbour = 255;
+    for (std::size_t k : {3 * i + 1, 3 * i + 2})
+      if (at[k] != at[3 * i])
+        neighbour = std::min(neighbour, mean_abs_diff(shown, region(frames[k], in)));
+    std::cout << "[ measured ] frame " << e.frame << ": crop " << crop_same << " (12 px off "
+              << crop_off << "), snapshot against the clip " << at_frame << " (neighbour "
+              << neighbour << ")\n";
+    EXPECT_LT(crop_same, kSameJpeg);
+    EXPECT_GT(crop_off, kOtherPixels) << "the check could not tell a misplaced crop";
+    EXPECT_LT(at_frame, kSameJpeg);
+    EXPECT_GT(neighbour, kOtherPixels) << "the check could not tell a neighbouring frame";
+  }
+}
+
 std::vector<std::string> base_args() {
   return {qa_app(),   "--clip",       qa_clip(),       "--model",
           qa_model(), "--classifier", qa_classifier(), "--quiet"};
@@ -94,6 +143,7 @@ TEST(QaLineEvidence, EveryRejectHasADecodableSnapshotCropAndClip) {
   ASSERT_EQ(o.parts.size(), 13u);
   int rejects = 0;
   std::set<std::string> files;
+  std::vector<Evidence> evidence;
   for (const json& d : o.parts) {
     const json& e = d["evidence"];
     if (d["verdict"] != "reject") {
@@ -124,6 +174,8 @@ TEST(QaLineEvidence, EveryRejectHasADecodableSnapshotCropAndClip) {
     ASSERT_FALSE(crop.empty()) << d;
     EXPECT_EQ(crop.cols, box["width"].get<int>()) << d;
     EXPECT_EQ(crop.rows, box["height"].get<int>()) << d;
+    evidence.push_back(
+        {snap, crop, cv::Rect(box["x"], box["y"], box["width"], box["height"]), frame});
     // The clip: the frames from 1 s before to 0.5 s after the decision.
     const json rec = read_json(dir + "/qa-line-" + n + "-event.json");
     EXPECT_EQ(rec["track_id"], d["part"]);
@@ -139,6 +191,7 @@ TEST(QaLineEvidence, EveryRejectHasADecodableSnapshotCropAndClip) {
   }
   EXPECT_EQ(rejects, 9);
   EXPECT_EQ(files.size(), 27u);
+  expect_content(evidence);
   const json& s = o.summary["evidence"];
   EXPECT_EQ(s["rejects"], 9);
   EXPECT_EQ(s["events"], 9);

@@ -271,10 +271,12 @@ json anomaly_figures_of(const QaOutput& o) {
     const json& v = a["view"];
     peaks += in_defect_box(t, v["frame"], (*p)["id"], v["peak"]["x"], v["peak"]["y"]);
   }
-  return {{"parts", parts.size()},          {"views", views.size()},
+  return {{"parts", parts.size()},
+          {"views", views.size()},
           {"part_auroc", pairs_ordered_right(parts)},
           {"view_auroc", pairs_ordered_right(views)},
-          {"correct", correct},             {"defective_parts", defective},
+          {"correct", correct},
+          {"defective_parts", defective},
           {"peak_in_defect", peaks}};
 }
 

@@ -10,13 +10,17 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <opencv2/imgcodecs.hpp>
 #include <regex>
 #include <set>
 
+#include "../common/decode_clip.h"
 #include "server_process.h"
 
 using nlohmann::json;
@@ -40,6 +44,54 @@ std::map<long long, long long> tracks_in(const std::string& jsonl) {
       if (d.contains("object_id") && kClasses.count(d["label"].get<std::string>()))
         first.emplace(d["object_id"].get<long long>(), line["pts"].get<long long>());
   return first;
+}
+
+// The box of `track` on the line at `pts` in the camera's JSON lines, at
+// the crop's size (the region meta rounds the box to whole pixels).
+cv::Rect box_at(const std::string& jsonl, long long track, long long pts, cv::Size size) {
+  for (const json& line : json_lines(read_file(jsonl))) {
+    if (line["pts"] != pts) continue;
+    for (const json& d : line.value("detections", json::array()))
+      if (d.value("object_id", -1LL) == track)
+        return {static_cast<int>(std::lround(d["box"]["x_min"].get<double>())),
+                static_cast<int>(std::lround(d["box"]["y_min"].get<double>())), size.width,
+                size.height};
+  }
+  return {};
+}
+
+// Mean absolute differences (0..255, decode_clip.h): JPEG loss stays below
+// kSameJpeg; parts move 12 px a frame, so the box one frame off, or a crop
+// cut 12 px off, differs by more than kOtherPixels.
+constexpr double kSameJpeg = 6, kOtherPixels = 10;
+
+// A served event's content: its crop is its snapshot's box (within a pixel
+// of the box in the JSON lines: rounding), and its snapshot is the clip's
+// frame at the event (`frames`: at pts, one before, one after).
+void expect_content(const cv::Mat& snap, const cv::Mat& crop, const cv::Rect& box,
+                    const std::vector<cv::Mat>& frames) {
+  const cv::Rect in = undrawn(box);
+  ASSERT_FALSE(in.empty()) << box;
+  double crop_same = 255;
+  cv::Point at;
+  for (int dy = -1; dy <= 1; ++dy)
+    for (int dx = -1; dx <= 1; ++dx) {
+      const double d =
+          mean_abs_diff(region(crop, in - box.tl()), region(snap, in + cv::Point(dx, dy)));
+      if (d < crop_same) crop_same = d, at = cv::Point(dx, dy);
+    }
+  const cv::Rect shown = in + at;
+  const cv::Point off(shown.x + shown.width + 12 <= snap.cols ? 12 : -12, 0);
+  const double crop_off = mean_abs_diff(region(crop, in - box.tl()), region(snap, shown + off));
+  const double same = mean_abs_diff(region(snap, shown), region(frames[0], shown));
+  const double neighbour = std::min(mean_abs_diff(region(snap, shown), region(frames[1], shown)),
+                                    mean_abs_diff(region(snap, shown), region(frames[2], shown)));
+  std::cout << "[ measured ] box " << box << ": crop " << crop_same << " (12 px off " << crop_off
+            << "), snapshot against the clip " << same << " (neighbour " << neighbour << ")\n";
+  EXPECT_LT(crop_same, kSameJpeg);
+  EXPECT_GT(crop_off, kOtherPixels) << "the check could not tell a misplaced crop";
+  EXPECT_LT(same, kSameJpeg);
+  EXPECT_GT(neighbour, kOtherPixels) << "the check could not tell a neighbouring frame";
 }
 
 // Frames of a Matroska clip decoded by GStreamer (GRAY8 640x480 frames
@@ -153,6 +205,14 @@ TEST_F(ServerEvidence, EachNewTrackOfTheClassesGetsDecodableFiles) {
         cv::imdecode(std::vector<uchar>(crop.body.begin(), crop.body.end()), cv::IMREAD_COLOR);
     EXPECT_GT(c.cols, 0);
     EXPECT_LT(c.cols, 640);
+    const long long pts = e["pts_ns"].get<long long>();
+    const cv::Rect box = box_at(server_->out_dir() + "/line.jsonl", track, pts, c.size());
+    const std::vector<cv::Mat> frames = decode_frames_at(
+        source_root() + "/models/demo/line.mkv",
+        {static_cast<GstClockTime>(pts),
+         static_cast<GstClockTime>(pts >= 33333333 ? pts - 33333333 : pts + 66666666),
+         static_cast<GstClockTime>(pts + 33333333)});
+    expect_content(img, c, box, frames);
     const HttpReply clip = http_.get(server_->url(base + "/clip.mkv"));
     ASSERT_EQ(clip.status, 200) << clip.body;
     EXPECT_EQ(clip.content_type, "video/x-matroska");

@@ -76,10 +76,9 @@ TEST(QaAnomalyFigures, CountedFromTheVerdictsAndTheTruth) {
   truth.frames[1] = {box(1, "bracket", 0, 0, 100, 100), box(1, "scratch", 10, 10, 20, 20)};
   truth.frames[2] = {box(3, "bracket", 0, 0, 100, 100), box(3, "spot", 50, 50, 60, 60)};
   const std::map<int, long long> track_of_part = {{0, 10}, {1, 11}, {3, 13}};
-  const std::map<long long, QaAnomalyVerdict> anomaly = {
-      {10, verdict({0.1, 0.3}, 0.2, 0, 5, 5)},
-      {11, verdict({0.6, 0.8}, 0.7, 1, 15, 15)},
-      {13, verdict({0.5, 0.2}, 0.4, 2, 15, 15)}};
+  const std::map<long long, QaAnomalyVerdict> anomaly = {{10, verdict({0.1, 0.3}, 0.2, 0, 5, 5)},
+                                                         {11, verdict({0.6, 0.8}, 0.7, 1, 15, 15)},
+                                                         {13, verdict({0.5, 0.2}, 0.4, 2, 15, 15)}};
   const nlohmann::ordered_json f = anomaly_figures(truth, track_of_part, anomaly);
   EXPECT_EQ(f["parts"], 3) << f;
   EXPECT_EQ(f["views"], 6) << f;
