@@ -129,6 +129,24 @@ inline double mean_abs_diff(const cv::Mat& a, const cv::Mat& b) {
   return cv::norm(a, b, cv::NORM_L1) / (static_cast<double>(a.total()) * a.channels());
 }
 
+// mean_abs_diff after fitting b's levels to a's (least squares gain and
+// offset over every value). Two faithful copies of one frame may differ in
+// levels: the evidence clip is a JPEG of the camera's video-range pixels
+// (black 16, white 235, read back as full range), and a snapshot converts
+// with OpenCV's video-range rule whatever the source's range. Other
+// content does not fit away. `gain`: the fitted gain (1 when levels agree).
+inline double mean_abs_diff_levels(const cv::Mat& a, const cv::Mat& b, double* gain = nullptr) {
+  if (a.empty() || b.empty() || a.size() != b.size() || a.type() != b.type()) return 255;
+  cv::Mat x, y;
+  b.clone().reshape(1, 1).convertTo(x, CV_64F);  // clone: reshape needs continuous rows
+  a.clone().reshape(1, 1).convertTo(y, CV_64F);
+  const double mx = cv::mean(x)[0], my = cv::mean(y)[0];
+  const double vx = cv::mean((x - mx).mul(x - mx))[0];
+  const double g = vx > 0 ? cv::mean((x - mx).mul(y - my))[0] / vx : 0;
+  if (gain) *gain = g;
+  return cv::mean(cv::abs(y - (g * (x - mx) + my)))[0];
+}
+
 // `r` of `m`, or an empty Mat when it is not wholly inside (or `m` is
 // empty): a misplaced box fails the comparison, never throws.
 inline cv::Mat region(const cv::Mat& m, const cv::Rect& r) {

@@ -433,6 +433,7 @@ TEST_F(StreamSessionTest, ReloadBetweenBatchesSwitchesModelsCleanly) {
     std::optional<StreamOutput> out = session.pop();
     ASSERT_TRUE(out && out->inferred);
     generations.push_back(out->results->slots.at(0).result.model->generation);
+    session.finish(*out);  // as the element does: a popped frame leaves, counted
   }
   EXPECT_EQ(generations, (std::vector<int>{1, 2, 2}));
   EXPECT_EQ(fake.batches, (std::vector<std::vector<int>>{{1}, {2, 3}}));
