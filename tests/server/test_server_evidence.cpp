@@ -212,12 +212,12 @@ TEST_F(ServerEvidence, EachNewTrackOfTheClassesGetsDecodableFiles) {
     EXPECT_LT(c.cols, 640);
     const long long pts = e["pts_ns"].get<long long>();
     const cv::Rect box = box_at(server_->out_dir() + "/line.jsonl", track, pts, c.size());
-    const std::vector<cv::Mat> frames = decode_frames_at(
+    const std::vector<cv::Mat> at_event = decode_frames_at(
         source_root() + "/models/demo/line.mkv",
         {static_cast<GstClockTime>(pts),
          static_cast<GstClockTime>(pts >= 33333333 ? pts - 33333333 : pts + 66666666),
          static_cast<GstClockTime>(pts + 33333333)});
-    expect_content(img, c, box, frames);
+    expect_content(img, c, box, at_event);
     const HttpReply clip = http_.get(server_->url(base + "/clip.mkv"));
     ASSERT_EQ(clip.status, 200) << clip.body;
     EXPECT_EQ(clip.content_type, "video/x-matroska");
