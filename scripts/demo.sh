@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The main job: set up, build what it runs (not the tests: the first run on
-# a fresh machine costs apt plus that build, README), then run the two-stage QA-line demo headless
+# The main job: set up, build only what it runs (not the tests; README says
+# what the first run costs), then run the two-stage QA-line demo headless
 # on the bundled models and clip: the detector finds the parts, torchtrack
 # gives each an id, the defect classifier judges each part's crop, one
 # verdict per part id. Prints the decisions, then the scores against the

@@ -5,8 +5,8 @@
 # what changed.
 #
 # Usage: setup.sh [TARGET...]: builds only the named ninja targets and what
-# they need (scripts/demo.sh: the plugin and the QA app, not the 300 test
-# targets); no target: everything (scripts/test.sh).
+# they need (scripts/demo.sh: the plugin, its runtime and the QA app, not
+# the tests); no target: everything (scripts/test.sh).
 #
 # Once every package was found installed, build/setup-packages.stamp keeps
 # the package list, and later runs skip the package check while the list
