@@ -108,6 +108,7 @@ nlohmann::ordered_json tracking_json(const MotResult& m) {
 }  // namespace
 
 double auroc(const std::vector<double>& scores, const std::vector<bool>& positive) {
+  if (scores.size() != positive.size()) return -1;
   double pairs = 0, right = 0;
   for (std::size_t i = 0; i < scores.size(); ++i)
     for (std::size_t j = 0; j < scores.size(); ++j) {

@@ -19,7 +19,7 @@ namespace torchinfer::qa {
 
 // Area under the ROC curve of `scores` against `positive` (Mann-Whitney:
 // the share of positive-negative pairs the scores order right, ties half);
-// -1 when either class is empty.
+// -1 when either class is empty or the two lists differ in length.
 double auroc(const std::vector<double>& scores, const std::vector<bool>& positive);
 
 // The anomaly model's figures on the truth parts judged whole, each through

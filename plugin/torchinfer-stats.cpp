@@ -9,8 +9,9 @@ GstStructure* stats_structure(const char* name, const StatsSnapshot& s) {
       name, "frames-in", G_TYPE_UINT64, s.frames_in, "frames-out", G_TYPE_UINT64, s.frames_out,
       "frames-inferred", G_TYPE_UINT64, s.inferred, "frames-skipped", G_TYPE_UINT64, s.skipped,
       "frames-dropped", G_TYPE_UINT64, s.dropped, "frames-in-flight", G_TYPE_UINT64, s.in_flight,
-      "frames-invalid", G_TYPE_UINT64, s.invalid, "frames-saturated", G_TYPE_UINT64, s.saturated,
-      "mean-batch-fill", G_TYPE_DOUBLE, s.mean_batch_fill, "fps", G_TYPE_DOUBLE, s.fps, nullptr);
+      "frames-in-flight-limit", G_TYPE_UINT64, s.in_flight_limit, "frames-invalid", G_TYPE_UINT64,
+      s.invalid, "frames-saturated", G_TYPE_UINT64, s.saturated, "mean-batch-fill", G_TYPE_DOUBLE,
+      s.mean_batch_fill, "fps", G_TYPE_DOUBLE, s.fps, nullptr);
   for (std::size_t r = 0; r < kSkipReasons; ++r) {
     const std::string field =
         std::string("frames-skipped-") + to_string(static_cast<SkipReason>(r));

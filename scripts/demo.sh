@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The main job: set up, build, then run the two-stage QA-line demo headless
+# The main job: set up, build only what it runs (not the tests; README says
+# what the first run costs), then run the two-stage QA-line demo headless
 # on the bundled models and clip: the detector finds the parts, torchtrack
 # gives each an id, the defect classifier judges each part's crop, one
 # verdict per part id. Prints the decisions, then the scores against the
@@ -16,7 +17,9 @@
 # judge with both (reject if either says defective).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/setup.sh >&2
+# Only what the demo runs: the plugin, the runtime it loads, the QA app.
+./scripts/setup.sh plugin/libgsttorchinfer.so libtorchinfer-runtime.so \
+  pipelines/torchinfer-qa-line >&2
 export GST_PLUGIN_PATH="$PWD/build/plugin${GST_PLUGIN_PATH:+:$GST_PLUGIN_PATH}"
 out=out/demo
 judge=(--classifier models/demo/defect_classifier.pt)

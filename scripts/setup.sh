@@ -3,6 +3,14 @@
 # run its tests, then configures and builds it in ./build. Idempotent: apt is
 # only called for packages that are missing, and meson only reconfigures
 # what changed.
+#
+# Usage: setup.sh [TARGET...]: builds only the named ninja targets and what
+# they need (scripts/demo.sh: the plugin, its runtime and the QA app, not
+# the tests); no target: everything (scripts/test.sh).
+#
+# Once every package was found installed, build/setup-packages.stamp keeps
+# the package list, and later runs skip the package check while the list
+# is unchanged (delete the stamp to check again).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,10 +33,14 @@ PACKAGES=(
   libaravis-dev libusb-1.0-0-dev aravis-tools aravis-tools-cli  # aravis:// cameras; arv-fake-gv-camera-0.8 for tests, arv-tool-0.8
 )
 
+stamp=build/setup-packages.stamp
+wanted="$(printf '%s\n' "${PACKAGES[@]}")"
 missing=()
-for p in "${PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$wanted" ]; then
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+fi
 if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -40,5 +52,7 @@ fi
 if [ ! -f build/build.ninja ]; then
   meson setup build --buildtype=release
 fi
+# Here every package is installed (apt-get would have failed otherwise).
+[ -f "$stamp" ] && [ "$(cat "$stamp")" == "$wanted" ] || printf '%s\n' "$wanted" >"$stamp"
 # Use both cores but no more: the machine may be a 2-core line PC.
-ninja -C build -j "$(nproc)"
+ninja -C build -j "$(nproc)" "$@"

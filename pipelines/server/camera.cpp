@@ -618,6 +618,7 @@ StreamFigures Camera::figures() const {
         s, (std::string("frames-skipped-") + to_string(static_cast<SkipReason>(r))).c_str());
   f.frames_dropped = stat_u64(s, "frames-dropped");
   f.frames_in_flight = stat_u64(s, "frames-in-flight");
+  f.frames_in_flight_limit = stat_u64(s, "frames-in-flight-limit");
   f.frames_invalid = stat_u64(s, "frames-invalid");
   f.frames_saturated = stat_u64(s, "frames-saturated");
   f.fps = stat_double(s, "fps");
@@ -679,6 +680,7 @@ nlohmann::json Camera::status() const {
         {"skipped_by", skipped_by},
         {"dropped", f.frames_dropped},
         {"in_flight", f.frames_in_flight},
+        {"in_flight_limit", f.frames_in_flight_limit},
         {"out", f.frames_out},
         {"invalid", f.frames_invalid},
         {"saturated", f.frames_saturated}}},

@@ -70,6 +70,9 @@ inline const char* to_string(SkipReason r) {
 struct StatsSnapshot {
   std::uint64_t frames_in = 0, frames_out = 0, inferred = 0, skipped = 0, dropped = 0;
   std::uint64_t in_flight = 0;  // frames_in - frames_out - dropped when read
+  // The most frames the stream can hold at once (its queue, the frame being
+  // submitted and the one being sent): in_flight never exceeds it.
+  std::uint64_t in_flight_limit = 0;
   std::array<std::uint64_t, kSkipReasons> skipped_by{};  // indexed by SkipReason
   // Inferred frames whose outputs held NaN or infinity (results marked invalid).
   std::uint64_t invalid = 0;
@@ -101,6 +104,7 @@ class StreamStats {
   void frame_invalid() { ++s_.invalid; }
   void frame_saturated() { ++s_.saturated; }
   void set_region_mode(bool on) { s_.region_mode = on; }
+  void set_in_flight_limit(std::uint64_t n) { s_.in_flight_limit = n; }
   // Adds one frame's region outcomes.
   void regions(std::uint64_t inferred, std::uint64_t reused, std::uint64_t filtered,
                std::uint64_t skipped, std::uint64_t dropped) {

@@ -22,6 +22,7 @@ struct StreamFigures {
   // frames_skipped + frames_dropped + frames_in_flight (common/stream_stats.h).
   std::uint64_t frames_in = 0, frames_inferred = 0, frames_skipped = 0, frames_dropped = 0,
                 frames_in_flight = 0;
+  std::uint64_t frames_in_flight_limit = 0;                     // the most frames_in_flight can be
   std::array<std::uint64_t, kSkipReasons> frames_skipped_by{};  // indexed by SkipReason
   std::uint64_t frames_out = 0;  // at the end of the pipeline (after torchinfer)
   // Inferred frames whose result cannot be trusted: outputs with NaN or

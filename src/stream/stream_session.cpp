@@ -55,6 +55,9 @@ void StreamSession::start(std::shared_ptr<Batcher> batcher, SessionOptions optio
   std::lock_guard<std::mutex> lock(stats_mu_);
   stats_ = StreamStats{};
   stats_.set_region_mode(opts_.region_mode);
+  // Queued frames, plus one counted in but not yet queued (submit_frame)
+  // and one popped but not yet counted out (the output thread).
+  stats_.set_in_flight_limit(queue_->capacity() + 2);
   last_inference_ms_ = 0;
   frames_inferred_ = 0;
 }

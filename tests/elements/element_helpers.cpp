@@ -119,6 +119,7 @@ FrameCounts counts_of(const GstStructure* stats) {
   c.skipped = get("frames-skipped");
   c.dropped = get("frames-dropped");
   c.in_flight = get("frames-in-flight");
+  c.in_flight_limit = get("frames-in-flight-limit");
   c.out = get("frames-out");
   for (std::size_t r = 0; r < kSkipReasons; ++r)
     c.skipped_by[r] = get(std::string("frames-skipped-") + to_string(static_cast<SkipReason>(r)));

@@ -467,6 +467,7 @@ TEST(PropertyTable, StreamFiguresComeFromTheSnapshot) {
   now.snap.total.p50 = 4.25;
   now.snap.total.p99 = 9.75;
   now.snap.frames_in = 11;
+  now.snap.in_flight_limit = 42;
   EXPECT_EQ(read_with(now, "dropped"), "7");
   EXPECT_EQ(read_with(now, "fps"), "29.500000");
   EXPECT_EQ(read_with(now, "latency-p50"), "4.250000");
@@ -481,9 +482,12 @@ TEST(PropertyTable, StreamFiguresComeFromTheSnapshot) {
   guint64 frames_in = 0;
   EXPECT_TRUE(gst_structure_get_uint64(st, "frames-in", &frames_in));
   EXPECT_EQ(frames_in, 11u);
-  // frames-invalid, frames-saturated, frames-in-flight and the four
-  // frames-skipped-<reason> included
-  EXPECT_EQ(gst_structure_n_fields(st), 26);
+  // frames-invalid, frames-saturated, frames-in-flight, its limit and the
+  // four frames-skipped-<reason> included
+  EXPECT_EQ(gst_structure_n_fields(st), 27);
+  guint64 limit = 0;
+  EXPECT_TRUE(gst_structure_get_uint64(st, "frames-in-flight-limit", &limit));
+  EXPECT_EQ(limit, 42u);
   g_value_unset(&v);
   EXPECT_EQ(now.asked, 5);
 }

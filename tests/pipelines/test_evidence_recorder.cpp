@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <functional>
+#include <iostream>
 #include <opencv2/imgcodecs.hpp>
 #include <string>
 #include <vector>
@@ -24,7 +25,12 @@ namespace fs = std::filesystem;
 using torchinfer::EvidenceRecorder;
 using torchinfer::RecorderOptions;
 using torchinfer::test::decode_clip;
+using torchinfer::test::decode_frames_at;
 using torchinfer::test::Decoded;
+using torchinfer::test::mean_abs_diff;
+using torchinfer::test::mean_abs_diff_levels;
+using torchinfer::test::region;
+using torchinfer::test::undrawn;
 
 namespace {
 
@@ -47,6 +53,9 @@ std::shared_ptr<ev::EvidenceStore> make_store(const std::string& dir, double pre
 struct EventRun {
   std::vector<int> events;
   int fps = 30;
+  // videotestsrc's pattern and options: "pinwheel horizontal-speed=16" scrolls
+  // its spokes 16 px a frame, so that every frame and every place differs.
+  std::string pattern = "ball";
   cv::Rect box{40, 30, 64, 48};
   std::vector<ev::EventRecord> records;
   EvidenceRecorder* recorder = nullptr;
@@ -78,7 +87,8 @@ GstPadProbeReturn on_frame(GstPad* pad, GstPadProbeInfo* info, gpointer user) {
 void play(EvidenceRecorder& rec, EventRun& run, int frames, const char* format = "I420",
           const std::function<void(GstElement*)>& during = {}) {
   run.recorder = &rec;
-  const std::string line = "videotestsrc pattern=ball num-buffers=" + std::to_string(frames) +
+  const std::string line = "videotestsrc pattern=" + run.pattern +
+                           " num-buffers=" + std::to_string(frames) +
                            " ! video/x-raw,format=" + format +
                            ",width=320,height=240,framerate=" + std::to_string(run.fps) +
                            "/1 ! tee name=t ! fakesink sync=false";
@@ -121,6 +131,14 @@ GstPad* branch_queue_src(GstElement* pipeline) {
   gst_iterator_free(it);
   return pad;
 }
+
+// Mean absolute differences (0..255, decode_clip.h): two JPEGs of the same
+// pixels (snapshot and crop at quality 85, ring frames at 75) stay below
+// kSameJpeg; the neighbouring frame or another place on the scrolling
+// pinwheel is far above kOtherPixels. Measured ("[ measured ]" lines): crop
+// 2.9 (16 px off 133, at the corner 118), snapshot against the clip 4.5
+// (the frames before and after 100, 112).
+constexpr double kSameJpeg = 8, kOtherPixels = 30;
 
 cv::Size jpeg_size(const std::string& path) {
   const cv::Mat m = cv::imread(path, cv::IMREAD_COLOR);
@@ -169,11 +187,16 @@ TEST(EvidenceRecorder, ClipHasPreAndPostSecondsAndDecodes) {
   EXPECT_EQ(l.frames_encoded, 120u);
 }
 
+// Content, not just sizes, on a pinwheel scrolling 16 px a frame: the crop is the
+// snapshot's box (a crop cut 16 px off, or at the corner, differs by far
+// more than JPEG loss), and the snapshot is the clip's frame at the event
+// (the frames before and after differ by far more).
 TEST(EvidenceRecorder, SnapshotIsTheFrameAndCropIsTheBox) {
   const std::string dir = scratch_dir("snapshot");
   EvidenceRecorder rec(make_store(dir, 0.5, 0.5), no_drops());
   EventRun run;
   run.events = {20};
+  run.pattern = "pinwheel horizontal-speed=16";
   run.box = cv::Rect(100, 50, 60, 44);
   play(rec, run, 60);
   ASSERT_EQ(run.records.size(), 1u);
@@ -182,6 +205,37 @@ TEST(EvidenceRecorder, SnapshotIsTheFrameAndCropIsTheBox) {
   const auto c = rec.counters();
   EXPECT_EQ(c.snapshots, 1u);
   EXPECT_EQ(c.crops, 1u);
+
+  const cv::Mat snap = cv::imread(run.records[0].snapshot, cv::IMREAD_COLOR);
+  const cv::Mat crop = cv::imread(run.records[0].crop, cv::IMREAD_COLOR);
+  ASSERT_FALSE(snap.empty() || crop.empty());
+  const cv::Rect in = undrawn(run.box);
+  const cv::Mat mine = region(crop, in - run.box.tl());
+  const double same = mean_abs_diff(mine, region(snap, in));
+  const double shifted = mean_abs_diff(mine, region(snap, in + cv::Point(16, 0)));
+  const double corner = mean_abs_diff(mine, region(snap, in - run.box.tl() + cv::Point(3, 16)));
+  std::cout << "[ measured ] crop against the snapshot's box " << same << ", 16 px off " << shifted
+            << ", at the corner " << corner << "\n";
+  EXPECT_LT(same, kSameJpeg);
+  EXPECT_GT(shifted, kOtherPixels) << "the check could not tell a misplaced crop";
+  EXPECT_GT(corner, kOtherPixels) << "the check could not tell a misplaced crop";
+
+  // The clip runs from frame 5 (0.5 s before the event): the event is at
+  // 0.5 s into it.
+  const std::string clip = run.records[0].clip;
+  const auto frames =
+      decode_frames_at(clip, {500 * GST_MSECOND, 467 * GST_MSECOND, 533 * GST_MSECOND});
+  // The clip keeps video-range levels (decode_clip.h): compared after a
+  // levels fit.
+  double gain = 0;
+  const double at = mean_abs_diff_levels(region(snap, in), region(frames[0], in), &gain);
+  const double before = mean_abs_diff_levels(region(snap, in), region(frames[1], in));
+  const double after = mean_abs_diff_levels(region(snap, in), region(frames[2], in));
+  std::cout << "[ measured ] snapshot against the clip's frame at the event " << at << " (gain "
+            << gain << "), one before " << before << ", one after " << after << "\n";
+  EXPECT_LT(at, kSameJpeg);
+  EXPECT_GT(before, kOtherPixels) << "the check could not tell a neighbouring frame";
+  EXPECT_GT(after, kOtherPixels) << "the check could not tell a neighbouring frame";
 }
 
 TEST(EvidenceRecorder, CropIsCutToTheFrame) {
@@ -327,11 +381,20 @@ TEST_P(EvidenceRecorderFormats, SnapshotAndCropFromTheCameraFormat) {
   EvidenceRecorder rec(make_store(dir, 0.2, 0.2), no_drops());
   EventRun run;
   run.events = {5};
+  run.pattern = "pinwheel horizontal-speed=16";
   run.box = cv::Rect(10, 20, 30, 40);
   play(rec, run, 20, GetParam());
   ASSERT_EQ(run.records.size(), 1u);
   EXPECT_EQ(jpeg_size(run.records[0].snapshot), cv::Size(320, 240));
   EXPECT_EQ(jpeg_size(run.records[0].crop), cv::Size(30, 40));
+  // The crop is the snapshot's box, converted alike from this format.
+  const cv::Mat snap = cv::imread(run.records[0].snapshot, cv::IMREAD_COLOR);
+  const cv::Mat crop = cv::imread(run.records[0].crop, cv::IMREAD_COLOR);
+  ASSERT_FALSE(snap.empty() || crop.empty());
+  const cv::Rect in = undrawn(run.box);
+  const cv::Mat mine = region(crop, in - run.box.tl());
+  EXPECT_LT(mean_abs_diff(mine, region(snap, in)), kSameJpeg);
+  EXPECT_GT(mean_abs_diff(mine, region(snap, in + cv::Point(16, 0))), kOtherPixels);
   EXPECT_TRUE(decode_clip(run.records[0].clip).ok);
   EXPECT_EQ(rec.counters().write_failures, 0u);
 }

@@ -224,11 +224,19 @@ TEST(LaunchLines, RtspOutAndIn) {
   EXPECT_GE(check_frames(results(out + "/rtsp.jsonl"), 30, "rtsp_in"), 1);
   const Result client = line("rtsp_in_client", settings(out, {{"PORT", port}}));
   EXPECT_EQ(client.exit_code, 0) << client.err;
-  // 30 frames taken; torchinfer may drop one from the stream under overload
-  // (the client's stream is live), so up to 30 lines, numbered in order.
+  // Exactly 30 frames taken from the server. Under load torchinfer drops
+  // frames of the live stream (25 of 30 reached the JSON at load 17), and
+  // the client does not report how many, so the count of lines is not
+  // knowable here: at most 30, numbered in order, some inferred.
+  EXPECT_NE(client.err.find("rtsp: 30 frames,"), std::string::npos) << client.err;
   const auto taken = results(out + "/rtsp_client.jsonl");
-  EXPECT_GE(check_frames(taken, std::min<std::size_t>(taken.size(), 30), "client"), 1);
-  EXPECT_GE(taken.size(), 1u);
+  EXPECT_LE(taken.size(), 30u);
+  int inferred = 0;
+  for (std::size_t i = 0; i < taken.size(); ++i) {
+    EXPECT_EQ(taken[i]["frame"], i) << "client";
+    inferred += taken[i].value("inferred", false);
+  }
+  EXPECT_GE(inferred, 1);
   server.signal(SIGTERM);
   EXPECT_EQ(server.wait_exit(60), 0) << server.err();
 }

@@ -8,8 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iostream>
 #include <opencv2/imgcodecs.hpp>
 #include <set>
 
@@ -60,6 +62,57 @@ Result run_app(const std::vector<std::string>& args, const std::string& limits =
   return run({"/bin/sh", "-c", line});
 }
 
+// A reject's snapshot and crop, with the box and frame the decision names.
+struct Evidence {
+  cv::Mat snapshot, crop;
+  cv::Rect box;
+  int frame = 0;
+};
+
+// Mean absolute differences (0..255, decode_clip.h): JPEG loss stays below
+// kSameJpeg; parts move 12 px a frame, so the same box one frame off or a
+// crop cut 12 px off differs by more than kOtherPixels. Measured on the 9
+// rejects ("[ measured ]" lines): crop 1.1-1.7 (12 px off 13.5-28),
+// snapshot against the clip 0.9-1.4 (a neighbouring frame 15-33).
+constexpr double kSameJpeg = 4, kOtherPixels = 8;
+
+// Content, not sizes: the crop is the snapshot's box, and the snapshot is
+// the clip's frame it names, not its neighbours (one decoding pass for
+// every reject).
+void expect_content(const std::vector<Evidence>& evidence) {
+  std::vector<GstClockTime> at;
+  for (const Evidence& e : evidence)
+    for (int k : {e.frame, std::max(e.frame - 1, 0), std::min(e.frame + 1, 299)})
+      at.push_back(static_cast<GstClockTime>(clip_pts(k)));
+  const std::vector<cv::Mat> frames = decode_frames_at(qa_clip(), at);
+  for (std::size_t i = 0; i < evidence.size(); ++i) {
+    const Evidence& e = evidence[i];
+    SCOPED_TRACE("snapshot frame " + std::to_string(e.frame));
+    const cv::Rect in = undrawn(e.box);
+    ASSERT_FALSE(in.empty());
+    const cv::Mat mine = region(e.crop, in - e.box.tl());
+    const cv::Point off(in.x + in.width + 12 <= 640 ? 12 : -12, 0);
+    const cv::Mat shown = region(e.snapshot, in);
+    const double crop_same = mean_abs_diff(mine, shown);
+    const double crop_off = mean_abs_diff(mine, region(e.snapshot, in + off));
+    // Levels fitted (decode_clip.h): the snapshot stretches the clip's
+    // full-range frames as video range.
+    double gain = 0;
+    const double at_frame = mean_abs_diff_levels(shown, region(frames[3 * i], in), &gain);
+    double neighbour = 255;
+    for (std::size_t k : {3 * i + 1, 3 * i + 2})
+      if (at[k] != at[3 * i])
+        neighbour = std::min(neighbour, mean_abs_diff_levels(shown, region(frames[k], in)));
+    std::cout << "[ measured ] frame " << e.frame << ": crop " << crop_same << " (12 px off "
+              << crop_off << "), snapshot against the clip " << at_frame << " (gain " << gain
+              << ", neighbour " << neighbour << ")\n";
+    EXPECT_LT(crop_same, kSameJpeg);
+    EXPECT_GT(crop_off, kOtherPixels) << "the check could not tell a misplaced crop";
+    EXPECT_LT(at_frame, kSameJpeg);
+    EXPECT_GT(neighbour, kOtherPixels) << "the check could not tell a neighbouring frame";
+  }
+}
+
 std::vector<std::string> base_args() {
   return {qa_app(),   "--clip",       qa_clip(),       "--model",
           qa_model(), "--classifier", qa_classifier(), "--quiet"};
@@ -94,6 +147,7 @@ TEST(QaLineEvidence, EveryRejectHasADecodableSnapshotCropAndClip) {
   ASSERT_EQ(o.parts.size(), 13u);
   int rejects = 0;
   std::set<std::string> files;
+  std::vector<Evidence> evidence;
   for (const json& d : o.parts) {
     const json& e = d["evidence"];
     if (d["verdict"] != "reject") {
@@ -124,6 +178,8 @@ TEST(QaLineEvidence, EveryRejectHasADecodableSnapshotCropAndClip) {
     ASSERT_FALSE(crop.empty()) << d;
     EXPECT_EQ(crop.cols, box["width"].get<int>()) << d;
     EXPECT_EQ(crop.rows, box["height"].get<int>()) << d;
+    evidence.push_back(
+        {snap, crop, cv::Rect(box["x"], box["y"], box["width"], box["height"]), frame});
     // The clip: the frames from 1 s before to 0.5 s after the decision.
     const json rec = read_json(dir + "/qa-line-" + n + "-event.json");
     EXPECT_EQ(rec["track_id"], d["part"]);
@@ -139,6 +195,7 @@ TEST(QaLineEvidence, EveryRejectHasADecodableSnapshotCropAndClip) {
   }
   EXPECT_EQ(rejects, 9);
   EXPECT_EQ(files.size(), 27u);
+  expect_content(evidence);
   const json& s = o.summary["evidence"];
   EXPECT_EQ(s["rejects"], 9);
   EXPECT_EQ(s["events"], 9);

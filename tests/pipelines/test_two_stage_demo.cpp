@@ -68,30 +68,38 @@ int frame_of(const json& pts, int fps) {
   return static_cast<int>(std::lround(pts.get<double>() * fps / 1e9));
 }
 
-// Each decision is the truth part of its class whose visible frames its own
-// overlap best; that must pair them one to one, with the truth's verdict,
-// and a rejected part's top defect is one the part has.
+// The truth part (of `t`) of a decision: the part of its class, seen whole
+// at some point, whose visible frames its own overlap best; null if none.
+const json* truth_part_of(const json& d, const json& t) {
+  const int fps = t["fps"];
+  const int first = frame_of(d["first_pts"], fps), last = frame_of(d["last_pts"], fps);
+  const json* best = nullptr;
+  double best_iou = 0;
+  for (const json& p : t["parts"]) {
+    if (p["first_full"].is_null()) continue;
+    const int seen0 = p["first_seen"], seen1 = p["last_seen"];
+    const int inter = std::min(last, seen1) - std::max(first, seen0) + 1;
+    const double iou = inter / double(std::max(last, seen1) - std::min(first, seen0) + 1);
+    if (p["class"] == d["class"] && inter > 0 && iou > best_iou) {
+      best = &p;
+      best_iou = iou;
+    }
+  }
+  return best;
+}
+
+// Each decision is paired with its truth part (truth_part_of); that must
+// pair them one to one, with the truth's verdict, and a rejected part's top
+// defect is one the part has.
 void expect_paired_with_truth(const QaOutput& o) {
   const json t = qa_truth();
   const int fps = t["fps"];
   std::set<int> matched, ids;
   for (const json& d : o.parts) {
     EXPECT_TRUE(ids.insert(d["part"].get<int>()).second) << "part id decided twice: " << d;
-    const int first = frame_of(d["first_pts"], fps), last = frame_of(d["last_pts"], fps);
-    EXPECT_EQ(d["first_frame"], first);
-    EXPECT_EQ(d["last_frame"], last);
-    const json* best = nullptr;
-    double best_iou = 0;
-    for (const json& p : t["parts"]) {
-      if (p["first_full"].is_null()) continue;
-      const int seen0 = p["first_seen"], seen1 = p["last_seen"];
-      const int inter = std::min(last, seen1) - std::max(first, seen0) + 1;
-      const double iou = inter / double(std::max(last, seen1) - std::min(first, seen0) + 1);
-      if (p["class"] == d["class"] && inter > 0 && iou > best_iou) {
-        best = &p;
-        best_iou = iou;
-      }
-    }
+    EXPECT_EQ(d["first_frame"], frame_of(d["first_pts"], fps));
+    EXPECT_EQ(d["last_frame"], frame_of(d["last_pts"], fps));
+    const json* best = truth_part_of(d, t);
     ASSERT_NE(best, nullptr) << d;
     const json& p = *best;
     EXPECT_TRUE(matched.insert(p["id"].get<int>()).second) << "two decisions for part " << p["id"];
@@ -218,6 +226,60 @@ void expect_anomaly_object(const json& d) {
   if (v["score"].get<double>() >= 0.5) EXPECT_FALSE(v["regions"].empty()) << d;
 }
 
+// Mann-Whitney, counted here rather than trusted from the app: the share of
+// (positive, negative) pairs whose scores are ordered right, ties half.
+double pairs_ordered_right(const std::vector<std::pair<double, bool>>& scored) {
+  double pairs = 0, right = 0;
+  for (const auto& [pos_score, pos] : scored)
+    for (const auto& [neg_score, neg] : scored) {
+      if (!pos || neg) continue;
+      pairs++;
+      right += pos_score > neg_score ? 1 : pos_score == neg_score ? 0.5 : 0;
+    }
+  return pairs > 0 ? right / pairs : -1;
+}
+
+// Whether (x, y) on `frame` lies in a defect box (not a part class) of
+// truth part `part`.
+bool in_defect_box(const json& t, int frame, int part, double x, double y) {
+  std::set<std::string> part_classes;
+  for (const json& p : t["parts"]) part_classes.insert(p["class"].get<std::string>());
+  for (const json& o : t["frames"].at(frame)["objects"]) {
+    if (o["part"] != part || part_classes.count(o["class"].get<std::string>())) continue;
+    const auto b = o["bbox"].get<std::vector<double>>();
+    if (x >= b[0] && x <= b[2] && y >= b[1] && y <= b[3]) return true;
+  }
+  return false;
+}
+
+// The summary's anomaly figures recomputed from the decision lines and the
+// truth file: each decision paired with its truth part (truth_part_of).
+json anomaly_figures_of(const QaOutput& o) {
+  const json t = qa_truth();
+  std::vector<std::pair<double, bool>> parts, views;
+  int correct = 0, defective = 0, peaks = 0;
+  for (const json& d : o.parts) {
+    const json* p = truth_part_of(d, t);
+    if (!p) continue;
+    const bool bad = (*p)["defective"];
+    const json& a = d["anomaly"];
+    parts.emplace_back(a["score"].get<double>(), bad);
+    for (const json& v : a["view_scores"]) views.emplace_back(v.get<double>(), bad);
+    correct += a["anomalous"].get<bool>() == bad;
+    if (!bad) continue;
+    defective++;
+    const json& v = a["view"];
+    peaks += in_defect_box(t, v["frame"], (*p)["id"], v["peak"]["x"], v["peak"]["y"]);
+  }
+  return {{"parts", parts.size()},
+          {"views", views.size()},
+          {"part_auroc", pairs_ordered_right(parts)},
+          {"view_auroc", pairs_ordered_right(views)},
+          {"correct", correct},
+          {"defective_parts", defective},
+          {"peak_in_defect", peaks}};
+}
+
 }  // namespace
 
 // The figures for the anomaly model trained on good parts only,
@@ -237,6 +299,13 @@ TEST(TwoStageDemo, AnomalyModelAloneMeetsTheFigures) {
   // Measured: 12 of 13 (part 9, a missing hole, median 0.487), peaks 7 of 9.
   EXPECT_GE(a["correct"].get<int>(), 11) << a;
   EXPECT_GE(a["peak_in_defect"].get<int>(), 6) << a;
+  // The app's figures are its own arithmetic: recounted from its decisions.
+  const json mine = anomaly_figures_of(r.out);
+  for (const char* k : {"parts", "views", "correct", "defective_parts", "peak_in_defect"})
+    EXPECT_EQ(a[k], mine[k]) << k << ": app " << a << "\nrecounted " << mine;
+  for (const char* k : {"part_auroc", "view_auroc"})
+    EXPECT_NEAR(a[k].get<double>(), mine[k].get<double>(), 1e-9)
+        << k << ": app " << a << "\nrecounted " << mine;
   EXPECT_EQ(r.out.parts.size(), 13u);
   int rejected = 0;
   for (const json& d : r.out.parts) {

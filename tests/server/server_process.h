@@ -110,6 +110,7 @@ inline FrameCounts counts_of(const nlohmann::json& stream) {
   c.skipped = f.at("skipped").get<std::uint64_t>();
   c.dropped = f.at("dropped").get<std::uint64_t>();
   c.in_flight = f.at("in_flight").get<std::uint64_t>();
+  c.in_flight_limit = f.at("in_flight_limit").get<std::uint64_t>();
   for (std::size_t r = 0; r < kSkipReasons; ++r)
     c.skipped_by[r] =
         f.at("skipped_by").at(to_string(static_cast<SkipReason>(r))).get<std::uint64_t>();

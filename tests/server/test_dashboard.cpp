@@ -261,6 +261,7 @@ TEST(Dashboard, AnEvidenceCameraShowsItsLastEvents) {
       },
       120))
       << s.dump() << server.child().err();
+  EXPECT_TRUE(frames_add_up(counts_of(s), Settled::kYes));
   const json evidence = s["evidence"];
   ASSERT_EQ(evidence["last_events"].size(), 4u);
   WebDriver wd(http, free_port(), server.dir() + "/chromium-profile");

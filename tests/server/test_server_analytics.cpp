@@ -77,6 +77,7 @@ TEST_F(ServerAnalytics, GateOnTheClipCountsTwelvePartsOnceThroughRestAndMetrics)
   ASSERT_TRUE(eventually([&] { return stream("gated").value("state", "") == "ended"; }, 120))
       << stream("gated") << server_->child().err();
   const json s = stream("gated");
+  EXPECT_TRUE(frames_add_up(counts_of(s), Settled::kYes));
   EXPECT_EQ(s["analytics"]["lines"]["gate"],
             json::parse(R"({"forward": 12, "backward": 0, "by_class": {
                               "bracket": {"forward": 7, "backward": 0},

@@ -10,13 +10,17 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <opencv2/imgcodecs.hpp>
 #include <regex>
 #include <set>
 
+#include "../common/decode_clip.h"
 #include "server_process.h"
 
 using nlohmann::json;
@@ -40,6 +44,61 @@ std::map<long long, long long> tracks_in(const std::string& jsonl) {
       if (d.contains("object_id") && kClasses.count(d["label"].get<std::string>()))
         first.emplace(d["object_id"].get<long long>(), line["pts"].get<long long>());
   return first;
+}
+
+// The box of `track` on the line at `pts` in the camera's JSON lines, at
+// the crop's size (the region meta rounds the box to whole pixels).
+cv::Rect box_at(const std::string& jsonl, long long track, long long pts, cv::Size size) {
+  for (const json& line : json_lines(read_file(jsonl))) {
+    if (line["pts"] != pts) continue;
+    for (const json& d : line.value("detections", json::array()))
+      if (d.value("object_id", -1LL) == track)
+        return {static_cast<int>(std::lround(d["box"]["x_min"].get<double>())),
+                static_cast<int>(std::lround(d["box"]["y_min"].get<double>())), size.width,
+                size.height};
+  }
+  return {};
+}
+
+// Mean absolute differences (0..255, decode_clip.h): JPEG loss stays below
+// kSameJpeg; parts move 12 px a frame, so the box one frame off, or a crop
+// cut 12 px off, differs by more than kOtherPixels. Measured on the 4 kept
+// events ("[ measured ]" lines): crop 1.3-1.6 (12 px off 18-32), snapshot
+// against the clip 1.2-1.7 (a neighbouring frame 19-33).
+constexpr double kSameJpeg = 4, kOtherPixels = 8;
+
+// A served event's content: its crop is its snapshot's box (within a pixel
+// of the box in the JSON lines: rounding), and its snapshot is the clip's
+// frame at the event (`frames`: at pts, one before, one after).
+void expect_content(const cv::Mat& snap, const cv::Mat& crop, const cv::Rect& box,
+                    const std::vector<cv::Mat>& frames) {
+  const cv::Rect in = undrawn(box);
+  ASSERT_FALSE(in.empty()) << box;
+  double crop_same = 255;
+  cv::Point at;
+  for (int dy = -1; dy <= 1; ++dy)
+    for (int dx = -1; dx <= 1; ++dx) {
+      const double d =
+          mean_abs_diff(region(crop, in - box.tl()), region(snap, in + cv::Point(dx, dy)));
+      if (d < crop_same) crop_same = d, at = cv::Point(dx, dy);
+    }
+  const cv::Rect shown = in + at;
+  const cv::Point off(shown.x + shown.width + 12 <= snap.cols ? 12 : -12, 0);
+  const double crop_off = mean_abs_diff(region(crop, in - box.tl()), region(snap, shown + off));
+  // Levels fitted (decode_clip.h): the snapshot stretches the clip's
+  // full-range frames as video range.
+  const cv::Mat s = region(snap, shown);
+  double gain = 0;
+  const double same = mean_abs_diff_levels(s, region(frames[0], shown), &gain);
+  const double neighbour = std::min(mean_abs_diff_levels(s, region(frames[1], shown)),
+                                    mean_abs_diff_levels(s, region(frames[2], shown)));
+  std::cout << "[ measured ] box " << box << ": crop " << crop_same << " (12 px off " << crop_off
+            << "), snapshot against the clip " << same << " (gain " << gain << ", neighbour "
+            << neighbour << ")\n";
+  EXPECT_LT(crop_same, kSameJpeg);
+  EXPECT_GT(crop_off, kOtherPixels) << "the check could not tell a misplaced crop";
+  EXPECT_LT(same, kSameJpeg);
+  EXPECT_GT(neighbour, kOtherPixels) << "the check could not tell a neighbouring frame";
 }
 
 // Frames of a Matroska clip decoded by GStreamer (GRAY8 640x480 frames
@@ -87,6 +146,7 @@ class ServerEvidence : public ::testing::Test {
         },
         180))
         << s.dump() << server_->child().err();
+    EXPECT_TRUE(frames_add_up(counts_of(s), Settled::kYes));
     return s;
   }
   std::string evidence_dir(const std::string& id) const {
@@ -152,6 +212,14 @@ TEST_F(ServerEvidence, EachNewTrackOfTheClassesGetsDecodableFiles) {
         cv::imdecode(std::vector<uchar>(crop.body.begin(), crop.body.end()), cv::IMREAD_COLOR);
     EXPECT_GT(c.cols, 0);
     EXPECT_LT(c.cols, 640);
+    const long long pts = e["pts_ns"].get<long long>();
+    const cv::Rect box = box_at(server_->out_dir() + "/line.jsonl", track, pts, c.size());
+    const std::vector<cv::Mat> at_event = decode_frames_at(
+        source_root() + "/models/demo/line.mkv",
+        {static_cast<GstClockTime>(pts),
+         static_cast<GstClockTime>(pts >= 33333333 ? pts - 33333333 : pts + 66666666),
+         static_cast<GstClockTime>(pts + 33333333)});
+    expect_content(img, c, box, at_event);
     const HttpReply clip = http_.get(server_->url(base + "/clip.mkv"));
     ASSERT_EQ(clip.status, 200) << clip.body;
     EXPECT_EQ(clip.content_type, "video/x-matroska");
@@ -417,7 +485,9 @@ TEST_F(ServerEvidence, ClipsOfALoopedFileSpanTheWrap) {
 
 // "lines": an event is each crossing of the camera's gate by a part, as
 // torchanalytics counts it (12 of the clip's 13 parts cross x = 320, all
-// one way), not each new track.
+// one way: 7 brackets and 5 washers, right to left of P1 -> P2, backward,
+// as ServerAnalytics counts the same gate on the same clip), not each new
+// track.
 TEST_F(ServerEvidence, CrossingsOfTheListedLinesAreTheEvents) {
   json body = evidence_camera(
       "gated", {{"classes", {"bracket", "washer"}}, {"lines", {"gate"}}, {"max_events", 50}},
@@ -435,24 +505,24 @@ TEST_F(ServerEvidence, CrossingsOfTheListedLinesAreTheEvents) {
       },
       120))
       << s.dump() << server_->child().err();
+  EXPECT_TRUE(frames_add_up(counts_of(s), Settled::kYes));
   const json by_class = s["analytics"]["lines"]["gate"]["by_class"];
-  int crossings = 0;
-  for (const auto& label : kClasses)
-    if (by_class.contains(label))
-      crossings += by_class[label]["forward"].get<int>() + by_class[label]["backward"].get<int>();
-  EXPECT_GE(crossings, 11) << s["analytics"];
-  EXPECT_EQ(s["evidence"]["events"], crossings) << s["analytics"];
+  EXPECT_EQ(by_class["bracket"], json({{"forward", 0}, {"backward", 7}})) << s["analytics"];
+  EXPECT_EQ(by_class["washer"], json({{"forward", 0}, {"backward", 5}})) << s["analytics"];
+  EXPECT_EQ(s["evidence"]["events"], 12) << s["analytics"];
   const json events = http_.get(server_->url("/streams/gated/events")).json()["events"];
-  ASSERT_EQ(events.size(), static_cast<std::size_t>(crossings));
+  ASSERT_EQ(events.size(), 12u) << events;
+  std::map<std::string, int> per_class;
   std::set<long long> tracks;
   for (const json& e : events) {
     SCOPED_TRACE(e.dump());
-    EXPECT_TRUE(e["reason"] == "line:gate:forward" || e["reason"] == "line:gate:backward");
-    EXPECT_TRUE(kClasses.count(e["label"].get<std::string>()));
+    EXPECT_EQ(e["reason"], "line:gate:backward");
+    per_class[e["label"].get<std::string>()]++;
     EXPECT_TRUE(e["snapshot_written"].get<bool>());
     EXPECT_TRUE(e["crop_written"].get<bool>());
     tracks.insert(e["track_id"].get<long long>());
   }
   EXPECT_EQ(tracks.size(), events.size());  // each part once
+  EXPECT_EQ(per_class, (std::map<std::string, int>{{"bracket", 7}, {"washer", 5}}));
   EXPECT_EQ(http_.request("DELETE", server_->url("/streams/gated")).status, 200);
 }

@@ -74,9 +74,12 @@ class StreamRegionsTest : public ::testing::Test {
  protected:
   FakeModel fake;
   StreamSession session;
-  // Every test's frames add up, whatever it left in flight.
+  // Every test's frames add up, whatever it left in flight, and once the
+  // run stops nothing is left in flight: a frame that leaked shows here.
   void TearDown() override {
     EXPECT_TRUE(test::frames_add_up(test::counts_of(session.snapshot(false))));
+    session.stop();
+    EXPECT_TRUE(test::frames_add_up(test::counts_of(session.snapshot(false)), test::Settled::kYes));
   }
 
   void begin(int batch, RegionOptions ro = {}, int interval = 1, bool skip = false,

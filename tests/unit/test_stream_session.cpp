@@ -120,9 +120,12 @@ Popped pop(StreamSession& s) {
 class StreamSessionTest : public ::testing::Test {
  protected:
   void SetUp() override { g_released = 0; }
-  // Every test's frames add up, whatever it left in flight.
+  // Every test's frames add up, whatever it left in flight, and once the
+  // run stops nothing is left in flight: a frame that leaked shows here.
   void TearDown() override {
     EXPECT_TRUE(test::frames_add_up(test::counts_of(session.snapshot(false))));
+    session.stop();
+    EXPECT_TRUE(test::frames_add_up(test::counts_of(session.snapshot(false)), test::Settled::kYes));
   }
   FakeModel fake;
   StreamSession session;
@@ -317,6 +320,10 @@ TEST_F(StreamSessionTest, EveryFrameIsInferredSkippedDroppedOrInFlight) {
   fake.wait_inside(1);
   StatsSnapshot snap = session.snapshot(false);
   EXPECT_TRUE(test::frames_add_up(test::counts_of(snap)));
+  // 8 batch buffers of 2 frames, every 2nd frame inferred, 8 events; plus
+  // the frame being submitted and the one being sent.
+  EXPECT_EQ(session.capacity(), 8u * 2 * 2 + 8);
+  EXPECT_EQ(snap.in_flight_limit, 8u * 2 * 2 + 8 + 2);
   EXPECT_EQ(snap.frames_in, 3u);
   EXPECT_EQ(snap.in_flight, 3u) << "a skipped frame counts when it leaves, in order";
   EXPECT_EQ(snap.inferred + snap.skipped + snap.dropped, 0u);
@@ -426,6 +433,7 @@ TEST_F(StreamSessionTest, ReloadBetweenBatchesSwitchesModelsCleanly) {
     std::optional<StreamOutput> out = session.pop();
     ASSERT_TRUE(out && out->inferred);
     generations.push_back(out->results->slots.at(0).result.model->generation);
+    session.finish(*out);  // as the element does: a popped frame leaves, counted
   }
   EXPECT_EQ(generations, (std::vector<int>{1, 2, 2}));
   EXPECT_EQ(fake.batches, (std::vector<std::vector<int>>{{1}, {2, 3}}));
