@@ -46,7 +46,7 @@ TEST(ShardPlan, FourCamerasOverTwoShardsSplitTwoAndTwo) {
 // At most ceil(N/K) (the issue asked for ceil(N/K) + 1), and at least
 // floor(N/K): r = N mod K shards hold one more than the others.
 TEST(ShardPlan, EveryShardHoldsItsShareToWithinOne) {
-  for (const std::string& prefix : {"cam", "line-3/station-", "x"})
+  for (const char* prefix : {"cam", "line-3/station-", "x"})
     for (int n : {4, 8, 16, 100})
       for (int k : {2, 3, 5}) {
         const std::vector<std::string> ids = cams(n, prefix);
