@@ -69,8 +69,9 @@ ShardSpec parse_shard(const std::string& text, const std::string& what) {
   const long long k = slash == std::string::npos ? -1 : small_number(text.substr(0, slash));
   const long long n = slash == std::string::npos ? -1 : small_number(text.substr(slash + 1));
   if (text.empty())
-    bad(what, "empty: give K/N, the shard's index and the count, e.g. 0/4 (an unset variable "
-              "in a template or manifest?)");
+    bad(what,
+        "empty: give K/N, the shard's index and the count, e.g. 0/4 (an unset variable "
+        "in a template or manifest?)");
   if (k < 0 || n < 0)
     bad(what, "'" + text.substr(0, 40) + "' is not K/N: give the shard's index and the count, " +
                   "e.g. 0/4 (indexes start at 0)");

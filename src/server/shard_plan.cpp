@@ -71,8 +71,7 @@ std::string camera_list_hash(const std::vector<std::string>& ids) {
     bytes += '\0';
   }
   char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx",
-                static_cast<unsigned long long>(mix64(fnv1a64(bytes))));
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(mix64(fnv1a64(bytes))));
   return hex;
 }
 

@@ -211,9 +211,11 @@ TEST_F(TwoShards, AShardGivenAnotherCameraListShowsAnotherHash) {
   const json s = http_.get(shifted.url("/shard")).json();
   EXPECT_EQ(s["camera_list"], "0e7eb284c242e39d");
   EXPECT_NE(s["camera_list"], get(0, "/shard")["camera_list"]);
-  EXPECT_NE(http_.get(shifted.url("/metrics")).body.find(
-                "\ntorchinfer_shard_camera_list{shard=\"1\",camera_list=\"0e7eb284c242e39d\"} 1\n"),
-            std::string::npos);
+  EXPECT_NE(
+      http_.get(shifted.url("/metrics"))
+          .body.find(
+              "\ntorchinfer_shard_camera_list{shard=\"1\",camera_list=\"0e7eb284c242e39d\"} 1\n"),
+      std::string::npos);
 }
 
 // The alert rules and the dashboard use only series the server exports:

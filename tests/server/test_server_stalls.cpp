@@ -41,8 +41,8 @@ class Prober {
   void run() {
     Http http;
     const std::vector<std::string> paths = {
-        "/livez",  "/readyz",       "/startupz",     "/healthz", "/shard",
-        "/models", "/streams",      "/streams/" + id_, "/metrics", "/streams/" + id_ + "/analytics"};
+        "/livez",  "/readyz",  "/startupz",       "/healthz", "/shard",
+        "/models", "/streams", "/streams/" + id_, "/metrics", "/streams/" + id_ + "/analytics"};
     while (!stop_) {
       for (const auto& p : paths) {
         const auto t0 = std::chrono::steady_clock::now();
@@ -92,8 +92,8 @@ bool receiving_again(Http& http, const ServerProcess& s, std::uint64_t before, i
       return ::testing::AssertionFailure() << path << " asked " << n << " times only";
   for (const auto& [path, s] : p.longest())
     if (s >= limit_s)
-      return ::testing::AssertionFailure() << path << " took " << s << " s (limit " << limit_s
-                                           << " s)";
+      return ::testing::AssertionFailure()
+             << path << " took " << s << " s (limit " << limit_s << " s)";
   if (!p.failures().empty()) return ::testing::AssertionFailure() << p.failures().front();
   return ::testing::AssertionSuccess();
 }

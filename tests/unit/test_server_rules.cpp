@@ -155,7 +155,7 @@ TEST(ConnectionBook, AdmitsUpToTheLimitAndCountsTheRest) {
   EXPECT_EQ(b.refused(), 1u);
   b.closed(Admission::kProbesOnly);
   EXPECT_EQ(b.admit(), Admission::kProbesOnly);  // its place in the reserve is free again
-  b.refuse_request();  // a request other than a probe on it
+  b.refuse_request();                            // a request other than a probe on it
   EXPECT_EQ(b.refused(), 2u);
   for (int i = 0; i < ConnectionBook::kProbeReserve; ++i) b.closed(Admission::kProbesOnly);
   b.closed(Admission::kProbesOnly);  // never below zero

@@ -105,8 +105,7 @@ TEST(ShardPlan, OwnersArePinned) {
 
 TEST(ShardPlan, IdsOutsideTheListGoToTheirRendezvousOwner) {
   const ShardPlan plan(cams(8), 2);
-  for (const auto& id : cams(50, "added-"))
-    EXPECT_EQ(plan.owner(id), owner_shard(id, 2)) << id;
+  for (const auto& id : cams(50, "added-")) EXPECT_EQ(plan.owner(id), owner_shard(id, 2)) << id;
   const ShardPlan empty({}, 3);
   EXPECT_EQ(empty.owner("cam0"), owner_shard("cam0", 3));
 }
