@@ -85,12 +85,16 @@ void AravisSource::start() {
 }
 
 void AravisSource::stop() {
+  request_stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+void AravisSource::request_stop() {
   {
     std::lock_guard<std::mutex> lock(wake_mu_);  // not between its check and its wait
     stop_ = true;
   }
   wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
 }
 
 bool AravisSource::trigger(std::string* why) {

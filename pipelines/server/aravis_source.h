@@ -68,6 +68,9 @@ class AravisSource {
   void start();
   // Stops acquisition, closes the camera and joins the thread.
   void stop();
+  // Asks for that without waiting (the main loop: the thread may be inside
+  // an Aravis call to a camera that stopped answering); stop() joins later.
+  void request_stop();
   // Queues one software trigger; false with the reason when the camera is
   // not acquiring now. Done on the camera's thread within ~10 ms.
   bool trigger(std::string* why);

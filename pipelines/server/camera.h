@@ -119,6 +119,7 @@ class Camera {
   nlohmann::json camera_status(const StreamFigures& f) const;
   void fail(const std::string& message);
   void take_sample(GstSample* sample);
+  void release_latest();
   bool send_eos();
   static bool send_eos_to(GstElement* target);  // appsrc, or videoconvert's sink pad
   void play_async();

@@ -17,19 +17,24 @@ ShardSpec shard_of_this_box(ShardSources from, const ServerConfig& config) {
   return resolve_shard(from);
 }
 
-void keep_own_streams(ServerConfig& config, const ShardSpec& shard,
-                      std::vector<std::string>* owned) {
+ShardPlan keep_own_streams(ServerConfig& config, const ShardSpec& shard,
+                           std::vector<std::string>* owned) {
+  std::vector<std::string> ids;
+  for (const auto& s : config.streams) ids.push_back(s.id);
+  ShardPlan plan(ids, shard.count);
   std::vector<StreamSpec> mine;
   for (auto& s : config.streams)
-    if (owner_shard(s.id, shard.count) == shard.index) {
+    if (plan.owner(s.id) == shard.index) {
       owned->push_back(s.id);
       mine.push_back(std::move(s));
     }
   config.streams = std::move(mine);
+  return plan;
 }
 
-FleetEndpoints::FleetEndpoints(ServerApp* app, ShardSpec shard, std::vector<std::string> owned)
-    : app_(app), shard_(shard), owned_(std::move(owned)) {
+FleetEndpoints::FleetEndpoints(ServerApp* app, ShardSpec shard, ShardPlan plan,
+                               std::vector<std::string> owned)
+    : app_(app), shard_(shard), plan_(std::move(plan)), owned_(std::move(owned)) {
   timer_ = g_timeout_add_seconds(1, on_tick, this);
 }
 
@@ -92,13 +97,16 @@ Reply FleetEndpoints::shard_reply() const {
   for (const auto& c : states()) {
     if (c.state == "stopping") continue;
     running.push_back(c.id);
-    if (owner_shard(c.id, shard_.count) != shard_.index) pinned.push_back(c.id);
+    if (plan_.owner(c.id) != shard_.index) pinned.push_back(c.id);
   }
   return {200,
           {{"index", shard_.index},
            {"count", shard_.count},
            {"sharded", shard_.enabled},
-           {"hash", "rendezvous: mix64(fnv1a64(id, 0x00, k as 4 bytes LE)), highest wins"},
+           {"hash",
+            "rendezvous: mix64(fnv1a64(id, 0x00, k as 4 bytes LE)), highest wins, at most "
+            "ceil(cameras/N) per shard; ids outside the list: highest wins"},
+           {"camera_list", plan_.list_hash()},
            {"owned", owned_},
            {"streams", running},
            {"pinned", pinned}}};
@@ -127,7 +135,7 @@ std::optional<Reply> FleetEndpoints::gate_add(std::string* body) const {
   if (!shard_.enabled || pin || !j.contains("id") || !j["id"].is_string())
     return std::nullopt;  // add_stream checks the id
   const std::string id = j["id"].get<std::string>();
-  const int owner = owner_shard(id, shard_.count);
+  const int owner = plan_.owner(id);
   if (owner == shard_.index) return std::nullopt;
   return Reply{421,
                {{"error", "stream '" + printable(id, 64) + "' belongs to shard " +
@@ -144,10 +152,16 @@ std::string FleetEndpoints::label_metrics(const std::string& text) const {
   if (!shard_.enabled) return text;
   // Every shard says how many there should be, so a rule can tell that one
   // is missing even when its pod does not exist (no target, no `up`).
+  // And which camera list it split: shards given different lists leave
+  // cameras on no shard (or on two), which no other series shows.
   const std::string count =
       "# HELP torchinfer_shards Shards the camera list is split over (N).\n"
       "# TYPE torchinfer_shards gauge\ntorchinfer_shards " +
-      std::to_string(shard_.count) + "\n";
+      std::to_string(shard_.count) +
+      "\n# HELP torchinfer_shard_camera_list The hash of the camera list this shard split "
+      "(GET /shard camera_list); shards that disagree split different lists.\n"
+      "# TYPE torchinfer_shard_camera_list gauge\ntorchinfer_shard_camera_list{camera_list=\"" +
+      plan_.list_hash() + "\"} 1\n";
   return add_constant_label(text + count, "shard", std::to_string(shard_.index));
 }
 

@@ -13,6 +13,7 @@
 #include "server/probes.h"
 #include "server/server_config.h"
 #include "server/shard.h"
+#include "server/shard_plan.h"
 #include "server_app.h"
 
 namespace torchinfer::server {
@@ -22,16 +23,16 @@ namespace torchinfer::server {
 // the system's. Throws Error naming the flag or field.
 ShardSpec shard_of_this_box(ShardSources from, const ServerConfig& config);
 
-// Keeps the cameras of `config` that `shard` owns; their ids, in config
-// order, go to *owned.
-void keep_own_streams(ServerConfig& config, const ShardSpec& shard,
-                      std::vector<std::string>* owned);
+// Keeps the cameras of `config` that `shard` owns (server/shard_plan.h);
+// their ids, in config order, go to *owned. The plan of the whole list.
+ShardPlan keep_own_streams(ServerConfig& config, const ShardSpec& shard,
+                           std::vector<std::string>* owned);
 
 class FleetEndpoints {
  public:
   // Watches the cameras' states every second (for /readyz's grace period)
   // until destroyed. Construct once the models are loaded.
-  FleetEndpoints(ServerApp* app, ShardSpec shard, std::vector<std::string> owned);
+  FleetEndpoints(ServerApp* app, ShardSpec shard, ShardPlan plan, std::vector<std::string> owned);
   ~FleetEndpoints();
   FleetEndpoints(const FleetEndpoints&) = delete;
   FleetEndpoints& operator=(const FleetEndpoints&) = delete;
@@ -42,8 +43,8 @@ class FleetEndpoints {
   // POST /streams: the refusal (421 for another shard's camera, 400 for a
   // bad "pin"), or nullopt to go on with *body, "pin" taken out of it.
   std::optional<Reply> gate_add(std::string* body) const;
-  // /metrics with shard="K" on every sample, and torchinfer_shards (N),
-  // when sharded.
+  // /metrics with shard="K" on every sample, torchinfer_shards (N) and
+  // torchinfer_shard_camera_list (the list's hash), when sharded.
   std::string label_metrics(const std::string& text) const;
   // SIGTERM: /readyz answers 503 from now on.
   void set_draining() { draining_ = true; }
@@ -56,6 +57,7 @@ class FleetEndpoints {
 
   ServerApp* app_;
   ShardSpec shard_;
+  ShardPlan plan_;
   std::vector<std::string> owned_;
   StateClock clock_;
   bool draining_ = false;

@@ -26,6 +26,12 @@ std::vector<std::string> split_path(const std::string& path) {
   return parts;
 }
 
+// The paths a prober asks (docs/server.md "Probes"): answered even past
+// max_connections.
+bool is_probe(const std::string& path) {
+  return path == "/livez" || path == "/readyz" || path == "/startupz" || path == "/healthz";
+}
+
 // Compares in time independent of where the strings differ.
 bool same_secret(const std::string& a, const std::string& b) {
   unsigned char diff = a.size() != b.size();
@@ -57,9 +63,15 @@ std::string HttpApi::listen(const std::string& address, int port, std::string* w
 // Before the body is read: a request declaring a body over the limit, or
 // whose length cannot be told (Content-Length headers that disagree), is
 // answered and its connection closed without reading the body.
-void HttpApi::on_early(SoupServer*, SoupServerMessage* msg, const char*, GHashTable*,
+void HttpApi::on_early(SoupServer*, SoupServerMessage* msg, const char* path, GHashTable*,
                        gpointer user) {
   auto* self = static_cast<HttpApi*>(user);
+  // Past max_connections only the probes are answered (http_limits.h).
+  if (self->listener_->probes_only(msg) && !is_probe(path ? path : "")) {
+    self->listener_->count_refused_request();
+    self->refuse_early(msg, 503, self->listener_->busy_message());
+    return;
+  }
   SoupMessageHeaders* h = soup_server_message_get_request_headers(msg);
   std::vector<std::string> lengths;
   SoupMessageHeadersIter it;

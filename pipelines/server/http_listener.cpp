@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cstdio>
 
 namespace torchinfer::server {
@@ -121,13 +122,11 @@ bool HttpListener::accept_one() {
     g_clear_error(&err);
     return false;
   }
-  if (book_.admit()) {
-    serve(s);
+  const Admission how = book_.admit();
+  if (how != Admission::kRefused) {
+    serve(s, how);
   } else {
-    write_and_close(s, 503,
-                    "{\"error\":\"the server serves max_connections (" +
-                        std::to_string(book_.max_connections()) +
-                        ") connections already; try again shortly\"}");
+    write_and_close(s, 503, "{\"error\":\"" + busy_message() + "\"}");
     g_socket_close(s, nullptr);
   }
   g_object_unref(s);
@@ -162,7 +161,12 @@ gboolean HttpListener::on_resume(gpointer user) {
   return G_SOURCE_REMOVE;
 }
 
-void HttpListener::serve(GSocket* s) {
+std::string HttpListener::busy_message() const {
+  return "the server serves max_connections (" + std::to_string(book_.max_connections()) +
+         ") connections already; try again shortly";
+}
+
+void HttpListener::serve(GSocket* s, Admission how) {
   GSocketConnection* conn = g_socket_connection_factory_create_connection(s);
   GSocketAddress* local = g_socket_get_local_address(s, nullptr);
   GSocketAddress* remote = g_socket_get_remote_address(s, nullptr);
@@ -173,16 +177,21 @@ void HttpListener::serve(GSocket* s) {
   c.owner = this;
   c.socket = s;
   c.remote = remote ? address_text(remote) : "";
+  c.how = how;
+  // A probe sends its request at once: a probes-only place is not held for
+  // long by a client that sends nothing.
+  const double idle_s =
+      how == Admission::kProbesOnly ? std::min(idle_timeout_s_, 1.0) : idle_timeout_s_;
   GError* err = nullptr;
   if (local && remote &&
       soup_server_accept_iostream(server_, G_IO_STREAM(conn), local, remote, &err)) {
-    c.timer = g_timeout_add(static_cast<guint>(idle_timeout_s_ * 1000), on_idle_timeout, &c);
+    c.timer = g_timeout_add(static_cast<guint>(idle_s * 1000), on_idle_timeout, &c);
     // libsoup holds the connection from here; it goes when libsoup is done.
     g_object_weak_ref(obj, on_gone, &c);
   } else {
     g_clear_error(&err);
     connections_.erase(obj);
-    book_.closed();
+    book_.closed(how);
   }
   if (local) g_object_unref(local);
   if (remote) g_object_unref(remote);
@@ -197,7 +206,7 @@ gboolean HttpListener::on_idle_timeout(gpointer user) {
   // moment later); its place is free now.
   g_socket_shutdown(c->socket, TRUE, TRUE, nullptr);
   c->released = true;
-  c->owner->book_.closed();
+  c->owner->book_.closed(c->how);
   return G_SOURCE_REMOVE;
 }
 
@@ -206,8 +215,21 @@ void HttpListener::on_gone(gpointer user, GObject* where_the_object_was) {
   HttpListener* self = c->owner;
 
   if (c->timer) g_source_remove(c->timer);
-  if (!c->released) self->book_.closed();
+  if (!c->released) self->book_.closed(c->how);
   self->connections_.erase(where_the_object_was);
+}
+
+const HttpListener::Connection* HttpListener::find(SoupServerMessage* msg) const {
+  const std::string remote = address_text(soup_server_message_get_remote_address(msg));
+  if (remote.empty()) return nullptr;
+  for (const auto& [obj, c] : connections_)
+    if (c.remote == remote) return &c;
+  return nullptr;
+}
+
+bool HttpListener::probes_only(SoupServerMessage* msg) const {
+  const Connection* c = find(msg);
+  return c && c->how == Admission::kProbesOnly;
 }
 
 bool HttpListener::answer_and_close(SoupServerMessage* msg, int status, const std::string& json) {

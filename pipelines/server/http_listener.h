@@ -4,7 +4,9 @@
 // EMFILE the API never answered again. Here:
 // - a failed accept (EMFILE: the open files limit) is counted and logged,
 //   and accepting pauses for 100 ms, then resumes;
-// - at most max_connections are served at once; one more is answered 503
+// - at most max_connections are served at once; past them a few more
+//   (ConnectionBook::kProbeReserve) are let in for the probes only, each
+//   closed if it sends nothing within a second; one more is answered 503
 //   and closed at once (counted);
 // - a connection still open idle_timeout_s after it was accepted is closed
 //   (counted): each carries one request (every reply closes it), so this
@@ -38,6 +40,13 @@ class HttpListener {
   // be read: declared too large, or of no telling length). False if the
   // connection is not known (then the caller answers the usual way).
   bool answer_and_close(SoupServerMessage* msg, int status, const std::string& json);
+  // `msg` came on a connection let in past max_connections, for the probes
+  // only (http_limits.h).
+  bool probes_only(SoupServerMessage* msg) const;
+  // A request other than a probe on such a connection, answered 503.
+  void count_refused_request() { book_.refuse_request(); }
+  // The 503 body past max_connections.
+  std::string busy_message() const;
 
  private:
   struct Connection {
@@ -46,14 +55,16 @@ class HttpListener {
     std::string remote;
     guint timer = 0;
     bool released = false;  // its place under max_connections given back
+    Admission how = Admission::kServe;
   };
+  const Connection* find(SoupServerMessage* msg) const;
   static gboolean on_incoming(GSocket*, GIOCondition, gpointer user);
   static gboolean on_resume(gpointer user);
   static gboolean on_idle_timeout(gpointer user);
   static void on_gone(gpointer user, GObject* where_the_object_was);
   void watch();
   bool accept_one();
-  void serve(GSocket* socket);
+  void serve(GSocket* socket, Admission how);
   void accept_failed(const GError* err);
 
   SoupServer* server_;

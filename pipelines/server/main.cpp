@@ -45,7 +45,7 @@ bool parse_args(int argc, char** argv, Options& o) {
   gchar *config = nullptr, *model = nullptr, *listen = nullptr, *token = nullptr, *out = nullptr;
   gchar** streams = nullptr;
   gchar* shard = nullptr;
-  gint rtsp_port = G_MININT, shards = 0;
+  gint rtsp_port = G_MININT, shards = G_MININT;  // G_MININT: not given
   gboolean from_host = FALSE;
   GOptionEntry entries[] = {
       {"config", 'c', 0, G_OPTION_ARG_FILENAME, &config,
@@ -84,9 +84,11 @@ bool parse_args(int argc, char** argv, Options& o) {
   app::take(out, o.output_dir);
   for (gchar** s = streams; s && *s; ++s) o.streams.push_back(*s);
   g_strfreev(streams);
+  // Given empty (a template's unset variable) is not the same as not given.
+  o.shard.flag_given = shard != nullptr;
   app::take(shard, o.shard.flag);
   o.shard.from_hostname = from_host;
-  o.shard.flag_count = shards;
+  o.shard.flag_count = shards == G_MININT ? 0 : shards;
   o.rtsp_port_given = rtsp_port != G_MININT;
   if (o.rtsp_port_given) o.rtsp_port = rtsp_port;
   if (!ok) return false;
@@ -95,7 +97,12 @@ bool parse_args(int argc, char** argv, Options& o) {
                o.rtsp_port);
     return false;
   }
-  if (shards < 0 || shards > kMaxShards || (shards && !from_host)) {
+  if (shards != G_MININT && (shards < 1 || shards > kMaxShards)) {
+    g_printerr("torchinfer-server: error: --shards %d: give the count of shards, 1 to %d\n", shards,
+               kMaxShards);
+    return false;
+  }
+  if (shards != G_MININT && !from_host) {
     g_printerr("torchinfer-server: error: --shards N (1 to %d) goes with --shard-from-hostname\n",
                kMaxShards);
     return false;
@@ -226,6 +233,7 @@ int main(int argc, char** argv) {
   ServerConfig config;
   std::string token;
   ShardSpec shard;
+  ShardPlan plan;
   std::vector<std::string> owned;
   try {
     if (!opt.config.empty()) {
@@ -242,7 +250,7 @@ int main(int argc, char** argv) {
                                                  "--stream " + std::to_string(i + 1), ""));
     }
     shard = shard_of_this_box(opt.shard, config);
-    keep_own_streams(config, shard, &owned);
+    plan = keep_own_streams(config, shard, &owned);
     if (static_cast<int>(config.streams.size()) > config.max_streams)
       throw torchinfer::Error(
           torchinfer::ErrorKind::kConfigInvalid,
@@ -299,7 +307,7 @@ int main(int argc, char** argv) {
       server->set_restream(restream.get());
     }
   }
-  auto fleet = std::make_unique<FleetEndpoints>(server.get(), shard, owned);
+  auto fleet = std::make_unique<FleetEndpoints>(server.get(), shard, plan, owned);
   auto http = std::make_unique<HttpApi>(server.get(), token);
   http->set_fleet(fleet.get());
   const std::string url = http->listen(address, port, &why);
@@ -334,6 +342,16 @@ int main(int argc, char** argv) {
         "torchinfer-server: error: a camera's pipeline did not stop (one of its state changes "
         "never returned: a source or output that blocks); exiting without it\n");
     _exit(1);  // the stuck thread holds locks the destructors would wait on
+  }
+  // Every pipeline is NULL: outputs are flushed. The cameras' last
+  // references end their Aravis connections on the reaper thread, which
+  // waits on a camera that stopped answering (GVCP timeouts, seconds).
+  if (!server->reaped(2)) {
+    g_printerr(
+        "torchinfer-server: warning: a camera's connection is still closing (the camera stopped "
+        "answering); exiting without waiting for it\n");
+    g_printerr("torchinfer-server: stopped\n");
+    _exit(0);  // the reaper holds the camera; destructors would wait on it
   }
   server.reset();
   g_main_loop_unref(run.loop);

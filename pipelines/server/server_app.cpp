@@ -27,10 +27,17 @@ constexpr int kMaxBodyDepth = 8;
 ServerApp::ServerApp(ServerConfig config)
     : config_(std::move(config)), cameras_(config_.max_streams) {
   g_mkdir_with_parents(config_.output_dir.c_str(), 0755);
+  reaper_ = std::thread([this] { reaper_loop(); });
 }
 
 ServerApp::~ServerApp() {
   stop_all();
+  {
+    std::lock_guard<std::mutex> lock(reap_mu_);
+    reap_stop_ = true;
+  }
+  reap_cv_.notify_all();
+  reaper_.join();
   for (auto& m : models_) {
     if (m->holder) {
       gst_element_set_state(m->holder, GST_STATE_NULL);
@@ -238,7 +245,7 @@ void ServerApp::stop_in_background(std::shared_ptr<Camera> cam, Model* m) {
         G_PRIORITY_DEFAULT,
         [](gpointer p) {
           auto* d = static_cast<std::pair<ServerApp*, std::shared_ptr<Camera>>*>(p);
-          d->first->stopped(d->second);
+          d->first->stopped(std::move(d->second));
           return G_SOURCE_REMOVE;
         },
         done,
@@ -246,7 +253,7 @@ void ServerApp::stop_in_background(std::shared_ptr<Camera> cam, Model* m) {
   });
 }
 
-void ServerApp::stopped(const std::shared_ptr<Camera>& cam) {
+void ServerApp::stopped(std::shared_ptr<Camera> cam) {
   std::thread t;
   {
     std::lock_guard<std::mutex> lock(stoppers_mu_);
@@ -258,6 +265,37 @@ void ServerApp::stopped(const std::shared_ptr<Camera>& cam) {
   t.join();  // it has nothing left to do but return
   cameras_.forget(cam);
   g_printerr("torchinfer-server: stream %s stopped\n", cam->spec().id.c_str());
+  reap(std::move(cam));
+}
+
+void ServerApp::reap(std::shared_ptr<Camera> cam) {
+  {
+    std::lock_guard<std::mutex> lock(reap_mu_);
+    reap_.push_back(std::move(cam));
+  }
+  reap_cv_.notify_all();
+}
+
+void ServerApp::reaper_loop() {
+  std::unique_lock<std::mutex> lock(reap_mu_);
+  for (;;) {
+    reap_cv_.wait(lock, [this] { return reap_stop_ || !reap_.empty(); });
+    if (reap_.empty()) return;  // stopping, and nothing left
+    std::shared_ptr<Camera> cam = std::move(reap_.front());
+    reap_.pop_front();
+    reaping_ = true;
+    lock.unlock();
+    cam.reset();  // the camera's destructor, here
+    lock.lock();
+    reaping_ = false;
+    reap_cv_.notify_all();
+  }
+}
+
+bool ServerApp::reaped(double timeout_s) {
+  std::unique_lock<std::mutex> lock(reap_mu_);
+  return reap_cv_.wait_for(lock, std::chrono::duration<double>(timeout_s),
+                           [this] { return reap_.empty() && !reaping_; });
 }
 
 Reply ServerApp::list_streams() const {
@@ -380,7 +418,11 @@ void ServerApp::stop_all() {
     stoppers.swap(stoppers_);
   }
   for (auto& [cam, t] : stoppers) t.join();
-  while (cameras_.stopping_count()) cameras_.forget(cameras_.stopping().front().second);
+  while (cameras_.stopping_count()) {
+    std::shared_ptr<Camera> cam = cameras_.stopping().front().second;
+    cameras_.forget(cam);
+    reap(std::move(cam));
+  }
 }
 
 }  // namespace torchinfer::server

@@ -40,18 +40,23 @@ OpenFilesLimit raise_open_files_limit() {
   return r;
 }
 
-bool ConnectionBook::admit() {
-  if (open_ >= max_) {
-    refused_++;
-    return false;
+Admission ConnectionBook::admit() {
+  if (open_ < max_) {
+    open_++;
+    accepted_++;
+    return Admission::kServe;
   }
-  open_++;
-  accepted_++;
-  return true;
+  if (probes_open_ < kProbeReserve) {
+    probes_open_++;
+    return Admission::kProbesOnly;
+  }
+  refused_++;
+  return Admission::kRefused;
 }
 
-void ConnectionBook::closed() {
-  if (open_ > 0) open_--;
+void ConnectionBook::closed(Admission how) {
+  int& n = how == Admission::kProbesOnly ? probes_open_ : open_;
+  if (n > 0) n--;
 }
 
 std::string ConnectionBook::prometheus() const {

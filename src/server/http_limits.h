@@ -20,17 +20,28 @@ struct OpenFilesLimit {
 OpenFilesLimit raise_open_files_limit();
 
 // Open connections against max_connections, and what happened to the rest.
+// Past max_connections, kProbeReserve more are let in for the probes only
+// (/livez, /readyz, /startupz, /healthz): slow clients holding every place
+// must not get the server restarted by its own liveness probe. Any other
+// request on such a connection is answered 503 (refuse_request()).
 // Main loop only.
+enum class Admission { kServe, kProbesOnly, kRefused };
+
 class ConnectionBook {
  public:
+  static constexpr int kProbeReserve = 8;
   explicit ConnectionBook(int max_connections) : max_(max_connections) {}
   int max_connections() const { return max_; }
   int open() const { return open_; }
+  int probes_open() const { return probes_open_; }
 
-  // A new connection: true if it may be served; false (counted) when
-  // max_connections are open already.
-  bool admit();
-  void closed();
+  // A new connection: served, let in for the probes only (past
+  // max_connections, while the reserve has room), or refused (counted).
+  Admission admit();
+  // A connection admitted as `how` has gone.
+  void closed(Admission how = Admission::kServe);
+  // A request other than a probe on a probes-only connection: answered 503.
+  void refuse_request() { refused_++; }
   // Closed because it sent no complete request within idle_timeout_s.
   void timed_out() { timed_out_++; }
   // accept() failed (EMFILE: the open files limit); the listener pauses.
@@ -46,7 +57,7 @@ class ConnectionBook {
 
  private:
   int max_;
-  int open_ = 0;
+  int open_ = 0, probes_open_ = 0;
   std::uint64_t accepted_ = 0, refused_ = 0, timed_out_ = 0, accept_errors_ = 0;
 };
 

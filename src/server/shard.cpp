@@ -68,6 +68,10 @@ ShardSpec parse_shard(const std::string& text, const std::string& what) {
   const std::size_t slash = text.find('/');
   const long long k = slash == std::string::npos ? -1 : small_number(text.substr(0, slash));
   const long long n = slash == std::string::npos ? -1 : small_number(text.substr(slash + 1));
+  if (text.empty())
+    bad(what,
+        "empty: give K/N, the shard's index and the count, e.g. 0/4 (an unset variable "
+        "in a template or manifest?)");
   if (k < 0 || n < 0)
     bad(what, "'" + text.substr(0, 40) + "' is not K/N: give the shard's index and the count, " +
                   "e.g. 0/4 (indexes start at 0)");
@@ -92,9 +96,10 @@ int ordinal_from_hostname(const std::string& hostname) {
 }
 
 ShardSpec resolve_shard(const ShardSources& s) {
-  if (!s.flag.empty() && s.from_hostname)
+  const bool flag = s.flag_given || !s.flag.empty();
+  if (flag && s.from_hostname)
     bad("--shard", "give either --shard K/N or --shard-from-hostname, not both");
-  if (!s.flag.empty()) return parse_shard(s.flag, "--shard");
+  if (flag) return parse_shard(s.flag, "--shard");
   ShardSpec config;
   if (!s.config_shard.empty()) config = parse_shard(s.config_shard, "shard (config)");
   if (s.config_count && config.enabled && config.count != s.config_count)

@@ -45,7 +45,8 @@ int ordinal_from_hostname(const std::string& hostname);
 // (K from `hostname`, N from --shards, else the config's "shards", else the
 // N of its "shard"); the config's "shard". 0 for a count means not given.
 struct ShardSources {
-  std::string flag;  // --shard
+  std::string flag;         // --shard
+  bool flag_given = false;  // --shard, even empty (refused: not K/N)
   bool from_hostname = false;
   std::string hostname;
   int flag_count = 0;        // --shards

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Two torchinfer-server shards of one 8-camera config on this machine, and a
 # real Prometheus (Debian's prometheus) scraping both with the fleet's
-# alert rules loaded: the query for running cameras returns 8 (3 + 5 by
+# alert rules loaded: the query for running cameras returns 8 (4 + 4 by
 # shard, as the hash splits cam0..cam7), both targets are up, both report
 # torchinfer_shards 2, every rule evaluates without error, and no alert
 # is pending or firing (a failed query fails the test).
@@ -84,8 +84,8 @@ by_shard=$(query 'sum by (shard) (torchinfer_stream_state{state="running"})') ||
   { echo "FAIL: the query by shard failed"; exit 1; }
 echo "$by_shard"
 fail=0
-echo "$by_shard" | grep -q '{shard="0"} => 3 ' || { echo "FAIL: shard 0 does not run 3"; fail=1; }
-echo "$by_shard" | grep -q '{shard="1"} => 5 ' || { echo "FAIL: shard 1 does not run 5"; fail=1; }
+echo "$by_shard" | grep -q '{shard="0"} => 4 ' || { echo "FAIL: shard 0 does not run 4"; fail=1; }
+echo "$by_shard" | grep -q '{shard="1"} => 4 ' || { echo "FAIL: shard 1 does not run 4"; fail=1; }
 [ "$(value 'count(up{job="torchinfer"} == 1)')" = 2 ] || { echo "FAIL: not both targets up"; fail=1; }
 [ "$(value 'count(torchinfer_shards == 2)')" = 2 ] || { echo "FAIL: torchinfer_shards"; fail=1; }
 # The rules are loaded and evaluated; none fires on a healthy fleet.

@@ -5,6 +5,8 @@
 // (tests/server/meson.build) and each names its camera by its own serial.
 #pragma once
 
+#include <signal.h>
+
 #include <fstream>
 #include <memory>
 #include <string>
@@ -44,6 +46,10 @@ class FakeCamera {
     eventually([] { return !gvcp_bound(); }, 10);
   }
   void set_lost(int lost_per_thousand) { lost_ = lost_per_thousand; }
+  // Frozen (SIGSTOP): a camera that hangs without closing anything, its
+  // GVCP and GVSP sockets open and silent; thaw() resumes it.
+  void freeze() { child_->signal(SIGSTOP); }
+  void thaw() { child_->signal(SIGCONT); }
 
   // Someone listens on 127.0.0.1:3956/udp (GVCP).
   static bool gvcp_bound() {

@@ -14,6 +14,7 @@
 
 #include "raw_http.h"
 #include "server/shard.h"
+#include "server/shard_plan.h"
 #include "server_process.h"
 
 using nlohmann::json;
@@ -94,9 +95,12 @@ TEST_F(TwoShards, SplitTheCamerasWithoutOverlapOrGap) {
   EXPECT_EQ(b["index"], 1);
   EXPECT_EQ(a["count"], 2);
   EXPECT_EQ(b["count"], 2);
-  // The split test_fleet_rules.cpp pins from the hash: cam1-3 | cam0, cam4-7.
-  EXPECT_EQ(as_set(a["owned"]), (std::set<std::string>{"cam1", "cam2", "cam3"}));
-  EXPECT_EQ(as_set(b["owned"]), (std::set<std::string>{"cam0", "cam4", "cam5", "cam6", "cam7"}));
+  // The split test_shard_plan.cpp pins: 4 and 4 (plain rendezvous gave 3 | 5).
+  EXPECT_EQ(as_set(a["owned"]), (std::set<std::string>{"cam1", "cam2", "cam3", "cam5"}));
+  EXPECT_EQ(as_set(b["owned"]), (std::set<std::string>{"cam0", "cam4", "cam6", "cam7"}));
+  // Both split the same list, and say so.
+  EXPECT_EQ(a["camera_list"], "87203b1b0f9fd357");
+  EXPECT_EQ(b["camera_list"], "87203b1b0f9fd357");
   // GET /streams shows a shard's own cameras only.
   for (int k : {0, 1}) {
     std::set<std::string> listed;
@@ -142,7 +146,7 @@ TEST_F(TwoShards, AnotherShardsCameraIsRefusedWithItsOwnerUnlessPinned) {
   EXPECT_FALSE(r.json()["config"].contains("pin"));
   const json s = get(0, "/shard");
   EXPECT_EQ(as_set(s["pinned"]), std::set<std::string>{"cam9"});
-  EXPECT_EQ(as_set(s["owned"]), (std::set<std::string>{"cam1", "cam2", "cam3"}));
+  EXPECT_EQ(as_set(s["owned"]), (std::set<std::string>{"cam1", "cam2", "cam3", "cam5"}));
   EXPECT_EQ(http_.request("DELETE", shard_[0]->url("/streams/cam9")).status, 200);
   // An id this shard owns needs no pin.
   r = post(1, {{"id", "cam8"}, {"uri", clip_uri()}, {"json", false}});
@@ -185,12 +189,33 @@ TEST_F(TwoShards, EverySampleCarriesTheShardLabelAndPassesPromtool) {
     EXPECT_GT(samples, 50);
     EXPECT_NE(r.body.find("\ntorchinfer_shards{shard=\"" + std::to_string(k) + "\"} 2\n"),
               std::string::npos);
+    EXPECT_NE(r.body.find("\ntorchinfer_shard_camera_list{shard=\"" + std::to_string(k) +
+                          "\",camera_list=\"87203b1b0f9fd357\"} 1\n"),
+              std::string::npos)
+        << r.body;
     const std::string path = shard_[k]->dir() + "/metrics.txt";
     std::ofstream(path) << r.body;
     const Result check = run({"sh", "-c", "promtool check metrics < '" + path + "'"});
     EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
     EXPECT_EQ(check.out + check.err, "");
   }
+}
+
+// A shard given another camera list (cam4-11 where shard 0 has cam0-7)
+// shows another hash: TorchinferShardsDisagree (rules_test.yml) fires on it.
+TEST_F(TwoShards, AShardGivenAnotherCameraListShowsAnotherHash) {
+  json other = eight_cameras();
+  for (int i = 0; i < 8; ++i) other["streams"][i]["id"] = "cam" + std::to_string(i + 4);
+  ServerProcess shifted(other, "", {"--shard", "1/2"});
+  ASSERT_TRUE(shifted.ready()) << shifted.child().err();
+  const json s = http_.get(shifted.url("/shard")).json();
+  EXPECT_EQ(s["camera_list"], "0e7eb284c242e39d");
+  EXPECT_NE(s["camera_list"], get(0, "/shard")["camera_list"]);
+  EXPECT_NE(
+      http_.get(shifted.url("/metrics"))
+          .body.find(
+              "\ntorchinfer_shard_camera_list{shard=\"1\",camera_list=\"0e7eb284c242e39d\"} 1\n"),
+      std::string::npos);
 }
 
 // The alert rules and the dashboard use only series the server exports:
@@ -232,7 +257,9 @@ TEST(ShardMqtt, ACameraPublishesToItsConfiguredTopicFromItsShard) {
   json config = eight_cameras();
   config["mqtt"] = {{"host", "127.0.0.1"}, {"port", broker_port}};
   config["streams"][0]["mqtt_topic"] = "plant/line1/cam0";  // cam0: shard 1's
-  ASSERT_EQ(torchinfer::server::owner_shard("cam0", 2), 1);
+  std::vector<std::string> ids;
+  for (const auto& c : config["streams"]) ids.push_back(c["id"].get<std::string>());
+  ASSERT_EQ(torchinfer::server::ShardPlan(ids, 2).owner("cam0"), 1);
   ServerProcess shard1(config, "", {"--shard", "1/2"});
   ASSERT_TRUE(shard1.ready()) << shard1.child().err();
   const Result sub = run({"mosquitto_sub", "-p", std::to_string(broker_port), "-t", "plant/#", "-v",
@@ -295,6 +322,12 @@ TEST(ShardStart, BadShardSettingsStopTheServerNamingThem) {
   const json cams = eight_cameras();
   expect_refused_at_start(cams, {"--shard", "2/2"}, {}, "--shard: shard 2 of 2 does not exist");
   expect_refused_at_start(cams, {"--shard", "x"}, {}, "--shard: 'x' is not K/N");
+  expect_refused_at_start(cams, {"--shard-from-hostname", "--shards", "0"},
+                          {{"HOSTNAME", "torchinfer-0"}},
+                          "--shards 0: give the count of shards, 1 to 1024");
+  expect_refused_at_start(cams, {"--shard-from-hostname", "--shards", "-2"},
+                          {{"HOSTNAME", "torchinfer-0"}},
+                          "--shards -2: give the count of shards, 1 to 1024");
   expect_refused_at_start(cams, {}, {}, "shards (config): the config is split over 2 shards");
   expect_refused_at_start(cams, {"--shard-from-hostname"}, {{"HOSTNAME", "linebox"}},
                           "host name 'linebox' does not end in -N");
@@ -304,6 +337,8 @@ TEST(ShardStart, BadShardSettingsStopTheServerNamingThem) {
   one.erase("shards");
   expect_refused_at_start(one, {"--shard-from-hostname"}, {{"HOSTNAME", "torchinfer-0"}},
                           "the shard count is not given");
+  // A template's unset variable: it ran every camera on every box.
+  expect_refused_at_start(one, {"--shard", ""}, {}, "--shard: empty: give K/N");
   expect_refused_at_start(cams, {"--shards", "3"}, {}, "--shards N (1 to 1024) goes with");
   one["shard"] = "0/3";
   one["shards"] = 2;

@@ -313,9 +313,10 @@ TEST(ServerConnections, BeyondMaxConnectionsA503AndIdleOnesAreClosed) {
   ASSERT_TRUE(server.ready()) << server.child().err();
   std::vector<int> idle;
   for (int i = 0; i < 4; ++i) idle.push_back(connect_local(server.port()));
-  // Accepted in order: the four idle ones hold every place.
+  // Accepted in order: the four idle ones hold every place (a probe would
+  // still be answered: ProbesAreAnsweredPastMaxConnections).
   const std::string busy =
-      raw_exchange(server.port(), "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", 10);
+      raw_exchange(server.port(), "GET /streams HTTP/1.1\r\nHost: x\r\n\r\n", 10);
   EXPECT_EQ(busy.rfind("HTTP/1.1 503 Service Unavailable\r\n", 0), 0u) << busy;
   EXPECT_NE(busy.find("{\"error\":\"the server serves max_connections (4) connections already; "
                       "try again shortly\"}"),
@@ -334,6 +335,58 @@ TEST(ServerConnections, BeyondMaxConnectionsA503AndIdleOnesAreClosed) {
   EXPECT_EQ(metric(m, "torchinfer_http_connections_refused_total"), 1);
   EXPECT_EQ(metric(m, "torchinfer_http_connections_timed_out_total"), 4);
   EXPECT_EQ(metric(m, "torchinfer_http_connections"), 1);  // this one
+}
+
+// Slow clients holding every place must not get the server restarted by its
+// own liveness probe: past max_connections the probes are still answered
+// (ConnectionBook::kProbeReserve places, for the probes only), anything else
+// gets the 503; a reserve place that sends nothing is closed within a second.
+TEST(ServerConnections, ProbesAreAnsweredPastMaxConnections) {
+  ServerProcess server(json{{"max_connections", 2}, {"idle_timeout_s", 60}});
+  ASSERT_TRUE(server.ready()) << server.child().err();
+  std::vector<int> idle;
+  for (int i = 0; i < 2; ++i) idle.push_back(connect_local(server.port()));
+  auto get = [&](const std::string& path) {
+    return raw_exchange(server.port(), "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n", 10);
+  };
+  for (const char* probe : {"/livez", "/readyz", "/startupz", "/healthz"}) {
+    const std::string r = get(probe);
+    EXPECT_EQ(r.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << probe << ": " << r;
+  }
+  const std::string busy = get("/streams");
+  EXPECT_EQ(busy.rfind("HTTP/1.1 503 Service Unavailable\r\n", 0), 0u) << busy;
+  EXPECT_NE(busy.find("{\"error\":\"the server serves max_connections (2) connections already; "
+                      "try again shortly\"}"),
+            std::string::npos)
+      << busy;
+  // Slow clients in the reserve too: each place is closed after a second
+  // (the reserve's bound is ConnectionBook's unit test).
+  std::vector<int> reserve;
+  for (int i = 0; i < 3; ++i) reserve.push_back(connect_local(server.port()));
+  for (int fd : reserve) {
+    bool closed = false;
+    EXPECT_EQ(read_until_close(fd, 20, &closed), "");
+    EXPECT_TRUE(closed) << "an idle connection in the probes' reserve stayed open";
+    close(fd);
+  }
+  const std::string again = get("/livez");
+  EXPECT_EQ(again.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << again;
+  EXPECT_NE(again.find("{\"status\":\"alive\"}"), std::string::npos) << again;
+  for (int fd : idle) close(fd);
+  // The server notices the closes a moment later: a 503 until then (asked
+  // raw: libsoup's client sends a refused request again by itself).
+  int refused = 0;
+  ASSERT_TRUE(eventually(
+      [&] {
+        const std::string r = get("/streams");
+        refused += r.rfind("HTTP/1.1 503 ", 0) == 0;
+        return r.rfind("HTTP/1.1 200 OK\r\n", 0) == 0;
+      },
+      10));
+  Http http;
+  const std::string m = http.get(server.url("/metrics")).body;
+  EXPECT_EQ(metric(m, "torchinfer_http_connections_refused_total"), 1 + refused);  // /streams
+  EXPECT_EQ(metric(m, "torchinfer_http_connections_timed_out_total"), 3);
 }
 
 // libsoup's own listener stopped accepting for good at the first EMFILE.

@@ -110,7 +110,7 @@ void expect_refused(const std::string& text, const std::string& part) {
 }
 
 TEST(ShardFlag, RefusesWhatIsNotKOfN) {
-  expect_refused("", "is not K/N");
+  expect_refused("", "empty: give K/N");
   expect_refused("3", "is not K/N");
   expect_refused("1/", "is not K/N");
   expect_refused("/4", "is not K/N");

@@ -144,13 +144,25 @@ TEST(FileSource, AFifoADirectoryAndADeviceAreRefusedWithoutBlocking) {
 
 TEST(ConnectionBook, AdmitsUpToTheLimitAndCountsTheRest) {
   ConnectionBook b(2);
-  EXPECT_TRUE(b.admit());
-  EXPECT_TRUE(b.admit());
-  EXPECT_FALSE(b.admit());
+  EXPECT_EQ(b.admit(), Admission::kServe);
+  EXPECT_EQ(b.admit(), Admission::kServe);
+  // Past the limit: the probes' reserve, then refusals.
+  for (int i = 0; i < ConnectionBook::kProbeReserve; ++i)
+    EXPECT_EQ(b.admit(), Admission::kProbesOnly) << i;
+  EXPECT_EQ(b.admit(), Admission::kRefused);
   EXPECT_EQ(b.open(), 2);
+  EXPECT_EQ(b.probes_open(), ConnectionBook::kProbeReserve);
   EXPECT_EQ(b.refused(), 1u);
+  b.closed(Admission::kProbesOnly);
+  EXPECT_EQ(b.admit(), Admission::kProbesOnly);  // its place in the reserve is free again
+  b.refuse_request();                            // a request other than a probe on it
+  EXPECT_EQ(b.refused(), 2u);
+  for (int i = 0; i < ConnectionBook::kProbeReserve; ++i) b.closed(Admission::kProbesOnly);
+  b.closed(Admission::kProbesOnly);  // never below zero
+  EXPECT_EQ(b.probes_open(), 0);
+  EXPECT_EQ(b.open(), 2);  // the reserve is counted apart
   b.closed();
-  EXPECT_TRUE(b.admit());
+  EXPECT_EQ(b.admit(), Admission::kServe);
   b.timed_out();
   b.accept_failed();
   b.accept_failed();
@@ -173,7 +185,7 @@ TEST(ConnectionBook, AdmitsUpToTheLimitAndCountsTheRest) {
             "# HELP torchinfer_http_connections_refused_total HTTP connections answered 503 "
             "because max_connections were open.\n"
             "# TYPE torchinfer_http_connections_refused_total counter\n"
-            "torchinfer_http_connections_refused_total 1\n"
+            "torchinfer_http_connections_refused_total 2\n"
             "# HELP torchinfer_http_connections_timed_out_total HTTP connections closed after "
             "idle_timeout_s without being answered.\n"
             "# TYPE torchinfer_http_connections_timed_out_total counter\n"
