@@ -12,7 +12,15 @@
 // - Lost frames counted from the camera's frame ids (server/frame_loss.h)
 //   and Aravis' stream statistics; aravissrc drops incomplete frames unseen.
 // - A triggered camera may wait forever: no timeout is an error then.
-//   (aravissrc fails its stream after 2 s without a frame.)
+//   (aravissrc fails its stream after 2 s without a frame.) Software
+//   triggers are queued and sent one at a time, each once the previous
+//   one's frame came (a camera ignores a trigger while it is busy with a
+//   frame, as Aravis' fake camera does within its 40 ms): one trigger, one
+//   frame, or one counted trigger failure (no frame within its timeout, or
+//   the camera lost with triggers waiting).
+// - Health beyond the connection (server/camera_health.h): degraded (most
+//   of the recent frames lost) or stalled (no complete frame for 2 s, or
+//   5 frame periods, while one is expected).
 // - A camera that disappears (control lost, or no frame for a while in
 //   free-run) is closed and reopened every second until it answers again;
 //   a camera not found or busy at start is retried the same way.
@@ -35,6 +43,7 @@
 #include <string>
 #include <thread>
 
+#include "server/camera_health.h"
 #include "server/camera_settings.h"
 #include "server/frame_loss.h"
 
@@ -50,7 +59,11 @@ struct AravisCounters {
   // missing_frames), packets, and frames dropped for want of a buffer.
   std::uint64_t completed = 0, failures = 0, missing_frames = 0;
   std::uint64_t packets_missing = 0, packets_resent = 0, underruns = 0;
-  std::uint64_t triggers = 0, trigger_failures = 0;
+  // Software triggers: answered with a frame, not acted on (not sent, no
+  // frame within the timeout, dropped with a lost camera), waiting. Every
+  // accepted trigger is in exactly one of the three.
+  std::uint64_t triggers = 0, trigger_failures = 0, triggers_pending = 0;
+  CameraVerdict health;  // as of the acquisition thread's latest look (<= 0.1 s old)
   bool acquiring = false;
   std::string pixel_format;  // what the camera sends
   int width = 0, height = 0;
@@ -59,7 +72,18 @@ struct AravisCounters {
 
 class AravisSource {
  public:
-  // `infer` gets input-bits for 10-16-bit mono before the caps are set.
+  // At most this many software triggers wait; more are refused (429).
+  static constexpr std::uint64_t kMostPendingTriggers = 256;
+
+  // Before the pipeline starts (torchinfer refuses these while running):
+  // input-bits from the configured pixel format (Mono10 -> 10, ...), and a
+  // triggered camera's frames wait for a shared model rather than being
+  // skipped as busy (drop-policy=block). False with why if torchinfer did
+  // not take them.
+  static bool configure_infer(const CameraSettings& settings, GstElement* infer, std::string* why);
+
+  // `infer`: its input-bits must match the camera's format (checked at
+  // each connection: a camera that sends another depth fails, naming it).
   AravisSource(CameraSettings settings, GstAppSrc* appsrc, GstElement* infer);
   ~AravisSource();
   AravisSource(const AravisSource&) = delete;
@@ -68,9 +92,10 @@ class AravisSource {
   void start();
   // Stops acquisition, closes the camera and joins the thread.
   void stop();
-  // Queues one software trigger; false with the reason when the camera is
-  // not acquiring now. Done on the camera's thread within ~10 ms.
-  bool trigger(std::string* why);
+  // Queues one software trigger: 202, or 503 (camera not acquiring now) or
+  // 429 (kMostPendingTriggers waiting) with the reason. Sent on the
+  // camera's thread once the triggers before it have their frames.
+  int trigger(std::string* why);
   AravisCounters counters() const;
 
  private:
@@ -81,8 +106,11 @@ class AravisSource {
   bool open(Session& s, std::string* why, bool* final);
   bool start_stream(Session& s, const std::string& format, std::string* why);
   void acquire(Session& s, std::string* why);
+  bool depth_matches(const std::string& format, std::string* why) const;
   void prime(Session& s);
-  void run_triggers(Session& s);
+  void run_triggers(Session& s, bool framed);
+  void drop_triggers(Session& s);
+  void judge(Session& s);
   void update_statistics(Session& s, bool closing);
   void hand_on(Session& s, ArvBuffer* b);
   void close(Session& s);
@@ -101,6 +129,7 @@ class AravisSource {
   AravisCounters counters_;
   std::uint64_t pending_triggers_ = 0;
   FrameLossCounter loss_;  // the thread's; figures copied into counters_
+  CameraHealthWindow health_;  // the thread's; its verdict copied into counters_
   Totals base_ = {};       // statistics of the earlier connections
 };
 

@@ -239,6 +239,7 @@ bool Camera::build(std::string* why) {
   if (spec_.kind == SourceKind::kAravis) {
     appsrc_ = GST_APP_SRC(gst_object_ref(source));
     aravis_ = std::make_unique<AravisSource>(spec_.camera, appsrc_, infer_);
+    if (!AravisSource::configure_infer(spec_.camera, infer_, why)) return false;
   }
   if (spec_.kind == SourceKind::kRtsp) {
     appsrc_ = GST_APP_SRC(gst_object_ref(source));
@@ -645,6 +646,12 @@ StreamFigures Camera::figures() const {
     f.camera_packets_missing = c.packets_missing;
     f.camera_packets_resent = c.packets_resent;
     f.camera_triggers = c.triggers;
+    f.camera_trigger_failures = c.trigger_failures;
+    f.camera_lost_ratio = c.health.lost_ratio;
+    f.camera_since_frame_s = c.health.since_frame_s;
+    // Running, but its frames do not reach the analysis (camera_health.h).
+    if (f.state == "running" && c.health.condition != CameraCondition::kOk)
+      f.state = to_string(c.health.condition);
   }
   if (restream_) {
     f.restream = true;
@@ -657,10 +664,11 @@ StreamFigures Camera::figures() const {
 
 nlohmann::json Camera::status() const {
   const StreamFigures f = figures();
-  std::string last_error;
+  std::string last_error, previous_error;
   {
     std::lock_guard<std::mutex> lock(mu_);
     last_error = health_.last_error();
+    previous_error = health_.previous_error();
   }
   nlohmann::json skipped_by = nlohmann::json::object();
   for (std::size_t r = 0; r < kSkipReasons; ++r)
@@ -671,6 +679,8 @@ nlohmann::json Camera::status() const {
       {"model", f.model},
       {"state", f.state},
       {"last_error", last_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(last_error)},
+      {"previous_error",
+       previous_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(previous_error)},
       {"fps", f.fps},
       {"frames",
        {{"in", f.frames_in},
@@ -756,8 +766,16 @@ nlohmann::json Camera::camera_status(const StreamFigures& f) const {
             {"failures", c.failures},
             {"missing_frames", c.missing_frames},
             {"underruns", c.underruns}}},
+          {"health",
+           {{"state", to_string(c.health.condition)},
+            {"reason", c.health.reason},
+            {"lost_ratio", c.health.lost_ratio},
+            {"window_frames", {{"received", c.health.window_received},
+                               {"lost", c.health.window_lost}}},
+            {"since_frame_s", c.health.since_frame_s}}},
           {"triggers", f.camera_triggers},
           {"trigger_failures", c.trigger_failures},
+          {"triggers_pending", c.triggers_pending},
           {"last_result", last}};
 }
 
@@ -773,7 +791,7 @@ int Camera::trigger(std::string* why) {
            " mode; a software trigger needs \"trigger\": \"software\"";
     return 409;
   }
-  return aravis_->trigger(why) ? 202 : 503;
+  return aravis_->trigger(why);
 }
 
 std::vector<std::uint8_t> Camera::snapshot_jpeg(std::string* why) const {
