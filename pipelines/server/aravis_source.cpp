@@ -113,24 +113,47 @@ bool AravisSource::configure_infer(const CameraSettings& set, GstElement* infer,
 }
 
 AravisSource::AravisSource(CameraSettings settings, GstAppSrc* appsrc, GstElement* infer)
-    : settings_(std::move(settings)), appsrc_(appsrc), infer_(infer) {}
+    : settings_(std::move(settings)),
+      appsrc_(GST_APP_SRC(gst_object_ref(appsrc))),
+      infer_(infer ? GST_ELEMENT(gst_object_ref(infer)) : nullptr) {}
 
 AravisSource::~AravisSource() {
-  stop();
+  // The last reference may be the thread's own, as it ends.
+  if (thread_.joinable() && thread_.get_id() == std::this_thread::get_id())
+    thread_.detach();
+  else
+    stop();
+  gst_object_unref(appsrc_);
+  if (infer_) gst_object_unref(infer_);
 }
 
 void AravisSource::start() {
-  if (thread_.joinable()) return;
-  thread_ = std::thread([this] { run(); });
+  if (thread_.joinable() || stop_) return;
+  thread_ = std::thread([self = shared_from_this()] {
+    self->run();
+    std::lock_guard<std::mutex> lock(self->wake_mu_);
+    self->finished_ = true;
+    self->wake_.notify_all();
+  });
 }
 
 void AravisSource::stop() {
-  {
-    std::lock_guard<std::mutex> lock(wake_mu_);  // not between its check and its wait
-    stop_ = true;
-  }
+  std::unique_lock<std::mutex> lock(wake_mu_);  // not between its check and its wait
+  stop_ = true;
   wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  if (!thread_.joinable()) return;
+  const bool done = wake_.wait_for(lock, std::chrono::duration<double>(kStopWaitS),
+                                   [this] { return finished_; });
+  lock.unlock();
+  if (done) {
+    thread_.join();
+    return;
+  }
+  g_printerr(
+      "torchinfer-server: camera '%s' does not answer: its connection is closed in the "
+      "background (Aravis' retries)\n",
+      settings_.name.c_str());
+  thread_.detach();
 }
 
 int AravisSource::trigger(std::string* why) {
@@ -157,6 +180,7 @@ AravisCounters AravisSource::counters() const {
 
 // On the appsrc: its bin forwards it to the camera's bus watch.
 void AravisSource::post(const char* name, const std::string& reason) {
+  if (stop_) return;  // the camera's bus watch may be gone
   GstStructure* s = gst_structure_new(name, "reason", G_TYPE_STRING, reason.c_str(), nullptr);
   gst_element_post_message(GST_ELEMENT(appsrc_),
                            gst_message_new_application(GST_OBJECT(appsrc_), s));
@@ -553,7 +577,11 @@ void AravisSource::hand_on(Session& s, ArvBuffer* b) {
     }
   }
   if (b) arv_stream_push_buffer(s.stream, b);
-  if (out) gst_app_src_push_buffer(appsrc_, out);
+  // Nothing goes downstream once stop() may have returned (the EOS may be in).
+  if (out && stop_)
+    gst_buffer_unref(out);
+  else if (out)
+    gst_app_src_push_buffer(appsrc_, out);
   std::lock_guard<std::mutex> lock(mu_);
   counters_.frames = loss_.figures();
   counters_.overflow += overflow;

@@ -2,13 +2,15 @@
 // through Aravis, with the camera health aravissrc does not give:
 //
 // - GVSP without CAP_NET_RAW: Aravis receives GVSP through a packet socket
-//   unless told not to; without CAP_NET_RAW (containers, VMs, loopback) no
-//   frame arrives. The stream here uses a plain UDP socket
-//   (ARV_GV_STREAM_OPTION_PACKET_SOCKET_DISABLED), an explicit packet size,
-//   and a socket buffer as large as a frame (socket-buffer=auto): with the
-//   kernel's default 208 KiB a 512x512 frame overflows it (measured: no
-//   complete frame from aravissrc on loopback), and aravissrc creates its
-//   stream privately, so its socket buffer cannot be set.
+//   when the process may open one (CAP_NET_RAW), else through a plain UDP
+//   socket with the kernel's default receive buffer (208 KiB), which a
+//   512x512 frame overflows (measured: no complete frame from aravissrc
+//   without CAP_NET_RAW; 25 fps with it; docs/machine-vision.md). The
+//   stream here always uses the UDP socket
+//   (ARV_GV_STREAM_OPTION_PACKET_SOCKET_DISABLED: the same with or without
+//   the capability), an explicit packet size, and a socket buffer as large
+//   as a frame (socket-buffer=auto), which aravissrc cannot set: it creates
+//   its stream privately.
 // - Lost frames counted from the camera's frame ids (server/frame_loss.h)
 //   and Aravis' stream statistics; aravissrc drops incomplete frames unseen.
 // - A triggered camera may wait forever: no timeout is an error then.
@@ -26,7 +28,13 @@
 //   a camera not found or busy at start is retried the same way.
 //
 // One thread per camera does everything Aravis (open, settings, frames,
-// triggers, close), so no Aravis object is shared between threads. What
+// triggers, close), so no Aravis object is shared between threads. Its stop
+// is bounded: closing a camera that stopped answering costs Aravis' GVCP
+// retries (2.5 s per command: stop acquisition, release control, the
+// heartbeat's last read), which once held a server's SIGTERM past its
+// limit; stop() waits at most kStopWaitS, then lets the thread finish in
+// the background. The thread holds its own reference to this object (made
+// with std::make_shared), and this object its own to the elements. What
 // happens is posted as application messages on the pipeline's bus:
 //   torchinfer-aravis-ready     the camera is acquiring (first time or again)
 //   torchinfer-aravis-lost      reason (string): not found, busy, vanished
@@ -70,8 +78,9 @@ struct AravisCounters {
   int bits = 8;  // significant bits per sample
 };
 
-class AravisSource {
+class AravisSource : public std::enable_shared_from_this<AravisSource> {
  public:
+  static constexpr double kStopWaitS = 1.0;
   // At most this many software triggers wait; more are refused (429).
   static constexpr std::uint64_t kMostPendingTriggers = 256;
 
@@ -89,8 +98,11 @@ class AravisSource {
   AravisSource(const AravisSource&) = delete;
   AravisSource& operator=(const AravisSource&) = delete;
 
+  // Needs the object to be owned by a std::shared_ptr.
   void start();
-  // Stops acquisition, closes the camera and joins the thread.
+  // Stops acquisition and closes the camera; returns once done, or after
+  // kStopWaitS with the close still going on in the background (said on
+  // stderr). No frame or message comes from it after it returns.
   void stop();
   // Queues one software trigger: 202, or 503 (camera not acquiring now) or
   // 429 (kMostPendingTriggers waiting) with the reason. Sent on the
@@ -124,6 +136,7 @@ class AravisSource {
   std::atomic<bool> stop_{false};
   std::mutex wake_mu_;
   std::condition_variable wake_;
+  bool finished_ = false;  // run() returned (under wake_mu_)
 
   mutable std::mutex mu_;  // below
   AravisCounters counters_;

@@ -238,7 +238,7 @@ bool Camera::build(std::string* why) {
   }
   if (spec_.kind == SourceKind::kAravis) {
     appsrc_ = GST_APP_SRC(gst_object_ref(source));
-    aravis_ = std::make_unique<AravisSource>(spec_.camera, appsrc_, infer_);
+    aravis_ = std::make_shared<AravisSource>(spec_.camera, appsrc_, infer_);
     if (!AravisSource::configure_infer(spec_.camera, infer_, why)) return false;
   }
   if (spec_.kind == SourceKind::kRtsp) {

@@ -45,6 +45,11 @@ class FakeCamera {
     eventually([] { return !gvcp_bound(); }, 10);
   }
   void set_lost(int lost_per_thousand) { lost_ = lost_per_thousand; }
+  // SIGSTOP: a camera that stops answering without closing its socket
+  // (hung firmware, a cable pulled on the camera's side); SIGCONT resumes.
+  void signal(int sig) {
+    if (child_) child_->signal(sig);
+  }
   // The next start() serves this GenICam XML (-g): the same registers
   // under other names (twelve_bit_genicam()).
   void set_genicam(const std::string& path) { genicam_ = path; }
