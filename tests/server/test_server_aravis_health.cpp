@@ -163,7 +163,8 @@ TEST(ServerAravisHealth, LossyCamerasAreDegradedOrStalledAndSaySo) {
       << metrics;
 }
 
-// A burst of 40 triggers while a looped clip keeps the shared model busy:
+// A burst of 40 triggers while three looped clips keep the shared model
+// busy (batches of 1):
 // each one gives one frame and one inferred result (none skipped as busy);
 // every trigger is answered, failed or waiting. 30 more with the camera
 // gone are each counted as not acted on.
@@ -174,6 +175,8 @@ TEST(ServerAravisHealth, EveryTriggerOfABurstGivesOneInferredFrame) {
       {"models", {{{"id", "parts"}, {"path", detector()}, {"batch_size", 1}}}},
       {"streams",
        {{{"id", "clip"}, {"uri", clip_uri()}},
+        {{"id", "clip2"}, {"uri", clip_uri()}},
+        {{"id", "clip3"}, {"uri", clip_uri()}},
         camera_stream("trig", fake, {{"trigger", "software"}})}}});
   ASSERT_TRUE(server.ready()) << server.child().err();
   Http http;
