@@ -5,11 +5,16 @@
 # Bayer frames straight into the demo detector. Open the printed URL: the
 # camera's snapshot (demosaicked when shown), detections, frames received
 # and lost. Ctrl-C stops both; the fake camera is killed on any exit.
+# The detections mean nothing: the fake camera's test pattern (a moving
+# ramp) is nothing like the parts the demo detector knows, and it still
+# finds ~100 boxes a frame. This shows the camera path, not detection
+# quality (docs/machine-vision.md).
 #
 # Settings from the environment: PORT (8080), PIXEL_FORMAT (BayerRG8; or
 # Mono8, Mono16, BayerBG8, ...), TRIGGER (free-run, or software: a Trigger
-# button on the card), LOST (GVSP packets the camera drops per thousand, 0),
-# BUILD (build). See docs/machine-vision.md.
+# button on the card), LOST (GVSP packets the camera drops per thousand, 0;
+# 2 loses ~30 % of the frames: degraded; 50 all: stalled), BUILD (build).
+# See docs/machine-vision.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PORT=${PORT:-8080}
@@ -57,6 +62,8 @@ cat > "$dir/server.json" << JSON
 JSON
 echo "fake_camera.sh: camera Aravis-Fake-$SERIAL ($PIXEL_FORMAT, $TRIGGER) on 127.0.0.1;" \
   "dashboard on http://127.0.0.1:$PORT/ — Ctrl-C to stop" >&2
+echo "fake_camera.sh: the detections on its test pattern mean nothing (~100 boxes a frame):" \
+  "this shows the camera path, not the detector" >&2
 # In the background, so a signal to this script reaches the trap at once.
 GST_PLUGIN_PATH="$PWD/$BUILD/plugin${GST_PLUGIN_PATH:+:$GST_PLUGIN_PATH}" \
   "$BUILD/pipelines/server/torchinfer-server" --config "$dir/server.json" \

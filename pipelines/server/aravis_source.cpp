@@ -18,7 +18,9 @@ constexpr int kArvBuffers = 16;     // frames Aravis may hold: received + downst
 constexpr guint kMostQueued = 4;    // frames waiting in the appsrc before we count overflow
 constexpr double kRetryS = 1.0;     // between attempts to reopen a lost camera
 constexpr double kStallMinS = 2.0;  // free-run: no frame this long (or 5 periods) = vanished
-constexpr double kTriggerWaitS = 1.0;  // a trigger's frame, beyond the exposure
+
+// How long a software trigger's frame may take, beyond the exposure.
+constexpr double kTriggerWaitS = 1.0;
 
 double seconds_now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -84,8 +86,7 @@ struct AravisSource::Session {
   std::optional<double> awaiting;  // a software trigger's deadline for its frame
 };
 
-bool AravisSource::configure_infer(const CameraSettings& set, GstElement* infer,
-                                   std::string* why) {
+bool AravisSource::configure_infer(const CameraSettings& set, GstElement* infer, std::string* why) {
   const PixelFormatInfo* info = find_pixel_format(set.pixel_format);
   if (sixteen_bit(info)) {
     g_object_set(infer, "input-bits", info->bits, nullptr);
@@ -142,8 +143,8 @@ void AravisSource::stop() {
   stop_ = true;
   wake_.notify_all();
   if (!thread_.joinable()) return;
-  const bool done = wake_.wait_for(lock, std::chrono::duration<double>(kStopWaitS),
-                                   [this] { return finished_; });
+  const bool done =
+      wake_.wait_for(lock, std::chrono::duration<double>(kStopWaitS), [this] { return finished_; });
   lock.unlock();
   if (done) {
     thread_.join();

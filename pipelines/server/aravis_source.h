@@ -142,8 +142,9 @@ class AravisSource : public std::enable_shared_from_this<AravisSource> {
   AravisCounters counters_;
   std::uint64_t pending_triggers_ = 0;
   FrameLossCounter loss_;  // the thread's; figures copied into counters_
-  CameraHealthWindow health_;  // the thread's; its verdict copied into counters_
   Totals base_ = {};       // statistics of the earlier connections
+  // The thread's; its verdict copied into counters_.
+  CameraHealthWindow health_;
 };
 
 }  // namespace torchinfer::server

@@ -59,6 +59,15 @@ std::vector<std::uint8_t> encode_or_say(const RawImage& img, std::string* why) {
   return {};
 }
 
+// A machine-vision camera's health (server/camera_health.h) for the REST API.
+nlohmann::json health_json(const CameraVerdict& v) {
+  return {{"state", to_string(v.condition)},
+          {"reason", v.reason},
+          {"lost_ratio", v.lost_ratio},
+          {"window_frames", {{"received", v.window_received}, {"lost", v.window_lost}}},
+          {"since_frame_s", v.since_frame_s}};
+}
+
 std::vector<SnapshotBox> boxes_of(GstBuffer* buf) {
   std::vector<SnapshotBox> boxes;
   gpointer iter = nullptr;
@@ -766,13 +775,7 @@ nlohmann::json Camera::camera_status(const StreamFigures& f) const {
             {"failures", c.failures},
             {"missing_frames", c.missing_frames},
             {"underruns", c.underruns}}},
-          {"health",
-           {{"state", to_string(c.health.condition)},
-            {"reason", c.health.reason},
-            {"lost_ratio", c.health.lost_ratio},
-            {"window_frames", {{"received", c.health.window_received},
-                               {"lost", c.health.window_lost}}},
-            {"since_frame_s", c.health.since_frame_s}}},
+          {"health", health_json(c.health)},
           {"triggers", f.camera_triggers},
           {"trigger_failures", c.trigger_failures},
           {"triggers_pending", c.triggers_pending},

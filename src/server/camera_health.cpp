@@ -54,8 +54,8 @@ CameraVerdict CameraHealthWindow::verdict(double now_s, bool free_run) const {
   }
   const std::uint64_t total = v.window_received + v.window_lost;
   v.lost_ratio = total ? static_cast<double>(v.window_lost) / total : 0;
-  const std::optional<double> expected = free_run ? std::optional<double>(last_frame_s_)
-                                                  : awaited_since_;
+  const std::optional<double> expected =
+      free_run ? std::optional<double>(last_frame_s_) : awaited_since_;
   v.since_frame_s = expected ? std::max(0.0, now_s - *expected) : 0;
   if (expected && v.since_frame_s >= limits_.stall_s) {
     v.condition = CameraCondition::kStalled;
@@ -65,10 +65,9 @@ CameraVerdict CameraHealthWindow::verdict(double now_s, bool free_run) const {
                               : "");
   } else if (total >= limits_.min_frames && v.lost_ratio >= limits_.degraded_ratio) {
     v.condition = CameraCondition::kDegraded;
-    v.reason = fmt("%.0f%% of the frames lost in the last %.0f s", 100 * v.lost_ratio,
-                   limits_.window_s) +
-               fmt(" (%.0f of %.0f)", static_cast<double>(v.window_lost),
-                   static_cast<double>(total));
+    v.reason =
+        fmt("%.0f%% of the frames lost in the last %.0f s", 100 * v.lost_ratio, limits_.window_s) +
+        fmt(" (%.0f of %.0f)", static_cast<double>(v.window_lost), static_cast<double>(total));
   }
   return v;
 }

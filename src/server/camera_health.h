@@ -23,7 +23,7 @@ const char* to_string(CameraCondition c);
 
 struct CameraVerdict {
   CameraCondition condition = CameraCondition::kOk;
-  double lost_ratio = 0;     // lost / (received + lost) over the window; 0 with no frame
+  double lost_ratio = 0;  // lost / (received + lost) over the window; 0 with no frame
   std::uint64_t window_received = 0, window_lost = 0;
   double since_frame_s = 0;  // since the last complete frame (or since one was expected)
   std::string reason;        // empty when ok

@@ -32,8 +32,7 @@ Readiness evaluate_readiness(const std::vector<CameraState>& cameras, const Stat
     if (c.state == "running" || c.state == "degraded" || c.state == "stopping") continue;
     const double age = clock.age(c.id, now_s);
     // stalled: connected, no complete frame; given the same grace.
-    const bool waiting =
-        c.state == "starting" || c.state == "reconnecting" || c.state == "stalled";
+    const bool waiting = c.state == "starting" || c.state == "reconnecting" || c.state == "stalled";
     if (waiting && age < grace_s) continue;
     nlohmann::json why = {{"stream", c.id}, {"state", c.state}, {"for_s", age}};
     if (waiting) why["grace_s"] = grace_s;

@@ -51,8 +51,8 @@ TEST(ServerAravisHealth, ATwelveBitCameraIsScaledByTwelveBitsFromItsFirstFrame) 
   fake.set_genicam(dir + "/mono12.xml");
   fake.start();
   ASSERT_TRUE(fake.listening()) << kNoFakeCamera;
-  ServerProcess server(json{
-      {"streams", {camera_stream("twelve", fake, {{"pixel_format", "Mono12"}})}}});
+  ServerProcess server(
+      json{{"streams", {camera_stream("twelve", fake, {{"pixel_format", "Mono12"}})}}});
   ASSERT_TRUE(server.ready()) << server.child().err();
   Http http;
   json s;
@@ -94,8 +94,7 @@ TEST(ServerAravisHealth, ATwelveBitCameraIsScaledByTwelveBitsFromItsFirstFrame) 
 TEST(ServerAravisHealth, LossyCamerasAreDegradedOrStalledAndSaySo) {
   FakeCamera fake("TIHEALTH", /*lost_per_thousand=*/2);
   ASSERT_TRUE(fake.listening()) << kNoFakeCamera;
-  ServerProcess server(
-      json{{"ready_grace_s", 3}, {"streams", {camera_stream("line", fake)}}});
+  ServerProcess server(json{{"ready_grace_s", 3}, {"streams", {camera_stream("line", fake)}}});
   ASSERT_TRUE(server.ready()) << server.child().err();
   Http http;
   json s;
@@ -121,16 +120,17 @@ TEST(ServerAravisHealth, LossyCamerasAreDegradedOrStalledAndSaySo) {
   EXPECT_TRUE(eventually(
       [&] {
         return http.get(server.url("/metrics"))
-                   .body.find("torchinfer_stream_state{stream=\"line\",model=\"parts\",state="
-                              "\"degraded\"} 1\n") != std::string::npos;
+                   .body.find(
+                       "torchinfer_stream_state{stream=\"line\",model=\"parts\",state="
+                       "\"degraded\"} 1\n") != std::string::npos;
       },
       10));
   // Frames still come: the shard stays ready.
   EXPECT_EQ(http.get(server.url("/readyz")).status, 200);
 
   fake.kill();
-  ASSERT_TRUE(eventually([&] { return server.stream(http, "line")["state"] == "reconnecting"; },
-                         20))
+  ASSERT_TRUE(
+      eventually([&] { return server.stream(http, "line")["state"] == "reconnecting"; }, 20))
       << server.stream(http, "line");
   const std::string outage = server.stream(http, "line")["last_error"];
   fake.set_lost(50);
@@ -171,19 +171,20 @@ TEST(ServerAravisHealth, LossyCamerasAreDegradedOrStalledAndSaySo) {
 TEST(ServerAravisHealth, EveryTriggerOfABurstGivesOneInferredFrame) {
   FakeCamera fake("TIBURST");
   ASSERT_TRUE(fake.listening()) << kNoFakeCamera;
-  ServerProcess server(json{
-      {"models", {{{"id", "parts"}, {"path", detector()}, {"batch_size", 1}}}},
-      {"streams",
-       {{{"id", "clip"}, {"uri", clip_uri()}},
-        {{"id", "clip2"}, {"uri", clip_uri()}},
-        {{"id", "clip3"}, {"uri", clip_uri()}},
-        camera_stream("trig", fake, {{"trigger", "software"}})}}});
+  ServerProcess server(
+      json{{"models", {{{"id", "parts"}, {"path", detector()}, {"batch_size", 1}}}},
+           {"streams",
+            {{{"id", "clip"}, {"uri", clip_uri()}},
+             {{"id", "clip2"}, {"uri", clip_uri()}},
+             {{"id", "clip3"}, {"uri", clip_uri()}},
+             camera_stream("trig", fake, {{"trigger", "software"}})}}});
   ASSERT_TRUE(server.ready()) << server.child().err();
   Http http;
   ASSERT_TRUE(eventually(
       [&] {
         const json s = server.stream(http, "trig");
-        return s["camera"]["acquiring"] == true && u64(server.stream(http, "clip")["frames"]["inferred"]) > 0;
+        return s["camera"]["acquiring"] == true &&
+               u64(server.stream(http, "clip")["frames"]["inferred"]) > 0;
       },
       60))
       << server.stream(http, "trig");
@@ -241,8 +242,8 @@ TEST(ServerAravisHealth, ACameraHeldByAnotherProcessIsNamedBusy) {
   auto first = std::make_unique<ServerProcess>(json{{"streams", {camera_stream("a", fake)}}});
   ASSERT_TRUE(first->ready()) << first->child().err();
   Http http;
-  ASSERT_TRUE(eventually(
-      [&] { return u64(first->stream(http, "a")["frames"]["inferred"]) >= 3; }, 60));
+  ASSERT_TRUE(
+      eventually([&] { return u64(first->stream(http, "a")["frames"]["inferred"]) >= 3; }, 60));
   ServerProcess second(json{{"streams", {camera_stream("b", fake)}}});
   ASSERT_TRUE(second.ready()) << second.child().err();
   json s;
@@ -262,8 +263,8 @@ TEST(ServerAravisHealth, ACameraHeldByAnotherProcessIsNamedBusy) {
   first->child().signal(SIGTERM);
   EXPECT_EQ(first->child().wait_exit(30), 0) << first->child().err();
   first.reset();
-  ASSERT_TRUE(eventually(
-      [&] { return u64(second.stream(http, "b")["frames"]["inferred"]) >= 3; }, 60))
+  ASSERT_TRUE(
+      eventually([&] { return u64(second.stream(http, "b")["frames"]["inferred"]) >= 3; }, 60))
       << second.stream(http, "b") << second.child().err();
   EXPECT_EQ(second.stream(http, "b")["state"], "running");
   EXPECT_EQ(second.child().count_err("not-negotiated"), 0) << second.child().err();
@@ -284,8 +285,8 @@ TEST(ServerAravisHealth, EveryStopWithACameraIsClean) {
         json{{"drain_timeout_s", kDrainS}, {"streams", {camera_stream("cam", fake)}}});
     ASSERT_TRUE(server.ready()) << server.child().err();
     Http http;
-    ASSERT_TRUE(eventually(
-        [&] { return u64(server.stream(http, "cam")["frames"]["inferred"]) >= 2; }, 60))
+    ASSERT_TRUE(
+        eventually([&] { return u64(server.stream(http, "cam")["frames"]["inferred"]) >= 2; }, 60))
         << "run " << i << ": " << server.stream(http, "cam");
     if (frozen) fake.signal(SIGSTOP);
     server.child().signal(SIGTERM);

@@ -143,14 +143,14 @@ TEST(CameraHealthMetrics, RatioSinceFrameAndTriggerFailuresPerCamera) {
   m.streams = {cam, clip};
   const std::string t = render_prometheus(m);
   const std::string l = "{stream=\"gige\",model=\"parts\"";
-  for (const std::string& line : std::vector<std::string>{
-           "# TYPE torchinfer_camera_lost_ratio gauge",
-           "torchinfer_camera_lost_ratio" + l + "} 0.25",
-           "torchinfer_camera_seconds_since_frame" + l + "} 3.5",
-           "torchinfer_camera_trigger_failures_total" + l + "} 4",
-           "torchinfer_stream_state" + l + ",state=\"stalled\"} 1",
-           "torchinfer_stream_state" + l + ",state=\"degraded\"} 0",
-           "torchinfer_stream_state" + l + ",state=\"running\"} 0"})
+  for (const std::string& line :
+       std::vector<std::string>{"# TYPE torchinfer_camera_lost_ratio gauge",
+                                "torchinfer_camera_lost_ratio" + l + "} 0.25",
+                                "torchinfer_camera_seconds_since_frame" + l + "} 3.5",
+                                "torchinfer_camera_trigger_failures_total" + l + "} 4",
+                                "torchinfer_stream_state" + l + ",state=\"stalled\"} 1",
+                                "torchinfer_stream_state" + l + ",state=\"degraded\"} 0",
+                                "torchinfer_stream_state" + l + ",state=\"running\"} 0"})
     EXPECT_NE(t.find("\n" + line + "\n"), std::string::npos) << line << "\n" << t;
   EXPECT_EQ(t.find("torchinfer_camera_lost_ratio{stream=\"clip\""), std::string::npos);
 }
@@ -168,8 +168,8 @@ TEST(AravisUri, AQueryIsRefusedNamingTheFields) {
     } catch (const FieldError& e) {
       EXPECT_EQ(e.field(), "streams[0].uri") << uri;
       const std::string what = e.what();
-      for (const char* key : {"no query", "pixel_format", "exposure_us", "gain_db", "packet_size",
-                              "trigger", "%3F"})
+      for (const char* key :
+           {"no query", "pixel_format", "exposure_us", "gain_db", "packet_size", "trigger", "%3F"})
         EXPECT_NE(what.find(key), std::string::npos) << key << " in " << what;
     }
   }
