@@ -329,7 +329,9 @@ bool AravisSource::open(Session& s, std::string* why, bool* final) {
   if (arv_camera_is_gv_device(s.camera) && !arv_gv_device_is_controller(ARV_GV_DEVICE(dev))) {
     *why = cam +
            " is busy: another application holds its control channel (arv-tool-0.8, a viewer, "
-           "another torchinfer-server stream); close it and the stream connects";
+           "another torchinfer-server stream, or a torchinfer-server still stopping); close it "
+           "and the stream connects (a process that died lets go after the camera's heartbeat "
+           "timeout, GevHeartbeatTimeout: seconds)";
     return false;
   }
   s.lost_handler =
