@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 namespace torchinfer::server {
@@ -17,6 +18,18 @@ constexpr int kArvBuffers = 16;     // frames Aravis may hold: received + downst
 constexpr guint kMostQueued = 4;    // frames waiting in the appsrc before we count overflow
 constexpr double kRetryS = 1.0;     // between attempts to reopen a lost camera
 constexpr double kStallMinS = 2.0;  // free-run: no frame this long (or 5 periods) = vanished
+
+// How long a software trigger's frame may take, beyond the exposure.
+constexpr double kTriggerWaitS = 1.0;
+
+double seconds_now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// 10-16-bit mono arrives as 16-bit words: torchinfer's input-bits scales them.
+bool sixteen_bit(const PixelFormatInfo* info) {
+  return info && std::string(info->caps).find("GRAY16") != std::string::npos;
+}
 
 std::string error_text(GError* e) {
   return e && e->message ? e->message : "unknown error";
@@ -70,23 +83,77 @@ struct AravisSource::Session {
   std::atomic<bool> control_lost{false};
   double fps = 0;  // free-run frame rate, 0 when unknown
   std::string name;
+  std::optional<double> awaiting;  // a software trigger's deadline for its frame
 };
 
+bool AravisSource::configure_infer(const CameraSettings& set, GstElement* infer, std::string* why) {
+  const PixelFormatInfo* info = find_pixel_format(set.pixel_format);
+  if (sixteen_bit(info)) {
+    g_object_set(infer, "input-bits", info->bits, nullptr);
+    gint now = 0;
+    g_object_get(infer, "input-bits", &now, nullptr);
+    if (now != info->bits) {
+      *why = "torchinfer did not take input-bits " + std::to_string(info->bits) +
+             " for pixel_format " + set.pixel_format + " (it keeps " + std::to_string(now) + ")";
+      return false;
+    }
+  }
+  if (set.trigger == TriggerMode::kFreeRun) return true;
+  gst_util_set_object_arg(G_OBJECT(infer), "drop-policy", "block");
+  GParamSpec* spec = g_object_class_find_property(G_OBJECT_GET_CLASS(infer), "drop-policy");
+  GValue v = G_VALUE_INIT;
+  g_value_init(&v, spec->value_type);
+  g_object_get_property(G_OBJECT(infer), "drop-policy", &v);
+  auto* klass = static_cast<GEnumClass*>(g_type_class_ref(spec->value_type));
+  const GEnumValue* e = g_enum_get_value(klass, g_value_get_enum(&v));
+  const bool block = e && g_strcmp0(e->value_nick, "block") == 0;
+  g_type_class_unref(klass);
+  g_value_unset(&v);
+  if (!block) *why = "torchinfer did not take drop-policy block for a triggered camera";
+  return block;
+}
+
 AravisSource::AravisSource(CameraSettings settings, GstAppSrc* appsrc, GstElement* infer)
-    : settings_(std::move(settings)), appsrc_(appsrc), infer_(infer) {}
+    : settings_(std::move(settings)),
+      appsrc_(GST_APP_SRC(gst_object_ref(appsrc))),
+      infer_(infer ? GST_ELEMENT(gst_object_ref(infer)) : nullptr) {}
 
 AravisSource::~AravisSource() {
-  stop();
+  // The last reference may be the thread's own, as it ends.
+  if (thread_.joinable() && thread_.get_id() == std::this_thread::get_id())
+    thread_.detach();
+  else
+    stop();
+  gst_object_unref(appsrc_);
+  if (infer_) gst_object_unref(infer_);
 }
 
 void AravisSource::start() {
-  if (thread_.joinable()) return;
-  thread_ = std::thread([this] { run(); });
+  if (thread_.joinable() || stop_) return;
+  thread_ = std::thread([self = shared_from_this()] {
+    self->run();
+    std::lock_guard<std::mutex> lock(self->wake_mu_);
+    self->finished_ = true;
+    self->wake_.notify_all();
+  });
 }
 
 void AravisSource::stop() {
   request_stop();
-  if (thread_.joinable()) thread_.join();
+  std::unique_lock<std::mutex> lock(wake_mu_);
+  if (!thread_.joinable()) return;
+  const bool done =
+      wake_.wait_for(lock, std::chrono::duration<double>(kStopWaitS), [this] { return finished_; });
+  lock.unlock();
+  if (done) {
+    thread_.join();
+    return;
+  }
+  g_printerr(
+      "torchinfer-server: camera '%s' does not answer: its connection is closed in the "
+      "background (Aravis' retries)\n",
+      settings_.name.c_str());
+  thread_.detach();
 }
 
 void AravisSource::request_stop() {
@@ -97,14 +164,21 @@ void AravisSource::request_stop() {
   wake_.notify_all();
 }
 
-bool AravisSource::trigger(std::string* why) {
+int AravisSource::trigger(std::string* why) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!counters_.acquiring) {
     *why = "camera '" + settings_.name + "' is not acquiring now (see the stream's last_error)";
-    return false;
+    return 503;
+  }
+  if (pending_triggers_ >= kMostPendingTriggers) {
+    *why = "camera '" + settings_.name + "' has " + std::to_string(pending_triggers_) +
+           " triggers waiting (at most " + std::to_string(kMostPendingTriggers) +
+           "); send more once their frames came";
+    return 429;
   }
   pending_triggers_++;
-  return true;
+  counters_.triggers_pending = pending_triggers_;
+  return 202;
 }
 
 AravisCounters AravisSource::counters() const {
@@ -114,6 +188,7 @@ AravisCounters AravisSource::counters() const {
 
 // On the appsrc: its bin forwards it to the camera's bus watch.
 void AravisSource::post(const char* name, const std::string& reason) {
+  if (stop_) return;  // the camera's bus watch may be gone
   GstStructure* s = gst_structure_new(name, "reason", G_TYPE_STRING, reason.c_str(), nullptr);
   gst_element_post_message(GST_ELEMENT(appsrc_),
                            gst_message_new_application(GST_OBJECT(appsrc_), s));
@@ -136,12 +211,15 @@ void AravisSource::run() {
       post("torchinfer-aravis-ready");
       acquire(s, &why);
     }
+    // Told before closing: closing a camera that stopped answering waits
+    // out Aravis' GVCP retries (5 of 500 ms per command, and it takes two),
+    // which would make a loss known seconds late.
+    if (!final && !why.empty()) post("torchinfer-aravis-lost", why);
     close(s);
     if (final) {
       post("torchinfer-aravis-failed", why);
       return;
     }
-    if (!why.empty()) post("torchinfer-aravis-lost", why);
     if (!sleep_unless_stopped(kRetryS)) return;
   }
 }
@@ -258,7 +336,9 @@ bool AravisSource::open(Session& s, std::string* why, bool* final) {
   if (arv_camera_is_gv_device(s.camera) && !arv_gv_device_is_controller(ARV_GV_DEVICE(dev))) {
     *why = cam +
            " is busy: another application holds its control channel (arv-tool-0.8, a viewer, "
-           "another torchinfer-server stream); close it and the stream connects";
+           "another torchinfer-server stream, or a torchinfer-server still stopping); close it "
+           "and the stream connects (a process that died lets go after the camera's heartbeat "
+           "timeout, GevHeartbeatTimeout: seconds)";
     return false;
   }
   s.lost_handler =
@@ -267,7 +347,8 @@ bool AravisSource::open(Session& s, std::string* why, bool* final) {
   const std::string format = choose_format(s.camera, settings_, &refused, &err);
   if (!format.empty() && !err)
     arv_camera_set_pixel_format_from_string(s.camera, format.c_str(), &err);
-  if (!format.empty() && !err) apply_features(s.camera, settings_, &refused, &err);
+  if (!format.empty() && !err && depth_matches(format, &refused))
+    apply_features(s.camera, settings_, &refused, &err);
   if (!err && refused.empty() && arv_camera_is_gv_device(s.camera)) {
     // See the header: a plain UDP socket, and packets that fit the path.
     arv_camera_gv_set_stream_options(s.camera, ARV_GV_STREAM_OPTION_PACKET_SOCKET_DISABLED);
@@ -280,6 +361,23 @@ bool AravisSource::open(Session& s, std::string* why, bool* final) {
     return false;
   }
   return start_stream(s, format, why);
+}
+
+// torchinfer's input-bits is set before the pipeline starts (from the
+// configured pixel_format) and cannot change while it runs: a camera whose
+// 10-16-bit format was not configured, or that sends another depth, would
+// reach the model 16x too dark or clamped. Refused instead, saying the fix.
+bool AravisSource::depth_matches(const std::string& format, std::string* why) const {
+  const PixelFormatInfo* info = find_pixel_format(format);
+  if (!infer_ || !sixteen_bit(info)) return true;
+  gint bits = 0;
+  g_object_get(infer_, "input-bits", &bits, nullptr);
+  if (bits == info->bits) return true;
+  *why = "pixel_format: the camera sends " + format + " (" + std::to_string(info->bits) +
+         " significant bits) but the analysis was started for " + std::to_string(bits) +
+         "-bit samples; set \"pixel_format\": \"" + format +
+         "\" in the stream's configuration so torchinfer scales it from the start";
+  return false;
 }
 
 bool AravisSource::start_stream(Session& s, const std::string& format, std::string* why) {
@@ -297,9 +395,6 @@ bool AravisSource::start_stream(Session& s, const std::string& format, std::stri
   for (int i = 0; !err && i < kArvBuffers; ++i)
     arv_stream_push_buffer(s.stream, arv_buffer_new_allocate(payload));
   const PixelFormatInfo* info = find_pixel_format(format);
-  if (!err && infer_ && info->bits > 8 &&
-      std::string(info->caps).find("GRAY16") != std::string::npos)
-    g_object_set(infer_, "input-bits", info->bits, nullptr);
   if (!err) {
     // Variable rate for a triggered camera; the camera's rate otherwise.
     int num = 0, den = 1;
@@ -310,6 +405,8 @@ bool AravisSource::start_stream(Session& s, const std::string& format, std::stri
     gst_app_src_set_caps(appsrc_, caps);
     gst_caps_unref(caps);
     loss_.restart();
+    health_.restart(seconds_now());
+    health_.set_stall_s(std::max(kStallMinS, s.fps > 0 ? 5.0 / s.fps : 0.0));
     arv_camera_start_acquisition(s.camera, &err);
   }
   if (!err && settings_.trigger == TriggerMode::kSoftware) prime(s);
@@ -345,44 +442,81 @@ void AravisSource::prime(Session& s) {
     arv_stream_push_buffer(s.stream, b);
 }
 
-void AravisSource::run_triggers(Session& s) {
-  std::uint64_t n = 0;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    std::swap(n, pending_triggers_);
+// One software trigger at a time: the next goes out once the previous
+// one's frame came (`framed`: a buffer just arrived), or its wait ran out
+// (a trigger the camera did not act on: counted as failed).
+void AravisSource::run_triggers(Session& s, bool framed) {
+  const double now = seconds_now();
+  std::uint64_t answered = 0, failed = 0;
+  if (s.awaiting && (framed || now > *s.awaiting)) {
+    (framed ? answered : failed)++;
+    s.awaiting.reset();
   }
-  std::uint64_t failed = 0;
-  for (std::uint64_t i = 0; i < n; ++i) {
+  bool send = false;
+  if (!s.awaiting) {
+    std::lock_guard<std::mutex> lock(mu_);
+    send = pending_triggers_ > 0;
+    if (send) pending_triggers_--;
+  }
+  if (send) {
     GError* err = nullptr;
     arv_camera_software_trigger(s.camera, &err);
     if (err) {
       failed++;
       g_printerr("torchinfer-server: camera '%s': software trigger failed: %s\n",
                  settings_.name.c_str(), error_text(err).c_str());
+      // A camera that does not answer would cost each waiting trigger
+      // Aravis' full GVCP retries: the connection is lost, the rest counted.
+      if (link_error(err)) s.control_lost = true;
       g_clear_error(&err);
+    } else {
+      s.awaiting = now + kTriggerWaitS + settings_.exposure_us.value_or(0) / 1e6;
+      health_.on_trigger(now);
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
-  counters_.triggers += n - failed;
+  counters_.triggers += answered;
   counters_.trigger_failures += failed;
+  counters_.triggers_pending = pending_triggers_ + (s.awaiting ? 1 : 0);
+}
+
+// The connection ends: the triggers it did not answer were not acted on.
+void AravisSource::drop_triggers(Session& s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  counters_.trigger_failures += pending_triggers_ + (s.awaiting ? 1 : 0);
+  pending_triggers_ = 0;
+  s.awaiting.reset();
+  counters_.triggers_pending = 0;
+}
+
+// The camera's health from its totals (server/camera_health.h).
+void AravisSource::judge(Session&) {
+  const double now = seconds_now();
+  std::lock_guard<std::mutex> lock(mu_);
+  health_.on_counts(now, counters_.frames.received, counters_.frames.lost() + counters_.overflow);
+  counters_.health = health_.verdict(now, settings_.trigger == TriggerMode::kFreeRun);
 }
 
 // Frames until stop(), a lost control channel or (free-run) a stall; *why
 // says which of the last two.
 void AravisSource::acquire(Session& s, std::string* why) {
   const bool triggered = settings_.trigger != TriggerMode::kFreeRun;
+  const bool software = settings_.trigger == TriggerMode::kSoftware;
   const double stall_s = std::max(kStallMinS, s.fps > 0 ? 5.0 / s.fps : 0.0);
   auto last = std::chrono::steady_clock::now();
+  bool framed = false;
   while (!stop_) {
-    run_triggers(s);
+    if (software) run_triggers(s, framed);
     // Short waits while triggered, so a queued trigger goes out promptly.
     ArvBuffer* b = arv_stream_timeout_pop_buffer(s.stream, triggered ? 10000 : 100000);
     const auto now = std::chrono::steady_clock::now();
+    framed = b != nullptr;
     if (b) {
       last = now;
       hand_on(s, b);
     }
     update_statistics(s, false);
+    judge(s);
     if (s.control_lost) {
       *why = "camera '" + settings_.name +
              "' vanished: its control channel stopped answering (unplugged, powered off or "
@@ -453,13 +587,18 @@ void AravisSource::hand_on(Session& s, ArvBuffer* b) {
     }
   }
   if (b) arv_stream_push_buffer(s.stream, b);
-  if (out) gst_app_src_push_buffer(appsrc_, out);
+  // Nothing goes downstream once stop() may have returned (the EOS may be in).
+  if (out && stop_)
+    gst_buffer_unref(out);
+  else if (out)
+    gst_app_src_push_buffer(appsrc_, out);
   std::lock_guard<std::mutex> lock(mu_);
   counters_.frames = loss_.figures();
   counters_.overflow += overflow;
 }
 
 void AravisSource::close(Session& s) {
+  drop_triggers(s);
   if (s.stream) {
     arv_camera_stop_acquisition(s.camera, nullptr);
     update_statistics(s, true);
@@ -473,6 +612,7 @@ void AravisSource::close(Session& s) {
   }
   std::lock_guard<std::mutex> lock(mu_);
   counters_.acquiring = false;
+  counters_.health = CameraVerdict{};  // the connection's state says it now
 }
 
 }  // namespace torchinfer::server

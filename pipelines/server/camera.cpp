@@ -59,6 +59,15 @@ std::vector<std::uint8_t> encode_or_say(const RawImage& img, std::string* why) {
   return {};
 }
 
+// A machine-vision camera's health (server/camera_health.h) for the REST API.
+nlohmann::json health_json(const CameraVerdict& v) {
+  return {{"state", to_string(v.condition)},
+          {"reason", v.reason},
+          {"lost_ratio", v.lost_ratio},
+          {"window_frames", {{"received", v.window_received}, {"lost", v.window_lost}}},
+          {"since_frame_s", v.since_frame_s}};
+}
+
 std::vector<SnapshotBox> boxes_of(GstBuffer* buf) {
   std::vector<SnapshotBox> boxes;
   gpointer iter = nullptr;
@@ -238,7 +247,8 @@ bool Camera::build(std::string* why) {
   }
   if (spec_.kind == SourceKind::kAravis) {
     appsrc_ = GST_APP_SRC(gst_object_ref(source));
-    aravis_ = std::make_unique<AravisSource>(spec_.camera, appsrc_, infer_);
+    aravis_ = std::make_shared<AravisSource>(spec_.camera, appsrc_, infer_);
+    if (!AravisSource::configure_infer(spec_.camera, infer_, why)) return false;
   }
   if (spec_.kind == SourceKind::kRtsp) {
     appsrc_ = GST_APP_SRC(gst_object_ref(source));
@@ -670,6 +680,12 @@ StreamFigures Camera::figures() const {
     f.camera_packets_missing = c.packets_missing;
     f.camera_packets_resent = c.packets_resent;
     f.camera_triggers = c.triggers;
+    f.camera_trigger_failures = c.trigger_failures;
+    f.camera_lost_ratio = c.health.lost_ratio;
+    f.camera_since_frame_s = c.health.since_frame_s;
+    // Running, but its frames do not reach the analysis (camera_health.h).
+    if (f.state == "running" && c.health.condition != CameraCondition::kOk)
+      f.state = to_string(c.health.condition);
   }
   if (restream_) {
     f.restream = true;
@@ -682,10 +698,11 @@ StreamFigures Camera::figures() const {
 
 nlohmann::json Camera::status() const {
   const StreamFigures f = figures();
-  std::string last_error;
+  std::string last_error, previous_error;
   {
     std::lock_guard<std::mutex> lock(mu_);
     last_error = health_.last_error();
+    previous_error = health_.previous_error();
   }
   nlohmann::json skipped_by = nlohmann::json::object();
   for (std::size_t r = 0; r < kSkipReasons; ++r)
@@ -696,6 +713,8 @@ nlohmann::json Camera::status() const {
       {"model", f.model},
       {"state", f.state},
       {"last_error", last_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(last_error)},
+      {"previous_error",
+       previous_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(previous_error)},
       {"fps", f.fps},
       {"frames",
        {{"in", f.frames_in},
@@ -782,8 +801,10 @@ nlohmann::json Camera::camera_status(const StreamFigures& f) const {
             {"failures", c.failures},
             {"missing_frames", c.missing_frames},
             {"underruns", c.underruns}}},
+          {"health", health_json(c.health)},
           {"triggers", f.camera_triggers},
           {"trigger_failures", c.trigger_failures},
+          {"triggers_pending", c.triggers_pending},
           {"last_result", last}};
 }
 
@@ -799,7 +820,7 @@ int Camera::trigger(std::string* why) {
            " mode; a software trigger needs \"trigger\": \"software\"";
     return 409;
   }
-  return aravis_->trigger(why) ? 202 : 503;
+  return aravis_->trigger(why);
 }
 
 std::vector<std::uint8_t> Camera::snapshot_jpeg(std::string* why) const {

@@ -139,7 +139,7 @@ class Camera {
   GstElement* convert_ = nullptr;    // decodebin links its pad here
   GstAppSrc* appsrc_ = nullptr;      // rtsp:// and aravis://
   std::unique_ptr<rtsp::ReconnectingSource> rtsp_;
-  std::unique_ptr<AravisSource> aravis_;
+  std::shared_ptr<AravisSource> aravis_;  // shared with its thread (aravis_source.h)
   guint bus_watch_ = 0;
   std::atomic<bool> seeked_{false};  // the first segment seek of a looped file is asked for
   std::atomic<bool> drained_{false}, draining_{false}, detached_{false}, stopped_{false};

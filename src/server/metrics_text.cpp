@@ -78,6 +78,14 @@ void camera_counter(Writer& w, const MetricsSnapshot& m, const std::string& name
     if (s.camera) w.sample(name, stream_labels(s), static_cast<std::uint64_t>(get(s)));
 }
 
+template <typename Get>
+void camera_gauge(Writer& w, const MetricsSnapshot& m, const std::string& name,
+                  const std::string& help, Get get) {
+  w.family(name, "gauge", help);
+  for (const auto& s : m.streams)
+    if (s.camera) w.sample(name, stream_labels(s), static_cast<double>(get(s)));
+}
+
 // Machine-vision cameras' health (aravis:// streams only).
 void render_camera_series(Writer& w, const MetricsSnapshot& m) {
   camera_counter(w, m, "torchinfer_camera_frames_received_total",
@@ -103,8 +111,19 @@ void render_camera_series(Writer& w, const MetricsSnapshot& m) {
                  "GVSP packets the camera sent again on request.",
                  [](const StreamFigures& s) { return s.camera_packets_resent; });
   camera_counter(w, m, "torchinfer_camera_triggers_total",
-                 "Software triggers sent to the camera (POST /streams/{id}/trigger).",
+                 "Software triggers the camera answered with a frame (POST /streams/{id}/trigger).",
                  [](const StreamFigures& s) { return s.camera_triggers; });
+  camera_counter(w, m, "torchinfer_camera_trigger_failures_total",
+                 "Software triggers the camera did not act on: not sent, no frame in time, or "
+                 "dropped with a lost camera.",
+                 [](const StreamFigures& s) { return s.camera_trigger_failures; });
+  camera_gauge(w, m, "torchinfer_camera_lost_ratio",
+               "Share of the camera's frames lost over the last 10 s (0 to 1).",
+               [](const StreamFigures& s) { return s.camera_lost_ratio; });
+  camera_gauge(w, m, "torchinfer_camera_seconds_since_frame",
+               "Seconds without a complete frame while one is expected (free-run, or a "
+               "software trigger waiting); 0 otherwise.",
+               [](const StreamFigures& s) { return s.camera_since_frame_s; });
 }
 
 template <typename Get>
@@ -212,7 +231,7 @@ std::string render_prometheus(const MetricsSnapshot& m) {
 
   w.family("torchinfer_stream_state", "gauge",
            "1 for the state the stream is in (starting, running, reconnecting, ended, failed, "
-           "stopping), 0 for the others.");
+           "stopping, degraded, stalled), 0 for the others.");
   for (const auto& s : m.streams)
     for (int i = 0; i < kStreamStateCount; ++i) {
       const std::string st = to_string(static_cast<StreamState>(i));

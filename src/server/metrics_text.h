@@ -46,7 +46,11 @@ struct StreamFigures {
   bool camera = false;
   std::uint64_t camera_frames_received = 0, camera_frames_incomplete = 0, camera_frames_missing = 0,
                 camera_frames_overflow = 0;
-  std::uint64_t camera_packets_missing = 0, camera_packets_resent = 0, camera_triggers = 0;
+  std::uint64_t camera_packets_missing = 0, camera_packets_resent = 0, camera_triggers = 0,
+                camera_trigger_failures = 0;
+  // Over the camera's health window (server/camera_health.h): the share of
+  // frames lost, and seconds without a complete frame while one is expected.
+  double camera_lost_ratio = 0, camera_since_frame_s = 0;
   // Evidence ("evidence" set only): the store's counters (the recorder's
   // losses folded into write failures) and the encoded ring's memory.
   bool evidence = false;

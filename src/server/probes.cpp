@@ -27,9 +27,12 @@ Readiness evaluate_readiness(const std::vector<CameraState>& cameras, const Stat
   if (!models_loaded) r.reasons.push_back({{"reason", "models are not loaded yet"}});
   if (draining) r.reasons.push_back({{"reason", "draining (SIGTERM): the server is stopping"}});
   for (const auto& c : cameras) {
-    if (c.state == "running" || c.state == "stopping") continue;
+    // degraded: frames still arrive, the loss is the network's; the alert
+    // says it (deploy/prometheus), another box would not do better.
+    if (c.state == "running" || c.state == "degraded" || c.state == "stopping") continue;
     const double age = clock.age(c.id, now_s);
-    const bool waiting = c.state == "starting" || c.state == "reconnecting";
+    // stalled: connected, no complete frame; given the same grace.
+    const bool waiting = c.state == "starting" || c.state == "reconnecting" || c.state == "stalled";
     if (waiting && age < grace_s) continue;
     nlohmann::json why = {{"stream", c.id}, {"state", c.state}, {"for_s", age}};
     if (waiting) why["grace_s"] = grace_s;

@@ -1,8 +1,8 @@
 // The rules behind the Kubernetes-style probes of torchinfer-server
 // (docs/server.md "Probes"): /livez (the main loop answers), /startupz
 // (models loaded), /readyz (models loaded and every camera this shard runs
-// is running, or has been starting/reconnecting for less than a grace
-// period). Pure: the glue feeds it the cameras' states and a clock.
+// is running or degraded, or has been starting/reconnecting/stalled for less
+// than a grace period). Pure: the glue feeds it the cameras' states and a clock.
 #pragma once
 
 #include <map>

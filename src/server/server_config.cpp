@@ -154,6 +154,16 @@ bool percent_decode(const std::string& in, std::string* out) {
 // aravis://NAME: the name as Aravis lists it (vendor-model-serial, a user
 // id, or an IP address), percent-decoded; printable, at most 128 bytes.
 bool parse_aravis_uri(StreamSpec& s, std::string* why) {
+  // A query would otherwise become part of the camera's name (a camera
+  // that is then never found); the settings are the stream's own fields.
+  if (s.uri.find('?') != std::string::npos) {
+    *why =
+        "an Aravis URI takes no query ('?'): give the camera's settings as the stream's own "
+        "fields pixel_format, exposure_us, gain_db, packet_size and trigger, e.g. {\"uri\": "
+        "\"aravis://Basler-21234567\", \"pixel_format\": \"Mono12\"} (a '?' in a camera "
+        "name is %3F)";
+    return false;
+  }
   std::string name;
   if (!percent_decode(s.uri.substr(9), &name) || name.empty() || name.size() > 128) {
     *why =

@@ -20,6 +20,10 @@ const char* to_string(StreamState s) {
       return "failed";
     case StreamState::kStopping:
       return "stopping";
+    case StreamState::kDegraded:
+      return "degraded";
+    case StreamState::kStalled:
+      return "stalled";
   }
   return "unknown";
 }
@@ -38,6 +42,9 @@ void StreamHealth::on_source_resumed() {
   if (final_state(state_) || !lost_) return;
   reconnects_++;
   lost_ = false;
+  // Recovered: the outage's reason is history, not the camera's state.
+  previous_error_ = last_error_;
+  last_error_.clear();
   state_ = StreamState::kRunning;
 }
 

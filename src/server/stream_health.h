@@ -16,14 +16,22 @@ enum class StreamState {
   kEnded,         // a file played once reached its end
   kFailed,        // the pipeline stopped on an error (last_error says which)
   kStopping,      // removed or draining; about to go
+  // A running machine-vision camera whose frames do not reach the analysis
+  // (server/camera_health.h): never entered by StreamHealth itself; the
+  // glue reports them in place of kRunning.
+  kDegraded,  // most of the recent frames lost
+  kStalled,   // no complete frame for a while although one is expected
 };
-constexpr int kStreamStateCount = 6;
+constexpr int kStreamStateCount = 8;
 const char* to_string(StreamState s);
 
 class StreamHealth {
  public:
   StreamState state() const { return state_; }
+  // Empty again once the source recovers; previous_error() keeps the
+  // outage's reason then.
   const std::string& last_error() const { return last_error_; }
+  const std::string& previous_error() const { return previous_error_; }
   std::uint64_t reconnects() const { return reconnects_; }
   std::uint64_t disconnects() const { return disconnects_; }
   std::uint64_t errors() const { return errors_; }
@@ -47,7 +55,7 @@ class StreamHealth {
 
  private:
   StreamState state_ = StreamState::kStarting;
-  std::string last_error_;
+  std::string last_error_, previous_error_;
   std::uint64_t reconnects_ = 0, disconnects_ = 0, errors_ = 0;
   bool lost_ = false;
 };

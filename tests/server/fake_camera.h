@@ -37,6 +37,7 @@ class FakeCamera {
   void start() {
     std::vector<std::string> argv{"arv-fake-gv-camera-0.8", "-i", "127.0.0.1", "-s", serial_};
     if (lost_ > 0) argv.insert(argv.end(), {"-r", std::to_string(lost_)});
+    if (!genicam_.empty()) argv.insert(argv.end(), {"-g", genicam_});
     child_ = std::make_unique<Child>(argv);
     listening_ = eventually(gvcp_bound, 10);
   }
@@ -50,6 +51,29 @@ class FakeCamera {
   // GVCP and GVSP sockets open and silent; thaw() resumes it.
   void freeze() { child_->signal(SIGSTOP); }
   void thaw() { child_->signal(SIGCONT); }
+  // SIGSTOP: a camera that stops answering without closing its socket
+  // (hung firmware, a cable pulled on the camera's side); SIGCONT resumes.
+  void signal(int sig) {
+    if (child_) child_->signal(sig);
+  }
+  // The next start() serves this GenICam XML (-g): the same registers
+  // under other names (twelve_bit_genicam()).
+  void set_genicam(const std::string& path) { genicam_ = path; }
+
+  // This camera's own XML with its Mono16 entry named Mono12: a camera that
+  // offers Mono12 and sends 16-bit words (Aravis' fake camera has no 10/12-bit
+  // pattern; its Mono16 ramp runs to 65535, which a 12-bit analysis clamps).
+  // Written to `path`; false if arv-tool-0.8 cannot read the XML.
+  bool write_twelve_bit_genicam(const std::string& path) const {
+    const Result xml = run({"arv-tool-0.8", "-n", name(), "genicam"});
+    const std::string from = "<EnumEntry Name=\"Mono16\"";
+    const std::size_t at = xml.out.find(from);
+    if (xml.exit_code != 0 || at == std::string::npos) return false;
+    std::string text = xml.out;
+    text.replace(at, from.size(), "<EnumEntry Name=\"Mono12\"");
+    std::ofstream(path) << text;
+    return true;
+  }
 
   // Someone listens on 127.0.0.1:3956/udp (GVCP).
   static bool gvcp_bound() {
@@ -62,6 +86,7 @@ class FakeCamera {
  private:
   std::string serial_;
   int lost_;
+  std::string genicam_;
   bool listening_ = false;
   std::unique_ptr<Child> child_;
 };

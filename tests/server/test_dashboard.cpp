@@ -336,3 +336,32 @@ TEST(Dashboard, ACountingCameraShowsItsLineCountsAsText) {
   ASSERT_TRUE(eventually([&] { return wd.script(kText) == expected; }, 60))
       << wd.script(kText) << " / " << expected;
 }
+
+// A camera losing every frame (50 of 1000 GVSP packets dropped: no 512x512
+// frame complete) is not "running" in green: its card says stalled, in
+// red, and why first on the camera line.
+TEST(Dashboard, AStalledCameraSaysSoOnItsCard) {
+  FakeCamera fake("TIDASHLOSS", /*lost_per_thousand=*/50);
+  ASSERT_TRUE(fake.listening()) << kNoFakeCamera;
+  ServerProcess server(
+      json{{"streams", {{{"id", "gige"}, {"uri", fake.uri()}, {"pixel_format", "Mono8"}}}}});
+  ASSERT_TRUE(server.ready()) << server.child().err();
+  Http http;
+  WebDriver wd(http, free_port(), server.dir() + "/chromium-profile");
+  ASSERT_TRUE(wd.ok()) << wd.error();
+  wd.go(server.url("/"));
+  const char* kState =
+      "const s = document.querySelector('.stream[data-id=\"gige\"] .state');"
+      "return s ? [s.textContent, s.className, getComputedStyle(s).color] : null;";
+  ASSERT_TRUE(eventually([&] { return wd.script(kState)[0] == "stalled"; }, 60))
+      << wd.script(kState) << server.stream(http, "gige");
+  EXPECT_EQ(wd.script(kState)[1], "state stalled");
+  EXPECT_EQ(wd.script(kState)[2], "rgb(187, 0, 0)");
+  const json line =
+      wd.script("return document.querySelector('.stream[data-id=\"gige\"] .camera').innerText;");
+  ASSERT_TRUE(line.is_string()) << line;
+  EXPECT_EQ(line.get<std::string>().rfind("stalled: no complete frame for ", 0), 0u) << line;
+  EXPECT_NE(line.get<std::string>().find(" · camera " + fake.name() + " (Mono8 512x512, free-run)"),
+            std::string::npos)
+      << line;
+}

@@ -268,6 +268,26 @@ TEST(Readiness, StartingAndReconnectingAreToleratedForTheGracePeriodOnly) {
   EXPECT_EQ(r.reasons[0]["state"], "reconnecting");
 }
 
+// A machine-vision camera losing most frames (degraded) still counts as
+// running; one that delivers no complete frame (stalled) gets the grace of
+// a reconnection and then makes the shard not ready, naming it.
+TEST(Readiness, DegradedCountsAsRunningAndStalledGetsTheGraceOnly) {
+  StateClock clock;
+  std::vector<CameraState> cams = {{"a", "degraded"}, {"b", "running"}};
+  clock.observe(cams, 0);
+  EXPECT_TRUE(evaluate_readiness(cams, clock, 1000, 30, true, false).ready);
+  cams[0].state = "stalled";
+  clock.observe(cams, 100);
+  EXPECT_TRUE(evaluate_readiness(cams, clock, 129.9, 30, true, false).ready);
+  const Readiness r = evaluate_readiness(cams, clock, 130, 30, true, false);
+  ASSERT_FALSE(r.ready);
+  ASSERT_EQ(r.reasons.size(), 1u);
+  EXPECT_EQ(r.reasons[0]["stream"], "a");
+  EXPECT_EQ(r.reasons[0]["state"], "stalled");
+  EXPECT_DOUBLE_EQ(r.reasons[0]["for_s"].get<double>(), 30);
+  EXPECT_DOUBLE_EQ(r.reasons[0]["grace_s"].get<double>(), 30);
+}
+
 TEST(Readiness, FailedAndEndedCamerasAreNotReadyAtOnce) {
   StateClock clock;
   const std::vector<CameraState> cams = {{"a", "failed"}, {"b", "ended"}, {"c", "running"}};

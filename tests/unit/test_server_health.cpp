@@ -33,6 +33,9 @@ TEST(StreamHealth, OutageCountsOnceAndReconnectOnResume) {
   h.on_source_resumed();
   EXPECT_EQ(h.state(), StreamState::kRunning);
   EXPECT_EQ(h.reconnects(), 1u);
+  // Recovered: the outage's reason moves to previous_error.
+  EXPECT_EQ(h.last_error(), "");
+  EXPECT_EQ(h.previous_error(), "rtsp: error: refused again");
   h.on_frame();
   h.on_source_resumed();  // not after an outage: nothing to count
   EXPECT_EQ(h.reconnects(), 1u);
@@ -40,8 +43,12 @@ TEST(StreamHealth, OutageCountsOnceAndReconnectOnResume) {
   h.on_source_resumed();
   EXPECT_EQ(h.disconnects(), 2u);
   EXPECT_EQ(h.reconnects(), 2u);
-  // The last error stays visible after recovery, for the operator.
-  EXPECT_EQ(h.last_error(), "rtsp: no frames");
+  // The reason stays visible after recovery, for the operator, as history.
+  EXPECT_EQ(h.last_error(), "");
+  EXPECT_EQ(h.previous_error(), "rtsp: no frames");
+  h.on_source_lost("rtsp: gone");  // down again: the new reason is the error
+  EXPECT_EQ(h.last_error(), "rtsp: gone");
+  EXPECT_EQ(h.previous_error(), "rtsp: no frames");
 }
 
 TEST(StreamHealth, FirstErrorIsKeptAndFailedIsFinal) {
@@ -59,7 +66,8 @@ TEST(StreamHealth, FirstErrorIsKeptAndFailedIsFinal) {
 }
 
 TEST(StreamHealth, StateNames) {
-  const char* names[] = {"starting", "running", "reconnecting", "ended", "failed", "stopping"};
+  const char* names[] = {"starting", "running",  "reconnecting", "ended",
+                         "failed",   "stopping", "degraded",     "stalled"};
   for (int i = 0; i < kStreamStateCount; ++i)
     EXPECT_STREQ(to_string(static_cast<StreamState>(i)), names[i]);
 }

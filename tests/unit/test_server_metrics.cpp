@@ -126,9 +126,9 @@ TEST(MetricsText, StreamModelAndProcessSeries) {
   for (std::size_t p = 0; (p = t.find("# HELP ", p)) != std::string::npos; ++p) help++;
   for (std::size_t p = 0; (p = t.find("# TYPE ", p)) != std::string::npos; ++p) type++;
   EXPECT_EQ(help, type);
-  // frames_skipped_total, frames_in_flight, mqtt_messages_total, the 5 camera families and
+  // frames_skipped_total, frames_in_flight, mqtt_messages_total, the 8 camera families and
   // the 4 line/zone families, the 8 evidence families and frames invalid/saturated
-  EXPECT_EQ(help, 53u);
+  EXPECT_EQ(help, 56u);
   EXPECT_EQ(t.find("restream_clients{stream=\"cam1\""), std::string::npos) << t;
   EXPECT_EQ(t.find("restream_frames_dropped_total{stream=\"cam1\""), std::string::npos) << t;
 }
