@@ -113,6 +113,29 @@ GstElement* Camera::make(const char* factory, const char* name, std::string* why
   return e;
 }
 
+namespace {
+
+// torchinfer's settings from the camera's model and stream entries.
+void set_analysis(GstElement* infer, const ModelSpec& model, const StreamSpec& spec) {
+  g_object_set(infer, "model", model.path.c_str(), "model-instance-id", model.id.c_str(), nullptr);
+  gst_util_set_object_arg(G_OBJECT(infer), "batch-size", std::to_string(model.batch_size).c_str());
+  gst_util_set_object_arg(G_OBJECT(infer), "batch-timeout",
+                          std::to_string(model.batch_timeout_us).c_str());
+  if (model.threads > 0)
+    gst_util_set_object_arg(G_OBJECT(infer), "threads", std::to_string(model.threads).c_str());
+  gst_util_set_object_arg(G_OBJECT(infer), "lanes", std::to_string(model.lanes).c_str());
+  gst_util_set_object_arg(G_OBJECT(infer), "inference-interval",
+                          std::to_string(spec.inference_interval).c_str());
+  if (spec.roi) {
+    const std::string crop = std::to_string(spec.roi->x) + "," + std::to_string(spec.roi->y) + "," +
+                             std::to_string(spec.roi->width) + "," +
+                             std::to_string(spec.roi->height);
+    g_object_set(infer, "crop", crop.c_str(), nullptr);
+  }
+}
+
+}  // namespace
+
 bool Camera::build(std::string* why) {
   pipeline_ = gst_pipeline_new(("stream-" + spec_.id).c_str());
   std::vector<GstElement*> chain;  // linked in order after the source
@@ -175,23 +198,7 @@ bool Camera::build(std::string* why) {
     gst_caps_unref(raw);
   }
 
-  g_object_set(infer_, "model", model_.path.c_str(), "model-instance-id", model_.id.c_str(),
-               nullptr);
-  gst_util_set_object_arg(G_OBJECT(infer_), "batch-size",
-                          std::to_string(model_.batch_size).c_str());
-  gst_util_set_object_arg(G_OBJECT(infer_), "batch-timeout",
-                          std::to_string(model_.batch_timeout_us).c_str());
-  if (model_.threads > 0)
-    gst_util_set_object_arg(G_OBJECT(infer_), "threads", std::to_string(model_.threads).c_str());
-  gst_util_set_object_arg(G_OBJECT(infer_), "lanes", std::to_string(model_.lanes).c_str());
-  gst_util_set_object_arg(G_OBJECT(infer_), "inference-interval",
-                          std::to_string(spec_.inference_interval).c_str());
-  if (spec_.roi) {
-    const std::string crop = std::to_string(spec_.roi->x) + "," + std::to_string(spec_.roi->y) +
-                             "," + std::to_string(spec_.roi->width) + "," +
-                             std::to_string(spec_.roi->height);
-    g_object_set(infer_, "crop", crop.c_str(), nullptr);
-  }
+  set_analysis(infer_, model_, spec_);
   if (spec_.confidence_threshold)
     g_object_set(nms, "confidence-threshold", *spec_.confidence_threshold, nullptr);
   if (spec_.iou_threshold) g_object_set(nms, "iou-threshold", *spec_.iou_threshold, nullptr);
@@ -629,6 +636,28 @@ void Camera::read_mqtt_counters(StreamFigures& f) const {
   f.mqtt_dropped = dropped;
 }
 
+namespace {
+
+// A machine-vision camera's own counters; a running camera whose frames
+// do not reach the analysis takes its condition as state (camera_health.h).
+void read_camera_counters(const AravisCounters& c, StreamFigures& f) {
+  f.camera = true;
+  f.camera_frames_received = c.frames.received;
+  f.camera_frames_incomplete = c.frames.incomplete;
+  f.camera_frames_missing = c.frames.missing;
+  f.camera_frames_overflow = c.overflow;
+  f.camera_packets_missing = c.packets_missing;
+  f.camera_packets_resent = c.packets_resent;
+  f.camera_triggers = c.triggers;
+  f.camera_trigger_failures = c.trigger_failures;
+  f.camera_lost_ratio = c.health.lost_ratio;
+  f.camera_since_frame_s = c.health.since_frame_s;
+  if (f.state == "running" && c.health.condition != CameraCondition::kOk)
+    f.state = to_string(c.health.condition);
+}
+
+}  // namespace
+
 StreamFigures Camera::figures() const {
   StreamFigures f;
   f.id = spec_.id;
@@ -670,23 +699,7 @@ StreamFigures Camera::figures() const {
     f.detections = detections_;
   }
   if (analytics_) read_counts(analytics_, f.lines, f.zones);
-  if (aravis_) {
-    const AravisCounters c = aravis_->counters();
-    f.camera = true;
-    f.camera_frames_received = c.frames.received;
-    f.camera_frames_incomplete = c.frames.incomplete;
-    f.camera_frames_missing = c.frames.missing;
-    f.camera_frames_overflow = c.overflow;
-    f.camera_packets_missing = c.packets_missing;
-    f.camera_packets_resent = c.packets_resent;
-    f.camera_triggers = c.triggers;
-    f.camera_trigger_failures = c.trigger_failures;
-    f.camera_lost_ratio = c.health.lost_ratio;
-    f.camera_since_frame_s = c.health.since_frame_s;
-    // Running, but its frames do not reach the analysis (camera_health.h).
-    if (f.state == "running" && c.health.condition != CameraCondition::kOk)
-      f.state = to_string(c.health.condition);
-  }
+  if (aravis_) read_camera_counters(aravis_->counters(), f);
   if (restream_) {
     f.restream = true;
     f.restream_clients = restream_->clients();

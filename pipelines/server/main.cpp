@@ -41,6 +41,30 @@ struct Options {
   ShardSources shard;  // --shard, --shards, --shard-from-hostname
 };
 
+// What GLib cannot check: ranges and the flags that go together.
+bool check_args(const Options& o, int shards, bool from_host) {
+  if (o.rtsp_port < 0 || o.rtsp_port > 65535) {
+    g_printerr("torchinfer-server: error: --rtsp-port %d: give 1 to 65535, or 0 for no re-stream\n",
+               o.rtsp_port);
+    return false;
+  }
+  if (shards != G_MININT && (shards < 1 || shards > kMaxShards)) {
+    g_printerr("torchinfer-server: error: --shards %d: give the count of shards, 1 to %d\n", shards,
+               kMaxShards);
+    return false;
+  }
+  if (shards != G_MININT && !from_host) {
+    g_printerr("torchinfer-server: error: --shards N (1 to %d) goes with --shard-from-hostname\n",
+               kMaxShards);
+    return false;
+  }
+  if (o.config.empty() == o.model.empty()) {
+    g_printerr("torchinfer-server: error: give exactly one of --config FILE and --model FILE\n");
+    return false;
+  }
+  return true;
+}
+
 bool parse_args(int argc, char** argv, Options& o) {
   gchar *config = nullptr, *model = nullptr, *listen = nullptr, *token = nullptr, *out = nullptr;
   gchar** streams = nullptr;
@@ -91,27 +115,7 @@ bool parse_args(int argc, char** argv, Options& o) {
   o.shard.flag_count = shards == G_MININT ? 0 : shards;
   o.rtsp_port_given = rtsp_port != G_MININT;
   if (o.rtsp_port_given) o.rtsp_port = rtsp_port;
-  if (!ok) return false;
-  if (o.rtsp_port < 0 || o.rtsp_port > 65535) {
-    g_printerr("torchinfer-server: error: --rtsp-port %d: give 1 to 65535, or 0 for no re-stream\n",
-               o.rtsp_port);
-    return false;
-  }
-  if (shards != G_MININT && (shards < 1 || shards > kMaxShards)) {
-    g_printerr("torchinfer-server: error: --shards %d: give the count of shards, 1 to %d\n", shards,
-               kMaxShards);
-    return false;
-  }
-  if (shards != G_MININT && !from_host) {
-    g_printerr("torchinfer-server: error: --shards N (1 to %d) goes with --shard-from-hostname\n",
-               kMaxShards);
-    return false;
-  }
-  if (o.config.empty() == o.model.empty()) {
-    g_printerr("torchinfer-server: error: give exactly one of --config FILE and --model FILE\n");
-    return false;
-  }
-  return true;
+  return ok && check_args(o, shards, from_host);
 }
 
 // "ADDR:PORT", "[v6]:PORT" or "PORT".
@@ -219,6 +223,83 @@ gboolean on_signal(gpointer user) {
 
 }  // namespace
 
+// Everything read before the server starts: the config (or --model and
+// --stream), this box's shard and the token; false after saying why.
+struct Setup {
+  ServerConfig config;
+  std::string token;
+  ShardSpec shard;
+  ShardPlan plan;
+  std::vector<std::string> owned;
+};
+
+bool load_setup(const Options& opt, Setup& s) {
+  try {
+    if (!opt.config.empty()) {
+      s.config = parse_server_config(
+          torchinfer::read_json_file(opt.config, "server config", 1u << 20), opt.config);
+    } else {
+      s.config.models.push_back({"default", opt.model});
+    }
+    if (!opt.output_dir.empty()) s.config.output_dir = opt.output_dir;
+    for (std::size_t i = 0; i < opt.streams.size(); ++i) {
+      const nlohmann::json j = {{"id", "cam" + std::to_string(s.config.streams.size())},
+                                {"uri", opt.streams[i]}};
+      s.config.streams.push_back(parse_stream_spec(j, s.config.models, s.config.mqtt,
+                                                   "--stream " + std::to_string(i + 1), ""));
+    }
+    s.shard = shard_of_this_box(opt.shard, s.config);
+    s.plan = keep_own_streams(s.config, s.shard, &s.owned);
+    if (static_cast<int>(s.config.streams.size()) > s.config.max_streams)
+      throw torchinfer::Error(
+          torchinfer::ErrorKind::kConfigInvalid,
+          "more streams than max_streams (" + std::to_string(s.config.max_streams) + ")");
+    if (opt.rtsp_port == 0)
+      for (std::size_t i = 0; i < s.config.streams.size(); ++i)
+        if (s.config.streams[i].restream)
+          throw torchinfer::Error(torchinfer::ErrorKind::kConfigInvalid,
+                                  opt.config + ": streams[" + std::to_string(i) +
+                                      "].restream: the server runs without RTSP (--rtsp-port "
+                                      "0); give --rtsp-port PORT");
+    if (!opt.token_file.empty())
+      s.token = parse_token(torchinfer::read_regular_file(opt.token_file, "token file", 4096),
+                            opt.token_file);
+  } catch (const std::exception& e) {
+    g_printerr("torchinfer-server: error: %s\n", e.what());
+    return false;
+  }
+  return true;
+}
+
+// Before the cameras: they mount on it. Without it, a stream asking for a
+// re-stream is refused with the reason: at start (false) or at its POST.
+bool start_restream(const Options& opt, const ServerConfig& config, const std::string& address,
+                    ServerApp& server, std::unique_ptr<RestreamServer>& restream) {
+  if (!opt.rtsp_port) return true;
+  std::string off;
+  if (RestreamServer::elements_installed(&off)) {
+    restream = std::make_unique<RestreamServer>();
+    if (!restream->listen(address, opt.rtsp_port, &off)) restream.reset();
+  }
+  if (!restream) {
+    std::size_t asked = 0;
+    while (asked < config.streams.size() && !config.streams[asked].restream) asked++;
+    if (opt.rtsp_port_given || asked < config.streams.size()) {
+      g_printerr("torchinfer-server: error: %s%s\n",
+                 asked < config.streams.size()
+                     ? (opt.config + ": streams[" + std::to_string(asked) + "].restream: ").c_str()
+                     : "",
+                 off.c_str());
+      return false;
+    }
+    g_printerr("torchinfer-server: warning: RTSP re-streams are off: %s\n", off.c_str());
+    server.set_restream(nullptr, "RTSP re-streams are off: " + off);
+  } else {
+    server.set_restream(restream.get());
+  }
+  return true;
+}
+
 int main(int argc, char** argv) {
   // Every camera added brings streaming threads, and glibc gives new
   // threads arenas of their own (up to 8 per core) that keep their freed
@@ -230,45 +311,9 @@ int main(int argc, char** argv) {
   if (!parse_args(argc, argv, opt)) return app::kBadCommandLine;
   gst_init(nullptr, nullptr);
 
-  ServerConfig config;
-  std::string token;
-  ShardSpec shard;
-  ShardPlan plan;
-  std::vector<std::string> owned;
-  try {
-    if (!opt.config.empty()) {
-      config = parse_server_config(
-          torchinfer::read_json_file(opt.config, "server config", 1u << 20), opt.config);
-    } else {
-      config.models.push_back({"default", opt.model});
-    }
-    if (!opt.output_dir.empty()) config.output_dir = opt.output_dir;
-    for (std::size_t i = 0; i < opt.streams.size(); ++i) {
-      const nlohmann::json j = {{"id", "cam" + std::to_string(config.streams.size())},
-                                {"uri", opt.streams[i]}};
-      config.streams.push_back(parse_stream_spec(j, config.models, config.mqtt,
-                                                 "--stream " + std::to_string(i + 1), ""));
-    }
-    shard = shard_of_this_box(opt.shard, config);
-    plan = keep_own_streams(config, shard, &owned);
-    if (static_cast<int>(config.streams.size()) > config.max_streams)
-      throw torchinfer::Error(
-          torchinfer::ErrorKind::kConfigInvalid,
-          "more streams than max_streams (" + std::to_string(config.max_streams) + ")");
-    if (opt.rtsp_port == 0)
-      for (std::size_t i = 0; i < config.streams.size(); ++i)
-        if (config.streams[i].restream)
-          throw torchinfer::Error(torchinfer::ErrorKind::kConfigInvalid,
-                                  opt.config + ": streams[" + std::to_string(i) +
-                                      "].restream: the server runs without RTSP (--rtsp-port "
-                                      "0); give --rtsp-port PORT");
-    if (!opt.token_file.empty())
-      token = parse_token(torchinfer::read_regular_file(opt.token_file, "token file", 4096),
-                          opt.token_file);
-  } catch (const std::exception& e) {
-    g_printerr("torchinfer-server: error: %s\n", e.what());
-    return app::kBadCommandLine;
-  }
+  Setup setup;
+  if (!load_setup(opt, setup)) return app::kBadCommandLine;
+  ServerConfig& config = setup.config;
   std::string address;
   int port = 0;
   if (!split_listen(opt.listen, &address, &port)) return app::kBadCommandLine;
@@ -280,42 +325,17 @@ int main(int argc, char** argv) {
     g_printerr("torchinfer-server: error: %s\n", why.c_str());
     return 1;
   }
-  // Before the cameras: they mount on it. Without it, a stream asking for a
-  // re-stream is refused with the reason: at start (exit 1) or at its POST.
   std::unique_ptr<RestreamServer> restream;
-  if (opt.rtsp_port) {
-    std::string off;
-    if (RestreamServer::elements_installed(&off)) {
-      restream = std::make_unique<RestreamServer>();
-      if (!restream->listen(address, opt.rtsp_port, &off)) restream.reset();
-    }
-    if (!restream) {
-      std::size_t asked = 0;
-      while (asked < config.streams.size() && !config.streams[asked].restream) asked++;
-      if (opt.rtsp_port_given || asked < config.streams.size()) {
-        g_printerr(
-            "torchinfer-server: error: %s%s\n",
-            asked < config.streams.size()
-                ? (opt.config + ": streams[" + std::to_string(asked) + "].restream: ").c_str()
-                : "",
-            off.c_str());
-        return 1;
-      }
-      g_printerr("torchinfer-server: warning: RTSP re-streams are off: %s\n", off.c_str());
-      server->set_restream(nullptr, "RTSP re-streams are off: " + off);
-    } else {
-      server->set_restream(restream.get());
-    }
-  }
-  auto fleet = std::make_unique<FleetEndpoints>(server.get(), shard, plan, owned);
-  auto http = std::make_unique<HttpApi>(server.get(), token);
+  if (!start_restream(opt, config, address, *server, restream)) return 1;
+  auto fleet = std::make_unique<FleetEndpoints>(server.get(), setup.shard, setup.plan, setup.owned);
+  auto http = std::make_unique<HttpApi>(server.get(), setup.token);
   http->set_fleet(fleet.get());
   const std::string url = http->listen(address, port, &why);
   if (url.empty()) {
     g_printerr("torchinfer-server: error: %s\n", why.c_str());
     return 1;
   }
-  if (token.empty() && address != "127.0.0.1" && address != "::1")
+  if (setup.token.empty() && address != "127.0.0.1" && address != "::1")
     g_printerr(
         "torchinfer-server: warning: listening on %s without --token-file: anyone who "
         "reaches this address can add and remove cameras\n",
@@ -323,9 +343,9 @@ int main(int argc, char** argv) {
   server->start_configured_streams();
   if (restream)
     g_printerr("torchinfer-server: re-streams on %s/streams/<id>\n", restream->base_url().c_str());
-  if (shard.enabled)
-    g_printerr("torchinfer-server: shard %d of %d: %zu of the configured cameras\n", shard.index,
-               shard.count, owned.size());
+  if (setup.shard.enabled)
+    g_printerr("torchinfer-server: shard %d of %d: %zu of the configured cameras\n",
+               setup.shard.index, setup.shard.count, setup.owned.size());
   g_printerr("torchinfer-server: serving %s (%zu streams)\n", url.c_str(), config.streams.size());
 
   Run run;

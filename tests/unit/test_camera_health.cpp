@@ -165,7 +165,7 @@ TEST(AravisUri, AQueryIsRefusedNamingTheFields) {
       parse_stream_spec(json{{"id", "cam"}, {"uri", uri}}, models, MqttSpec{}, "streams[0]",
                         "server.json");
       ADD_FAILURE() << uri << " accepted";
-    } catch (const FieldError& e) {
+    } catch (const torchinfer::FieldError& e) {
       EXPECT_EQ(e.field(), "streams[0].uri") << uri;
       const std::string what = e.what();
       for (const char* key :
