@@ -98,6 +98,10 @@ Camera::~Camera() {
   shutdown(0);
   if (latest_) gst_sample_unref(latest_);
   rtsp_.reset();
+  // On the server's reaper thread: a camera that stopped answering gets a
+  // bounded wait, then its connection closes in the background, said on
+  // stderr (its controller privilege lasts until Aravis' retries end).
+  if (aravis_) aravis_->stop();
   aravis_.reset();
   if (appsrc_) gst_object_unref(appsrc_);
   if (infer_) gst_object_unref(infer_);
