@@ -39,8 +39,7 @@ bool set_formats(Settings& s, const GValue* v, GParamSpec*) {
   const std::string f = from_value<std::string>(v);
   const std::string bad = check_code_formats(f);
   if (!bad.empty()) {
-    g_warning("torchcodes: property 'formats' refused '%s': %s", printable(f).c_str(),
-              bad.c_str());
+    g_warning("torchcodes: property 'formats' refused '%s': %s", printable(f).c_str(), bad.c_str());
     return false;
   }
   s.formats = f;
