@@ -48,8 +48,8 @@ CodeResult to_code(const ZXing::Result& r, double x0, double y0) {
     xs[i] = p[i].x;
     ys[i] = p[i].y;
   }
-  // 2D symbols' corners lie on their outer edge; a 1D symbol's box is the
-  // line it was read on (zero height).
+  // 2D symbols' corners lie on their outer edge; a 1D symbol's span the
+  // first and last rows and the bars it was read on.
   c.box = {x0 + *std::min_element(xs, xs + 4), y0 + *std::min_element(ys, ys + 4),
            x0 + *std::max_element(xs, xs + 4), y0 + *std::max_element(ys, ys + 4)};
   c.orientation = r.orientation();
