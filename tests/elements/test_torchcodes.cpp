@@ -38,11 +38,16 @@ struct Scene {
 };
 
 GstBuffer* buffer_of(const GreyCanvas& c, const char* format) {
+  // NV12 and I420 share the layout of their Y plane (rows of the width,
+  // 400 being a multiple of 4) and the size of their chroma; GRAY8 is the Y
+  // plane alone.
   std::vector<std::uint8_t> bytes;
-  if (std::string(format) == "YUY2") {
+  const std::string f = format;
+  if (f == "YUY2") {
     bytes = to_yuy2(c);
   } else {
     bytes = to_nv12(c, c.width);
+    if (f == "GRAY8") bytes.resize(static_cast<std::size_t>(c.width) * c.height);
   }
   GstBuffer* buf = gst_buffer_new_allocate(nullptr, bytes.size(), nullptr);
   gst_buffer_fill(buf, 0, bytes.data(), bytes.size());
@@ -121,7 +126,8 @@ class TorchCodesFormats : public ::testing::TestWithParam<const char*> {};
 
 }  // namespace
 
-INSTANTIATE_TEST_SUITE_P(Luma, TorchCodesFormats, ::testing::Values("YUY2", "NV12"));
+INSTANTIATE_TEST_SUITE_P(Luma, TorchCodesFormats,
+                         ::testing::Values("YUY2", "NV12", "I420", "GRAY8"));
 
 TEST_P(TorchCodesFormats, EachRoiGetsTheExactTextAndBoxOfItsSymbol) {
   const Scene scene;
