@@ -12,7 +12,8 @@
  *   ... ! torchnms ! torchtrack ! torchcodes object-class=part ! torchmetaconvert ! ...
  *
  * The buffer's pixels are never touched. Reading runs on the streaming
- * thread (its cost per read: docs/elements.md, torchcodes).
+ * thread, or with workers > 0 on a pool of threads that the streaming
+ * thread waits for at most budget-ms a frame (docs/elements.md, torchcodes).
  */
 #include "gsttorchcodes.h"
 
@@ -91,6 +92,8 @@ static CodeSessionOptions session_options(const codes::Settings& s) {
                  : s.full_frame == codes::GST_TORCHCODES_FULL_FRAME_ALWAYS
                      ? FullFrameMode::kAlways
                      : FullFrameMode::kNoRegion;
+  o.workers = s.workers;
+  o.budget_ms = s.budget_ms;
   return o;
 }
 
@@ -199,7 +202,7 @@ static void attach_frame_codes(GstBuffer* buf, const std::vector<CodeResult>& fo
 static void publish_totals(State& st) {
   const CodeTotals& t = st.session->totals();
   std::lock_guard<std::mutex> lock(st.lock);
-  st.status = {t.read, t.failed, t.tried, t.skipped_known};
+  st.status = {t.read, t.failed, t.tried, t.skipped_known, t.late, t.deferred};
 }
 
 static void read_frame(GstTorchCodes* self, GstBuffer* buf) {

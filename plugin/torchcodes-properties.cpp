@@ -94,12 +94,29 @@ constexpr Entry kEntries[] = {
     return g_param_spec_uint64("skipped-known", "Skipped (known)",
       "Views of tracked objects not read because their code was known", 0, G_MAXUINT64, 0,
       f); }),
+  ready<&Settings::workers>(PROP_WORKERS, [](GParamFlags f) {
+    return g_param_spec_uint("workers", "Workers",
+      "Threads that read codes off the streaming thread (each view's area copied for them); "
+      "0 = read on the streaming thread", 0, 64, 0, f); }),
+  ready<&Settings::budget_ms>(PROP_BUDGET_MS, [](GParamFlags f) {
+    return g_param_spec_double("budget-ms", "Budget (ms)",
+      "With workers: the longest the streaming thread waits for a frame's reads; a read "
+      "finishing later is late (a track's code is carried on its later views)",
+      0.0, 10000.0, kDefaultBudgetMs, f); }),
+  figure<&Status::late>(PROP_LATE, [](GParamFlags f) {
+    return g_param_spec_uint64("late", "Late",
+      "With workers: reads finished after their frame had gone (counted in read/failed too)",
+      0, G_MAXUINT64, 0, f); }),
+  figure<&Status::deferred>(PROP_DEFERRED, [](GParamFlags f) {
+    return g_param_spec_uint64("deferred", "Deferred",
+      "With workers: due views not read because the workers were full or the track's read "
+      "was still running", 0, G_MAXUINT64, 0, f); }),
 };
 // clang-format on
 
 constexpr PropertyTable<Settings, Status> kTable{"torchcodes", kEntries};
 static_assert(kTable.in_id_order(), "kEntries lists every Prop once, in id order");
-static_assert(kTable.size() == PROP_SKIPPED_KNOWN, "every Prop has an entry");
+static_assert(kTable.size() == PROP_DEFERRED, "every Prop has an entry");
 
 }  // namespace
 

@@ -25,6 +25,10 @@ enum Prop {
   PROP_FAILED,
   PROP_TRIED,
   PROP_SKIPPED_KNOWN,
+  PROP_WORKERS,
+  PROP_BUDGET_MS,
+  PROP_LATE,
+  PROP_DEFERRED,
 };
 
 enum GstTorchCodesFullFrame {
@@ -34,6 +38,7 @@ enum GstTorchCodesFullFrame {
 };
 
 constexpr double kDefaultPadding = 0.1;
+constexpr double kDefaultBudgetMs = 20;
 
 // All of them apply from the next start.
 struct Settings {
@@ -43,12 +48,15 @@ struct Settings {
   guint reread_interval = 0;  // frames; 0 = never
   bool try_harder = true, try_rotate = true, try_invert = false;
   GstTorchCodesFullFrame full_frame = GST_TORCHCODES_FULL_FRAME_NO_ROI;
+  guint workers = 0;  // 0: read on the streaming thread
+  double budget_ms = kDefaultBudgetMs;
 };
 
 // The element's live figures since start (views read, with / without a
-// code, and views of tracks whose code was known and fresh).
+// code, views of tracks whose code was known and fresh; with workers, reads
+// finished after their frame and due views not read).
 struct Status {
-  guint64 read = 0, failed = 0, tried = 0, skipped_known = 0;
+  guint64 read = 0, failed = 0, tried = 0, skipped_known = 0, late = 0, deferred = 0;
 };
 
 const PropertyTable<Settings, Status>& properties();

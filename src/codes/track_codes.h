@@ -20,6 +20,12 @@ struct CodeTotals {
   std::uint64_t failed = 0;         // views without one (none found, refused, zxing error)
   std::uint64_t skipped_known = 0;  // views of a track whose code is known and fresh
   std::uint64_t forgotten = 0;      // tracks dropped to stay within max_tracks
+  // Reading on workers (code_session.h): reads finished after their frame
+  // had gone (a track's code is carried on its later views; an untracked
+  // region's or a whole frame's is only counted), and due views not read
+  // because the workers were full or the track's read was still running.
+  std::uint64_t late = 0;
+  std::uint64_t deferred = 0;
 };
 
 struct TrackCode {
@@ -48,6 +54,9 @@ class TrackCodes {
 
   void forget(std::int64_t id) { tracks_.erase(id); }
   void clear() { tracks_.clear(); }
+
+  void count_late() { ++totals_.late; }
+  void count_deferred() { ++totals_.deferred; }
 
   const CodeTotals& totals() const { return totals_; }
   std::size_t tracks() const { return tracks_.size(); }

@@ -11,6 +11,7 @@
 
 #include "code_symbols.h"
 #include "codes/code_reader.h"
+#include "codes/code_session.h"
 
 using namespace torchinfer;
 using torchinfer::test::GreyCanvas;
@@ -51,9 +52,15 @@ void read_region(benchmark::State& state, const std::string& format) {
       (f.region.x_max - f.region.x_min) * (f.region.y_max - f.region.y_min);
 }
 
-void BM_Region_DataMatrix(benchmark::State& s) { read_region(s, "DataMatrix"); }
-void BM_Region_QRCode(benchmark::State& s) { read_region(s, "QRCode"); }
-void BM_Region_Code128(benchmark::State& s) { read_region(s, "Code128"); }
+void BM_Region_DataMatrix(benchmark::State& s) {
+  read_region(s, "DataMatrix");
+}
+void BM_Region_QRCode(benchmark::State& s) {
+  read_region(s, "QRCode");
+}
+void BM_Region_Code128(benchmark::State& s) {
+  read_region(s, "Code128");
+}
 
 // A 300x300 part with no symbol: the cost of each failed try.
 void BM_Region_NoSymbol(benchmark::State& state) {
@@ -76,8 +83,40 @@ void BM_FullFrame_QRCode(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(reader.read(f.view(), std::nullopt));
 }
 
+// Time on the streaming thread for one frame with four untracked parts (two
+// DataMatrix codes, two parts without a code: 300x300 noise) read on it
+// (workers = 0) or on 2 workers with a 5 ms budget; counters: reads per
+// frame and deferred/late ones (workers only).
+void BM_Frame_FourParts(benchmark::State& state) {
+  GreyCanvas c(kW, kH, 128);
+  const GreyCanvas dm = test::render_symbol("DataMatrix", "SN-2026-000123", 4);
+  paste(c, dm, 100, 300);
+  paste(c, dm, 400, 300);
+  noise(c, 700, 200, 300, 300, 1);
+  noise(c, 980, 200, 290, 300, 2);
+  const std::vector<std::uint8_t> yuy2 = test::to_yuy2(c);
+  const LumaView v{yuy2.data(), yuy2.size(), kW, kH, 2, kW * 2};
+  const auto part = [&](double x, double y, double w, double h) {
+    return CodeRegion{{x, y, x + w, y + h}, "part", std::nullopt};
+  };
+  const std::vector<CodeRegion> parts = {part(60, 260, dm.width + 80.0, dm.height + 80.0),
+                                         part(360, 260, dm.width + 80.0, dm.height + 80.0),
+                                         part(700, 200, 300, 300), part(980, 200, 290, 300)};
+  CodeSessionOptions o;
+  o.reader.padding = 0;
+  o.workers = static_cast<unsigned>(state.range(0));
+  o.budget_ms = 5;
+  CodeSession s(o);
+  for (auto _ : state) benchmark::DoNotOptimize(s.process(v, parts));
+  const double frames = static_cast<double>(state.iterations());
+  state.counters["reads_per_frame"] = s.totals().tried / frames;
+  state.counters["deferred_per_frame"] = s.totals().deferred / frames;
+  state.counters["late_per_frame"] = s.totals().late / frames;
+}
+
 }  // namespace
 
+BENCHMARK(BM_Frame_FourParts)->Arg(0)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Region_DataMatrix)->Arg(2)->Arg(4)->Arg(6)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Region_QRCode)->Arg(2)->Arg(4)->Arg(6)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Region_Code128)->Arg(2)->Arg(3)->Arg(4)->Unit(benchmark::kMicrosecond);

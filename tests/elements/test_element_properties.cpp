@@ -104,9 +104,13 @@ const ElementProperties kElements[] = {
       {"read", "guint64", 'o'},
       {"failed", "guint64", 'o'},
       {"tried", "guint64", 'o'},
-      {"skipped-known", "guint64", 'o'}},
+      {"skipped-known", "guint64", 'o'},
+      {"workers", "guint", 'r'},
+      {"budget-ms", "gdouble", 'r'},
+      {"late", "guint64", 'o'},
+      {"deferred", "guint64", 'o'}},
      {{"formats", "QRCode,DataMatrix"}, {"object-class", "part,label"}},
-     8,
+     10,
      0},
 };
 

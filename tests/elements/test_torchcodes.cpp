@@ -257,6 +257,43 @@ TEST(TorchCodes, FullFrameAlwaysIgnoresTheRois) {
   gst_harness_teardown(h);
 }
 
+// Reading on workers, with a budget that is never reached: the same codes
+// on the same frames as on the streaming thread.
+TEST(TorchCodesWorkers, WithinTheBudgetTheFramesGetTheirOwnCodes) {
+  const Scene scene;
+  GstHarness* h = codes_harness("workers=2 budget-ms=10000 reread-interval=2", "NV12");
+  const GreyCanvas blank(kW, kH);
+  for (int n = 1; n <= 3; ++n) {
+    GstBuffer* in = buffer_of(n == 1 ? scene.canvas : blank, "NV12");
+    add_two_parts(in);
+    GstBuffer* out = gst_harness_push_and_pull(h, in);
+    std::vector<Code> codes;
+    EXPECT_EQ(roi_texts(out, &codes), (std::vector<std::string>{"SN-0001", "LOT-77/B"})) << n;
+    EXPECT_EQ(codes.at(1).frame, 1u);
+    EXPECT_EQ(codes.at(0).x_min, 30 + kQuiet);
+    gst_buffer_unref(out);
+  }
+  // Frame 3 re-read both on blank views: failed, the codes carried.
+  EXPECT_EQ(figures(h), (std::vector<guint64>{4, 2, 2, 2}));
+  EXPECT_EQ(figure(h, "late"), 0u);
+  EXPECT_EQ(figure(h, "deferred"), 0u);
+  gst_harness_teardown(h);
+}
+
+TEST(TorchCodesWorkers, AFrameReadWholeOnWorkers) {
+  GreyCanvas c(kW, kH);
+  paste(c, render_symbol("QRCode", "WHOLE-FRAME", kModule), 150, 60);
+  GstHarness* h = codes_harness("workers=1 budget-ms=10000", "YUY2");
+  GstBuffer* out = gst_harness_push_and_pull(h, buffer_of(c, "YUY2"));
+  const GValue* list = gst_structure_get_value(gst_buffer_get_torch_codes(out), "codes");
+  ASSERT_EQ(gst_value_array_get_size(list), 1u);
+  EXPECT_STREQ(
+      gst_structure_get_string(gst_value_get_structure(gst_value_array_get_value(list, 0)), "text"),
+      "WHOLE-FRAME");
+  gst_buffer_unref(out);
+  gst_harness_teardown(h);
+}
+
 // ---- negative -------------------------------------------------------------
 
 TEST(TorchCodesHostile, AnUnknownFormatIsRefusedAndThePreviousKept) {
