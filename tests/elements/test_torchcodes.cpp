@@ -6,6 +6,7 @@
 #include <gst/video/video.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -342,6 +343,28 @@ TEST(TorchCodesHostile, ARoiOutsideTheFrameAndNoiseAreCountedFailures) {
   GstBuffer* out = gst_harness_push_and_pull(h, in);
   EXPECT_EQ(roi_texts(out), (std::vector<std::string>{"", ""}));
   EXPECT_EQ(figures(h), (std::vector<guint64>{2, 0, 2, 0}));
+  gst_buffer_unref(out);
+  gst_harness_teardown(h);
+}
+
+// 10 000 small untracked ROIs on one frame (a detector gone wild): each is
+// read and counted, the two with symbols among them get their codes.
+TEST(TorchCodesHostile, TenThousandRoisOnOneFrame) {
+  const Scene scene;
+  GstHarness* h = codes_harness("padding=0", "GRAY8");
+  GstBuffer* in = buffer_of(scene.canvas, "GRAY8");
+  add_two_parts(in, 0);
+  for (int i = 0; i < 9998; ++i) {
+    const double x = (i % 100) * 4, y = (i / 100) * 2;
+    add_part(in, "part", x, y, x + 3, y + 2, 0);
+  }
+  GstBuffer* out = gst_harness_push_and_pull(h, in);
+  const std::vector<std::string> texts = roi_texts(out);
+  ASSERT_EQ(texts.size(), 10000u);
+  EXPECT_EQ(texts[0], "SN-0001");
+  EXPECT_EQ(texts[1], "LOT-77/B");
+  EXPECT_EQ(std::count(texts.begin(), texts.end(), ""), 9998);
+  EXPECT_EQ(figures(h), (std::vector<guint64>{10000, 2, 9998, 0}));
   gst_buffer_unref(out);
   gst_harness_teardown(h);
 }
