@@ -114,6 +114,32 @@ void read_roi_classifications(GstVideoRegionOfInterestMeta* roi, DetectionRecord
   }
 }
 
+// torchcodes' "code" structure; nullopt without format or text.
+std::optional<CodeRecord> code_record(const GstStructure* s) {
+  const gchar* format = s ? gst_structure_get_string(s, "format") : nullptr;
+  const gchar* text = s ? gst_structure_get_string(s, "text") : nullptr;
+  if (!format || !text) return std::nullopt;
+  CodeRecord c{format, text};
+  gst_structure_get_double(s, "x_min", &c.x_min);
+  gst_structure_get_double(s, "y_min", &c.y_min);
+  gst_structure_get_double(s, "x_max", &c.x_max);
+  gst_structure_get_double(s, "y_max", &c.y_max);
+  return c;
+}
+
+// torchcodes' full-frame read: the frame's "codes" array.
+void read_frame_codes(GstBuffer* buf, FrameRecord& r) {
+  const GstStructure* s = gst_buffer_get_torch_codes(buf);
+  const GValue* list = s ? gst_structure_get_value(s, "codes") : nullptr;
+  if (!list || !GST_VALUE_HOLDS_ARRAY(list)) return;
+  r.codes.emplace();
+  for (guint i = 0; i < gst_value_array_get_size(list); ++i) {
+    const GValue* v = gst_value_array_get_value(list, i);
+    if (!GST_VALUE_HOLDS_STRUCTURE(v)) continue;
+    if (auto c = code_record(gst_value_get_structure(v))) r.codes->push_back(std::move(*c));
+  }
+}
+
 // Every ROI meta with a "detection" param, in the order they were attached.
 void read_detections(GstBuffer* buf, bool anomaly_regions, FrameRecord& r) {
   gpointer iter = nullptr;
@@ -147,6 +173,8 @@ void read_detections(GstBuffer* buf, bool anomaly_regions, FrameRecord& r) {
     read_roi_zones(reinterpret_cast<GstVideoRegionOfInterestMeta*>(m), rec);
     read_roi_classifications(reinterpret_cast<GstVideoRegionOfInterestMeta*>(m), rec);
     read_roi_anomaly(buf, reinterpret_cast<GstVideoRegionOfInterestMeta*>(m), anomaly_regions, rec);
+    rec.code =
+        code_record(gst_torch_roi_get_code(reinterpret_cast<GstVideoRegionOfInterestMeta*>(m)));
     r.detections.push_back(std::move(rec));
   }
 }
@@ -286,6 +314,7 @@ FrameRecord read_frame_record(GstBuffer* buf, StreamContext& ctx, bool include_t
   read_detections(buf, anomaly_regions, r);
   read_track_events(buf, r);
   read_analytics(buf, r);
+  read_frame_codes(buf, r);
   return r;
 }
 

@@ -60,6 +60,10 @@ std::string tag_text(const std::string& label, double confidence, const Settings
   return t;
 }
 
+const char* string_or_empty(const char* s) {
+  return s ? s : "";
+}
+
 void add_boxes(GstBuffer* buf, int width, int height, const Settings& s, OverlayScene& scene) {
   gpointer iter = nullptr;
   while (GstMeta* m = gst_buffer_iterate_meta_filtered(
@@ -107,6 +111,9 @@ void add_boxes(GstBuffer* buf, int width, int height, const Settings& s, Overlay
       if (!s.show_labels || !cls || !gst_structure_get_double(c, "confidence", &conf)) continue;
       b.text += (b.text.empty() ? "" : ": ") + tag_text(cls, conf, s);
     }
+    // torchcodes' code of the part, under its box.
+    if (const GstStructure* code = gst_torch_roi_get_code(roi); code && s.show_labels)
+      b.caption = string_or_empty(gst_structure_get_string(code, "text"));
     scene.boxes.push_back(std::move(b));
   }
 }

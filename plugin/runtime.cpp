@@ -5,6 +5,7 @@
 
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "gsttorchanalytics.h"
+#include "gsttorchcodes.h"
 #include "gsttorchinfer.h"
 #include "gsttorchmetaconvert.h"
 #include "gsttorchnms.h"
@@ -18,6 +19,7 @@ extern "C" __attribute__((visibility("default"))) gboolean torchinfer_runtime_re
   gst_torch_classification_meta_register();
   gst_torch_anomaly_meta_register();
   gst_torchtrack_events_meta_register();
+  gst_torch_codes_meta_register();
   gboolean ok = GST_ELEMENT_REGISTER(torchinfer, plugin);
   ok &= GST_ELEMENT_REGISTER(torchmetaconvert, plugin);
   ok &= GST_ELEMENT_REGISTER(torchnms, plugin);
@@ -25,5 +27,6 @@ extern "C" __attribute__((visibility("default"))) gboolean torchinfer_runtime_re
   ok &= GST_ELEMENT_REGISTER(torchpublish, plugin);
   ok &= GST_ELEMENT_REGISTER(torchtrack, plugin);
   ok &= GST_ELEMENT_REGISTER(torchanalytics, plugin);
+  ok &= GST_ELEMENT_REGISTER(torchcodes, plugin);
   return ok;
 }

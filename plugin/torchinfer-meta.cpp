@@ -57,7 +57,7 @@ gboolean tensor_meta_transform(GstBuffer* dest, GstMeta* meta, GstBuffer*, GQuar
   return TRUE;
 }
 
-// Shared by the custom metas (classification, anomaly): user_data is the
+// Shared by the custom metas (classification, anomaly, codes): user_data is the
 // meta's registered name.
 gboolean classification_transform(GstBuffer* dest, GstCustomMeta* meta, GstBuffer*, GQuark type,
                                   gpointer, gpointer user_data) {
@@ -225,6 +225,27 @@ const GstStructure* gst_torch_roi_get_anomaly(GstVideoRegionOfInterestMeta* roi,
       return s;
   }
   return nullptr;
+}
+
+void gst_torch_codes_meta_register(void) {
+  static gsize done = 0;
+  if (g_once_init_enter(&done)) {
+    static const gchar* tags[] = {nullptr};
+    gst_meta_register_custom(GST_TORCH_CODES_META_NAME, tags, classification_transform,
+                             const_cast<gchar*>(GST_TORCH_CODES_META_NAME), nullptr);
+    g_once_init_leave(&done, 1);
+  }
+}
+
+const GstStructure* gst_buffer_get_torch_codes(GstBuffer* buffer) {
+  g_return_val_if_fail(GST_IS_BUFFER(buffer), nullptr);
+  GstCustomMeta* cm = gst_buffer_get_custom_meta(buffer, GST_TORCH_CODES_META_NAME);
+  return cm ? gst_custom_meta_get_structure(cm) : nullptr;
+}
+
+const GstStructure* gst_torch_roi_get_code(GstVideoRegionOfInterestMeta* roi) {
+  g_return_val_if_fail(roi != nullptr, nullptr);
+  return gst_video_region_of_interest_meta_get_param(roi, GST_TORCH_CODE_STRUCTURE_NAME);
 }
 
 GstVideoRegionOfInterestMeta* gst_buffer_add_torch_detection(

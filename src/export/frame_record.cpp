@@ -128,6 +128,55 @@ json anomaly(const AnomalyRecord& a) {
   return j;
 }
 
+// "code": {"format", "text", "box": {x_min, y_min, x_max, y_max}} (frame pixels).
+json code_json(const CodeRecord& c) {
+  return {{"format", c.format},
+          {"text", c.text},
+          {"box",
+           {{"x_min", number(c.x_min)},
+            {"y_min", number(c.y_min)},
+            {"x_max", number(c.x_max)},
+            {"y_max", number(c.y_max)}}}};
+}
+
+json detection_json(const DetectionRecord& d) {
+  json jd = {{"label", d.box.label},
+             {"label_id", d.box.label_id},
+             {"confidence", number(d.box.confidence)},
+             {"box",
+              {{"x_min", number(d.box.x_min)},
+               {"y_min", number(d.box.y_min)},
+               {"x_max", number(d.box.x_max)},
+               {"y_max", number(d.box.y_max)}}},
+             {"box_normalized",
+              {{"x_min", number(d.nx_min)},
+               {"y_min", number(d.ny_min)},
+               {"x_max", number(d.nx_max)},
+               {"y_max", number(d.ny_max)}}}};
+  // Only on tracked detections, so untracked lines stay as they were.
+  if (d.object_id) {
+    jd["object_id"] = *d.object_id;
+    jd["predicted"] = d.predicted;
+  }
+  if (d.zones) jd["zones"] = *d.zones;
+  // Only on classified regions, so other lines stay as they were.
+  if (!d.classification.empty()) {
+    json cls = json::array();
+    for (const auto& c : d.classification)
+      cls.push_back({{"label", c.label},
+                     {"label_id", c.label_id},
+                     {"confidence", number(c.confidence)},
+                     {"model", c.model},
+                     {"model_instance_id", c.model_instance_id},
+                     {"element", c.element},
+                     {"inferred", c.inferred}});
+    jd["classification"] = cls;
+  }
+  if (d.anomaly) jd["anomaly"] = anomaly(*d.anomaly);
+  if (d.code) jd["code"] = code_json(*d.code);
+  return jd;
+}
+
 }  // namespace
 
 std::string to_json_line(const FrameRecord& r, bool include_tensors,
@@ -160,42 +209,7 @@ std::string to_json_line(const FrameRecord& r, bool include_tensors,
   }
   if (r.has_inference || !r.detections.empty()) {
     json dets = json::array();
-    for (const auto& d : r.detections) {
-      json jd = {{"label", d.box.label},
-                 {"label_id", d.box.label_id},
-                 {"confidence", number(d.box.confidence)},
-                 {"box",
-                  {{"x_min", number(d.box.x_min)},
-                   {"y_min", number(d.box.y_min)},
-                   {"x_max", number(d.box.x_max)},
-                   {"y_max", number(d.box.y_max)}}},
-                 {"box_normalized",
-                  {{"x_min", number(d.nx_min)},
-                   {"y_min", number(d.ny_min)},
-                   {"x_max", number(d.nx_max)},
-                   {"y_max", number(d.ny_max)}}}};
-      // Only on tracked detections, so untracked lines stay as they were.
-      if (d.object_id) {
-        jd["object_id"] = *d.object_id;
-        jd["predicted"] = d.predicted;
-      }
-      if (d.zones) jd["zones"] = *d.zones;
-      // Only on classified regions, so other lines stay as they were.
-      if (!d.classification.empty()) {
-        json cls = json::array();
-        for (const auto& c : d.classification)
-          cls.push_back({{"label", c.label},
-                         {"label_id", c.label_id},
-                         {"confidence", number(c.confidence)},
-                         {"model", c.model},
-                         {"model_instance_id", c.model_instance_id},
-                         {"element", c.element},
-                         {"inferred", c.inferred}});
-        jd["classification"] = cls;
-      }
-      if (d.anomaly) jd["anomaly"] = anomaly(*d.anomaly);
-      dets.push_back(std::move(jd));
-    }
+    for (const auto& d : r.detections) dets.push_back(detection_json(d));
     j["detections"] = dets;
   }
   if (!r.track_events.empty()) {
@@ -204,6 +218,11 @@ std::string to_json_line(const FrameRecord& r, bool include_tensors,
     j["track_events"] = evs;
   }
   if (r.analytics) j["analytics"] = analytics_json(*r.analytics);
+  if (r.codes) {
+    json codes = json::array();
+    for (const auto& c : *r.codes) codes.push_back(code_json(c));
+    j["codes"] = codes;
+  }
   if (r.has_inference) {
     if (include_tensors) {
       json ts = json::array();

@@ -37,6 +37,13 @@ struct AnomalyRecord {
 // result with more says how many it had ("regions_total").
 constexpr std::size_t kMaxAnomalyRegionsWritten = 32;
 
+// A code torchcodes read (DataMatrix, QR, 1D): zxing-cpp's format name, its
+// text, and the symbol's box in frame pixels.
+struct CodeRecord {
+  std::string format, text;
+  double x_min = 0, y_min = 0, x_max = 0, y_max = 0;
+};
+
 // A detection as written: box in frame pixels (Detection's fields) and the
 // same box normalised to 0..1 of the frame; the track id when a tracker
 // (torchtrack) gave it one; the classifications of the region.
@@ -48,6 +55,7 @@ struct DetectionRecord {
   bool predicted = false;                         // the tracker's predicted box, not a detection
   std::vector<RegionClassificationRecord> classification;  // written only when not empty
   std::optional<AnomalyRecord> anomaly;                    // written only when set
+  std::optional<CodeRecord> code;                          // torchcodes; written only when set
 };
 
 // torchanalytics' counts of the frame's stream so far, and the crossings,
@@ -94,6 +102,8 @@ struct FrameRecord {
   std::vector<TensorView> tensors;             // written only when asked for
   std::vector<TrackEventRecord> track_events;  // written only when not empty
   std::optional<AnalyticsRecord> analytics;    // written when set (torchanalytics upstream)
+  // torchcodes read the whole frame: what it found (written when set).
+  std::optional<std::vector<CodeRecord>> codes;
 };
 
 // One JSON object, no trailing newline. Tensors longer than

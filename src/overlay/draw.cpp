@@ -79,6 +79,21 @@ void draw_shapes(cv::Mat& m, const std::vector<OverlayShape>& shapes,
   }
 }
 
+// White on black just under the box's bottom edge, or just inside it when
+// the frame ends there.
+void draw_caption(cv::Mat& m, const std::string& text, cv::Point p0, cv::Point p1,
+                  const std::function<cv::Scalar(int)>& colour, double font, int font_thick,
+                  int line_type) {
+  const int face = cv::FONT_HERSHEY_SIMPLEX;
+  int base = 0;
+  const cv::Size ts = cv::getTextSize(text, face, font, font_thick, &base);
+  const int h = ts.height + base + 2;
+  const int top = p1.y + 1 + h <= m.rows ? p1.y + 1 : std::max(0, p1.y - h);
+  cv::rectangle(m, cv::Rect(p0.x, top, ts.width + 4, h), colour(kBlack), cv::FILLED);
+  cv::putText(m, text, cv::Point(p0.x + 2, top + 1 + ts.height), face, font, colour(kWhite),
+              font_thick, line_type);
+}
+
 // Draws the scene with colour indices turned into Scalars by `colour`.
 void draw_scene(cv::Mat& m, const OverlayScene& s, const std::function<cv::Scalar(int)>& colour,
                 int line_type) {
@@ -97,6 +112,7 @@ void draw_scene(cv::Mat& m, const OverlayScene& s, const std::function<cv::Scala
       dashed_rectangle(m, p0, p1, colour(ci), thick);
     else
       cv::rectangle(m, p0, p1, colour(ci), thick, cv::LINE_8);
+    if (!b.caption.empty()) draw_caption(m, b.caption, p0, p1, colour, font, font_thick, line_type);
     if (b.text.empty()) continue;
     int base = 0;
     const cv::Size ts = cv::getTextSize(b.text, face, font, font_thick, &base);

@@ -33,6 +33,7 @@ struct OverlayBox {
   int class_id = 0;                                   // picks the colour
   std::string text;                                   // e.g. "bolt 0.87"; empty = no tag
   bool dashed = false;  // outline in dashes (a tracker's predicted box, not a detection)
+  std::string caption;  // under the box, white on black (a part's code); empty = none
 };
 
 // A torchanalytics line (two points) or zone (a closed polygon), frame

@@ -1,5 +1,5 @@
-// The properties of torchnms, torchtrack, torchoverlay, torchmetaconvert and
-// torchanalytics as a user sees them, checked the same way as torchinfer's and
+// The properties of torchnms, torchtrack, torchoverlay, torchmetaconvert,
+// torchanalytics and torchcodes as a user sees them, checked the same way as torchinfer's and
 // torchpublish's (property_checks.h): the fixed list of names, types and
 // access, defaults, round trips, and the one rule for changes while running.
 #include <gst/check/gstharness.h>
@@ -92,6 +92,26 @@ const ElementProperties kElements[] = {
       {"classes", "bracket,washer"}},
      0,
      8},
+    {"torchcodes",
+     {{"formats", "gchararray", 'r'},
+      {"object-class", "gchararray", 'r'},
+      {"padding", "gdouble", 'r'},
+      {"reread-interval", "guint", 'r'},
+      {"try-harder", "gboolean", 'r'},
+      {"try-rotate", "gboolean", 'r'},
+      {"try-invert", "gboolean", 'r'},
+      {"full-frame", "GstTorchCodesFullFrame", 'r'},
+      {"read", "guint64", 'o'},
+      {"failed", "guint64", 'o'},
+      {"tried", "guint64", 'o'},
+      {"skipped-known", "guint64", 'o'},
+      {"workers", "guint", 'r'},
+      {"budget-ms", "gdouble", 'r'},
+      {"late", "guint64", 'o'},
+      {"deferred", "guint64", 'o'}},
+     {{"formats", "QRCode,DataMatrix"}, {"object-class", "part,label"}},
+     10,
+     0},
 };
 
 void PrintTo(const ElementProperties& p, std::ostream* os) {

@@ -21,6 +21,7 @@
 #include "torchoverlay-properties.h"
 #include "torchpublish-properties.h"
 #include "torchtrack-properties.h"
+#include "torchcodes-properties.h"
 
 using namespace torchinfer;
 using namespace torchinfer::gst;
@@ -139,6 +140,20 @@ struct Publish {
   }
 };
 
+struct Codes {
+  using Settings = codes::Settings;
+  static const PropertyTable<codes::Settings, codes::Status>& table() {
+    return codes::properties();
+  }
+  static const codes::Status& status() {
+    static const codes::Status s;
+    return s;
+  }
+  static std::map<std::string, std::string> strings() {
+    return {{"formats", "QRCode,DataMatrix"}, {"object-class", "part,label"}};
+  }
+};
+
 // A bare GObject class with T's properties installed: their GParamSpecs.
 template <class T>
 GType class_with_table() {
@@ -201,7 +216,7 @@ struct TableNames {
 
 template <class T>
 class EveryTable : public ::testing::Test {};
-using Tables = ::testing::Types<TorchInfer, Nms, Track, Overlay, MetaConvert, Publish>;
+using Tables = ::testing::Types<TorchInfer, Nms, Track, Overlay, MetaConvert, Publish, Codes>;
 TYPED_TEST_SUITE(EveryTable, Tables, TableNames);
 
 }  // namespace

@@ -348,7 +348,8 @@ GstBuffer* tracked_bolt(const GstVideoInfo& info, bool predicted) {
 
 // What the drawing core makes of that box with this text: the reference the
 // element's output must equal byte for byte.
-GstBuffer* drawn(const GstVideoInfo& info, const std::string& text, bool dashed) {
+GstBuffer* drawn(const GstVideoInfo& info, const std::string& text, bool dashed,
+                 const std::string& caption = "") {
   GstBuffer* buf = black(info);
   GstMapInfo map;
   gst_buffer_map(buf, &map, GST_MAP_WRITE);
@@ -364,6 +365,7 @@ GstBuffer* drawn(const GstVideoInfo& info, const std::string& text, bool dashed)
   b.class_id = 3;
   b.text = text;
   b.dashed = dashed;
+  b.caption = caption;
   scene.boxes.push_back(b);
   Overlay().draw(scene, img);
   gst_buffer_unmap(buf, &map);
@@ -395,6 +397,34 @@ TEST(TorchOverlayTracks, TheObjectIdPrefixesTheLabel) {
   EXPECT_TRUE(same_bytes(out, want));
   gst_buffer_unref(out);
   gst_buffer_unref(want);
+}
+
+TEST(TorchOverlayCodes, APartsCodeIsWrittenUnderItsBox) {
+  const std::string caps = caps_for("RGB");
+  const GstVideoInfo info = info_of(caps);
+  const auto with_code = [&] {
+    GstBuffer* in = tracked_bolt(info, false);
+    auto* roi = reinterpret_cast<GstVideoRegionOfInterestMeta*>(
+        gst_buffer_get_meta(in, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE));
+    gst_video_region_of_interest_meta_add_param(
+        roi, gst_structure_new(GST_TORCH_CODE_STRUCTURE_NAME, "format", G_TYPE_STRING, "DataMatrix",
+                               "text", G_TYPE_STRING, "SN-0001", nullptr));
+    return in;
+  };
+  GstBuffer* out = run_overlay(caps, with_code());
+  GstBuffer* want = drawn(info, "#3 bolt 0.90", false, "SN-0001");
+  GstBuffer* without = drawn(info, "#3 bolt 0.90", false);
+  EXPECT_TRUE(same_bytes(out, want));
+  EXPECT_FALSE(same_bytes(out, without));  // the code shows on the frame
+  gst_buffer_unref(out);
+  gst_buffer_unref(want);
+  // Text goes with the labels: show-labels=false draws no code either.
+  out = run_overlay(caps, with_code(), "show-labels=false");
+  want = drawn(info, "0.90", false);
+  EXPECT_TRUE(same_bytes(out, want));
+  gst_buffer_unref(out);
+  gst_buffer_unref(want);
+  gst_buffer_unref(without);
 }
 
 TEST(TorchOverlayTracks, PredictedBoxesAreDashed) {

@@ -209,3 +209,27 @@ TEST(FrameRecord, TrackEventsOnlyWhenTheFrameHasThem) {
   bare.track_events = {started};
   EXPECT_EQ(json::parse(to_json_line(bare, false, 0))["track_events"][0]["id"], 4);
 }
+
+TEST(FrameRecord, CodesOnDetectionsAndOnTheFrameOnlyWhenRead) {
+  FrameRecord r;
+  r.width = 256;
+  r.height = 192;
+  r.detections = {bolt(), bolt()};
+  r.detections[1].code = CodeRecord{"DataMatrix", "SN-\"7\"", 70, 50, 102.5, 82};
+  const std::string det =
+      "{\"label\":\"bolt\",\"label_id\":0,\"confidence\":0.5,"
+      "\"box\":{\"x_min\":64.0,\"y_min\":48.0,\"x_max\":128.0,\"y_max\":96.0},"
+      "\"box_normalized\":{\"x_min\":0.25,\"y_min\":0.25,\"x_max\":0.5,\"y_max\":0.5}";
+  const std::string code =
+      "{\"format\":\"DataMatrix\",\"text\":\"SN-\\\"7\\\"\","
+      "\"box\":{\"x_min\":70.0,\"y_min\":50.0,\"x_max\":102.5,\"y_max\":82.0}}";
+  const std::string head =
+      "{\"frame\":0,\"pts\":null,\"dts\":null,\"duration\":null,\"width\":256,\"height\":192,";
+  EXPECT_EQ(to_json_line(r, false, 0),
+            head + "\"detections\":[" + det + "}," + det + ",\"code\":" + code + "}]}");
+  r.detections.clear();
+  r.codes.emplace();
+  EXPECT_EQ(to_json_line(r, false, 0), head + "\"codes\":[]}");
+  r.codes->push_back(CodeRecord{"DataMatrix", "SN-\"7\"", 70, 50, 102.5, 82});
+  EXPECT_EQ(to_json_line(r, false, 0), head + "\"codes\":[" + code + "]}");
+}

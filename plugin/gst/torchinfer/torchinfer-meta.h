@@ -234,6 +234,28 @@ const GstStructure* gst_buffer_get_torch_anomaly(GstBuffer* buffer);
 const GstStructure* gst_torch_roi_get_anomaly(GstVideoRegionOfInterestMeta* roi,
                                               const gchar* element);
 
+/* Codes read by torchcodes (DataMatrix, QR, 1D; zxing-cpp). Each detection
+ * ROI whose code is known gets a param structure "code" with "format"
+ * (string, zxing-cpp's name: "DataMatrix", "QRCode", "Code128", ...),
+ * "text" (string, UTF-8, at most 1024 bytes), "x_min", "y_min", "x_max",
+ * "y_max" (doubles, frame pixels: the symbol's corners) and "frame" (guint64:
+ * the element's frame count when it was read; a track's code rides on its
+ * later frames too). A frame read whole (full-frame) gets a GstCustomMeta
+ * of this name whose structure "codes" has "codes", an array of such "code"
+ * structures (empty when none was found). */
+#define GST_TORCH_CODES_META_NAME "GstTorchCodesMeta"
+#define GST_TORCH_CODES_STRUCTURE_NAME "codes"
+#define GST_TORCH_CODE_STRUCTURE_NAME "code"
+
+/* Registers the codes custom meta; idempotent. */
+void gst_torch_codes_meta_register(void);
+
+/* The frame's "codes" structure, or NULL. It belongs to the buffer. */
+const GstStructure* gst_buffer_get_torch_codes(GstBuffer* buffer);
+
+/* The ROI's "code" param, or NULL. It belongs to the ROI meta. */
+const GstStructure* gst_torch_roi_get_code(GstVideoRegionOfInterestMeta* roi);
+
 G_END_DECLS
 
 #endif
