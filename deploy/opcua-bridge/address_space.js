@@ -1,11 +1,14 @@
 "use strict";
 // The OPC UA address space: one object per station under Objects/TorchInfer,
-// shaped after OPC 40100-1's VisionSystemType (VisionStateMachine,
-// ResultManagement/Results) with plain typed variables (docs/opcua.md says
-// where and why it differs). Every node id is a stable string:
+// an instance of OPC 40100-1's VisionSystemType (the companion nodeset that
+// node-opcua ships) with its VisionStateMachine, and the results as plain
+// typed variables in a ResultManagement-like tree (docs/opcua.md says where
+// and why it differs). Every node of ours has a stable string id:
 // ns=1;s=TorchInfer.<station>.<path>.
 
-const { DataType, StatusCodes, coerceInt64, coerceUInt64 } = require("node-opcua");
+const { DataType, StatusCodes, coerceInt64, coerceUInt64, promoteToStateMachine } = require("node-opcua");
+
+const MACHINE_VISION = "http://opcfoundation.org/UA/MachineVision";
 
 // 40100's VisionStateMachine states for the bridge's station states.
 const VISION_STATE = { running: "Operational", stopped: "Halted", disconnected: "Error" };
@@ -83,16 +86,32 @@ function resultNodes(ns, station, id) {
   return { lastResult, count, lastFrame };
 }
 
-function stationNodes(ns, folder, name) {
+// Moves the VisionStateMachine along 40100's transitions: the automatic one
+// where there are two (the bridge is not an operator), and through
+// Preoperational where 40100 has no direct one (Halted to Operational or Error).
+function moveTo(sm, target) {
+  const name = (n) => n && n.browseName.name;
+  // node-opcua asks this only when several transitions lead there.
+  const auto = (transitions) => transitions.find((t) => /Auto$/.test(name(t))) || transitions[0];
+  const direct = (from, to) =>
+    sm.getTransitions().some((t) => name(t.fromStateNode) === from && name(t.toStateNode) === to);
+  const from = name(sm.currentStateNode);
+  if (from === target) return;
+  if (!direct(from, target) && direct(from, "Preoperational")) sm.setState("Preoperational", auto);
+  sm.setState(target, auto);
+}
+
+function stationNodes(ns, visionSystemType, folder, name) {
   const id = `TorchInfer.${name}`;
-  const station = ns.addObject({
+  const station = visionSystemType.instantiate({
     organizedBy: folder, browseName: name, nodeId: `s=${id}`,
-    description: "A camera or QA station (shaped after OPC 40100-1 VisionSystemType)",
+    description: "A camera or QA station (OPC 40100-1 VisionSystemType)",
   });
-  const sm = object(ns, station, id, "VisionStateMachine", "OPC 40100-1 VisionStateMachine (its CurrentState only)");
+  // 40100's states: Operational (running), Halted (stopped), Error (disconnected from the broker).
+  const sm = promoteToStateMachine(station.getComponentByName("VisionStateMachine"));
+  sm.setState("Halted");
   const state = {
-    current: variable(ns, sm, `${id}.VisionStateMachine`, "CurrentState", "String", "Halted",
-      "Operational (running), Halted (stopped), Error (disconnected from the broker)"),
+    current: (s) => moveTo(sm, s),
     state: variable(ns, station, id, "State", "String", "stopped", "running, stopped or disconnected"),
     code: variable(ns, station, id, "StateCode", "UInt32", 0, "0 stopped, 1 running, 2 disconnected"),
   };
@@ -110,9 +129,11 @@ function stationNodes(ns, folder, name) {
 // Builds the nodes; returns {stations: {name: nodes}, bridge: nodes}.
 function build(addressSpace, stationNames) {
   const ns = addressSpace.getOwnNamespace();
+  const visionSystemType = addressSpace.findObjectType("VisionSystemType", addressSpace.getNamespaceIndex(MACHINE_VISION));
+  if (!visionSystemType) throw new Error(`the OPC 40100 nodeset (${MACHINE_VISION}) did not load`);
   const folder = ns.addFolder(addressSpace.rootFolder.objects, { browseName: "TorchInfer", nodeId: "s=TorchInfer" });
   const stations = {};
-  for (const name of stationNames) stations[name] = stationNodes(ns, folder, name);
+  for (const name of stationNames) stations[name] = stationNodes(ns, visionSystemType, folder, name);
   const b = object(ns, folder, "TorchInfer", "Bridge", "The bridge's MQTT connection");
   const bridge = {
     brokerState: variable(ns, b, "TorchInfer.Bridge", "BrokerState", "String", "connecting",

@@ -36,8 +36,12 @@ class Station {
     this.stateName = s;
     this.nodes.state.state(s);
     this.nodes.state.code(space.STATE_CODES[s]);
-    this.nodes.state.current(space.VISION_STATE[s]);
     log(`station ${this.name}: ${s}`);
+    try {
+      this.nodes.state.current(space.VISION_STATE[s]);
+    } catch (e) {
+      log(`station ${this.name}: VisionStateMachine not moved to ${space.VISION_STATE[s]}: ${e.message}`);
+    }
   }
 
   // A station that sends nothing for stoppedAfterS is stopped (a camera that
@@ -102,13 +106,12 @@ class Station {
 // every station is `disconnected` while the broker is away.
 function connectBroker(cfg, stations, bridgeNodes) {
   const byTopic = new Map(stations.map((s) => [s.topic, s]));
-  let delay = BACKOFF_MIN_MS, wasConnected = false, lostAt = null;
+  let wasConnected = false, lostAt = null;
   const client = mqtt.connect(cfg.broker, {
-    clientId: cfg.clientId, clean: true, reconnectPeriod: delay, connectTimeout: 10000, resubscribe: false,
+    clientId: cfg.clientId, clean: true, reconnectPeriod: BACKOFF_MIN_MS, connectTimeout: 10000, resubscribe: false,
   });
   client.on("connect", () => {
-    delay = BACKOFF_MIN_MS;
-    client.options.reconnectPeriod = delay;
+    client.options.reconnectPeriod = BACKOFF_MIN_MS;
     client.subscribe(stations.map((s) => s.topic), { qos: 1 }, (err) => {
       if (err) return log(`subscribing on ${cfg.broker} failed: ${err.message}`);
       log(`connected to ${cfg.broker}${lostAt ? ` after ${((Date.now() - lostAt) / 1000).toFixed(1)} s` : ""}; ` +
@@ -130,9 +133,10 @@ function connectBroker(cfg, stations, bridgeNodes) {
       }
     }
     bridgeNodes.brokerState(lostAt || bridgeNodes.Reconnects.get() ? "reconnecting" : "connecting");
-    log(`broker ${cfg.broker} not connected; retrying in ${(delay / 1000).toFixed(1)} s`);
-    client.options.reconnectPeriod = delay;
-    delay = Math.min(BACKOFF_MAX_MS, delay * 2);
+    // mqtt.js scheduled this retry before this handler ran; the next one waits twice as long.
+    const period = client.options.reconnectPeriod;
+    log(`broker ${cfg.broker} not connected; retrying in ${(period / 1000).toFixed(1)} s`);
+    client.options.reconnectPeriod = Math.min(BACKOFF_MAX_MS, period * 2);
   });
   client.on("error", (err) => log(`broker ${cfg.broker}: ${err.message}`));
   client.on("message", (topic, payload) => {
@@ -150,11 +154,17 @@ function connectBroker(cfg, stations, bridgeNodes) {
 async function serve(cfg) {
   const server = new opcua.OPCUAServer({
     port: cfg.port,
-    nodeset_filename: [opcua.nodesets.standard],
+    nodeset_filename: [opcua.nodesets.standard, opcua.nodesets.di, opcua.nodesets.machineVision],
     buildInfo: { productName: "torchinfer OPC UA bridge", manufacturerName: "torchinfer", softwareVersion: "1.0.0" },
     allowAnonymous: true,
   });
+  // Loading the 40100 nodeset warns about its abstract ResultContent field
+  // (node-opcua types it BaseDataType, which is right): said once, not dumped.
+  let quiet = 0;
+  opcua.setWarningLogger(() => quiet++);
   await server.initialize();
+  opcua.setWarningLogger((...a) => log(`node-opcua: ${a.filter((x) => typeof x !== "object").join(" ")}`));
+  if (quiet) log(`node-opcua: ${quiet} warning lines while loading the nodesets (OPC 40100's abstract ResultContent) not shown`);
   const built = space.build(server.engine.addressSpace, cfg.stations.map((s) => s.name));
   await server.start();
   log(`serving opc.tcp://0.0.0.0:${cfg.port} (stations ${cfg.stations.map((s) => `${s.name}=${s.topic}`).join(", ")})`);
@@ -185,6 +195,7 @@ async function main() {
   const client = connectBroker(cfg, stations, built.bridge);
   const stop = async (sig) => {
     log(`${sig}: stopping`);
+    client.removeAllListeners("close");
     client.end(true);
     await server.shutdown(0);
     process.exit(0);

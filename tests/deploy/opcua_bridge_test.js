@@ -62,7 +62,7 @@ async function demo(qaLine) {
   h.equal(seen[`${LAST}.CreationTime`].length, 13, "CreationTime notifications");
   for (const [node, want] of [["MessagesReceived", 14], ["MessagesInvalid", 0], ["MessagesDropped", 0]])
     h.equal(await h.read(env.s, `${DIAG}.${node}`), want, `Diagnostics.${node}`);
-  h.equal(await h.read(env.s, "line1.VisionStateMachine.CurrentState"), "Halted", "VisionStateMachine.CurrentState");
+  h.equal(await h.visionState(env.s, "line1"), "Halted", "line1's 40100 VisionStateMachine.CurrentState");
   return env;
 }
 
@@ -114,6 +114,7 @@ async function hostile() {
   for (const [f, v] of [["Frame", 5], ["Pts", 166666666], ["Detections", 2]])
     h.equal(await h.read(env.s, `cam0.ResultManagement.LastFrame.${f}`), v, `cam0 LastFrame.${f}`);
   h.equal(await h.read(env.s, "cam0.State"), "running", "cam0.State");
+  h.equal(await h.visionState(env.s, "cam0"), "Operational", "cam0's 40100 VisionStateMachine.CurrentState");
   h.check(env.bridge.exitCode === null, "the bridge still runs");
   await brokerLoss(env, seen);
   return env;
@@ -125,10 +126,12 @@ async function brokerLoss(env, seen) {
   await env.broker.done;
   await h.until(() => seen["line1.State"].at(-1) === "disconnected", "line1 disconnected");
   await h.until(() => seen["Bridge.BrokerState"].at(-1) === "reconnecting", "BrokerState reconnecting");
+  h.equal(await h.visionState(env.s, "line1"), "Error", "line1's VisionStateMachine while the broker is away");
   env.broker = await h.mosquitto(env.mqttPort);
   await h.until(() => seen["Bridge.BrokerState"].at(-1) === "connected", "BrokerState connected again");
   h.equal(seen["line1.State"].slice(-2), ["disconnected", "running"], "line1.State back to its state before the loss");
   h.equal(await h.read(env.s, "Bridge.Reconnects"), 1, "Bridge.Reconnects");
+  h.equal(await h.visionState(env.s, "line1"), "Operational", "line1's VisionStateMachine after the loss");
   h.publish(env.mqttPort, "qa-line/decisions", "{\"event\":\"part\",\"part\":8,\"class\":\"bracket\",\"verdict\":\"reject\"}");
   await h.until(() => seen[`${LAST}.PartId`].at(-1) === 8, "part 8 after the broker came back");
   h.equal(await h.read(env.s, `${COUNT}.Rejected`), 1, "Counters.Rejected");

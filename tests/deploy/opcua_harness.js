@@ -120,6 +120,14 @@ async function read(s, p) {
   return plain(dv.value);
 }
 
+// The station's 40100 VisionStateMachine state (a LocalizedText) found by browse path.
+async function visionState(s, station) {
+  const r = await s.translateBrowsePath(opcua.makeBrowsePath(id(station), "/3:VisionStateMachine/CurrentState"));
+  if (!r.statusCode.isGood()) fail(`${station}/3:VisionStateMachine/CurrentState: ${r.statusCode.toString()}`);
+  const dv = await s.read({ nodeId: r.targets[0].targetId, attributeId: AttributeIds.Value });
+  return dv.value.value.text;
+}
+
 // Monitors the nodes: every good change, in order, lands in seen[path].
 async function monitor(s, paths) {
   const sub = ClientSubscription.create(s, {
@@ -138,6 +146,6 @@ async function monitor(s, paths) {
 }
 
 module.exports = {
-  root, tmp, fail, check, equal, freePort, until, start, mosquitto, publish, bridge, session, read, monitor, sleep,
+  root, tmp, fail, check, equal, freePort, until, start, mosquitto, publish, bridge, session, read, monitor, sleep, visionState,
   children,
 };
