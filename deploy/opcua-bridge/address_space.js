@@ -29,6 +29,8 @@ function variable(ns, parent, id, name, dataType, initial, description) {
     nodeId: `s=${id}.${name}`,
     dataType: DataType[dataType],
     description,
+    accessLevel: "CurrentRead",
+    userAccessLevel: "CurrentRead",
     minimumSamplingInterval: 0,
   });
   const set = (value, status = StatusCodes.Good) =>

@@ -115,6 +115,10 @@ async function hostile() {
     h.equal(await h.read(env.s, `cam0.ResultManagement.LastFrame.${f}`), v, `cam0 LastFrame.${f}`);
   h.equal(await h.read(env.s, "cam0.State"), "running", "cam0.State");
   h.equal(await h.visionState(env.s, "cam0"), "Operational", "cam0's 40100 VisionStateMachine.CurrentState");
+  const w = await env.s.write({ nodeId: `ns=1;s=TorchInfer.${COUNT}.Passed`, attributeId: 13,
+    value: { value: { dataType: "UInt64", arrayType: "Scalar", value: [0, 99] } } });
+  h.check(!w.isGood(), `a client's write to Counters.Passed is refused (${w.toString()})`);
+  h.equal(await h.read(env.s, `${COUNT}.Passed`), 1, "Counters.Passed after the refused write");
   h.check(env.bridge.exitCode === null, "the bridge still runs");
   await brokerLoss(env, seen);
   return env;
