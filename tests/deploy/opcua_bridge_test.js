@@ -29,7 +29,7 @@ async function setup(extraArgs = []) {
 }
 
 async function demo(qaLine) {
-  const env = await setup();
+  const env = await setup(["--station", "cam0=line1/cam0"]);
   const fields = ["PartId", "Class", "Verdict", "ResultState", "Score", "Code", "LastPts", "CreationTime"];
   const { seen } = await h.monitor(env.s, [...fields.map((f) => `${LAST}.${f}`), `${COUNT}.Parts`, "line1.State"]);
   const out = path.join(h.tmp, "qa.jsonl");
@@ -63,7 +63,29 @@ async function demo(qaLine) {
   for (const [node, want] of [["MessagesReceived", 14], ["MessagesInvalid", 0], ["MessagesDropped", 0]])
     h.equal(await h.read(env.s, `${DIAG}.${node}`), want, `Diagnostics.${node}`);
   h.equal(await h.visionState(env.s, "line1"), "Halted", "line1's 40100 VisionStateMachine.CurrentState");
+  await frames(env);
   return env;
+}
+
+// A camera's frame records as torchinfer-server sends them: torchpublish
+// after torchmetaconvert (the same line in the file and on the topic).
+async function frames(env) {
+  const out = path.join(h.tmp, "frames.jsonl");
+  const gst = h.start("gst-launch-1.0", ["-q", "filesrc", "location=models/demo/line.mkv", "!", "matroskademux", "!",
+    "jpegdec", "!", "videoconvert", "!", "identity", "eos-after=6", "!", "torchinfer", "model=models/demo/parts_detector.pt",
+    "!", "torchnms", "!", "torchmetaconvert", `location=${out}`, "!", "torchpublish", "host=127.0.0.1",
+    `port=${env.mqttPort}`, "topic=line1/cam0", "qos=1", "!", "fakesink"], "gst.log", { cwd: h.root });
+  const rc = await gst.done;
+  if (rc !== 0) h.fail(`gst-launch-1.0 exited ${rc}: ${fs.readFileSync(gst.logFile, "utf8").slice(-3000)}`);
+  const lines = fs.readFileSync(out, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  h.equal(lines.length, 5, "frame records written");
+  const lf = "cam0.ResultManagement.LastFrame";
+  await h.until(async () => (await h.read(env.s, `${lf}.Frames`)) === 5, "cam0's 5 frame records");
+  const last = lines.at(-1);
+  for (const [f, v] of [["Frame", last.frame], ["Pts", last.pts], ["Detections", last.detections.length]])
+    h.equal(await h.read(env.s, `${lf}.${f}`), v, `cam0 LastFrame.${f} (last frame record)`);
+  h.equal(await h.read(env.s, "cam0.Diagnostics.MessagesInvalid"), 0, "cam0 invalid messages");
+  h.equal(await h.read(env.s, "cam0.State"), "running", "cam0.State");
 }
 
 async function configErrors() {
