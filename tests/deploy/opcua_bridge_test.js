@@ -143,7 +143,28 @@ async function hostile() {
   h.equal(await h.read(env.s, `${COUNT}.Passed`), 1, "Counters.Passed after the refused write");
   h.check(env.bridge.exitCode === null, "the bridge still runs");
   await brokerLoss(env, seen);
+  await configFileAndSilence(env.mqttPort);
   return env;
+}
+
+// A bridge configured by a JSON file; its station stops after 1 s of silence.
+async function configFileAndSilence(mqttPort) {
+  const file = path.join(h.tmp, "bridge.json");
+  const opcPort = await h.freePort();
+  fs.writeFileSync(file, JSON.stringify({ broker: `mqtt://127.0.0.1:${mqttPort}`, port: opcPort,
+    stations: [{ name: "lineA", topic: "qa/a" }], stopped_after_s: 1, client_id: "opcua-test-file" }));
+  const bridge = h.bridge(["--config", file], "bridge-file.log");
+  const s = await h.session(opcPort);
+  await h.until(async () => (await h.read(s, "Bridge.BrokerState")) === "connected", "the second bridge's broker");
+  const { seen } = await h.monitor(s, ["lineA.State", "lineA.ResultManagement.Results.LastResult.PartId"]);
+  h.publish(mqttPort, "qa/a", "{\"event\":\"part\",\"part\":3,\"class\":\"bracket\",\"verdict\":\"pass\"}");
+  await h.until(() => seen["lineA.State"].length === 3, "lineA to run, then stop after 1 s without messages");
+  h.equal(seen["lineA.State"], ["stopped", "running", "stopped"], "lineA.State notifications (--config stopped_after_s 1)");
+  h.equal(seen["lineA.ResultManagement.Results.LastResult.PartId"], [3], "lineA's part");
+  await s.close();
+  await s.client.disconnect();
+  bridge.kill("SIGINT");
+  h.equal(await bridge.done, 0, "the second bridge's exit status on SIGINT");
 }
 
 // The broker goes away and comes back on the same port.
