@@ -129,9 +129,9 @@ async function visionState(s, station) {
 }
 
 // Monitors the nodes: every good change, in order, lands in seen[path].
-async function monitor(s, paths) {
+async function monitor(s, paths, publishingMs = 50) {
   const sub = ClientSubscription.create(s, {
-    requestedPublishingInterval: 50, requestedLifetimeCount: 6000, requestedMaxKeepAliveCount: 20,
+    requestedPublishingInterval: publishingMs, requestedLifetimeCount: 6000, requestedMaxKeepAliveCount: 20,
     maxNotificationsPerPublish: 0, publishingEnabled: true, priority: 1,
   });
   const seen = {};
@@ -147,5 +147,5 @@ async function monitor(s, paths) {
 
 module.exports = {
   root, tmp, fail, check, equal, freePort, until, start, mosquitto, publish, bridge, session, read, monitor, sleep, visionState,
-  children,
+  children, bridgeDir,
 };
