@@ -32,6 +32,7 @@ PACKAGES=(
   python3-yaml  # tests/deploy/check_manifests.py: the Kubernetes manifests parse
   libaravis-dev libusb-1.0-0-dev aravis-tools aravis-tools-cli  # aravis:// cameras; arv-fake-gv-camera-0.8 for tests, arv-tool-0.8
   libzxing-dev python3-zxing-cpp  # torchcodes: DataMatrix/QR/1D reading; tests render their symbols
+  nodejs  # the OPC UA bridge (deploy/opcua-bridge; Debian 12's 18 or NodeSource's 20); npm: below
 )
 
 stamp=build/setup-packages.stamp
@@ -48,6 +49,28 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# The OPC UA bridge's node-opcua and mqtt, at the versions its
+# package-lock.json pins, from the npm registry: only when node_modules is
+# missing or the lock changed. Debian's npm only when there is no npm: a
+# NodeSource nodejs brings its own and conflicts with Debian's. Not for
+# named targets (scripts/demo.sh): the demo does not use the bridge.
+if [ $# -eq 0 ]; then
+  bridge=deploy/opcua-bridge
+  if ! command -v npm >/dev/null 2>&1; then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    echo "setup: installing npm"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends npm
+  fi
+  lock_sum="$(sha256sum "$bridge/package-lock.json" | cut -d' ' -f1)"
+  if [ "$(cat "$bridge/node_modules/.torchinfer-lock.sha256" 2>/dev/null)" != "$lock_sum" ]; then
+    echo "setup: npm ci in $bridge"
+    (cd "$bridge" && npm ci --omit=dev --no-audit --no-fund)
+    echo "$lock_sum" >"$bridge/node_modules/.torchinfer-lock.sha256"
+  fi
 fi
 
 if [ ! -f build/build.ninja ]; then
