@@ -419,6 +419,105 @@ bool plain_conversion(const Plans& s, const PixelLayout& L, ChannelOrder order, 
   return order == ChannelOrder::kBGR && blue == 0 && green == 1 && red == 2;
 }
 
+// The plans depend on the region's size, the output size, the format and
+// the method only: made again when one of them changes, kept otherwise.
+void keep_plans(Plans& s, const PreprocessOptions& o, const PixelLayout& L, const Geometry& g,
+                const FrameView& f) {
+  const Region& r = g.r;
+  const int key[6] = {
+      r.width, r.height, g.new_w, g.new_h, static_cast<int>(f.format), static_cast<int>(o.method)};
+  if (!std::equal(key, key + 6, s.key)) {
+    make_plans(s, o, L, g);
+    std::copy(key, key + 6, s.key);
+  }
+  std::fill(s.ring_row.begin(), s.ring_row.end(), -1);  // a new frame
+}
+
+// A letterboxed frame: the rows [row_begin, row_end) take the pad value
+// first, and the image rows are written over them.
+template <typename Out>
+void fill_pad(const PreprocessOptions& o, const Writer& w, Out* dst, int row_begin, int row_end) {
+  const int C = o.channels();
+  Out pad[3];
+  w.put_gray(static_cast<float>(o.pad_value), pad);
+  const std::size_t first = static_cast<std::size_t>(o.out_width) * row_begin;
+  const std::size_t n = static_cast<std::size_t>(o.out_width) * row_end;
+  for (std::size_t i = first; i < n; ++i)
+    for (int c = 0; c < C; ++c) dst[i * C + c] = pad[c];
+}
+
+// Where the cropped region starts in each plane.
+void region_origins(const PixelLayout& L, const FrameView& f, const Region& r,
+                    const std::uint8_t* base[3]) {
+  for (int p = 0; p < L.n_planes; ++p) {
+    const int px = L.plane_half_w[p] ? r.x / 2 : r.x;
+    const int py = L.plane_half_h[p] ? r.y / 2 : r.y;
+    base[p] = f.planes[p] + static_cast<std::size_t>(py) * f.strides[p] +
+              static_cast<std::size_t>(px) * L.plane_bpp[p];
+  }
+}
+
+// What turns a resampled row into pixel units, fixed for the frame.
+struct RowScale {
+  YuvCoefficients k;
+  std::uint32_t full_scale;
+  float gray_scale;
+  bool may_clamp;
+};
+
+RowScale row_scale(const PixelLayout& L, const FrameView& f, int input_bits) {
+  RowScale m{yuv_coefficients(f.matrix, f.full_range), 0, 1.f, false};
+  // 16-bit mono: input_bits full scale -> 255 pixel units.
+  m.full_scale = (1u << input_bits) - 1;
+  m.gray_scale = L.sample_bytes == 2 ? 255.f / static_cast<float>(m.full_scale) : 1.f;
+  // 16 bits cannot exceed their full scale; 8-bit samples are never scaled.
+  m.may_clamp = L.sample_bytes == 2 && input_bits < 16;
+  return m;
+}
+
+// Output row oy resampled into s.row, by the layout's own path.
+inline void resample(Plans& s, const PixelLayout& L, const FrameView& f, const Region& r,
+                     const std::uint8_t* const* base, int oy) {
+  if (L.kind != PixelLayout::kBayer)
+    resample_planes(s, L, f, r, base, oy);
+  else if (s.lattice)
+    resample_lattice(s, L, f, r, base[0], oy);
+  else
+    resample_bilinear(s, L, f, r, base[0], oy);
+}
+
+// One output row written from the resampled rows in s.row (R, G, B; Y, U,
+// V; or gray), counting the clamped samples of a 16-bit mono row in sat.
+template <typename Out>
+inline void write_row(const Writer& w, const PixelLayout& L, ChannelOrder order, const RowScale& m,
+                      const Plans& s, int new_w, int C, Out* d, Saturation& sat) {
+  const float *q0 = s.row[0].data(), *q1 = s.row[1].data(), *q2 = s.row[2].data();
+  switch (L.kind) {
+    case PixelLayout::kRGB:
+    case PixelLayout::kBayer:
+      w.put_row(q0, q1, q2, new_w, d);
+      break;
+    case PixelLayout::kGray:
+      if (m.may_clamp) sat.add(clamped_in_row(q0, new_w, m.full_scale));
+      for (int x = 0; x < new_w; ++x, d += C) w.put_gray(clamp255(q0[x] * m.gray_scale), d);
+      break;
+    case PixelLayout::kYUV: {
+      const YuvCoefficients& k = m.k;
+      for (int x = 0; x < new_w; ++x, d += C) {
+        const float luma = k.k_y * (q0[x] - k.y_off);
+        if (order == ChannelOrder::kGray) {
+          w.put_gray(clamp255(luma), d);
+          continue;
+        }
+        const float u = q1[x] - 128.f, v = q2[x] - 128.f;
+        w.put(clamp255(luma + k.r_v * v), clamp255(luma + k.g_u * u + k.g_v * v),
+              clamp255(luma + k.b_u * u), d);
+      }
+      break;
+    }
+  }
+}
+
 }  // namespace
 
 struct Preprocessor::Scratch : Plans {};
@@ -491,40 +590,14 @@ FrameTransform Preprocessor::run_impl(const FrameView& f, const Crop& crop, Out*
   const int new_w = g.new_w, new_h = g.new_h, off_x = g.off_x, off_y = g.off_y;
 
   Plans& s = *scratch_;
-  const int key[6] = {
-      r.width, r.height, new_w, new_h, static_cast<int>(f.format), static_cast<int>(opts_.method)};
-  if (!std::equal(key, key + 6, s.key)) {
-    make_plans(s, opts_, L, g);
-    std::copy(key, key + 6, s.key);
-  }
-  std::fill(s.ring_row.begin(), s.ring_row.end(), -1);  // a new frame
-
+  keep_plans(s, opts_, L, g, f);
   const int C = opts_.channels();
   const Writer w(opts_);
-  if (new_w != opts_.out_width || new_h != opts_.out_height) {
-    Out pad[3];
-    w.put_gray(static_cast<float>(opts_.pad_value), pad);
-    const std::size_t first = static_cast<std::size_t>(opts_.out_width) * row_begin;
-    const std::size_t n = static_cast<std::size_t>(opts_.out_width) * row_end;
-    for (std::size_t i = first; i < n; ++i)
-      for (int c = 0; c < C; ++c) dst[i * C + c] = pad[c];
-  }
-
-  // Where the cropped region starts in each plane.
+  if (new_w != opts_.out_width || new_h != opts_.out_height)
+    fill_pad(opts_, w, dst, row_begin, row_end);
   const std::uint8_t* base[3] = {};
-  for (int p = 0; p < L.n_planes; ++p) {
-    const int px = L.plane_half_w[p] ? r.x / 2 : r.x;
-    const int py = L.plane_half_h[p] ? r.y / 2 : r.y;
-    base[p] = f.planes[p] + static_cast<std::size_t>(py) * f.strides[p] +
-              static_cast<std::size_t>(px) * L.plane_bpp[p];
-  }
-
-  const YuvCoefficients k = yuv_coefficients(f.matrix, f.full_range);
-  // 16-bit mono: input_bits full scale -> 255 pixel units.
-  const std::uint32_t full_scale = (1u << opts_.input_bits) - 1;
-  const float gray_scale = L.sample_bytes == 2 ? 255.f / static_cast<float>(full_scale) : 1.f;
-  // 16 bits cannot exceed their full scale; 8-bit samples are never scaled.
-  const bool may_clamp = L.sample_bytes == 2 && opts_.input_bits < 16;
+  region_origins(L, f, r, base);
+  const RowScale m = row_scale(L, f, opts_.input_bits);
   const bool plain =
       std::is_same_v<Out, float> && plain_conversion(s, L, opts_.order, r, new_w, new_h);
   const int oy_end = std::min(new_h, row_end - off_y);
@@ -535,35 +608,8 @@ FrameTransform Preprocessor::run_impl(const FrameView& f, const Crop& crop, Out*
                       opts_.beta.data(), new_w, reinterpret_cast<float*>(d));
       continue;
     }
-    if (L.kind != PixelLayout::kBayer)
-      resample_planes(s, L, f, r, base, oy);
-    else if (s.lattice)
-      resample_lattice(s, L, f, r, base[0], oy);
-    else
-      resample_bilinear(s, L, f, r, base[0], oy);
-    const float *q0 = s.row[0].data(), *q1 = s.row[1].data(), *q2 = s.row[2].data();
-    switch (L.kind) {
-      case PixelLayout::kRGB:
-      case PixelLayout::kBayer:
-        w.put_row(q0, q1, q2, new_w, d);
-        break;
-      case PixelLayout::kGray:
-        if (may_clamp) saturation_.add(clamped_in_row(q0, new_w, full_scale));
-        for (int x = 0; x < new_w; ++x, d += C) w.put_gray(clamp255(q0[x] * gray_scale), d);
-        break;
-      case PixelLayout::kYUV:
-        for (int x = 0; x < new_w; ++x, d += C) {
-          const float luma = k.k_y * (q0[x] - k.y_off);
-          if (opts_.order == ChannelOrder::kGray) {
-            w.put_gray(clamp255(luma), d);
-            continue;
-          }
-          const float u = q1[x] - 128.f, v = q2[x] - 128.f;
-          w.put(clamp255(luma + k.r_v * v), clamp255(luma + k.g_u * u + k.g_v * v),
-                clamp255(luma + k.b_u * u), d);
-        }
-        break;
-    }
+    resample(s, L, f, r, base, oy);
+    write_row(w, L, opts_.order, m, s, new_w, C, d, saturation_);
   }
   return g.t;
 }
