@@ -4,8 +4,10 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <iterator>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "app_numbers.h"
 #include "app_options.h"
@@ -32,8 +34,9 @@ struct Strings {
   gint64 evidence_max_events = G_MININT64, evidence_max_bytes = G_MININT64;  // not given
 };
 
-bool parse_entries(int* argc, char*** argv, Options& o, Strings& s) {
-  GOptionEntry entries[] = {
+// The camera or clip, the models and how often they run.
+void add_input_entries(Options& o, Strings& s, std::vector<GOptionEntry>& e) {
+  const GOptionEntry entries[] = {
       {"clip", 'c', 0, G_OPTION_ARG_FILENAME, &s.clip,
        "MJPEG Matroska clip, decoded to YUY2 as a camera sends it", "FILE"},
       {"device", 'd', 0, G_OPTION_ARG_FILENAME, &s.device, "V4L2 camera giving YUY2",
@@ -55,7 +58,13 @@ bool parse_entries(int* argc, char*** argv, Options& o, Strings& s) {
        "run the detector on every Nth frame; torchtrack follows the parts between (default 1)",
        "N"},
       {"reclassify-interval", 0, 0, G_OPTION_ARG_STRING, &s.reclassify_interval,
-       "classify each part on every Nth frame, 1..1000 (default: the inference interval)", "N"},
+       "classify each part on every Nth frame, 1..1000 (default: the inference interval)", "N"}};
+  e.insert(e.end(), std::begin(entries), std::end(entries));
+}
+
+// Tracking and the thresholds that judge a part.
+void add_judge_entries(Options& o, Strings& s, std::vector<GOptionEntry>& e) {
+  const GOptionEntry entries[] = {
       {"tracking-type", 0, 0, G_OPTION_ARG_STRING, &s.tracking,
        "torchtrack tracking-type: short-term (default) or zero-term", "TYPE"},
       {"defect-threshold", 't', 0, G_OPTION_ARG_DOUBLE, &o.defect_threshold,
@@ -63,7 +72,13 @@ bool parse_entries(int* argc, char*** argv, Options& o, Strings& s) {
        "0.5)",
        "0..1"},
       {"part-threshold", 0, 0, G_OPTION_ARG_DOUBLE, &o.part_threshold,
-       "least confidence of a part detection that is judged (default 0.5)", "0..1"},
+       "least confidence of a part detection that is judged (default 0.5)", "0..1"}};
+  e.insert(e.end(), std::begin(entries), std::end(entries));
+}
+
+// Where the decisions, scores and counts go.
+void add_output_entries(Options& o, Strings& s, std::vector<GOptionEntry>& e) {
+  const GOptionEntry entries[] = {
       {"truth", 0, 0, G_OPTION_ARG_FILENAME, &s.truth,
        "ground truth of the clip (models/demo/line.truth.json): print detection, tracking and "
        "verdict scores",
@@ -84,7 +99,13 @@ bool parse_entries(int* argc, char*** argv, Options& o, Strings& s) {
        "decide each part when its centre crosses this line (frame pixels; default: when it "
        "leaves the view) and count the parts per class and verdict at it",
        "X1,Y1,X2,Y2"},
-      {"quiet", 'q', 0, G_OPTION_ARG_NONE, &s.quiet, "no line per part on stderr", nullptr},
+      {"quiet", 'q', 0, G_OPTION_ARG_NONE, &s.quiet, "no line per part on stderr", nullptr}};
+  e.insert(e.end(), std::begin(entries), std::end(entries));
+}
+
+// The evidence kept for every reject.
+void add_evidence_entries(Strings& s, std::vector<GOptionEntry>& e) {
+  const GOptionEntry entries[] = {
       {"evidence", 0, 0, G_OPTION_ARG_FILENAME, &s.evidence,
        "for every reject keep DIR/qa-line-N-snapshot.jpg (the frame where the part was best "
        "seen), -crop.jpg and -clip.mkv; the decision line names them",
@@ -98,10 +119,20 @@ bool parse_entries(int* argc, char*** argv, Options& o, Strings& s) {
       {"evidence-max-bytes", 0, 0, G_OPTION_ARG_INT64, &s.evidence_max_bytes,
        "keep at most this many bytes of evidence files, from 4096 (default 1 GiB)", "BYTES"},
       {"evidence-encoder", 0, 0, G_OPTION_ARG_STRING, &s.evidence_encoder,
-       "the clip ring's encoder: jpeg (default) or h264", "jpeg|h264"},
-      {nullptr, 0, 0, G_OPTION_ARG_NONE, nullptr, nullptr, nullptr}};
-  return app::parse_options(argc, argv, entries, "- torchinfer QA line: pass/reject per part",
-                            "qa-line: ");
+       "the clip ring's encoder: jpeg (default) or h264", "jpeg|h264"}};
+  e.insert(e.end(), std::begin(entries), std::end(entries));
+}
+
+// The option table in --help order, its parts grouped by what they set.
+bool parse_entries(int* argc, char*** argv, Options& o, Strings& s) {
+  std::vector<GOptionEntry> entries;
+  add_input_entries(o, s, entries);
+  add_judge_entries(o, s, entries);
+  add_output_entries(o, s, entries);
+  add_evidence_entries(s, entries);
+  entries.push_back({nullptr, 0, 0, G_OPTION_ARG_NONE, nullptr, nullptr, nullptr});
+  return app::parse_options(argc, argv, entries.data(),
+                            "- torchinfer QA line: pass/reject per part", "qa-line: ");
 }
 
 // Moves what GLib allocated into `o`; `reclassify` gets the text of

@@ -269,6 +269,74 @@ GstElement* build_pipeline(const Options& o, int video_fd, std::string* why) {
   return pipeline;
 }
 
+// What the run measured beyond the probes' counts.
+struct Measured {
+  double wall_s = 0, load_ms = 0, lat50 = 0, lat99 = 0;
+  std::string precision = "?";
+};
+
+// Plays the pipeline to its end (EOS or an error, said); returns the exit
+// status so far and the wall time in m.
+int play_to_end(GstElement* pipeline, Measured& m) {
+  const auto t0 = std::chrono::steady_clock::now();
+  int rc = 0;
+  if (gst_element_set_state(pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) rc = 1;
+  GstBus* bus = gst_element_get_bus(pipeline);
+  GstMessage* msg = gst_bus_timed_pop_filtered(
+      bus, GST_CLOCK_TIME_NONE, static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
+  if (msg && GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) {
+    GError* e = nullptr;
+    gst_message_parse_error(msg, &e, nullptr);
+    g_printerr("ERROR: %s\n", e->message);
+    g_error_free(e);
+    rc = 1;
+  }
+  m.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (msg) gst_message_unref(msg);
+  gst_object_unref(bus);
+  return rc;
+}
+
+// torchinfer's own figures, read before the pipeline stops.
+void read_infer_stats(GstElement* pipeline, Measured& m) {
+  GstElement* infer = gst_bin_get_by_name(GST_BIN(pipeline), "infer");
+  gchar* precision = nullptr;
+  g_object_get(infer, "load-time", &m.load_ms, "active-precision", &precision, "latency-p50",
+               &m.lat50, "latency-p99", &m.lat99, nullptr);
+  if (precision) m.precision = precision;
+  g_free(precision);
+  gst_object_unref(infer);
+}
+
+void print_summary(const Run& run, const Measured& m) {
+  const std::string& out = run.opt.out;
+  g_print("\n== torchinfer demo summary ==\n");
+  g_print("model %s (%s; load + optimise + warm-up %.0f ms), clip %s\n", run.opt.model.c_str(),
+          m.precision.c_str(), m.load_ms, run.opt.clip.c_str());
+  g_print(
+      "frames: %d in %.2f s wall, %.1f fps end to end (decode, inference, NMS, overlay, "
+      "encode)\n",
+      run.frames, m.wall_s, m.wall_s > 0 ? run.frames / m.wall_s : 0.0);
+  g_print(
+      "latency per frame: preprocess p50 %.2f ms; inference p50 %.2f ms, p99 %.2f ms; "
+      "torchinfer in->out p50 %.2f ms, p99 %.2f ms\n",
+      percentile(run.pre_ms, 0.5), percentile(run.infer_ms, 0.5), percentile(run.infer_ms, 0.99),
+      m.lat50, m.lat99);
+  g_print("detections per class:");
+  for (const auto& [label, n] : run.counts) g_print(" %s %d", label.c_str(), n);
+  g_print("\n");
+  if (!run.truth.empty()) {
+    const int found = run.true_pos + run.false_neg, reported = run.true_pos + run.false_pos;
+    g_print(
+        "against ground truth (IoU >= 0.5, same class): %d of %d objects found (recall "
+        "%.1f%%), %d of %d detections correct (precision %.1f%%)\n",
+        run.true_pos, found, found ? 100.0 * run.true_pos / found : 0.0, run.true_pos, reported,
+        reported ? 100.0 * run.true_pos / reported : 0.0);
+  }
+  g_print("wrote %s/results.jsonl, %s/annotated.mkv%s\n", out.c_str(), out.c_str(),
+          run.snapshot.empty() ? "" : (", " + out + "/snapshot.png").c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -294,26 +362,9 @@ int main(int argc, char** argv) {
   GstPad* overlay_src = pad_of(pipeline, "overlay", "src");
   gst_pad_add_probe(overlay_src, GST_PAD_PROBE_TYPE_BUFFER, on_annotated, &run, nullptr);
 
-  const auto t0 = std::chrono::steady_clock::now();
-  int rc = 0;
-  if (gst_element_set_state(pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) rc = 1;
-  GstBus* bus = gst_element_get_bus(pipeline);
-  GstMessage* msg = gst_bus_timed_pop_filtered(
-      bus, GST_CLOCK_TIME_NONE, static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
-  if (msg && GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) {
-    GError* e = nullptr;
-    gst_message_parse_error(msg, &e, nullptr);
-    g_printerr("ERROR: %s\n", e->message);
-    g_error_free(e);
-    rc = 1;
-  }
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (msg) gst_message_unref(msg);
-  GstElement* infer = gst_bin_get_by_name(GST_BIN(pipeline), "infer");
-  double load_ms = 0, lat50 = 0, lat99 = 0;
-  gchar* precision = nullptr;
-  g_object_get(infer, "load-time", &load_ms, "active-precision", &precision, "latency-p50", &lat50,
-               "latency-p99", &lat99, nullptr);
+  Measured m;
+  int rc = play_to_end(pipeline, m);
+  read_infer_stats(pipeline, m);
   gst_element_set_state(pipeline, GST_STATE_NULL);
   close(video_fd);
 
@@ -321,35 +372,7 @@ int main(int argc, char** argv) {
     run.snapshot.release();
     rc = 1;
   }
-  g_print("\n== torchinfer demo summary ==\n");
-  g_print("model %s (%s; load + optimise + warm-up %.0f ms), clip %s\n", run.opt.model.c_str(),
-          precision ? precision : "?", load_ms, run.opt.clip.c_str());
-  g_print(
-      "frames: %d in %.2f s wall, %.1f fps end to end (decode, inference, NMS, overlay, "
-      "encode)\n",
-      run.frames, wall, wall > 0 ? run.frames / wall : 0.0);
-  g_print(
-      "latency per frame: preprocess p50 %.2f ms; inference p50 %.2f ms, p99 %.2f ms; "
-      "torchinfer in->out p50 %.2f ms, p99 %.2f ms\n",
-      percentile(run.pre_ms, 0.5), percentile(run.infer_ms, 0.5), percentile(run.infer_ms, 0.99),
-      lat50, lat99);
-  g_print("detections per class:");
-  for (const auto& [label, n] : run.counts) g_print(" %s %d", label.c_str(), n);
-  g_print("\n");
-  if (!run.truth.empty()) {
-    const int found = run.true_pos + run.false_neg, reported = run.true_pos + run.false_pos;
-    g_print(
-        "against ground truth (IoU >= 0.5, same class): %d of %d objects found (recall "
-        "%.1f%%), %d of %d detections correct (precision %.1f%%)\n",
-        run.true_pos, found, found ? 100.0 * run.true_pos / found : 0.0, run.true_pos, reported,
-        reported ? 100.0 * run.true_pos / reported : 0.0);
-  }
-  g_print("wrote %s/results.jsonl, %s/annotated.mkv%s\n", out.c_str(), out.c_str(),
-          run.snapshot.empty() ? "" : (", " + out + "/snapshot.png").c_str());
-
-  g_free(precision);
-  gst_object_unref(infer);
-  gst_object_unref(bus);
+  print_summary(run, m);
   gst_object_unref(nms_src);
   gst_object_unref(overlay_src);
   gst_object_unref(pipeline);

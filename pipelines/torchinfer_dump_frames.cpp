@@ -65,118 +65,147 @@ class OutputFile {
   std::FILE* f_;
 };
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  gst_init(&argc, &argv);
+struct Args {
   std::string clip, model, sidecar, out;
   long every = 1, max = 0;
+};
+
+// False (after saying why) for a bad command line.
+bool parse_args(int argc, char** argv, Args& args) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
     if (a == "--clip")
-      clip = next();
+      args.clip = next();
     else if (a == "--model")
-      model = next();
+      args.model = next();
     else if (a == "--model-config")
-      sidecar = next();
+      args.sidecar = next();
     else if (a == "--out")
-      out = next();
+      args.out = next();
     else if (a == "--every") {
-      if (!app::parse_int("--every", next(), 1, 1000000, &every)) return app::kBadCommandLine;
+      if (!app::parse_int("--every", next(), 1, 1000000, &args.every)) return false;
     } else if (a == "--max") {
-      if (!app::parse_int("--max", next(), 0, 100000000, &max)) return app::kBadCommandLine;
+      if (!app::parse_int("--max", next(), 0, 100000000, &args.max)) return false;
     } else
-      return usage();
+      return usage(), false;
   }
-  if (clip.empty() || out.empty() || (model.empty() && sidecar.empty()) || every < 1)
-    return usage();
+  if (args.clip.empty() || args.out.empty() || (args.model.empty() && args.sidecar.empty()) ||
+      args.every < 1)
+    return usage(), false;
+  return true;
+}
 
+// The clip decoded to RGB into an appsink named "sink"; null (after saying
+// why) when the pipeline cannot be built.
+GstElement* decode_pipeline(const std::string& clip) {
+  gchar* uri = gst_filename_to_uri(clip.c_str(), nullptr);
+  const std::string line = std::string("uridecodebin uri=") + (uri ? uri : clip.c_str()) +
+                           " ! videoconvert ! video/x-raw,format=RGB ! appsink name=sink "
+                           "sync=false max-buffers=4";
+  g_free(uri);
+  GError* err = nullptr;
+  GstElement* pipe = gst_parse_launch(line.c_str(), &err);
+  if (!pipe) std::fprintf(stderr, "cannot build pipeline: %s\n", err ? err->message : "?");
+  return pipe;
+}
+
+// The sample's frame preprocessed into `slot` and appended to `raw`.
+void write_frame(GstSample* s, Preprocessor& pre, AlignedBuffer& slot, OutputFile& raw,
+                 long& written) {
+  GstVideoInfo info;
+  GstVideoFrame f;
+  gst_video_info_from_caps(&info, gst_sample_get_caps(s));
+  if (!gst_video_frame_map(&f, &info, gst_sample_get_buffer(s), GST_MAP_READ)) return;
+  FrameView v;
+  v.format = PixelFormat::kRGB;
+  v.width = GST_VIDEO_FRAME_WIDTH(&f);
+  v.height = GST_VIDEO_FRAME_HEIGHT(&f);
+  v.planes[0] = static_cast<const std::uint8_t*>(GST_VIDEO_FRAME_PLANE_DATA(&f, 0));
+  v.strides[0] = GST_VIDEO_FRAME_PLANE_STRIDE(&f, 0);
+  pre.run(v, slot.data<float>());
+  gst_video_frame_unmap(&f);
+  raw.write(slot.data<char>(), static_cast<std::streamsize>(slot.bytes()));
+  ++written;
+}
+
+// Every --every'th frame up to --max written; false when decoding failed.
+bool pull_frames(GstElement* sink, GstBus* bus, const Args& args, Preprocessor& pre,
+                 AlignedBuffer& slot, OutputFile& raw, long& written) {
+  long seen = 0;
+  // try_pull with a timeout: a decoding error posts on the bus and never
+  // reaches appsink as EOS, so a blocking pull would wait forever.
+  for (;;) {
+    GstSample* s = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 100 * GST_MSECOND);
+    if (!s) {
+      if (gst_app_sink_is_eos(GST_APP_SINK(sink))) return true;
+      if (GstMessage* m = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR)) {
+        GError* e = nullptr;
+        gst_message_parse_error(m, &e, nullptr);
+        std::fprintf(stderr, "decoding %s failed: %s\n", args.clip.c_str(), e->message);
+        g_error_free(e);
+        gst_message_unref(m);
+        return false;
+      }
+      continue;
+    }
+    if (seen++ % args.every == 0 && (args.max == 0 || written < args.max))
+      write_frame(s, pre, slot, raw, written);
+    gst_sample_unref(s);
+  }
+}
+
+// OUT.json: what the raw file holds.
+void write_header(const Args& args, const ModelConfig& cfg, const PreprocessOptions& po,
+                  long written) {
+  nlohmann::json hdr = {
+      {"dtype", "float32"},      {"layout", "NHWC"},      {"count", written},
+      {"height", po.out_height}, {"width", po.out_width}, {"channels", po.channels()},
+      {"clip", args.clip},       {"every", args.every},   {"model_config", cfg.source}};
+  OutputFile header(args.out + ".json");
+  const std::string text = hdr.dump(2) + "\n";
+  header.write(text.data(), text.size());
+  header.close();
+}
+
+int dump(const Args& args) {
+  const ModelConfig cfg = resolve_model_config(args.model, args.sidecar, {});
+  Preprocessor pre(PreprocessOptions::from_config(cfg));
+  AlignedBuffer slot(pre.options().slot_bytes());
+  GstElement* pipe = decode_pipeline(args.clip);
+  if (!pipe) return 1;
+  GstElement* sink = gst_bin_get_by_name(GST_BIN(pipe), "sink");
+  gst_element_set_state(pipe, GST_STATE_PLAYING);
+  OutputFile raw(args.out);
+  long written = 0;
+  GstBus* bus = gst_element_get_bus(pipe);
+  const bool decoded = pull_frames(sink, bus, args, pre, slot, raw, written);
+  raw.close();
+  gst_object_unref(bus);
+  gst_element_set_state(pipe, GST_STATE_NULL);
+  gst_object_unref(sink);
+  gst_object_unref(pipe);
+  if (!decoded || written == 0) {
+    std::fprintf(stderr, "no frames decoded from %s\n", args.clip.c_str());
+    return 1;
+  }
+  const PreprocessOptions& po = pre.options();
+  write_header(args, cfg, po, written);
+  std::printf("wrote %ld frames (%dx%dx%d) to %s\n", written, po.out_height, po.out_width,
+              po.channels(), args.out.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  gst_init(&argc, &argv);
+  Args args;
+  if (!parse_args(argc, argv, args)) return app::kBadCommandLine;
   try {
-    const ModelConfig cfg = resolve_model_config(model, sidecar, {});
-    Preprocessor pre(PreprocessOptions::from_config(cfg));
-    AlignedBuffer slot(pre.options().slot_bytes());
-
-    gchar* uri = gst_filename_to_uri(clip.c_str(), nullptr);
-    const std::string line = std::string("uridecodebin uri=") + (uri ? uri : clip.c_str()) +
-                             " ! videoconvert ! video/x-raw,format=RGB ! appsink name=sink "
-                             "sync=false max-buffers=4";
-    g_free(uri);
-    GError* err = nullptr;
-    GstElement* pipe = gst_parse_launch(line.c_str(), &err);
-    if (!pipe) {
-      std::fprintf(stderr, "cannot build pipeline: %s\n", err ? err->message : "?");
-      return 1;
-    }
-    GstElement* sink = gst_bin_get_by_name(GST_BIN(pipe), "sink");
-    gst_element_set_state(pipe, GST_STATE_PLAYING);
-    OutputFile raw(out);
-    long seen = 0, written = 0;
-    GstBus* bus = gst_element_get_bus(pipe);
-    bool failed = false;
-    // try_pull with a timeout: a decoding error posts on the bus and never
-    // reaches appsink as EOS, so a blocking pull would wait forever.
-    for (;;) {
-      GstSample* s = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 100 * GST_MSECOND);
-      if (!s) {
-        if (gst_app_sink_is_eos(GST_APP_SINK(sink))) break;
-        if (GstMessage* m = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR)) {
-          GError* e = nullptr;
-          gst_message_parse_error(m, &e, nullptr);
-          std::fprintf(stderr, "decoding %s failed: %s\n", clip.c_str(), e->message);
-          g_error_free(e);
-          gst_message_unref(m);
-          failed = true;
-          break;
-        }
-        continue;
-      }
-      if (seen++ % every == 0 && (max == 0 || written < max)) {
-        GstVideoInfo info;
-        GstVideoFrame f;
-        gst_video_info_from_caps(&info, gst_sample_get_caps(s));
-        if (gst_video_frame_map(&f, &info, gst_sample_get_buffer(s), GST_MAP_READ)) {
-          FrameView v;
-          v.format = PixelFormat::kRGB;
-          v.width = GST_VIDEO_FRAME_WIDTH(&f);
-          v.height = GST_VIDEO_FRAME_HEIGHT(&f);
-          v.planes[0] = static_cast<const std::uint8_t*>(GST_VIDEO_FRAME_PLANE_DATA(&f, 0));
-          v.strides[0] = GST_VIDEO_FRAME_PLANE_STRIDE(&f, 0);
-          pre.run(v, slot.data<float>());
-          gst_video_frame_unmap(&f);
-          raw.write(slot.data<char>(), static_cast<std::streamsize>(slot.bytes()));
-          ++written;
-        }
-      }
-      gst_sample_unref(s);
-    }
-    raw.close();
-    gst_object_unref(bus);
-    gst_element_set_state(pipe, GST_STATE_NULL);
-    gst_object_unref(sink);
-    gst_object_unref(pipe);
-    if (failed || written == 0) {
-      std::fprintf(stderr, "no frames decoded from %s\n", clip.c_str());
-      return 1;
-    }
-    nlohmann::json hdr = {{"dtype", "float32"},
-                          {"layout", "NHWC"},
-                          {"count", written},
-                          {"height", pre.options().out_height},
-                          {"width", pre.options().out_width},
-                          {"channels", pre.options().channels()},
-                          {"clip", clip},
-                          {"every", every},
-                          {"model_config", cfg.source}};
-    OutputFile header(out + ".json");
-    const std::string text = hdr.dump(2) + "\n";
-    header.write(text.data(), text.size());
-    header.close();
-    std::printf("wrote %ld frames (%dx%dx%d) to %s\n", written, pre.options().out_height,
-                pre.options().out_width, pre.options().channels(), out.c_str());
+    return dump(args);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
   }
-  return 0;
 }

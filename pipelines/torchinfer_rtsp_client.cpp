@@ -41,6 +41,26 @@ struct App {
   bool draining = false;
 };
 
+// The URL (--url or the first argument left) and every number within its
+// range.
+bool check_args(int argc, char** argv, Options& o) {
+  if (o.source.url.empty() && argc > 1) o.source.url = argv[1];
+  if (o.source.url.empty()) {
+    g_printerr("usage: torchinfer-rtsp-client --url rtsp://HOST:PORT/MOUNT [options]\n");
+    return false;
+  }
+  // A day bounds every duration: larger values are typos, and a timeout
+  // that overflows the clock arithmetic would never fire.
+  constexpr double kDay = 86400;
+  const rtsp::SourceOptions& so = o.source;
+  return app::check_range("--stall-timeout", so.stall_timeout_s, 0.001, kDay) &&
+         app::check_range("--max-backoff", so.backoff_max_s, so.backoff_min_s, kDay) &&
+         app::check_range("--latency", static_cast<long long>(so.latency_ms), 0LL, 60000LL) &&
+         app::check_range("--max-frames", static_cast<long long>(so.max_frames), 0LL,
+                          static_cast<long long>(G_MAXINT64)) &&
+         app::check_range("--duration", o.duration_s, 0.0, 365 * kDay);
+}
+
 bool parse_args(int argc, char** argv, Options& o) {
   gchar *url = nullptr, *model = nullptr, *analysis = nullptr, *output = nullptr, *decode = nullptr,
         *protocols = nullptr;
@@ -87,23 +107,7 @@ bool parse_args(int argc, char** argv, Options& o) {
   o.source.backoff_max_s = backoff;
   o.source.max_frames = max_frames;
   o.duration_s = duration;
-  if (!ok) return false;
-  if (o.source.url.empty() && argc > 1) o.source.url = argv[1];
-  if (o.source.url.empty()) {
-    g_printerr("usage: torchinfer-rtsp-client --url rtsp://HOST:PORT/MOUNT [options]\n");
-    return false;
-  }
-  // A day bounds every duration: larger values are typos, and a timeout
-  // that overflows the clock arithmetic would never fire.
-  constexpr double kDay = 86400;
-  if (!app::check_range("--stall-timeout", stall, 0.001, kDay) ||
-      !app::check_range("--max-backoff", backoff, o.source.backoff_min_s, kDay) ||
-      !app::check_range("--latency", static_cast<long long>(latency), 0LL, 60000LL) ||
-      !app::check_range("--max-frames", static_cast<long long>(max_frames), 0LL,
-                        static_cast<long long>(G_MAXINT64)) ||
-      !app::check_range("--duration", duration, 0.0, 365 * kDay))
-    return false;
-  return true;
+  return ok && check_args(argc, argv, o);
 }
 
 // The stream enters at an appsrc named "rtspin" (ReconnectingSource feeds

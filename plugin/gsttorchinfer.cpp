@@ -24,10 +24,10 @@
 #include <string>
 #include <utility>
 
+#include "batching/model_registry.h"
 #include "common/cpu_set.h"
 #include "common/error.h"
 #include "element-errors.h"
-#include "model/model_registry.h"
 #include "preprocess/preprocess.h"
 #include "torchinfer-element.h"
 #include "torchinfer-load.h"

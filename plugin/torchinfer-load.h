@@ -7,10 +7,10 @@
 
 #include <memory>
 
+#include "batching/model_registry.h"
 #include "engine/engine.h"
 #include "model/lanes_rule.h"
 #include "model/loaded_model.h"
-#include "model/model_registry.h"
 #include "preprocess/preprocess.h"
 #include "torchinfer-settings.h"
 

@@ -18,6 +18,23 @@ std::size_t bytes_for(const LoadedModel& m, int batch) {
   return m.slot_bytes * static_cast<std::size_t>(batch);
 }
 
+// The batch's forward() on its lane into common (its output, or the error
+// that ended it, and its time); returns when it ended.
+std::chrono::steady_clock::time_point run_forward(const LoadedModel& lane, const std::uint8_t* data,
+                                                  int n, FrameResult& common) {
+  const auto forward_start = std::chrono::steady_clock::now();
+  try {
+    common.output = lane.run(data, n);
+  } catch (const std::exception& e) {
+    common.error = e.what();
+  } catch (...) {
+    common.error = "unknown error in forward()";
+  }
+  const auto end = std::chrono::steady_clock::now();
+  common.inference_ms = ms_between(forward_start, end);
+  return end;
+}
+
 }  // namespace
 
 namespace {
@@ -275,24 +292,36 @@ void Batcher::run_batch(std::unique_lock<std::mutex>& lk, int index, int lane_in
   lk.unlock();
 
   prepare_batch(*model, lane, data, run);
-  const auto forward_start = std::chrono::steady_clock::now();
-
   FrameResult common;
   common.model = model;
   common.batch_fill = n;
   common.lane = lane_index;
-  try {
-    common.output = lane.run(data, n);
-  } catch (const std::exception& e) {
-    common.error = e.what();
-  } catch (...) {
-    common.error = "unknown error in forward()";
-  }
-  const auto end = std::chrono::steady_clock::now();
-  common.inference_ms = ms_between(forward_start, end);
+  const auto end = run_forward(lane, data, n, common);
 
   lk.lock();
-  if (n == opts_.batch_size && common.error.empty() && model == model_) {
+  release_batch_locked(b, common, start, end, run);
+  lk.unlock();
+
+  deliver(run, common, n, start);
+  // Callbacks and what they point into may own stream state, and the model
+  // may be a replaced one whose last reference this is: released unlocked
+  // (freeing a lane waits for its worker, which needs the lock to end).
+  run.callbacks.clear();
+  run.keeps.clear();
+  common = FrameResult{};
+  model.reset();
+  lk.lock();
+  // The lane is free once its results are out: across a reload a lane's
+  // results still leave in fill order.
+  lane_epoch_[lane_index] = -1;
+  if (epoch != epoch_) work_cv_.notify_all();  // a newer model's worker may wait for this lane
+}
+
+void Batcher::release_batch_locked(Batch& b, const FrameResult& common,
+                                   std::chrono::steady_clock::time_point start,
+                                   std::chrono::steady_clock::time_point end, RunScratch& run) {
+  const int n = common.batch_fill;
+  if (n == opts_.batch_size && common.error.empty() && common.model == model_) {
     // A moving average over the last few full batches: one slow batch
     // (a page fault, a preempted thread) does not stop the queueing.
     const double took = ms_between(start, end);
@@ -305,8 +334,10 @@ void Batcher::run_batch(std::unique_lock<std::mutex>& lk, int index, int lane_in
   b.model.reset();
   b.reserved = b.committed = 0;
   space_cv_.notify_all();
-  lk.unlock();
+}
 
+void Batcher::deliver(RunScratch& run, const FrameResult& common, int n,
+                      std::chrono::steady_clock::time_point start) {
   const bool prepared = !run.prepare_ms.empty();
   for (int k = 0; k < n; ++k) {
     if (!run.callbacks[k]) continue;
@@ -322,18 +353,6 @@ void Batcher::run_batch(std::unique_lock<std::mutex>& lk, int index, int lane_in
     }
     run.callbacks[k](std::move(r));
   }
-  // Callbacks and what they point into may own stream state, and the model
-  // may be a replaced one whose last reference this is: released unlocked
-  // (freeing a lane waits for its worker, which needs the lock to end).
-  run.callbacks.clear();
-  run.keeps.clear();
-  common = FrameResult{};
-  model.reset();
-  lk.lock();
-  // The lane is free once its results are out: across a reload a lane's
-  // results still leave in fill order.
-  lane_epoch_[lane_index] = -1;
-  if (epoch != epoch_) work_cv_.notify_all();  // a newer model's worker may wait for this lane
 }
 
 void Batcher::prepare_batch(const LoadedModel& model, const LoadedModel& lane, std::uint8_t* data,

@@ -167,6 +167,14 @@ class Batcher {
   struct RunScratch;
   void worker(int lane, int epoch);
   void run_batch(std::unique_lock<std::mutex>& lk, int b, int lane, RunScratch& run);
+  // The ran batch b back to free (its callbacks and commit times moved to
+  // run) and the running-time average updated from a full batch.
+  void release_batch_locked(Batch& b, const FrameResult& common,
+                            std::chrono::steady_clock::time_point start,
+                            std::chrono::steady_clock::time_point end, RunScratch& run);
+  // Each frame's result to its callback, unlocked.
+  static void deliver(RunScratch& run, const FrameResult& common, int n,
+                      std::chrono::steady_clock::time_point start);
   // Runs run.prepares (the batch's deferred preprocessing) on `lane`'s
   // threads; fills run.errors and run.prepare_ms per slot (empty when none
   // was deferred).

@@ -186,68 +186,93 @@ std::map<int, std::string> cpu_governors(const std::vector<int>& cpus, const std
   return out;
 }
 
-std::vector<Finding> check_system(const CpuIdentity& cpu, const std::vector<int>& cpus, int threads,
-                                  const std::map<int, std::vector<int>>& numa,
-                                  const std::map<int, std::string>& governors, int physical) {
-  using L = Finding::Level;
-  std::vector<Finding> out;
+namespace {
+
+using Level = Finding::Level;
+
+void check_isa(const CpuIdentity& cpu, std::vector<Finding>& out) {
   const IsaFlags isa = isa_from_flags(cpu.flags);
-  out.push_back({L::kInfo, "cpu", cpu.model_name.empty() ? "unknown" : cpu.model_name, ""});
-  out.push_back({L::kInfo, "isa (cpuinfo)", describe(isa), ""});
+  out.push_back({Level::kInfo, "cpu", cpu.model_name.empty() ? "unknown" : cpu.model_name, ""});
+  out.push_back({Level::kInfo, "isa (cpuinfo)", describe(isa), ""});
   if (!isa.avx2)
-    out.push_back({L::kWarning, "isa", "no AVX2: oneDNN falls back to SSE4.1 kernels (slow)",
+    out.push_back({Level::kWarning, "isa", "no AVX2: oneDNN falls back to SSE4.1 kernels (slow)",
                    "run on a CPU with AVX2 or better (AVX-512 VNNI for int8)"});
   else if (!isa.avx512_vnni && !isa.avx_vnni)
-    out.push_back({L::kWarning, "int8", "no VNNI: int8 models gain little over fp32",
+    out.push_back({Level::kWarning, "int8", "no VNNI: int8 models gain little over fp32",
                    "keep precision=fp32 on this CPU, or move to one with AVX-512 VNNI/AVX-VNNI"});
-  out.push_back({L::kInfo, "hypervisor", cpu.hypervisor ? "yes (virtual machine)" : "no", ""});
-  out.push_back({L::kInfo, "cores",
+  out.push_back({Level::kInfo, "hypervisor", cpu.hypervisor ? "yes (virtual machine)" : "no", ""});
+}
+
+void check_threads(const std::vector<int>& cpus, int threads, int physical,
+                   std::vector<Finding>& out) {
+  out.push_back({Level::kInfo, "cores",
                  format_cpu_list(cpus) + " (" + std::to_string(cpus.size()) + " logical, " +
                      std::to_string(physical) + " physical)",
                  ""});
-  out.push_back({L::kInfo, "threads", std::to_string(threads), ""});
+  out.push_back({Level::kInfo, "threads", std::to_string(threads), ""});
   if (threads > static_cast<int>(cpus.size()))
-    out.push_back({L::kWarning, "threads",
+    out.push_back({Level::kWarning, "threads",
                    std::to_string(threads) + " threads on " + std::to_string(cpus.size()) +
                        " cores: oversubscribed, threads wait on each other in every layer",
                    "set threads=" + std::to_string(physical) + " (or fewer), or list more cores"});
   else if (threads > physical)
-    out.push_back({L::kWarning, "threads",
+    out.push_back({Level::kWarning, "threads",
                    std::to_string(threads) + " threads on " + std::to_string(physical) +
                        " physical cores: SMT siblings share one core's vector units",
                    "set threads=" + std::to_string(physical) + " and one core per physical core"});
+}
+
+void check_numa(const std::map<int, std::vector<int>>& numa, const std::vector<int>& cpus,
+                std::vector<Finding>& out) {
   if (numa.empty()) {
-    out.push_back({L::kInfo, "numa", "no NUMA information (/sys/devices/system/node absent)", ""});
-  } else {
-    const auto used = nodes_of(numa, cpus);
-    std::string names;
-    for (int n : used) names += (names.empty() ? "" : ",") + std::to_string(n);
-    out.push_back({L::kInfo, "numa",
-                   std::to_string(numa.size()) + " node(s); engine cores on node " +
-                       (names.empty() ? "?" : names),
-                   ""});
-    if (used.size() > 1)
-      out.push_back(
-          {L::kWarning, "numa",
-           "the cores span " + std::to_string(used.size()) +
-               " NUMA nodes: every layer pulls activations across the interconnect",
-           "list cores of one node in cores= (see /sys/devices/system/node/node*/cpulist)"});
+    out.push_back(
+        {Level::kInfo, "numa", "no NUMA information (/sys/devices/system/node absent)", ""});
+    return;
   }
+  const auto used = nodes_of(numa, cpus);
+  std::string names;
+  for (int n : used) names += (names.empty() ? "" : ",") + std::to_string(n);
+  out.push_back({Level::kInfo, "numa",
+                 std::to_string(numa.size()) + " node(s); engine cores on node " +
+                     (names.empty() ? "?" : names),
+                 ""});
+  if (used.size() > 1)
+    out.push_back(
+        {Level::kWarning, "numa",
+         "the cores span " + std::to_string(used.size()) +
+             " NUMA nodes: every layer pulls activations across the interconnect",
+         "list cores of one node in cores= (see /sys/devices/system/node/node*/cpulist)"});
+}
+
+void check_governors(const CpuIdentity& cpu, const std::map<int, std::string>& governors,
+                     std::vector<Finding>& out) {
   if (governors.empty()) {
-    out.push_back({L::kInfo, "governor",
+    out.push_back({Level::kInfo, "governor",
                    cpu.hypervisor ? "not exposed (virtual machine: the host sets the frequency)"
                                   : "not exposed (no cpufreq driver)",
                    ""});
-  } else {
-    std::string slow;
-    for (const auto& [c, g] : governors)
-      if (g != "performance") slow += (slow.empty() ? "" : ",") + std::to_string(c) + "=" + g;
-    out.push_back({L::kInfo, "governor", governors.begin()->second, ""});
-    if (!slow.empty())
-      out.push_back({L::kWarning, "governor", "not 'performance' on cpu " + slow,
-                     "sudo cpupower frequency-set -g performance (latency varies with "
-                     "frequency ramp-up otherwise)"});
+    return;
   }
+  std::string slow;
+  for (const auto& [c, g] : governors)
+    if (g != "performance") slow += (slow.empty() ? "" : ",") + std::to_string(c) + "=" + g;
+  out.push_back({Level::kInfo, "governor", governors.begin()->second, ""});
+  if (!slow.empty())
+    out.push_back({Level::kWarning, "governor", "not 'performance' on cpu " + slow,
+                   "sudo cpupower frequency-set -g performance (latency varies with "
+                   "frequency ramp-up otherwise)"});
+}
+
+}  // namespace
+
+std::vector<Finding> check_system(const CpuIdentity& cpu, const std::vector<int>& cpus, int threads,
+                                  const std::map<int, std::vector<int>>& numa,
+                                  const std::map<int, std::string>& governors, int physical) {
+  std::vector<Finding> out;
+  check_isa(cpu, out);
+  check_threads(cpus, threads, physical, out);
+  check_numa(numa, cpus, out);
+  check_governors(cpu, governors, out);
   return out;
 }
 

@@ -8,36 +8,16 @@
 #include "preprocess/bayer.h"
 #include "preprocess/lattice_rows.h"
 #include "preprocess/resample.h"
+#include "preprocess/row_output.h"
 #include "preprocess/write_rows.h"
 
 namespace torchinfer {
 namespace {
 
-// Y'CbCr -> R'G'B' in 0..255 pixel units.
-struct YuvCoefficients {
-  float y_off, k_y, r_v, g_u, g_v, b_u;
-};
-
-YuvCoefficients yuv_coefficients(YuvMatrix m, bool full_range) {
-  double kr = 0.299, kb = 0.114;
-  if (m == YuvMatrix::kBT709) kr = 0.2126, kb = 0.0722;
-  if (m == YuvMatrix::kBT2020) kr = 0.2627, kb = 0.0593;
-  const double kg = 1.0 - kr - kb;
-  const double y_scale = full_range ? 1.0 : 255.0 / 219.0;
-  const double c_scale = full_range ? 1.0 : 255.0 / 224.0;
-  YuvCoefficients c;
-  c.y_off = full_range ? 0.f : 16.f;
-  c.k_y = static_cast<float>(y_scale);
-  c.r_v = static_cast<float>(2.0 * (1.0 - kr) * c_scale);
-  c.g_u = static_cast<float>(-2.0 * kb * (1.0 - kb) / kg * c_scale);
-  c.g_v = static_cast<float>(-2.0 * kr * (1.0 - kr) / kg * c_scale);
-  c.b_u = static_cast<float>(2.0 * (1.0 - kb) * c_scale);
-  return c;
-}
-
-inline float clamp255(float v) {
-  return std::min(255.f, std::max(0.f, v));
-}
+using row_output::row_scale;
+using row_output::RowScale;
+using row_output::write_row;
+using row_output::Writer;
 
 Taps taps_for(ResizeMethod m, int src, int out) {
   switch (m) {
@@ -50,71 +30,6 @@ Taps taps_for(ResizeMethod m, int src, int out) {
   }
   return Taps::area(src, out);
 }
-
-// Writes one pixel of model channels from rgb (or gray) in 0..255 units.
-// It holds copies of the options, not a reference: a store through the
-// float output may alias the options' floats, which made the compiler
-// reload them and re-dispatch on the channel order for every pixel (11 %
-// of a Bayer frame's preprocessing).
-struct Writer {
-  ChannelOrder order;
-  int channels;
-  float a0, a1, a2, b0, b1, b2;
-  explicit Writer(const PreprocessOptions& o)
-      : order(o.order),
-        channels(o.channels()),
-        a0(o.alpha[0]),
-        a1(o.alpha[1]),
-        a2(o.alpha[2]),
-        b0(o.beta[0]),
-        b1(o.beta[1]),
-        b2(o.beta[2]) {}
-  inline void put(float r, float g, float b, float* d) const {
-    switch (order) {
-      case ChannelOrder::kRGB:
-        d[0] = r * a0 + b0, d[1] = g * a1 + b1, d[2] = b * a2 + b2;
-        break;
-      case ChannelOrder::kBGR:
-        d[0] = b * a0 + b0, d[1] = g * a1 + b1, d[2] = r * a2 + b2;
-        break;
-      // BT.601 luma weights, as cv::cvtColor(RGB2GRAY) uses.
-      case ChannelOrder::kGray:
-        d[0] = (0.299f * r + 0.587f * g + 0.114f * b) * a0 + b0;
-        break;
-    }
-  }
-  inline void put_gray(float v, float* d) const {
-    d[0] = v * a0 + b0;
-    if (channels == 3) d[1] = v * a1 + b1, d[2] = v * a2 + b2;
-  }
-  static inline std::uint8_t byte(float v) { return static_cast<std::uint8_t>(clamp255(v) + 0.5f); }
-  inline void put(float r, float g, float b, std::uint8_t* d) const {
-    switch (order) {
-      case ChannelOrder::kRGB:
-        d[0] = byte(r), d[1] = byte(g), d[2] = byte(b);
-        break;
-      case ChannelOrder::kBGR:
-        d[0] = byte(b), d[1] = byte(g), d[2] = byte(r);
-        break;
-      case ChannelOrder::kGray:
-        d[0] = byte(0.299f * r + 0.587f * g + 0.114f * b);
-        break;
-    }
-  }
-  inline void put_gray(float v, std::uint8_t* d) const {
-    for (int c = 0; c < channels; ++c) d[c] = byte(v);
-  }
-  // A row of RGB components; float RGB/BGR rows vectorised (write_rows.h).
-  template <typename Out>
-  void put_row(const float* r, const float* g, const float* b, int n, Out* d) const {
-    if constexpr (std::is_same_v<Out, float>) {
-      const float alpha[3] = {a0, a1, a2}, beta[3] = {b0, b1, b2};
-      if (order == ChannelOrder::kRGB) return write_interleaved(r, g, b, alpha, beta, n, d);
-      if (order == ChannelOrder::kBGR) return write_interleaved(b, g, r, alpha, beta, n, d);
-    }
-    for (int x = 0; x < n; ++x, d += channels) put(r[x], g[x], b[x], d);
-  }
-};
 
 // The frame region actually read, after cropping.
 struct Region {
@@ -419,6 +334,55 @@ bool plain_conversion(const Plans& s, const PixelLayout& L, ChannelOrder order, 
   return order == ChannelOrder::kBGR && blue == 0 && green == 1 && red == 2;
 }
 
+// The plans depend on the region's size, the output size, the format and
+// the method only: made again when one of them changes, kept otherwise.
+void keep_plans(Plans& s, const PreprocessOptions& o, const PixelLayout& L, const Geometry& g,
+                const FrameView& f) {
+  const Region& r = g.r;
+  const int key[6] = {
+      r.width, r.height, g.new_w, g.new_h, static_cast<int>(f.format), static_cast<int>(o.method)};
+  if (!std::equal(key, key + 6, s.key)) {
+    make_plans(s, o, L, g);
+    std::copy(key, key + 6, s.key);
+  }
+  std::fill(s.ring_row.begin(), s.ring_row.end(), -1);  // a new frame
+}
+
+// A letterboxed frame: the rows [row_begin, row_end) take the pad value
+// first, and the image rows are written over them.
+template <typename Out>
+void fill_pad(const PreprocessOptions& o, const Writer& w, Out* dst, int row_begin, int row_end) {
+  const int C = o.channels();
+  Out pad[3];
+  w.put_gray(static_cast<float>(o.pad_value), pad);
+  const std::size_t first = static_cast<std::size_t>(o.out_width) * row_begin;
+  const std::size_t n = static_cast<std::size_t>(o.out_width) * row_end;
+  for (std::size_t i = first; i < n; ++i)
+    for (int c = 0; c < C; ++c) dst[i * C + c] = pad[c];
+}
+
+// Where the cropped region starts in each plane.
+void region_origins(const PixelLayout& L, const FrameView& f, const Region& r,
+                    const std::uint8_t* base[3]) {
+  for (int p = 0; p < L.n_planes; ++p) {
+    const int px = L.plane_half_w[p] ? r.x / 2 : r.x;
+    const int py = L.plane_half_h[p] ? r.y / 2 : r.y;
+    base[p] = f.planes[p] + static_cast<std::size_t>(py) * f.strides[p] +
+              static_cast<std::size_t>(px) * L.plane_bpp[p];
+  }
+}
+
+// Output row oy resampled into s.row, by the layout's own path.
+inline void resample(Plans& s, const PixelLayout& L, const FrameView& f, const Region& r,
+                     const std::uint8_t* const* base, int oy) {
+  if (L.kind != PixelLayout::kBayer)
+    resample_planes(s, L, f, r, base, oy);
+  else if (s.lattice)
+    resample_lattice(s, L, f, r, base[0], oy);
+  else
+    resample_bilinear(s, L, f, r, base[0], oy);
+}
+
 }  // namespace
 
 struct Preprocessor::Scratch : Plans {};
@@ -491,40 +455,14 @@ FrameTransform Preprocessor::run_impl(const FrameView& f, const Crop& crop, Out*
   const int new_w = g.new_w, new_h = g.new_h, off_x = g.off_x, off_y = g.off_y;
 
   Plans& s = *scratch_;
-  const int key[6] = {
-      r.width, r.height, new_w, new_h, static_cast<int>(f.format), static_cast<int>(opts_.method)};
-  if (!std::equal(key, key + 6, s.key)) {
-    make_plans(s, opts_, L, g);
-    std::copy(key, key + 6, s.key);
-  }
-  std::fill(s.ring_row.begin(), s.ring_row.end(), -1);  // a new frame
-
+  keep_plans(s, opts_, L, g, f);
   const int C = opts_.channels();
   const Writer w(opts_);
-  if (new_w != opts_.out_width || new_h != opts_.out_height) {
-    Out pad[3];
-    w.put_gray(static_cast<float>(opts_.pad_value), pad);
-    const std::size_t first = static_cast<std::size_t>(opts_.out_width) * row_begin;
-    const std::size_t n = static_cast<std::size_t>(opts_.out_width) * row_end;
-    for (std::size_t i = first; i < n; ++i)
-      for (int c = 0; c < C; ++c) dst[i * C + c] = pad[c];
-  }
-
-  // Where the cropped region starts in each plane.
+  if (new_w != opts_.out_width || new_h != opts_.out_height)
+    fill_pad(opts_, w, dst, row_begin, row_end);
   const std::uint8_t* base[3] = {};
-  for (int p = 0; p < L.n_planes; ++p) {
-    const int px = L.plane_half_w[p] ? r.x / 2 : r.x;
-    const int py = L.plane_half_h[p] ? r.y / 2 : r.y;
-    base[p] = f.planes[p] + static_cast<std::size_t>(py) * f.strides[p] +
-              static_cast<std::size_t>(px) * L.plane_bpp[p];
-  }
-
-  const YuvCoefficients k = yuv_coefficients(f.matrix, f.full_range);
-  // 16-bit mono: input_bits full scale -> 255 pixel units.
-  const std::uint32_t full_scale = (1u << opts_.input_bits) - 1;
-  const float gray_scale = L.sample_bytes == 2 ? 255.f / static_cast<float>(full_scale) : 1.f;
-  // 16 bits cannot exceed their full scale; 8-bit samples are never scaled.
-  const bool may_clamp = L.sample_bytes == 2 && opts_.input_bits < 16;
+  region_origins(L, f, r, base);
+  const RowScale m = row_scale(L, f, opts_.input_bits);
   const bool plain =
       std::is_same_v<Out, float> && plain_conversion(s, L, opts_.order, r, new_w, new_h);
   const int oy_end = std::min(new_h, row_end - off_y);
@@ -535,35 +473,9 @@ FrameTransform Preprocessor::run_impl(const FrameView& f, const Crop& crop, Out*
                       opts_.beta.data(), new_w, reinterpret_cast<float*>(d));
       continue;
     }
-    if (L.kind != PixelLayout::kBayer)
-      resample_planes(s, L, f, r, base, oy);
-    else if (s.lattice)
-      resample_lattice(s, L, f, r, base[0], oy);
-    else
-      resample_bilinear(s, L, f, r, base[0], oy);
-    const float *q0 = s.row[0].data(), *q1 = s.row[1].data(), *q2 = s.row[2].data();
-    switch (L.kind) {
-      case PixelLayout::kRGB:
-      case PixelLayout::kBayer:
-        w.put_row(q0, q1, q2, new_w, d);
-        break;
-      case PixelLayout::kGray:
-        if (may_clamp) saturation_.add(clamped_in_row(q0, new_w, full_scale));
-        for (int x = 0; x < new_w; ++x, d += C) w.put_gray(clamp255(q0[x] * gray_scale), d);
-        break;
-      case PixelLayout::kYUV:
-        for (int x = 0; x < new_w; ++x, d += C) {
-          const float luma = k.k_y * (q0[x] - k.y_off);
-          if (opts_.order == ChannelOrder::kGray) {
-            w.put_gray(clamp255(luma), d);
-            continue;
-          }
-          const float u = q1[x] - 128.f, v = q2[x] - 128.f;
-          w.put(clamp255(luma + k.r_v * v), clamp255(luma + k.g_u * u + k.g_v * v),
-                clamp255(luma + k.b_u * u), d);
-        }
-        break;
-    }
+    resample(s, L, f, r, base, oy);
+    write_row(w, L, opts_.order, m, s.row[0].data(), s.row[1].data(), s.row[2].data(), new_w, C, d,
+              saturation_);
   }
   return g.t;
 }

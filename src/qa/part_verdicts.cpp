@@ -77,60 +77,76 @@ std::vector<QaDecision> PartVerdicts::add_frame(const QaFrame& f) {
       if (!nested) primary.push_back(p);
       continue;
     }
-    auto [it, fresh] = open_.try_emplace(p->id);
-    Part& t = it->second;
-    if (fresh) {
-      t.d.part = p->id;
-      t.d.label = p->label;
-      t.d.rule = rules_.rule;
-      t.d.first_pts = f.pts;
-      t.d.first_frame = f.index;
-    }
-    t.d.last_pts = f.pts;
-    t.d.last_frame = f.index;
-    t.d.frames_seen++;
+    bool fresh = false;
+    Part& t = seen_part(*p, f, fresh);
     if (nested) continue;
     primary.push_back(p);
-    t.ever_primary = true;
-    const Box& b = p->box;
-    const double m = rules_.edge_margin;
-    const bool cut_left = b.x_min < m, cut_top = b.y_min < m;
-    const bool cut_right = b.x_max > f.width - m, cut_bottom = b.y_max > f.height - m;
-    const double cx = b.center_x(), cy = b.center_y();
-    if (fresh) {
-      t.first_cx = cx;
-      t.first_cy = cy;
-    }
-    if (cut_left || cut_top || cut_right || cut_bottom) {
-      // Leaving: cut by an edge it has travelled towards (half its size at
-      // least since first seen). A part still entering can be seen whole
-      // for a frame and cut again when the detector's box jitters.
-      const double hw = b.width() / 2, hh = b.height() / 2;
-      const bool leaving =
-          (cut_left && t.first_cx - cx >= hw) || (cut_right && cx - t.first_cx >= hw) ||
-          (cut_top && t.first_cy - cy >= hh) || (cut_bottom && cy - t.first_cy >= hh);
-      if (t.was_whole && leaving && !rules_.at_gate) decide(t, "left", out);
-      continue;
-    }
-    t.was_whole = true;
-    t.d.frames_whole++;
-    const bool supervised = rules_.supervised && p->judged;
-    const bool anomaly = rules_.anomaly && p->anomaly;
-    if (!supervised && !anomaly) continue;
-    t.d.frames_judged++;
-    if (anomaly) add_anomaly(t, *p->anomaly, f.index);
-    if (!supervised) continue;
-    t.supervised_views++;
-    for (const auto& [label, c] : p->evidence) {
-      auto [s, added] = t.sum.emplace(label, c);
-      if (added) continue;
-      s->second = rules_.rule == QaRule::kVote ? s->second + c : std::max(s->second, c);
-    }
+    add_primary_view(t, *p, f, fresh, out);
   }
   gate_and_ends(f, out);
   for (auto it = open_.begin(); it != open_.end();)
     it = decided_.count(it->first) ? open_.erase(it) : std::next(it);
   return out;
+}
+
+PartVerdicts::Part& PartVerdicts::seen_part(const QaPart& p, const QaFrame& f, bool& fresh) {
+  auto [it, added] = open_.try_emplace(p.id);
+  fresh = added;
+  Part& t = it->second;
+  if (fresh) {
+    t.d.part = p.id;
+    t.d.label = p.label;
+    t.d.rule = rules_.rule;
+    t.d.first_pts = f.pts;
+    t.d.first_frame = f.index;
+  }
+  t.d.last_pts = f.pts;
+  t.d.last_frame = f.index;
+  t.d.frames_seen++;
+  return t;
+}
+
+void PartVerdicts::add_primary_view(Part& t, const QaPart& p, const QaFrame& f, bool fresh,
+                                    std::vector<QaDecision>& out) {
+  t.ever_primary = true;
+  const Box& b = p.box;
+  const double m = rules_.edge_margin;
+  const bool cut_left = b.x_min < m, cut_top = b.y_min < m;
+  const bool cut_right = b.x_max > f.width - m, cut_bottom = b.y_max > f.height - m;
+  const double cx = b.center_x(), cy = b.center_y();
+  if (fresh) {
+    t.first_cx = cx;
+    t.first_cy = cy;
+  }
+  if (cut_left || cut_top || cut_right || cut_bottom) {
+    // Leaving: cut by an edge it has travelled towards (half its size at
+    // least since first seen). A part still entering can be seen whole
+    // for a frame and cut again when the detector's box jitters.
+    const double hw = b.width() / 2, hh = b.height() / 2;
+    const bool leaving =
+        (cut_left && t.first_cx - cx >= hw) || (cut_right && cx - t.first_cx >= hw) ||
+        (cut_top && t.first_cy - cy >= hh) || (cut_bottom && cy - t.first_cy >= hh);
+    if (t.was_whole && leaving && !rules_.at_gate) decide(t, "left", out);
+    return;
+  }
+  add_whole_view(t, p, f.index);
+}
+
+void PartVerdicts::add_whole_view(Part& t, const QaPart& p, std::int64_t frame) {
+  t.was_whole = true;
+  t.d.frames_whole++;
+  const bool supervised = rules_.supervised && p.judged;
+  const bool anomaly = rules_.anomaly && p.anomaly;
+  if (!supervised && !anomaly) return;
+  t.d.frames_judged++;
+  if (anomaly) add_anomaly(t, *p.anomaly, frame);
+  if (!supervised) return;
+  t.supervised_views++;
+  for (const auto& [label, c] : p.evidence) {
+    auto [s, added] = t.sum.emplace(label, c);
+    if (added) continue;
+    s->second = rules_.rule == QaRule::kVote ? s->second + c : std::max(s->second, c);
+  }
 }
 
 // Crossings first: a track that crosses and ends on one frame was at the gate.

@@ -188,6 +188,14 @@ class PartVerdicts {
   void decide(Part& p, const std::string& reason, std::vector<QaDecision>& out);
   void drop_uncrossed(Part& p);
   void gate_and_ends(const QaFrame& f, std::vector<QaDecision>& out);
+  // The open record of part p (fresh: made on this frame), its sightings
+  // counted.
+  Part& seen_part(const QaPart& p, const QaFrame& f, bool& fresh);
+  // A view of p not nested in another part: a cut box may mean it left,
+  // a whole one adds its evidence.
+  void add_primary_view(Part& t, const QaPart& p, const QaFrame& f, bool fresh,
+                        std::vector<QaDecision>& out);
+  void add_whole_view(Part& t, const QaPart& p, std::int64_t frame);
   void add_anomaly(Part& t, const QaAnomalyView& v, std::int64_t frame);
   void decide_anomaly(Part& p);
 

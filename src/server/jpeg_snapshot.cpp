@@ -67,6 +67,33 @@ void draw_boxes(cv::Mat& bgr, const std::vector<SnapshotBox>& boxes) {
   }
 }
 
+// I420 or NV12 packed into the one buffer cv::cvtColor takes.
+void planar_yuv_to_bgr(const RawImage& img, int w, int h, cv::Mat& bgr) {
+  const bool nv12 = img.format == RawFormat::kNV12;
+  if (!img.planes[1] || (!nv12 && !img.planes[2]))
+    throw Error(ErrorKind::kInvalidArgument, "snapshot: missing chroma planes");
+  cv::Mat packed(h * 3 / 2, w, CV_8UC1);
+  std::uint8_t* d = packed.data;
+  copy_rows(d, img.planes[0], img.strides[0], w, h);
+  if (nv12) {
+    copy_rows(d + w * h, img.planes[1], img.strides[1], w, h / 2);
+  } else {
+    copy_rows(d + w * h, img.planes[1], img.strides[1], w / 2, h / 2);
+    copy_rows(d + w * h + (w / 2) * (h / 2), img.planes[2], img.strides[2], w / 2, h / 2);
+  }
+  cv::cvtColor(packed, bgr, nv12 ? cv::COLOR_YUV2BGR_NV12 : cv::COLOR_YUV2BGR_I420);
+}
+
+// 16-bit grey scaled from its significant bits to 8.
+void gray16_to_bgr(const RawImage& img, int w, int h, cv::Mat& bgr) {
+  if (img.bits < 8 || img.bits > 16)
+    throw Error(ErrorKind::kInvalidArgument, "snapshot: bits must be 8 to 16");
+  cv::Mat grey;
+  auto* p0 = const_cast<std::uint8_t*>(img.planes[0]);
+  cv::Mat(h, w, CV_16UC1, p0, img.strides[0]).convertTo(grey, CV_8U, 255.0 / ((1 << img.bits) - 1));
+  cv::cvtColor(grey, bgr, cv::COLOR_GRAY2BGR);
+}
+
 // The frame as BGR: a view of the camera's own buffer for BGR, else a
 // conversion.
 cv::Mat to_bgr(const RawImage& img) {
@@ -84,22 +111,9 @@ cv::Mat to_bgr(const RawImage& img) {
       cv::cvtColor(cv::Mat(h, w, CV_8UC2, p0, img.strides[0]), bgr, cv::COLOR_YUV2BGR_YUY2);
       break;
     case RawFormat::kI420:
-    case RawFormat::kNV12: {
-      const bool nv12 = img.format == RawFormat::kNV12;
-      if (!img.planes[1] || (!nv12 && !img.planes[2]))
-        throw Error(ErrorKind::kInvalidArgument, "snapshot: missing chroma planes");
-      cv::Mat packed(h * 3 / 2, w, CV_8UC1);
-      std::uint8_t* d = packed.data;
-      copy_rows(d, img.planes[0], img.strides[0], w, h);
-      if (nv12) {
-        copy_rows(d + w * h, img.planes[1], img.strides[1], w, h / 2);
-      } else {
-        copy_rows(d + w * h, img.planes[1], img.strides[1], w / 2, h / 2);
-        copy_rows(d + w * h + (w / 2) * (h / 2), img.planes[2], img.strides[2], w / 2, h / 2);
-      }
-      cv::cvtColor(packed, bgr, nv12 ? cv::COLOR_YUV2BGR_NV12 : cv::COLOR_YUV2BGR_I420);
+    case RawFormat::kNV12:
+      planar_yuv_to_bgr(img, w, h, bgr);
       break;
-    }
     case RawFormat::kBGR:
       bgr = cv::Mat(h, w, CV_8UC3, p0, img.strides[0]);
       break;
@@ -115,15 +129,9 @@ cv::Mat to_bgr(const RawImage& img) {
     case RawFormat::kGRAY8:
       cv::cvtColor(cv::Mat(h, w, CV_8UC1, p0, img.strides[0]), bgr, cv::COLOR_GRAY2BGR);
       break;
-    case RawFormat::kGRAY16LE: {
-      if (img.bits < 8 || img.bits > 16)
-        throw Error(ErrorKind::kInvalidArgument, "snapshot: bits must be 8 to 16");
-      cv::Mat grey;
-      cv::Mat(h, w, CV_16UC1, p0, img.strides[0])
-          .convertTo(grey, CV_8U, 255.0 / ((1 << img.bits) - 1));
-      cv::cvtColor(grey, bgr, cv::COLOR_GRAY2BGR);
+    case RawFormat::kGRAY16LE:
+      gray16_to_bgr(img, w, h, bgr);
       break;
-    }
     case RawFormat::kBayerBGGR:
     case RawFormat::kBayerGBRG:
     case RawFormat::kBayerGRBG:

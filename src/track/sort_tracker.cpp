@@ -23,34 +23,32 @@ TrackEvent SortTracker::event(const Track& t) {
   return {t.id, t.label, t.label_id, t.age};
 }
 
-TrackStep SortTracker::update(const std::vector<TrackDetection>& detections) {
-  for (Track& t : tracks_) {
-    t.predicted = t.filter.predict();
-    ++t.age;
-  }
-  // Pairs that cannot match (other label, IoU under the threshold) all cost
-  // 1, as much as no overlap: the assignment then maximises the summed IoU
-  // of the pairs that can.
+// Pairs that cannot match (other label, IoU under the threshold) all cost
+// 1, as much as no overlap: the assignment then maximises the summed IoU
+// of the pairs that can.
+std::vector<int> SortTracker::match(const std::vector<TrackDetection>& detections) const {
   std::vector<int> track_of(detections.size(), -1);
-  if (!tracks_.empty() && !detections.empty()) {
-    std::vector<std::vector<double>> cost(tracks_.size(),
-                                          std::vector<double>(detections.size(), 1.0));
-    for (std::size_t t = 0; t < tracks_.size(); ++t)
-      for (std::size_t d = 0; d < detections.size(); ++d) {
-        if (detections[d].label != tracks_[t].label) continue;
-        const double overlap = iou(tracks_[t].predicted, detections[d].box);
-        if (overlap >= options_.iou_threshold) cost[t][d] = 1.0 - overlap;
-      }
-    const std::vector<int> assigned = min_cost_assignment(cost);
-    for (std::size_t t = 0; t < tracks_.size(); ++t) {
-      const int d = assigned[t];
-      if (d >= 0 && detections[d].label == tracks_[t].label &&
-          iou(tracks_[t].predicted, detections[d].box) >= options_.iou_threshold)
-        track_of[d] = static_cast<int>(t);
+  if (tracks_.empty() || detections.empty()) return track_of;
+  std::vector<std::vector<double>> cost(tracks_.size(),
+                                        std::vector<double>(detections.size(), 1.0));
+  for (std::size_t t = 0; t < tracks_.size(); ++t)
+    for (std::size_t d = 0; d < detections.size(); ++d) {
+      if (detections[d].label != tracks_[t].label) continue;
+      const double overlap = iou(tracks_[t].predicted, detections[d].box);
+      if (overlap >= options_.iou_threshold) cost[t][d] = 1.0 - overlap;
     }
+  const std::vector<int> assigned = min_cost_assignment(cost);
+  for (std::size_t t = 0; t < tracks_.size(); ++t) {
+    const int d = assigned[t];
+    if (d >= 0 && detections[d].label == tracks_[t].label &&
+        iou(tracks_[t].predicted, detections[d].box) >= options_.iou_threshold)
+      track_of[d] = static_cast<int>(t);
   }
+  return track_of;
+}
 
-  TrackStep step;
+std::vector<bool> SortTracker::correct_matched(const std::vector<TrackDetection>& detections,
+                                               const std::vector<int>& track_of, TrackStep& step) {
   std::vector<bool> matched(tracks_.size(), false);
   for (std::size_t d = 0; d < detections.size(); ++d) {
     if (track_of[d] < 0) continue;
@@ -68,7 +66,12 @@ TrackStep SortTracker::update(const std::vector<TrackDetection>& detections) {
       t.id = next_id_++;
       step.started.push_back(event(t));
     }
+  return matched;
+}
 
+void SortTracker::keep_and_add(const std::vector<TrackDetection>& detections,
+                               const std::vector<bool>& matched, std::vector<int>& track_of,
+                               TrackStep& step) {
   std::vector<Track> kept;
   kept.reserve(tracks_.size() + detections.size());
   std::vector<int> new_index(tracks_.size(), -1);
@@ -100,7 +103,17 @@ TrackStep SortTracker::update(const std::vector<TrackDetection>& detections) {
     kept.push_back(std::move(t));
   }
   tracks_ = std::move(kept);
+}
 
+TrackStep SortTracker::update(const std::vector<TrackDetection>& detections) {
+  for (Track& t : tracks_) {
+    t.predicted = t.filter.predict();
+    ++t.age;
+  }
+  std::vector<int> track_of = match(detections);
+  TrackStep step;
+  const std::vector<bool> matched = correct_matched(detections, track_of, step);
+  keep_and_add(detections, matched, track_of, step);
   for (std::size_t d = 0; d < detections.size(); ++d) {
     const Track& t = tracks_[track_of[d]];
     if (t.id == 0) continue;

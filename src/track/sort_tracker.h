@@ -94,6 +94,16 @@ class SortTracker {
     int age = 0;
   };
   static TrackEvent event(const Track& t);
+  // The track each detection matched (index into tracks_), or -1.
+  std::vector<int> match(const std::vector<TrackDetection>& detections) const;
+  // The matched tracks corrected by their detections and confirmed once they
+  // have min_hits; returns which tracks matched.
+  std::vector<bool> correct_matched(const std::vector<TrackDetection>& detections,
+                                    const std::vector<int>& track_of, TrackStep& step);
+  // Unmatched tracks aged (and dropped or ended), unmatched detections born
+  // as tracks; track_of follows the tracks to their new places.
+  void keep_and_add(const std::vector<TrackDetection>& detections, const std::vector<bool>& matched,
+                    std::vector<int>& track_of, TrackStep& step);
 
   TrackerOptions options_;
   std::vector<Track> tracks_;  // in birth order

@@ -16,10 +16,10 @@
 #include "batcher_fakes.h"
 #include "batching/batcher.h"
 #include "batching/in_order_queue.h"
+#include "batching/model_registry.h"
 #include "common/error.h"
 #include "common/stream_stats.h"
 #include "engine/engine_thread.h"
-#include "model/model_registry.h"
 
 using namespace torchinfer;
 using namespace torchinfer::test;

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "batcher_fakes.h"
+#include "batching/model_registry.h"
 #include "common/error.h"
-#include "model/model_registry.h"
 
 using namespace torchinfer;
 using namespace torchinfer::test;

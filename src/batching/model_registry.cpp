@@ -1,4 +1,4 @@
-#include "model/model_registry.h"
+#include "batching/model_registry.h"
 
 #include "common/error.h"
 
