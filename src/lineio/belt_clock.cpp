@@ -15,8 +15,7 @@ constexpr std::size_t kHistory = 4096;
 
 EncoderUnwrap::EncoderUnwrap(int bits) {
   if (bits != 16 && bits != 32)
-    throw std::invalid_argument("encoder width must be 16 or 32 bits, not " +
-                                std::to_string(bits));
+    throw std::invalid_argument("encoder width must be 16 or 32 bits, not " + std::to_string(bits));
   mask_ = bits == 16 ? 0xffffu : 0xffffffffu;
 }
 

@@ -31,7 +31,7 @@ struct EjectorConfig {
   // A late part (its pulse moment had passed when its verdict came): true
   // fires the recheck output (or the reject) at once; false fires nothing.
   bool reject_late = true;
-  bool pass_pulses = true;  // a passed part gets a pulse on the pass output
+  bool pass_pulses = true;   // a passed part gets a pulse on the pass output
   bool has_recheck = false;  // late parts go to the recheck output, not the reject
   // Decided track ids remembered to refuse a second decision (the oldest
   // are forgotten past this; track ids only grow, so that is safe).

@@ -26,8 +26,12 @@ bool connection_error(int err) {
            err < MODBUS_ENOBASE + MODBUS_EXCEPTION_MAX);
 }
 
-std::uint16_t hi(std::int64_t v) { return static_cast<std::uint16_t>((v >> 16) & 0xffff); }
-std::uint16_t lo(std::int64_t v) { return static_cast<std::uint16_t>(v & 0xffff); }
+std::uint16_t hi(std::int64_t v) {
+  return static_cast<std::uint16_t>((v >> 16) & 0xffff);
+}
+std::uint16_t lo(std::int64_t v) {
+  return static_cast<std::uint16_t>(v & 0xffff);
+}
 }  // namespace
 
 std::int64_t steady_now_ns() {
@@ -89,7 +93,8 @@ ModbusOutput::ModbusOutput(ModbusOptions opt) : opt_(std::move(opt)) {
     belt_ = std::make_unique<BeltClock>();
     unwrap_.emplace(opt_.map.encoder_bits);
   } else if (opt_.belt_counts_per_s > 0 && std::isfinite(opt_.belt_counts_per_s)) {
-    belt_ = std::make_unique<BeltClock>(BeltClock::from_speed(opt_.belt_counts_per_s, steady_now_ns()));
+    belt_ =
+        std::make_unique<BeltClock>(BeltClock::from_speed(opt_.belt_counts_per_s, steady_now_ns()));
   } else {
     throw std::invalid_argument(
         "the belt needs an encoder register or a belt speed above 0 (counts per second)");
@@ -129,9 +134,15 @@ bool ModbusOutput::push(Command c) {
   return true;
 }
 
-bool ModbusOutput::pulse(const PulsePlan& p) { return push(p); }
-bool ModbusOutput::publish(const LinePartRecord& r) { return push(r); }
-bool ModbusOutput::enqueue(const LineQueueEntry& e) { return push(e); }
+bool ModbusOutput::pulse(const PulsePlan& p) {
+  return push(p);
+}
+bool ModbusOutput::publish(const LinePartRecord& r) {
+  return push(r);
+}
+bool ModbusOutput::enqueue(const LineQueueEntry& e) {
+  return push(e);
+}
 
 LineStats ModbusOutput::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -259,8 +270,9 @@ void ModbusOutput::poll_encoder(std::int64_t now) {
   std::uint16_t r[2] = {0, 0};
   const int n = opt_.map.encoder_bits / 16;
   const std::int64_t t0 = steady_now_ns();
-  const int got = opt_.map.encoder_input ? modbus_read_input_registers(ctx_, opt_.map.encoder_register, n, r)
-                                         : modbus_read_registers(ctx_, opt_.map.encoder_register, n, r);
+  const int got = opt_.map.encoder_input
+                      ? modbus_read_input_registers(ctx_, opt_.map.encoder_register, n, r)
+                      : modbus_read_registers(ctx_, opt_.map.encoder_register, n, r);
   const std::int64_t t1 = steady_now_ns();
   if (got != n) {
     const int err = errno;
@@ -325,13 +337,17 @@ void ModbusOutput::write_part(const LinePartRecord& r) {
   if (r.verdict == LineVerdictCode::late) late_++;
   if (opt_.map.part_base < 0) return;
   const double score = std::clamp(std::isfinite(r.score) ? r.score : 0.0, 0.0, 1.0);
-  const std::uint16_t v[11] = {hi(r.part_id), lo(r.part_id),
+  const std::uint16_t v[11] = {hi(r.part_id),
+                               lo(r.part_id),
                                static_cast<std::uint16_t>(r.class_id < 0 ? 0xffff : r.class_id),
                                static_cast<std::uint16_t>(r.verdict),
                                static_cast<std::uint16_t>(std::lround(score * 1000)),
-                               hi(static_cast<std::int64_t>(passed_)), lo(static_cast<std::int64_t>(passed_)),
-                               hi(static_cast<std::int64_t>(rejected_)), lo(static_cast<std::int64_t>(rejected_)),
-                               hi(static_cast<std::int64_t>(late_)), lo(static_cast<std::int64_t>(late_))};
+                               hi(static_cast<std::int64_t>(passed_)),
+                               lo(static_cast<std::int64_t>(passed_)),
+                               hi(static_cast<std::int64_t>(rejected_)),
+                               lo(static_cast<std::int64_t>(rejected_)),
+                               hi(static_cast<std::int64_t>(late_)),
+                               lo(static_cast<std::int64_t>(late_))};
   write_regs(opt_.map.part_base, v, 11);
 }
 

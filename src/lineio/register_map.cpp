@@ -3,7 +3,9 @@
 namespace torchinfer {
 
 namespace {
-bool in_range(int addr, int n) { return addr >= 0 && addr + n <= 65536; }
+bool in_range(int addr, int n) {
+  return addr >= 0 && addr + n <= 65536;
+}
 }  // namespace
 
 std::string check_register_map(const ModbusRegisterMap& m) {

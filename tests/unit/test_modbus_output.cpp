@@ -1,0 +1,188 @@
+// ModbusOutput against a real Modbus TCP server on 127.0.0.1 (libmodbus'
+// server side, tests/unit/modbus_server.h): what lands in which register,
+// pulses on and off, the encoder read with wrap-around, and a PLC that is
+// away: the caller is never held, every failure is counted, it reconnects.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <memory>
+#include <thread>
+
+#include "lineio/modbus_output.h"
+#include "modbus_server.h"
+
+namespace torchinfer {
+namespace {
+
+constexpr std::int64_t kMs = 1'000'000;
+constexpr std::int64_t kLong = 10'000 * kMs;  // a bound, never expected to pass
+
+ModbusOptions options(int port) {
+  ModbusOptions o;
+  o.port = port;
+  o.belt_counts_per_s = 1000.0;
+  o.map.pulse_ns = 5 * kMs;
+  o.map.heartbeat_ns = 3'600'000 * kMs;  // one beat, at the first turn
+  o.map.queue_base = 100;
+  o.map.queue_slots = 2;
+  o.backoff_min_ns = 20 * kMs;
+  o.backoff_max_ns = 40 * kMs;
+  return o;
+}
+
+template <typename F>
+bool wait_for(F done) {
+  for (int i = 0; i < 2000 && !done(); i++)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  return done();
+}
+
+TEST(ModbusOutput, WritesThePartsRegistersAndTheHeartbeat) {
+  test::ModbusTestServer plc;
+  ModbusOutput out(options(plc.port()));
+  ASSERT_TRUE(out.publish({70000, 3, LineVerdictCode::reject, 0.8765}));
+  ASSERT_TRUE(out.publish({70001, 1, LineVerdictCode::pass, 0.5}));
+  ASSERT_TRUE(out.publish({70002, -1, LineVerdictCode::late, 2.0}));
+  EXPECT_EQ(out.drain(kLong), 0u);
+  // id 70002 = 1:4466; class unknown 0xffff; late; score clamped to 1.000;
+  // 1 passed, 1 rejected, 1 late.
+  EXPECT_EQ(plc.holding(0, 11),
+            (std::vector<std::uint16_t>{1, 4466, 0xffff, 3, 1000, 0, 1, 0, 1, 0, 1}));
+  EXPECT_EQ(plc.holding(20, 1), std::vector<std::uint16_t>{1});
+  const LineStats s = out.stats();
+  EXPECT_EQ(s.state, LineState::connected);
+  EXPECT_EQ(s.writes, 4u);
+  EXPECT_EQ(s.write_failures, 0u);
+}
+
+TEST(ModbusOutput, APulseGoesOnThenOffAndOneStillOnIsMergedAndCounted) {
+  test::ModbusTestServer plc;
+  ModbusOutput out(options(plc.port()));
+  const std::int64_t now = steady_now_ns();
+  ASSERT_TRUE(out.pulse({1, LineCoil::reject, 0, 0, now, false}));
+  ASSERT_TRUE(out.pulse({2, LineCoil::reject, 0, 0, now, false}));
+  ASSERT_TRUE(out.pulse({3, LineCoil::pass, 0, 0, now, false}));
+  EXPECT_EQ(out.drain(kLong), 0u);
+  const auto w = plc.coil_writes();
+  ASSERT_EQ(w.size(), 4u);
+  EXPECT_EQ(w[0].addr, 0);  // reject on
+  EXPECT_TRUE(w[0].on);
+  EXPECT_EQ(w[1].addr, 1);  // pass on
+  EXPECT_TRUE(w[1].on);
+  int offs = 0;
+  for (std::size_t i = 2; i < 4; i++) offs += !w[i].on;
+  EXPECT_EQ(offs, 2);
+  const LineStats s = out.stats();
+  EXPECT_EQ(s.pulses_reject, 1u);
+  EXPECT_EQ(s.pulses_pass, 1u);
+  EXPECT_EQ(s.pulses_merged, 1u);
+}
+
+TEST(ModbusOutput, QueueEntriesGoRoundTheSlotsWithASequenceNumber) {
+  test::ModbusTestServer plc;
+  ModbusOutput out(options(plc.port()));
+  out.enqueue({1, 0x12345, LineVerdictCode::reject});
+  out.enqueue({2, 70000, LineVerdictCode::pass});
+  out.enqueue({3, 0x1000000ff, LineVerdictCode::reject});  // mod 2^32
+  EXPECT_EQ(out.drain(kLong), 0u);
+  EXPECT_EQ(plc.holding(100, 8), (std::vector<std::uint16_t>{0, 0xff, 2, 3, 1, 4464, 1, 2}));
+}
+
+TEST(ModbusOutput, ReadsTheEncoderAcrossItsWrap) {
+  test::ModbusTestServer plc;
+  plc.set_input(7, 65530);
+  ModbusOptions o = options(plc.port());
+  o.map.encoder_register = 7;
+  o.map.encoder_poll_ns = 2 * kMs;
+  ModbusOutput out(o);
+  ASSERT_TRUE(wait_for([&] { return out.stats().encoder_reads >= 1; }));
+  plc.set_input(7, 4);
+  const auto reads = out.stats().encoder_reads;
+  ASSERT_TRUE(wait_for([&] { return out.stats().encoder_reads >= reads + 2; }));
+  EXPECT_DOUBLE_EQ(out.belt().position_at(out.belt().last_sample_ns()), 65540.0);
+  EXPECT_EQ(out.stats().encoder_failures, 0u);
+}
+
+// A port where nobody listens.
+int closed_port() {
+  test::ModbusTestServer gone;
+  return gone.port();
+}
+
+TEST(ModbusOutput, WithThePlcAwayNothingBlocksAndEveryLossIsCounted) {
+  ModbusOptions o = options(closed_port());
+  std::vector<std::string> logs;
+  std::mutex mu;
+  o.log = [&](const std::string& s) {
+    std::lock_guard<std::mutex> lock(mu);
+    logs.push_back(s);
+  };
+  ModbusOutput out(o);
+  EXPECT_TRUE(out.publish({1, 0, LineVerdictCode::pass, 1.0}));
+  EXPECT_TRUE(out.pulse({1, LineCoil::reject, 0, 0, steady_now_ns(), false}));
+  EXPECT_EQ(out.drain(kLong), 0u);
+  const LineStats s = out.stats();
+  EXPECT_EQ(s.state, LineState::connecting);
+  EXPECT_EQ(s.write_failures, 2u);
+  EXPECT_EQ(s.pulses_lost, 1u);
+  EXPECT_EQ(s.pulses_reject, 0u);
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_FALSE(logs.empty());
+  EXPECT_NE(logs[0].find("cannot connect"), std::string::npos) << logs[0];
+}
+
+TEST(ModbusOutput, ReconnectsWhenThePlcComesBack) {
+  auto plc = std::make_unique<test::ModbusTestServer>();
+  const int port = plc->port();
+  ModbusOutput out(options(port));
+  out.publish({1, 0, LineVerdictCode::pass, 1.0});
+  EXPECT_EQ(out.drain(kLong), 0u);
+  plc.reset();  // the PLC goes
+  out.publish({2, 0, LineVerdictCode::pass, 1.0});
+  EXPECT_EQ(out.drain(kLong), 0u);
+  EXPECT_EQ(out.stats().write_failures, 1u);
+  EXPECT_EQ(out.stats().state, LineState::reconnecting);
+  plc = std::make_unique<test::ModbusTestServer>(port);
+  ASSERT_TRUE(wait_for([&] { return out.stats().state == LineState::connected; }));
+  out.publish({3, 0, LineVerdictCode::reject, 1.0});
+  EXPECT_EQ(out.drain(kLong), 0u);
+  EXPECT_EQ(plc->holding(0, 4), (std::vector<std::uint16_t>{0, 3, 0, 2}));
+  EXPECT_EQ(out.stats().reconnects, 1u);
+  EXPECT_EQ(out.stats().write_failures, 1u);
+}
+
+// A PLC that takes the connection and never answers holds the output's
+// thread in one request; the caller's calls still return at once and what
+// does not fit the queue is counted.
+TEST(ModbusOutput, AFullQueueRefusesAndCountsWithoutBlocking) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(listen(fd, 1), 0);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ModbusOptions o = options(ntohs(a.sin_port));
+  o.map.heartbeat = -1;
+  o.queue_capacity = 2;
+  o.response_timeout_ns = 3000 * kMs;
+  ModbusOutput out(o);
+  out.publish({1, 0, LineVerdictCode::pass, 1.0});
+  const int peer = accept(fd, nullptr, nullptr);
+  char buf[64];
+  ASSERT_GT(recv(peer, buf, sizeof buf, 0), 0);  // the request is out: the thread waits
+  int accepted = 0;
+  for (int i = 0; i < 5; i++) accepted += out.publish({i, 0, LineVerdictCode::pass, 1.0});
+  EXPECT_EQ(accepted, 2);
+  EXPECT_EQ(out.stats().queue_overflow, 3u);
+  close(peer);
+  close(fd);
+}
+
+}  // namespace
+}  // namespace torchinfer
