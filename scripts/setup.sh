@@ -21,7 +21,7 @@ PACKAGES=(
   curl jq  # tests/bench/server_churn.sh
   python3-yaml  # tests/deploy/check_manifests.py: the Kubernetes manifests parse
   libaravis-dev libusb-1.0-0-dev aravis-tools aravis-tools-cli  # aravis:// cameras; arv-fake-gv-camera-0.8 for tests, arv-tool-0.8
-  libmodbus-dev python3-pymodbus  # PLC output (docs/line-io.md); pymodbus plays the PLC in tests
+  libmodbus-dev python3-pymodbus python3-serial-asyncio  # PLC output (docs/line-io.md); pymodbus plays the PLC in tests (it imports serial_asyncio)
 )
 
 missing=()

@@ -203,7 +203,7 @@ void ModbusOutput::run() {
 }
 
 std::int64_t ModbusOutput::next_wake(std::int64_t now) const {
-  std::int64_t t = pending_.next_due_ns(now, *belt_);
+  std::int64_t t = pending_.next_due_ns(now + transit_ns(), *belt_) - transit_ns();
   for (const auto& [coil, when] : off_at_) t = std::min(t, when);
   if (!was_connected_) return std::min(t, next_connect_);
   if (unwrap_) t = std::min(t, next_poll_);
@@ -282,14 +282,36 @@ void ModbusOutput::poll_encoder(std::int64_t now) {
   }
   local_.encoder_reads++;
   const std::uint32_t raw = n == 1 ? r[0] : (static_cast<std::uint32_t>(r[0]) << 16) | r[1];
+  const std::int64_t count = unwrap_->update(raw);
+  // A reading whose round trip took far longer than usual was taken at an
+  // unknown moment inside it (a stalled PLC or network): it would bend the
+  // belt's speed, so it is left out (counted).
+  const std::int64_t rtt = t1 - t0;
+  rtt_typical_ = rtt_typical_ == 0 ? rtt : rtt_typical_ + (rtt - rtt_typical_) / 16;
+  if (rtt > std::max<std::int64_t>(3 * rtt_typical_, 2'000'000)) {
+    local_.encoder_slow++;
+    return;
+  }
   // The register was read somewhere in the round trip: its middle.
-  const std::int64_t t = t0 + (t1 - t0) / 2;
-  belt_->add_sample(t, unwrap_->update(raw));
+  const std::int64_t t = t0 + rtt / 2;
+  belt_->add_sample(t, count);
   local_.last_encoder_ns = t;
 }
 
+// A write reaches the PLC about half a round trip after it leaves: pulses
+// go out that much earlier so that they arrive at their moment.
+std::int64_t ModbusOutput::transit_ns() const { return unwrap_ ? rtt_typical_ / 2 : 0; }
+
 void ModbusOutput::fire_due(std::int64_t now) {
-  for (const PulsePlan& p : pending_.take_due(now, *belt_)) fire(p, now);
+  for (const PulsePlan& p : pending_.take_due(now + transit_ns(), *belt_)) {
+    // How far past its moment the pulse goes out, as the output sees the
+    // belt: a stalled thread or a slow PLC shows here first.
+    if (!p.at_ns)
+      local_.max_overshoot_counts = std::max(
+          local_.max_overshoot_counts,
+          belt_->position_at(now + transit_ns() + p.lead_ns) - p.target_count);
+    fire(p, now);
+  }
 }
 
 void ModbusOutput::fire(const PulsePlan& p, std::int64_t now) {

@@ -73,6 +73,7 @@ class ModbusOutput : public LineOutput {
   bool write_bit(int addr, bool on);
   bool write_regs(int addr, const std::uint16_t* v, int n);
   std::int64_t next_wake(std::int64_t now) const;
+  std::int64_t transit_ns() const;
   void log(const std::string& s);
 
   ModbusOptions opt_;
@@ -93,6 +94,7 @@ class ModbusOutput : public LineOutput {
   std::map<int, std::int64_t> off_at_;  // coil -> when it goes off
   std::int64_t next_poll_ = 0, next_beat_ = 0, next_connect_ = 0, backoff_ = 0;
   std::uint16_t beat_value_ = 0, queue_seq_ = 0;
+  std::int64_t rtt_typical_ = 0;  // the encoder read's usual round trip
   int queue_slot_ = 0;
   bool was_connected_ = false;
   std::uint64_t passed_ = 0, rejected_ = 0, late_ = 0;
