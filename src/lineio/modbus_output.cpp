@@ -300,16 +300,18 @@ void ModbusOutput::poll_encoder(std::int64_t now) {
 
 // A write reaches the PLC about half a round trip after it leaves: pulses
 // go out that much earlier so that they arrive at their moment.
-std::int64_t ModbusOutput::transit_ns() const { return unwrap_ ? rtt_typical_ / 2 : 0; }
+std::int64_t ModbusOutput::transit_ns() const {
+  return unwrap_ ? rtt_typical_ / 2 : 0;
+}
 
 void ModbusOutput::fire_due(std::int64_t now) {
   for (const PulsePlan& p : pending_.take_due(now + transit_ns(), *belt_)) {
     // How far past its moment the pulse goes out, as the output sees the
     // belt: a stalled thread or a slow PLC shows here first.
     if (!p.at_ns)
-      local_.max_overshoot_counts = std::max(
-          local_.max_overshoot_counts,
-          belt_->position_at(now + transit_ns() + p.lead_ns) - p.target_count);
+      local_.max_overshoot_counts =
+          std::max(local_.max_overshoot_counts,
+                   belt_->position_at(now + transit_ns() + p.lead_ns) - p.target_count);
     fire(p, now);
   }
 }

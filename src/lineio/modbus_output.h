@@ -29,7 +29,8 @@ struct ModbusOptions {
   ModbusRegisterMap map;
   double belt_counts_per_s = 0;  // without an encoder register: the set speed
   std::size_t queue_capacity = 1024;
-  std::int64_t response_timeout_ns = 200'000'000;
+  // A PLC slower than this to answer is taken as gone (reconnect).
+  std::int64_t response_timeout_ns = 1'000'000'000;
   std::int64_t backoff_min_ns = 100'000'000, backoff_max_ns = 5'000'000'000;
   // Connection changes and the first failure of each kind, from the
   // output's thread (the app prints them; reconnecting is reported while it

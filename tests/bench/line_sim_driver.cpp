@@ -124,8 +124,11 @@ void Sim::appear(std::int64_t now) {
 }
 
 void Sim::decide(const Part& p, std::int64_t now) {
-  nlohmann::json line = {{"id", p.id},       {"bad", p.bad},           {"frame_ns", p.seen.frame_ns},
-                         {"offset", p.seen.along_px}, {"decide_ns", now}};
+  nlohmann::json line = {{"id", p.id},
+                         {"bad", p.bad},
+                         {"frame_ns", p.seen.frame_ns},
+                         {"offset", p.seen.along_px},
+                         {"decide_ns", now}};
   const auto r = sched_.decide(p.seen, p.bad, now, sync_.belt());
   line["sync"] = {{"outcome", outcome_name(r.outcome)}, {"target", r.target_count}};
   if (c_.queue_mode && r.outcome == ti::DecisionOutcome::scheduled) {
@@ -136,13 +139,14 @@ void Sim::decide(const Part& p, std::int64_t now) {
   }
   sync_.publish({p.id, 0, p.bad ? ti::LineVerdictCode::reject : ti::LineVerdictCode::pass, 1.0});
   // The fixed rule: the travel time at the nominal speed, minus the lead.
-  const std::int64_t at = p.seen.frame_ns +
-                          static_cast<std::int64_t>((c_.distance - p.seen.along_px) / c_.speed * 1e9) -
-                          static_cast<std::int64_t>(c_.lead_ms * kMs);
+  const std::int64_t at =
+      p.seen.frame_ns +
+      static_cast<std::int64_t>((c_.distance - p.seen.along_px) / c_.speed * 1e9) -
+      static_cast<std::int64_t>(c_.lead_ms * kMs);
   const bool late = now > at;
   fixed_late_ += late;
-  ti::PulsePlan f{p.id, p.bad || late ? ti::LineCoil::reject : ti::LineCoil::pass, 0, 0,
-                  late ? now : at, late};
+  ti::PulsePlan f{
+      p.id, p.bad || late ? ti::LineCoil::reject : ti::LineCoil::pass, 0, 0, late ? now : at, late};
   fixed_.pulse(f);
   line["fixed"] = {{"at_ns", at}, {"late", late}};
   if (parts_) std::fprintf(parts_, "%s\n", line.dump().c_str());
@@ -184,18 +188,13 @@ int Sim::run() {
 }
 
 nlohmann::json Sim::stats(const ti::LineStats& s) const {
-  return {{"state", ti::line_state_name(s.state)},
-          {"pulses_reject", s.pulses_reject},
-          {"pulses_pass", s.pulses_pass},
-          {"pulses_lost", s.pulses_lost},
-          {"pulses_merged", s.pulses_merged},
-          {"writes", s.writes},
-          {"write_failures", s.write_failures},
-          {"queue_overflow", s.queue_overflow},
-          {"encoder_reads", s.encoder_reads},
-          {"encoder_failures", s.encoder_failures},
-          {"encoder_slow", s.encoder_slow},
-          {"max_overshoot_counts", s.max_overshoot_counts}};
+  return {
+      {"state", ti::line_state_name(s.state)}, {"pulses_reject", s.pulses_reject},
+      {"pulses_pass", s.pulses_pass},          {"pulses_lost", s.pulses_lost},
+      {"pulses_merged", s.pulses_merged},      {"writes", s.writes},
+      {"write_failures", s.write_failures},    {"queue_overflow", s.queue_overflow},
+      {"encoder_reads", s.encoder_reads},      {"encoder_failures", s.encoder_failures},
+      {"encoder_slow", s.encoder_slow},        {"max_overshoot_counts", s.max_overshoot_counts}};
 }
 
 }  // namespace
@@ -207,7 +206,9 @@ int main(int argc, char** argv) {
   c.port = a.num("port", 0);
   c.parts = a.num("parts", c.parts);
   c.seed = static_cast<unsigned>(a.num("seed", 1));
-  auto real = [&](const char* k, double def) { return std::atof(a.str(k, std::to_string(def)).c_str()); };
+  auto real = [&](const char* k, double def) {
+    return std::atof(a.str(k, std::to_string(def)).c_str());
+  };
   c.speed = real("speed", c.speed);
   c.spacing_min = real("spacing-min", c.spacing_min);
   c.spacing_max = real("spacing-max", c.spacing_max);

@@ -88,6 +88,11 @@ class Plc:
     def __init__(self, args):
         self.args = args
         self.belt = Belt(args.speed, args.vary, args.seed, time.monotonic_ns())
+        if args.resume:
+            # A PLC restarted on the same belt: its encoder goes on counting.
+            with open(args.resume, encoding="utf-8") as f:
+                p = json.load(f)
+            self.belt.v0, self.belt.t0_ns, self.belt.parts = p["v0"], p["t0_ns"], p["components"]
         self.out = open(args.record, "w", encoding="utf-8")
         self.lead_ns = int(args.lead_ms * 1e6)
         self.hr = ModbusSequentialDataBlock(0, [0] * 4096)
@@ -164,6 +169,7 @@ def parse():
     p.add_argument("--queue-slots", type=int, default=16)
     p.add_argument("--record", required=True, help="JSON lines: one per pulse")
     p.add_argument("--params", required=True, help="the belt's function (JSON)")
+    p.add_argument("--resume", help="a --params file of a PLC before: the same belt goes on")
     return p.parse_args()
 
 
