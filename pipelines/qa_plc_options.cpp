@@ -24,12 +24,18 @@ struct Setting {
   Setter set;
 };
 
+std::string shortest(double v) {
+  char buf[G_ASCII_DTOSTR_BUF_SIZE];
+  g_ascii_formatd(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 // Empty when `text` is a number in [lo, hi]; the message otherwise.
 std::string number(const std::string& text, double lo, double hi, double* out) {
   char* end = nullptr;
   const double v = g_ascii_strtod(text.c_str(), &end);
   if (text.empty() || *end != '\0' || !std::isfinite(v) || v < lo || v > hi)
-    return "'" + text + "': give a number from " + std::to_string(lo) + " to " + std::to_string(hi);
+    return "'" + text + "': give a number from " + shortest(lo) + " to " + shortest(hi);
   *out = v;
   return {};
 }
