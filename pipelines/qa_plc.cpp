@@ -117,6 +117,7 @@ nlohmann::ordered_json QaPlc::finish(bool* failed) {
                               {"reconnects", s.reconnects},
                               {"encoder_reads", s.encoder_reads},
                               {"encoder_failures", s.encoder_failures},
+                              {"encoder_resets", s.encoder_resets},
                               {"undrained", undrained}};
   g_printerr(
       "qa-line: PLC: %s reject, %s pass, %s recheck pulses; %s late parts; %s lost pulses, "

@@ -118,6 +118,11 @@ std::int64_t BeltClock::time_at(double count, std::int64_t now_ns) const {
   return now_ns + static_cast<std::int64_t>(std::ceil(dt));
 }
 
+void BeltClock::restart() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!fixed_) history_.clear();
+}
+
 std::int64_t BeltClock::last_sample_ns() const {
   std::lock_guard<std::mutex> lock(mu_);
   return history_.empty() ? std::numeric_limits<std::int64_t>::min() : history_.back().t_ns;

@@ -55,6 +55,8 @@ class BeltClock {
   // Time of the last sample (INT64_MIN before any; t0 in set-speed mode).
   std::int64_t last_sample_ns() const;
   bool from_encoder() const { return !fixed_; }
+  // Forgets the readings (encoder mode): the counter restarted.
+  void restart();
 
  private:
   struct Sample {

@@ -88,6 +88,11 @@ std::vector<PulsePlan> PulseQueue::take_due(std::int64_t now_ns, const BeltClock
   return due;
 }
 
+void PulseQueue::shift(double offset) {
+  for (auto& p : pending_)
+    if (!p.at_ns) p.target_count += offset;
+}
+
 std::int64_t PulseQueue::next_due_ns(std::int64_t now_ns, const BeltClock& belt) const {
   std::int64_t next = std::numeric_limits<std::int64_t>::max();
   for (const auto& p : pending_) {

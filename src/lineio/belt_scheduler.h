@@ -104,6 +104,9 @@ class PulseQueue {
   // the belt stands).
   std::int64_t next_due_ns(std::int64_t now_ns, const BeltClock& belt) const;
   std::size_t size() const { return pending_.size(); }
+  // The belt's counts moved by `offset` (the encoder restarted): the
+  // synchronised pulses' targets move with them.
+  void shift(double offset);
 
  private:
   std::vector<PulsePlan> pending_;

@@ -45,7 +45,9 @@ struct LineStats {
   std::uint64_t queue_overflow = 0;  // commands refused: the queue was full
   std::uint64_t reconnects = 0;      // connections made after a loss
   std::uint64_t encoder_reads = 0, encoder_failures = 0;
-  std::uint64_t encoder_slow = 0;    // readings left out: round trip far longer than usual
+  std::uint64_t encoder_slow = 0;
+  std::uint64_t encoder_resets = 0;  // the counter went back (a PLC restart): pulses re-based    //
+                                     // readings left out: round trip far longer than usual
   std::int64_t last_encoder_ns = 0;  // steady clock of the last encoder reading, 0: none
   std::uint64_t pending_pulses = 0;
   // Synchronised pulses: the most counts past its moment one went out.

@@ -294,6 +294,7 @@ void ModbusOutput::poll_encoder(std::int64_t now) {
   }
   // The register was read somewhere in the round trip: its middle.
   const std::int64_t t = t0 + rtt / 2;
+  rebase_if_reset(t, count);
   belt_->add_sample(t, count);
   local_.last_encoder_ns = t;
 }
@@ -302,6 +303,23 @@ void ModbusOutput::poll_encoder(std::int64_t now) {
 // go out that much earlier so that they arrive at their moment.
 std::int64_t ModbusOutput::transit_ns() const {
   return unwrap_ ? rtt_typical_ / 2 : 0;
+}
+
+// A belt does not run back 64 counts: a count that did was reset (a PLC
+// restarted, a counter cleared). The pending pulses' targets move with the
+// new counter so that they still land where their parts are; a part seen
+// before and decided after is placed by extrapolating the new counter back.
+void ModbusOutput::rebase_if_reset(std::int64_t t, std::int64_t count) {
+  constexpr double kBack = 64;
+  if (!belt_->ready()) return;
+  const double expected = belt_->position_at(t);
+  if (static_cast<double>(count) > expected - kBack) return;
+  const double offset = static_cast<double>(count) - expected;
+  belt_->restart();
+  pending_.shift(offset);
+  local_.encoder_resets++;
+  log("encoder went back " + std::to_string(static_cast<long long>(-offset)) +
+      " counts (counter reset?): pending pulses moved with it");
 }
 
 void ModbusOutput::fire_due(std::int64_t now) {

@@ -65,6 +65,7 @@ class ModbusOutput : public LineOutput {
   bool ensure_connected(std::int64_t now);
   void drop_connection(const char* what);
   void poll_encoder(std::int64_t now);
+  void rebase_if_reset(std::int64_t t, std::int64_t count);
   void fire_due(std::int64_t now);
   void fire(const PulsePlan& p, std::int64_t now);
   void release_due(std::int64_t now);

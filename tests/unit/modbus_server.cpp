@@ -78,7 +78,7 @@ void ModbusTestServer::serve(int fd) {
   std::lock_guard<std::mutex> lock(mu_);
   const int h = modbus_get_header_length(ctx_);
   if (q[h] == MODBUS_FC_WRITE_SINGLE_COIL)
-    coils_.push_back({(q[h + 1] << 8) | q[h + 2], q[h + 3] == 0xff});
+    coils_.push_back({(q[h + 1] << 8) | q[h + 2], q[h + 3] == 0xff, map_->tab_input_registers[7]});
   modbus_reply(ctx_, q, n, map_);
 }
 

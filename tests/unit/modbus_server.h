@@ -23,6 +23,7 @@ class ModbusTestServer {
   struct CoilWrite {
     int addr;
     bool on;
+    std::uint16_t encoder;  // input register 7 when the write came
   };
   std::vector<CoilWrite> coil_writes();
   std::vector<std::uint16_t> holding(int addr, int n);

@@ -107,6 +107,35 @@ TEST(ModbusOutput, ReadsTheEncoderAcrossItsWrap) {
   EXPECT_EQ(out.stats().encoder_failures, 0u);
 }
 
+// A PLC restarted: its counter starts again from 0. A pulse pending then
+// moves with the new counter: it comes 100 counts on, not when the new
+// counter reaches the old count (never, here).
+TEST(ModbusOutput, ACounterResetMovesThePendingPulsesWithIt) {
+  test::ModbusTestServer plc;
+  plc.set_input(7, 5000);
+  ModbusOptions o = options(plc.port());
+  o.map.encoder_register = 7;
+  o.map.encoder_poll_ns = 2 * kMs;
+  ModbusOutput out(o);
+  ASSERT_TRUE(wait_for([&] { return out.stats().encoder_reads >= 3; }));
+  ASSERT_TRUE(out.pulse({1, LineCoil::reject, 5100.0, 0, std::nullopt, false}));
+  plc.set_input(7, 0);
+  ASSERT_TRUE(wait_for([&] { return out.stats().encoder_resets == 1; }));
+  // The belt moves on, 10 counts every 20 ms, to 150.
+  for (int c = 10; c <= 150; c += 10) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    plc.set_input(7, static_cast<std::uint16_t>(c));
+  }
+  EXPECT_EQ(out.drain(kLong), 0u);
+  const auto w = plc.coil_writes();
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_TRUE(w[0].on);
+  EXPECT_GE(w[0].encoder, 90);
+  EXPECT_LE(w[0].encoder, 110);
+  EXPECT_EQ(out.stats().pulses_reject, 1u);
+  EXPECT_EQ(out.stats().encoder_resets, 1u);
+}
+
 // A port where nobody listens.
 int closed_port() {
   test::ModbusTestServer gone;
