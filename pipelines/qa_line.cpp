@@ -174,8 +174,7 @@ bool at_gate(App& app, GstBuffer* buf, torchinfer::QaFrame& frame) {
 std::int64_t frame_time(const App& app, GstBuffer* buf) {
   const bool live = app.opt.clip.empty();
   if (live && GST_BUFFER_PTS_IS_VALID(buf))
-    return static_cast<std::int64_t>(gst_element_get_base_time(app.pipeline) +
-                                     GST_BUFFER_PTS(buf));
+    return static_cast<std::int64_t>(gst_element_get_base_time(app.pipeline) + GST_BUFFER_PTS(buf));
   return torchinfer::steady_now_ns();
 }
 
@@ -425,8 +424,8 @@ int prepare(App& app) {
   if (app.plc_opt.enabled) {
     try {
       app.plc = std::make_unique<qa::QaPlc>(
-          app.plc_opt, std::vector<std::string>(app.rules.part_classes.begin(),
-                                                app.rules.part_classes.end()));
+          app.plc_opt,
+          std::vector<std::string>(app.rules.part_classes.begin(), app.rules.part_classes.end()));
     } catch (const std::exception& e) {
       g_printerr("qa-line: --plc: %s\n", e.what());
       return 2;

@@ -50,6 +50,7 @@ struct LineStats {
                                      // readings left out: round trip far longer than usual
   std::int64_t last_encoder_ns = 0;  // steady clock of the last encoder reading, 0: none
   std::uint64_t pending_pulses = 0;
+  std::uint64_t queued_ahead = 0;  // queue mode: entries whose part has not reached the ejector
   // Synchronised pulses: the most counts past its moment one went out.
   double max_overshoot_counts = 0;
 };
@@ -64,9 +65,11 @@ class LineOutput {
   // The belt as the output sees it (encoder readings, or the set speed).
   virtual const BeltClock& belt() const = 0;
   virtual LineStats stats() const = 0;
-  // Waits (at most timeout_ns) until every queued command is done and every
-  // pending pulse has fired; returns the pulses still pending then. For the
-  // end of a stream: the parts still on the belt get their pulses.
+  // Waits (at most timeout_ns) until every queued command is done, every
+  // pending pulse has fired and the belt has carried every part written to
+  // the PLC's queue past the ejector; returns what is still pending then.
+  // For the end of a stream: the parts still on the belt get their pulses
+  // (and the heartbeat goes on until they have).
   virtual std::size_t drain(std::int64_t timeout_ns) = 0;
 };
 

@@ -153,7 +153,7 @@ std::size_t ModbusOutput::drain(std::int64_t timeout_ns) {
   std::unique_lock<std::mutex> lock(mu_);
   idle_.wait_until(lock, at(steady_now_ns() + timeout_ns),
                    [&] { return queue_.empty() && idle_flag_; });
-  return stats_.pending_pulses + queue_.size();
+  return stats_.pending_pulses + stats_.queued_ahead + queue_.size();
 }
 
 void ModbusOutput::log(const std::string& s) {
@@ -176,13 +176,15 @@ void ModbusOutput::run() {
     if (up) poll_encoder(now);
     fire_due(steady_now_ns());
     release_due(steady_now_ns());
+    passed_queue(steady_now_ns());
     if (up) beat(now);
     lock.lock();
     const auto overflow = stats_.queue_overflow;
     stats_ = local_;
     stats_.queue_overflow = overflow;
     stats_.pending_pulses = pending_.size() + off_at_.size();
-    if (queue_.empty() && stats_.pending_pulses == 0) {
+    stats_.queued_ahead = ahead_.size();
+    if (queue_.empty() && stats_.pending_pulses == 0 && ahead_.empty()) {
       idle_flag_ = true;
       idle_.notify_all();
     }
@@ -204,6 +206,7 @@ void ModbusOutput::run() {
 
 std::int64_t ModbusOutput::next_wake(std::int64_t now) const {
   std::int64_t t = pending_.next_due_ns(now + transit_ns(), *belt_) - transit_ns();
+  if (!ahead_.empty()) t = std::min(t, belt_->time_at(ahead_.front(), now));
   for (const auto& [coil, when] : off_at_) t = std::min(t, when);
   if (!was_connected_) return std::min(t, next_connect_);
   if (unwrap_) t = std::min(t, next_poll_);
@@ -400,7 +403,14 @@ void ModbusOutput::write_entry(const LineQueueEntry& e) {
   queue_slot_ = (queue_slot_ + 1) % opt_.map.queue_slots;
   const std::uint16_t v[4] = {hi(e.ejector_count), lo(e.ejector_count),
                               static_cast<std::uint16_t>(e.verdict), queue_seq_};
-  write_regs(opt_.map.queue_base + 4 * slot, v, 4);
+  if (write_regs(opt_.map.queue_base + 4 * slot, v, 4))
+    ahead_.insert(std::upper_bound(ahead_.begin(), ahead_.end(), e.ejector_count), e.ejector_count);
+}
+
+// The queued parts the belt has carried past the ejector: the PLC had them.
+void ModbusOutput::passed_queue(std::int64_t now) {
+  const double here = belt_->position_at(now);
+  while (!ahead_.empty() && ahead_.front() <= here) ahead_.pop_front();
 }
 
 void ModbusOutput::beat(std::int64_t now) {

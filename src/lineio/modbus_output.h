@@ -72,6 +72,7 @@ class ModbusOutput : public LineOutput {
   void write_part(const LinePartRecord& r);
   void write_entry(const LineQueueEntry& e);
   void beat(std::int64_t now);
+  void passed_queue(std::int64_t now);
   bool write_bit(int addr, bool on);
   bool write_regs(int addr, const std::uint16_t* v, int n);
   std::int64_t next_wake(std::int64_t now) const;
@@ -94,6 +95,7 @@ class ModbusOutput : public LineOutput {
   LineStats local_;
   PulseQueue pending_;
   std::map<int, std::int64_t> off_at_;  // coil -> when it goes off
+  std::deque<std::int64_t> ahead_;      // queued parts' ejector counts not yet reached, in order
   std::int64_t next_poll_ = 0, next_beat_ = 0, next_connect_ = 0, backoff_ = 0;
   std::uint16_t beat_value_ = 0, queue_seq_ = 0;
   std::int64_t rtt_typical_ = 0;  // the encoder read's usual round trip

@@ -9,6 +9,9 @@ speed varies +-50 %). Each case exits 1 with what was wrong.
   down      the PLC killed at the first decision and back 2 s later on the
             same belt: the run ends, failed writes are counted, pulses come
             again, every part is a pulse or a lost pulse; exit status 1.
+  queue     --plc-mode queue: the PLC's shift register (the simulator's PLC
+            program) fires each part from the queue the app writes, at the
+            same counts.
   station   the same settings from a --station file; hostile station files
             and bad flags are refused (exit 2) naming the file and the fix.
 
@@ -50,12 +53,14 @@ def free_port():
         return s.getsockname()[1]
 
 
-def start_plc(work, port, name, resume=None):
+def start_plc(work, port, name, resume=None, queue=False):
     cmd = [sys.executable, PLC, "--port", str(port), "--speed", "50",
            "--record", os.path.join(work, name + ".jsonl"),
            "--params", os.path.join(work, name + ".params.json")]
     if resume:
         cmd += ["--resume", os.path.join(work, resume + ".params.json")]
+    if queue:
+        cmd += ["--queue-base", "100", "--queue-slots", "16"]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     if p.stdout.readline().strip() != "listening":
         fail("the PLC did not start")
@@ -100,9 +105,9 @@ def check_pulses(parts, recs):
         fail(f"extra pulses: {free}")
 
 
-def demo(work, args):
+def demo(work, args, queue=False):
     port = free_port()
-    plc = start_plc(work, port, "plc")
+    plc = start_plc(work, port, "plc", queue=queue)
     try:
         run = subprocess.run([APP, "-q", "--plc", f"modbus://127.0.0.1:{port}"] + SOURCE + args,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
@@ -118,13 +123,17 @@ def demo(work, args):
     if any(p["plc"]["outcome"] != "scheduled" or p["plc"]["late"] for p in parts):
         fail(f"not all scheduled in time: {[p['plc'] for p in parts]}")
     recs = records(work, "plc")
+    if any(r["source"] != ("queue" if queue else "coil") for r in recs):
+        fail(f"pulses from the wrong side: {recs}")
     check_pulses(parts, recs)
     s = summary["plc"]
-    want = {"pulses_reject": rejects, "pulses_pass": passes, "pulses_lost": 0, "pulses_merged": 0,
+    fired = (0, 0) if queue else (rejects, passes)  # queue mode: the PLC fires
+    want = {"pulses_reject": fired[0], "pulses_pass": fired[1], "pulses_lost": 0, "pulses_merged": 0,
             "late": 0, "write_failures": 0, "queue_overflow": 0, "undrained": 0}
     if any(s[k] != v for k, v in want.items()):
         fail(f"summary {s}, want {want}")
-    print(f"demo: {rejects} reject and {passes} pass pulses, each within 2 counts of its part")
+    print(f"demo{' (queue)' if queue else ''}: {rejects} reject and {passes} pass pulses, "
+          "each within 2 counts of its part")
 
 
 def down(work):
@@ -193,12 +202,14 @@ def main():
     with tempfile.TemporaryDirectory(prefix="qa-plc-") as work:
         if case == "demo":
             demo(work, FLAGS)
+        elif case == "queue":
+            demo(work, FLAGS + ["--plc-mode", "queue"], queue=True)
         elif case == "down":
             down(work)
         elif case == "station":
             station(work)
         else:
-            fail("give demo, down or station")
+            fail("give demo, queue, down or station")
 
 
 if __name__ == "__main__":

@@ -82,14 +82,19 @@ TEST(ModbusOutput, APulseGoesOnThenOffAndOneStillOnIsMergedAndCounted) {
   EXPECT_EQ(s.pulses_merged, 1u);
 }
 
-TEST(ModbusOutput, QueueEntriesGoRoundTheSlotsWithASequenceNumber) {
+// The belt runs 1000 counts/s from the output's start: drain() returns once
+// it has carried the queued parts past the ejector (the PLC fires them; the
+// heartbeat goes on until then).
+TEST(ModbusOutput, QueueEntriesGoRoundTheSlotsAndDrainWaitsForTheirParts) {
   test::ModbusTestServer plc;
   ModbusOutput out(options(plc.port()));
-  out.enqueue({1, 0x12345, LineVerdictCode::reject});
-  out.enqueue({2, 70000, LineVerdictCode::pass});
-  out.enqueue({3, 0x1000000ff, LineVerdictCode::reject});  // mod 2^32
+  out.enqueue({1, 20, LineVerdictCode::reject});
+  out.enqueue({2, 200, LineVerdictCode::pass});
+  out.enqueue({3, -(1ll << 32) + 0xff, LineVerdictCode::reject});  // mod 2^32: 0xff
   EXPECT_EQ(out.drain(kLong), 0u);
-  EXPECT_EQ(plc.holding(100, 8), (std::vector<std::uint16_t>{0, 0xff, 2, 3, 1, 4464, 1, 2}));
+  EXPECT_GE(out.belt().position_at(steady_now_ns()), 200.0);
+  EXPECT_EQ(out.stats().queued_ahead, 0u);
+  EXPECT_EQ(plc.holding(100, 8), (std::vector<std::uint16_t>{0, 0xff, 2, 3, 0, 200, 1, 2}));
 }
 
 TEST(ModbusOutput, ReadsTheEncoderAcrossItsWrap) {
