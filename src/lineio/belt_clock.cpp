@@ -75,11 +75,22 @@ double BeltClock::speed() const {
 double BeltClock::speed_locked() const {
   if (fixed_) return fixed_speed_;
   if (history_.size() < 2) return 0;
+  // The speed over at least the window and at least kMinCounts counts (a
+  // slow belt moves a count or two in the window: whole counts would make
+  // its speed jump by half), but never over more than kMaxBack.
+  constexpr std::int64_t kMinCounts = 16;
+  constexpr std::int64_t kMaxBack = 2'000'000'000;
   const Sample& last = history_.back();
-  // The newest sample at least a window older than the last (or the oldest).
-  auto it = std::upper_bound(history_.begin(), history_.end(), last.t_ns - window_ns_,
-                             [](std::int64_t t, const Sample& s) { return t < s.t_ns; });
-  const Sample& first = it == history_.begin() ? *it : *(it - 1);
+  auto by_time = std::upper_bound(history_.begin(), history_.end(), last.t_ns - window_ns_,
+                                  [](std::int64_t t, const Sample& s) { return t < s.t_ns; });
+  // Counts only grow on a belt that runs forward; a step back of jitter
+  // only moves this choice by a sample.
+  auto by_count = std::upper_bound(history_.begin(), history_.end(), last.count - kMinCounts,
+                                   [](std::int64_t c, const Sample& s) { return c < s.count; });
+  auto oldest = std::lower_bound(history_.begin(), history_.end(), last.t_ns - kMaxBack,
+                                 [](const Sample& s, std::int64_t t) { return s.t_ns < t; });
+  auto it = std::max(std::min(by_time, by_count), oldest + 1);
+  const Sample& first = *(it - 1);
   if (first.t_ns == last.t_ns) return 0;
   return static_cast<double>(last.count - first.count) * 1e9 /
          static_cast<double>(last.t_ns - first.t_ns);

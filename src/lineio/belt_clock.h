@@ -47,7 +47,8 @@ class BeltClock {
   // Interpolated between the two samples around t, extrapolated at the
   // current speed outside the history.
   double position_at(std::int64_t t_ns) const;
-  // Counts per second over the speed window; 0 before two samples.
+  // Counts per second over the speed window (longer while the belt moves
+  // fewer than 16 counts in it, up to 2 s); 0 before two samples.
   double speed() const;
   // When the belt is predicted to reach `count`, at the current speed;
   // `now_ns` when it is already there, INT64_MAX when the belt stands.

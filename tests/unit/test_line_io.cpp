@@ -61,6 +61,18 @@ TEST(BeltClock, SpeedUsesOnlyTheWindow) {
   EXPECT_DOUBLE_EQ(c.speed(), 3000.0);
 }
 
+// 25 counts/s read every 10 ms: in a 50 ms window the count moves by 1
+// or 2, whose whole-count speed would be 20 or 40; the speed is measured
+// over 16 counts instead.
+TEST(BeltClock, ASlowBeltsSpeedIsMeasuredOverEnoughCounts) {
+  BeltClock c(50 * kMs);
+  for (int i = 0; i <= 100; i++)
+    c.add_sample(i * 10 * kMs, static_cast<std::int64_t>(i * 10 * 25 / 1000));  // floor
+  // Last: t=1 s, count 25. Back 16 counts: count 9, last read at t=390 ms
+  // (within a count of the truth, 25: one count in 16).
+  EXPECT_NEAR(c.speed(), 16.0 / 0.61, 1e-9);
+}
+
 TEST(BeltClock, AStandingBeltNeverReachesAheadAndASetSpeedAlwaysDoes) {
   BeltClock c;
   c.add_sample(0, 50);
