@@ -48,6 +48,11 @@ void ModbusTestServer::set_input(int addr, std::uint16_t v) {
   map_->tab_input_registers[addr] = v;
 }
 
+void ModbusTestServer::set_holding(int addr, std::vector<std::uint16_t> v) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::copy(v.begin(), v.end(), map_->tab_registers + addr);
+}
+
 void ModbusTestServer::run() {
   while (!stop_) {
     fd_set fds;

@@ -28,6 +28,8 @@ class ModbusTestServer {
   std::vector<CoilWrite> coil_writes();
   std::vector<std::uint16_t> holding(int addr, int n);
   void set_input(int addr, std::uint16_t v);
+  // Several registers at once: no client reads half of them.
+  void set_holding(int addr, std::vector<std::uint16_t> v);
 
  private:
   void run();

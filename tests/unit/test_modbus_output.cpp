@@ -112,6 +112,24 @@ TEST(ModbusOutput, ReadsTheEncoderAcrossItsWrap) {
   EXPECT_EQ(out.stats().encoder_failures, 0u);
 }
 
+TEST(ModbusOutput, ReadsAThirtyTwoBitEncoderFromHoldingRegistersHighWordFirst) {
+  test::ModbusTestServer plc;
+  plc.set_holding(30, {0xffff, 0xfff0});
+  ModbusOptions o = options(plc.port());
+  o.map.encoder_register = 30;
+  o.map.encoder_input = false;
+  o.map.encoder_bits = 32;
+  o.map.encoder_poll_ns = 2 * kMs;
+  ModbusOutput out(o);
+  ASSERT_TRUE(wait_for([&] { return out.stats().encoder_reads >= 1; }));
+  EXPECT_DOUBLE_EQ(out.belt().position_at(out.belt().last_sample_ns()), 4294967280.0);
+  plc.set_holding(30, {0, 0x10});
+  const auto reads = out.stats().encoder_reads;
+  ASSERT_TRUE(wait_for([&] { return out.stats().encoder_reads >= reads + 2; }));
+  EXPECT_DOUBLE_EQ(out.belt().position_at(out.belt().last_sample_ns()), 4294967312.0);
+  EXPECT_EQ(out.stats().encoder_resets, 0u);
+}
+
 // A PLC restarted: its counter starts again from 0. A pulse pending then
 // moves with the new counter: it comes 100 counts on, not when the new
 // counter reaches the old count (never, here).
