@@ -122,6 +122,15 @@ void add_plc_settings(Table& s) {
                [](PlcOptions& o, const std::string& t) {
                  o.modbus.map.encoder_bits = std::atoi(t.c_str());
                })}},
+      {"plc-realtime-priority",
+       {"1..99: the output's thread runs SCHED_FIFO at this priority (needs CAP_SYS_NICE); 0 "
+        "(default): as any thread",
+        [](PlcOptions& o, const std::string& t) {
+          double v = 0;
+          std::string why = number(t, 0, 99, &v);
+          if (why.empty()) o.modbus.realtime_priority = static_cast<int>(v);
+          return why;
+        }}},
       {"plc-encoder-poll-ms", {"encoder poll period (default 5)", millis(&M::encoder_poll_ns)}},
       {"plc-mode",
        {"fire: the app pulses at the moment (default); queue: the PLC's shift register fires",

@@ -1,6 +1,8 @@
 #include "lineio/modbus_output.h"
 
 #include <modbus.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -160,7 +162,17 @@ void ModbusOutput::log(const std::string& s) {
   if (opt_.log) opt_.log("PLC " + opt_.host + ":" + std::to_string(opt_.port) + ": " + s);
 }
 
+void ModbusOutput::take_priority() {
+  if (opt_.realtime_priority <= 0) return;
+  sched_param p{};
+  p.sched_priority = std::min(opt_.realtime_priority, 99);
+  if (const int err = pthread_setschedparam(pthread_self(), SCHED_FIFO, &p); err != 0)
+    log("cannot run the output at real-time priority " + std::to_string(p.sched_priority) + " (" +
+        std::strerror(err) + "): pulses may come late when the CPU is busy");
+}
+
 void ModbusOutput::run() {
+  take_priority();
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
     std::deque<Command> batch;

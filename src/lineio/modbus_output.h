@@ -32,6 +32,10 @@ struct ModbusOptions {
   // A PLC slower than this to answer is taken as gone (reconnect).
   std::int64_t response_timeout_ns = 1'000'000'000;
   std::int64_t backoff_min_ns = 100'000'000, backoff_max_ns = 5'000'000'000;
+  // 1..99: the output's thread runs SCHED_FIFO at this priority, so a busy
+  // CPU (the inference threads) does not delay pulses; 0: as any thread.
+  // Needs CAP_SYS_NICE (or an rtprio limit); refused, it runs on, logged.
+  int realtime_priority = 0;
   // Connection changes and the first failure of each kind, from the
   // output's thread (the app prints them; reconnecting is reported while it
   // happens).
@@ -78,6 +82,7 @@ class ModbusOutput : public LineOutput {
   std::int64_t next_wake(std::int64_t now) const;
   std::int64_t transit_ns() const;
   void log(const std::string& s);
+  void take_priority();
 
   ModbusOptions opt_;
   std::unique_ptr<BeltClock> belt_;

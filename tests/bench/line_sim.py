@@ -96,6 +96,9 @@ def run(args, work):
                "--params", os.path.join(work, "params.json")]
     if args.mode == "queue":
         plc_cmd += ["--queue-base", "100", "--queue-slots", "16"]
+    if args.plc_rt:
+        # A PLC is a real-time device: a busy PC does not delay its scan.
+        plc_cmd = ["chrt", "-f", str(args.plc_rt)] + plc_cmd
     plc = subprocess.Popen(plc_cmd, stdout=subprocess.PIPE, text=True)
     try:
         if plc.stdout.readline().strip() != "listening":
@@ -104,7 +107,8 @@ def run(args, work):
                "--seed", str(args.seed), "--speed", str(args.speed),
                "--spacing-min", str(args.spacing_min), "--spacing-max", str(args.spacing_max),
                "--distance", str(args.distance), "--lead-ms", str(args.lead_ms),
-               "--mode", args.mode, "--parts-out", os.path.join(work, "parts.jsonl")]
+               "--mode", args.mode, "--parts-out", os.path.join(work, "parts.jsonl"),
+               "--rt-priority", str(args.rt)]
         res = subprocess.run(drv, stdout=subprocess.PIPE, text=True, check=False)
         if res.returncode != 0:
             sys.exit(f"line_sim: the driver failed (exit {res.returncode})")
@@ -140,6 +144,10 @@ def main():
     p.add_argument("--distance", type=float, default=300.0, help="reference line -> ejector, counts")
     p.add_argument("--lead-ms", type=float, default=20.0)
     p.add_argument("--mode", choices=("fire", "queue"), default="fire")
+    p.add_argument("--rt", type=int, default=0,
+                   help="the app's output threads at this SCHED_FIFO priority (0: none)")
+    p.add_argument("--plc-rt", type=int, default=0,
+                   help="the simulated PLC under chrt -f at this priority (0: none)")
     p.add_argument("--check", action="store_true")
     p.add_argument("--json", help="write the figures here too")
     p.add_argument("--keep", help="a folder for the run's files (pulses, parts, belt), kept")

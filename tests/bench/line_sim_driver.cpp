@@ -31,6 +31,7 @@ struct Config {
   double speed = 1000, spacing_min = 30, spacing_max = 90, distance = 1200;
   double latency_min_ms = 50, latency_max_ms = 600, lead_ms = 20;
   bool queue_mode = false;
+  int rt_priority = 0;
   std::string parts_out;
 };
 
@@ -44,6 +45,7 @@ struct Part {
 ti::ModbusOptions output_options(const Config& c, bool sync) {
   ti::ModbusOptions o;
   o.port = c.port;
+  o.realtime_priority = c.rt_priority;
   o.map.pulse_ns = 5 * kMs;
   o.map.heartbeat = sync ? 20 : -1;
   o.map.part_base = sync ? 0 : -1;
@@ -217,6 +219,7 @@ int main(int argc, char** argv) {
   c.latency_max_ms = real("latency-max-ms", c.latency_max_ms);
   c.lead_ms = real("lead-ms", c.lead_ms);
   c.queue_mode = a.str("mode", "fire") == "queue";
+  c.rt_priority = a.num("rt-priority", 0);
   c.parts_out = a.str("parts-out", "");
   if (argc < 2 || c.port <= 0 || c.parts <= 0 || c.speed <= 0) {
     std::fprintf(stderr,

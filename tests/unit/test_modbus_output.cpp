@@ -9,7 +9,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
+#include <sstream>
 #include <thread>
 
 #include "lineio/modbus_output.h"
@@ -157,6 +161,45 @@ TEST(ModbusOutput, ACounterResetMovesThePendingPulsesWithIt) {
   EXPECT_LE(w[0].encoder, 110);
   EXPECT_EQ(out.stats().pulses_reject, 1u);
   EXPECT_EQ(out.stats().encoder_resets, 1u);
+}
+
+// The threads of this process running SCHED_FIFO at `prio` (from
+// /proc/self/task/*/stat: rt_priority and policy are fields 40 and 41).
+int fifo_threads(int prio) {
+  int n = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream f(task.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    std::istringstream rest(stat.substr(stat.rfind(')') + 2));  // after "pid (comm) "
+    std::vector<std::string> fields((std::istream_iterator<std::string>(rest)),
+                                    std::istream_iterator<std::string>());
+    // fields[0] is field 3 (state): field k is fields[k - 3].
+    if (fields.size() > 38 && fields[37] == std::to_string(prio) && fields[38] == "1") n++;
+  }
+  return n;
+}
+
+// With a real-time priority the output's thread runs SCHED_FIFO, or, when
+// the system refuses, says so.
+TEST(ModbusOutput, TakesTheRealTimePriorityOrSaysWhyNot) {
+  test::ModbusTestServer plc;
+  ModbusOptions o = options(plc.port());
+  o.realtime_priority = 7;
+  std::vector<std::string> logs;
+  std::mutex mu;
+  o.log = [&](const std::string& s) {
+    std::lock_guard<std::mutex> lock(mu);
+    logs.push_back(s);
+  };
+  EXPECT_EQ(fifo_threads(7), 0);
+  ModbusOutput out(o);
+  out.publish({1, 0, LineVerdictCode::pass, 1.0});
+  EXPECT_EQ(out.drain(kLong), 0u);
+  std::lock_guard<std::mutex> lock(mu);
+  bool refused = false;
+  for (const auto& l : logs)
+    refused |= l.find("cannot run the output at real-time") != std::string::npos;
+  EXPECT_EQ(fifo_threads(7) + refused, 1);
 }
 
 // A port where nobody listens.
