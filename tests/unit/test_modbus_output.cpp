@@ -89,6 +89,26 @@ TEST(ModbusOutput, APulseGoesOnThenOffAndOneStillOnIsMergedAndCounted) {
 // The belt runs 1000 counts/s from the output's start: drain() returns once
 // it has carried the queued parts past the ejector (the PLC fires them; the
 // heartbeat goes on until then).
+// A late part's fail-safe pulse: the recheck coil when there is one, else
+// the reject coil; counted as recheck either way.
+TEST(ModbusOutput, LatePartsGoToTheRecheckCoilOrTheReject) {
+  for (int recheck : {5, -1}) {
+    test::ModbusTestServer plc;
+    ModbusOptions o = options(plc.port());
+    o.map.recheck_coil = recheck;
+    ModbusOutput out(o);
+    ASSERT_TRUE(out.pulse({1, LineCoil::recheck, 0, 0, steady_now_ns(), true}));
+    EXPECT_EQ(out.drain(kLong), 0u);
+    const auto w = plc.coil_writes();
+    ASSERT_EQ(w.size(), 2u);
+    EXPECT_EQ(w[0].addr, recheck < 0 ? 0 : recheck);
+    EXPECT_TRUE(w[0].on);
+    EXPECT_FALSE(w[1].on);
+    EXPECT_EQ(out.stats().pulses_recheck, 1u);
+    EXPECT_EQ(out.stats().pulses_reject, 0u);
+  }
+}
+
 TEST(ModbusOutput, QueueEntriesGoRoundTheSlotsAndDrainWaitsForTheirParts) {
   test::ModbusTestServer plc;
   ModbusOutput out(options(plc.port()));
