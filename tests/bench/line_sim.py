@@ -67,6 +67,7 @@ def match(pulses, parts, window):
             "pulses": len(pulses),
             "max_abs_error": max((abs(e) for e in errors), default=0.0),
             "p99_abs_error": p99([abs(e) for e in errors]),
+            "beyond_2_counts": sum(1 for e in errors if abs(e) > 2),
             "mean_error": sum(errors) / len(errors) if errors else 0.0,
             "min_error": min(errors, default=0.0), "max_error": max(errors, default=0.0)}
 
