@@ -37,6 +37,7 @@
 #include "qa_gate.h"
 #include "qa_options.h"
 #include "qa_pipeline.h"
+#include "qa_plc.h"
 #include "qa_rules.h"
 #include "qa_scores.h"
 
@@ -58,6 +59,8 @@ struct App {
   std::vector<double> detector_ms;              // forward() time of each inferred frame
   std::map<std::string, std::int64_t> invalid;  // results with NaN/inf outputs, by model
   std::unique_ptr<qa::QaEvidence> evidence;     // --evidence
+  qa::PlcOptions plc_opt;                       // --plc (pipelines/qa_plc.h)
+  std::unique_ptr<qa::QaPlc> plc;
   qa::GateCounts gate;  // --gate: what torchanalytics counted, the verdicts at it
   FILE* out = stdout;
   int video_fd = -1;  // --out: the annotated video, for the pipeline's fdsink
@@ -113,7 +116,14 @@ void report(App& app, const std::vector<torchinfer::QaDecision>& decisions) {
     if (d.anomaly) app.anomaly_of[d.part] = *d.anomaly;
     app.annotator.decided(d);
     const auto files = app.evidence ? app.evidence->decided(d) : nlohmann::ordered_json();
-    write_line(app, torchinfer::decision_json(d, files));
+    std::string line = torchinfer::decision_json(d, files);
+    if (app.plc) {
+      // The pulse this part gets (docs/line-io.md), on the decision line.
+      auto j = nlohmann::ordered_json::parse(line);
+      j["plc"] = app.plc->decided(d, torchinfer::steady_now_ns());
+      line = j.dump();
+    }
+    write_line(app, line);
     if (app.opt.quiet) continue;
     char top[160] = "";
     if (!d.anomaly) std::snprintf(top, sizeof top, "no evidence");
@@ -158,6 +168,17 @@ bool at_gate(App& app, GstBuffer* buf, torchinfer::QaFrame& frame) {
   return true;
 }
 
+// When the frame was taken, on the steady clock the belt's encoder readings
+// are on: a live source's capture time (the pipeline clock is the monotonic
+// system clock); a clip's frame is taken as its analysis comes out, so a
+// clip plays like a camera whose frames are taken at that pace.
+std::int64_t frame_time(const App& app, GstBuffer* buf) {
+  const bool live = app.opt.clip.empty();
+  if (live && GST_BUFFER_PTS_IS_VALID(buf))
+    return static_cast<std::int64_t>(gst_element_get_base_time(app.pipeline) + GST_BUFFER_PTS(buf));
+  return torchinfer::steady_now_ns();
+}
+
 // Runs on the last analysing element's push thread, once per frame in order.
 GstPadProbeReturn on_result(GstPad* pad, GstPadProbeInfo* info, gpointer user) {
   auto* app = static_cast<App*>(user);
@@ -175,6 +196,7 @@ GstPadProbeReturn on_result(GstPad* pad, GstPadProbeInfo* info, gpointer user) {
     if (r.detector_inferred) app->detector_ms.push_back(r.detector_ms);
     if (app->opt.gate && !at_gate(*app, buf, r.frame)) return GST_PAD_PROBE_OK;
     if (app->evidence) app->evidence->add_frame(buf, pad, r.frame, app->rules);
+    if (app->plc) app->plc->see(r.frame, frame_time(*app, buf));
     report(*app, app->verdicts->add_frame(r.frame));
     if (app->evidence) app->evidence->tracks_ended(r.frame.ended);
     app->annotator.set_parts(r.frame.parts);
@@ -401,6 +423,16 @@ int prepare(App& app) {
   app.verdicts = std::make_unique<torchinfer::PartVerdicts>(app.rules);
   if (!open_truth(app) || !open_mqtt(app)) return 2;
   if (app.opt.evidence) app.evidence = std::make_unique<qa::QaEvidence>(app.opt);
+  if (app.plc_opt.enabled) {
+    try {
+      app.plc = std::make_unique<qa::QaPlc>(
+          app.plc_opt,
+          std::vector<std::string>(app.rules.part_classes.begin(), app.rules.part_classes.end()));
+    } catch (const std::exception& e) {
+      g_printerr("qa-line: --plc: %s\n", e.what());
+      return 2;
+    }
+  }
   return open_files(app);
 }
 
@@ -515,6 +547,11 @@ void report_run(App& app) {
     facts["evidence"] = app.evidence->summary();
   }
   if (app.opt.gate) facts["gate"] = gate_facts(app);
+  if (app.plc) {
+    bool lost = false;
+    facts["plc"] = app.plc->finish(&lost);
+    if (lost && app.rc == 0) app.rc = 1;
+  }
   const bool invalid = invalid_results(app, facts);
   write_line(app, torchinfer::summary_json(app.verdicts->counts(), app.info, facts));
   // Every part was decided and written: lost evidence is its own status,
@@ -565,6 +602,8 @@ void close_output(App& app) {
 
 int main(int argc, char** argv) {
   App app;
+  bool help = false;
+  if (!qa::take_plc_args(argc, argv, app.plc_opt, help)) return help ? 0 : 2;
   if (!qa::parse_args(argc, argv, app.opt)) return 2;
   gst_init(nullptr, nullptr);
   if (const int rc = prepare(app); rc != 0) return rc;

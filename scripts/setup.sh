@@ -33,6 +33,7 @@ PACKAGES=(
   libaravis-dev libusb-1.0-0-dev aravis-tools aravis-tools-cli  # aravis:// cameras; arv-fake-gv-camera-0.8 for tests, arv-tool-0.8
   libzxing-dev python3-zxing-cpp  # torchcodes: DataMatrix/QR/1D reading; tests render their symbols
   nodejs  # the OPC UA bridge (deploy/opcua-bridge; Debian 12's 18 or NodeSource's 20); npm: below
+  libmodbus-dev python3-pymodbus python3-serial-asyncio  # PLC output (docs/line-io.md); pymodbus plays the PLC in tests (it imports serial_asyncio)
 )
 
 stamp=build/setup-packages.stamp
