@@ -72,7 +72,7 @@ static void check_object_class(GstTorchInfer* self, InputState& in, GstBuffer* b
   if (labels.empty()) return;
   std::string all;
   for (const auto& l : labels) all += (all.empty() ? "" : ", ") + l;
-  for (const std::string& c : parse_class_list(st->run.object_class))
+  for (const std::string& c : st->object_classes)
     if (std::find(labels.begin(), labels.end(), c) == labels.end())
       GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS,
                           ("object-class '%s' is not a label of '%s', which found the regions: "
