@@ -240,19 +240,26 @@ TEST(TorchInferContract, SidecarResizeModeIsAppliedUnlessKeepAspectRatioIsSet) {
   }
 }
 
-// A bad contract key fails the start with the file and the key named.
+// A bad contract key fails the start with the file, the key and what it
+// takes named.
 TEST(TorchInferContract, BadSidecarKeyFailsTheStartNamingFileAndKey) {
-  for (const auto& [keys, field] : {std::pair{json{{"object_padding", 2}}, "object_padding"},
-                                    {json{{"resize", "fit"}}, "resize"},
-                                    {json{{"object_classes", json::array()}}, "object_classes"}}) {
-    const std::string config = sidecar_with(kRoiIdentity, std::string("bad_") + field, keys);
+  struct Case {
+    json keys;
+    std::string field, why;
+  } cases[] = {{{{"object_padding", 2}}, "object_padding", "between 0 and 1"},
+               {{{"resize", "fit"}}, "resize", "stretch, letterbox, center_crop"},
+               {{{"object_classes", json::array()}}, "object_classes", "1 to 1000"}};
+  for (const Case& c : cases) {
+    const std::string config = sidecar_with(kRoiIdentity, "bad_" + c.field, c.keys);
     GstElement* el = gst_element_factory_make("torchinfer", nullptr);
     g_object_set(el, "model", model("roi_identity.pt").c_str(), "model-config", config.c_str(),
                  nullptr);
     const StartResult r = try_start(el);
-    EXPECT_EQ(r.ret, GST_STATE_CHANGE_FAILURE) << field;
+    EXPECT_EQ(r.ret, GST_STATE_CHANGE_FAILURE) << c.field;
     const std::string text = r.error.message + " / " + r.error.debug;
-    EXPECT_NE(text.find(config + ": field '" + field + "'"), std::string::npos) << text;
+    EXPECT_NE(text.find(config + ": field '" + c.field + "': expected "), std::string::npos)
+        << text;
+    EXPECT_NE(text.find(c.why), std::string::npos) << text;
     gst_object_unref(el);
   }
 }
