@@ -150,7 +150,7 @@ static SessionOptions session_options(const Settings& s, const LoadedModel& mode
 // The run's settings and the streaming and output threads' state, fresh
 // for a run of `s` (neither thread runs yet).
 static void reset_run_state(GstTorchInfer* self, const Settings& s, const LoadedModel& model,
-                            const ResolvedContract& contract) {
+                            const ResolvedContract& contract, const std::string& sidecar) {
   State* st = self->state;
   {
     std::lock_guard<std::mutex> lock(st->settings_lock);
@@ -161,6 +161,8 @@ static void reset_run_state(GstTorchInfer* self, const Settings& s, const Loaded
   st->name = name;
   g_free(name);
   st->object_classes = contract.object_classes.value;
+  st->object_classes_sidecar =
+      contract.object_classes.from == ValueSource::kSidecar ? sidecar : std::string();
   st->latency_ns = our_latency_ns(s, model);
   st->generation = model.generation;
   const auto in = st->input.borrow();
@@ -184,7 +186,7 @@ static bool gst_torchinfer_start(GstTorchInfer* self) {
     std::shared_ptr<const LoadedModel> model = batcher->model();
     const ResolvedContract contract = resolve_contract(config.contract, s.contract_overrides());
     post_contract(GST_ELEMENT(self), contract);
-    reset_run_state(self, s, *model, contract);
+    reset_run_state(self, s, *model, contract, config.source);
     SessionOptions so = session_options(s, *model, contract);
     GST_INFO_OBJECT(self, "preprocessing on the %s",
                     so.preprocess_in_batch ? "inference threads" : "streaming thread");

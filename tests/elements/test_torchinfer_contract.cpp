@@ -174,6 +174,46 @@ TEST(TorchInferContract, SidecarObjectClassesPickTheRegionsUnlessTheProperty) {
   }
 }
 
+// A sidecar class the detector upstream lacks (yolo_candidates.pt: bolt,
+// nut, washer) never matches: the warning names the sidecar to fix, not a
+// property the user never set. Once per run.
+TEST(TorchInferContract, SidecarClassTheDetectorLacksIsAWarningNamingTheSidecar) {
+  const std::string caps = rgb_caps(64, 48);
+  const std::string config =
+      sidecar_with(kRoiIdentity, "typo", {{"object_classes", {"bolt", "washr"}}});
+  Element e;
+  start(e, roi_identity(config, "inference-region=roi-list"), caps);
+  for (int i = 0; i < 2; ++i) {
+    GstBuffer* in = white(caps);
+    GST_BUFFER_PTS(in) = i * GST_SECOND / 30;
+    GstTorchTensorMeta* tm = gst_buffer_add_torch_tensor_meta(in, 0, nullptr);
+    tm->model = g_strdup(model("yolo_candidates.pt").c_str());
+    gst_buffer_add_video_region_of_interest_meta(in, "bolt", 0, 0, 8, 8)->id = 1;
+    gst_buffer_unref(gst_harness_push_and_pull(e.h, in));
+  }
+  std::vector<std::string> warnings;
+  while (GstMessage* msg = gst_bus_pop_filtered(e.bus, GST_MESSAGE_WARNING)) {
+    GError* err = nullptr;
+    gchar* dbg = nullptr;
+    gst_message_parse_warning(msg, &err, &dbg);
+    warnings.push_back(std::string(err->message) + " / " + (dbg ? dbg : ""));
+    g_error_free(err);
+    g_free(dbg);
+    gst_message_unref(msg);
+  }
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0].rfind("object_classes 'washr' of the sidecar '" + config +
+                                  "' is not a label of '" + model("yolo_candidates.pt") +
+                                  "', which found the regions: no region will match it. / ",
+                              0),
+            0u)
+      << warnings[0];
+  EXPECT_NE(warnings[0].find("its labels: bolt, nut, washer; fix the sidecar's object_classes or "
+                             "set object-class"),
+            std::string::npos)
+      << warnings[0];
+}
+
 // Full frame 32x12 into 16x12: the sidecar's letterbox (pad 0: the top
 // row the model sees is 0, not 114/255), its center_crop (columns 8..23),
 // and keep-aspect-ratio=false stretching over either.
