@@ -129,15 +129,16 @@ static std::shared_ptr<Batcher> acquire_batcher(GstTorchInfer* self, const Setti
              : ModelRegistry::instance().acquire(s.model_instance_id, sharing_key(s, config), make);
 }
 
-static SessionOptions session_options(const Settings& s, const LoadedModel& model) {
+static SessionOptions session_options(const Settings& s, const LoadedModel& model,
+                                      const ResolvedContract& contract) {
   SessionOptions so;
   so.inference_interval = s.inference_interval;
   so.stats_interval = std::chrono::milliseconds(s.stats_interval_ms);
   so.preprocess_for = [s](const ModelConfig& config) { return preprocess_options(s, config); };
   so.region_mode = s.inference_region == REGION_ROI_LIST;
-  so.regions.classes = parse_class_list(s.object_class);
+  so.regions.classes = contract.object_classes.value;
   so.regions.min_size = s.min_object_size;
-  so.regions.padding = s.object_padding;
+  so.regions.padding = contract.object_padding.value;
   so.regions.reclassify_interval = s.reclassify_interval;
   so.preprocess_in_batch = s.preprocess_on == PREPROCESS_INFERENCE_THREADS ||
                            (s.preprocess_on == PREPROCESS_AUTO &&
@@ -148,7 +149,8 @@ static SessionOptions session_options(const Settings& s, const LoadedModel& mode
 
 // The run's settings and the streaming and output threads' state, fresh
 // for a run of `s` (neither thread runs yet).
-static void reset_run_state(GstTorchInfer* self, const Settings& s, const LoadedModel& model) {
+static void reset_run_state(GstTorchInfer* self, const Settings& s, const LoadedModel& model,
+                            const ResolvedContract& contract, const std::string& sidecar) {
   State* st = self->state;
   {
     std::lock_guard<std::mutex> lock(st->settings_lock);
@@ -158,11 +160,15 @@ static void reset_run_state(GstTorchInfer* self, const Settings& s, const Loaded
   gchar* name = gst_element_get_name(self);
   st->name = name;
   g_free(name);
+  st->object_classes = contract.object_classes.value;
+  st->object_classes_sidecar =
+      contract.object_classes.from == ValueSource::kSidecar ? sidecar : std::string();
   st->latency_ns = our_latency_ns(s, model);
   st->generation = model.generation;
   const auto in = st->input.borrow();
   in->have_info = false;
-  in->object_class_checked = s.inference_region != REGION_ROI_LIST || s.object_class.empty();
+  in->object_class_checked =
+      s.inference_region != REGION_ROI_LIST || contract.object_classes.value.empty();
   *st->output.borrow() = OutputState{};
 }
 
@@ -178,8 +184,10 @@ static bool gst_torchinfer_start(GstTorchInfer* self) {
     const ModelConfig config = resolve_model_config(s.model, s.model_config, s.overrides());
     std::shared_ptr<Batcher> batcher = acquire_batcher(self, s, config);
     std::shared_ptr<const LoadedModel> model = batcher->model();
-    reset_run_state(self, s, *model);
-    SessionOptions so = session_options(s, *model);
+    const ResolvedContract contract = resolve_contract(config.contract, s.contract_overrides());
+    post_contract(GST_ELEMENT(self), contract);
+    reset_run_state(self, s, *model, contract, config.source);
+    SessionOptions so = session_options(s, *model, contract);
     GST_INFO_OBJECT(self, "preprocessing on the %s",
                     so.preprocess_in_batch ? "inference threads" : "streaming thread");
     st->session.start(batcher, std::move(so));

@@ -56,6 +56,10 @@ struct State {
   // Written by start() while neither thread runs, read-only until stop().
   Settings run;
   std::string name;  // the element's, for the results it attaches to ROIs
+  // roi-list: the region labels inferred (object-class, else the sidecar's
+  // object_classes); empty = every region.
+  std::vector<std::string> object_classes;
+  std::string object_classes_sidecar;  // the sidecar that named them; "" = the property
   std::atomic<guint64> latency_ns{0};
   // The generation of the running model this element last adopted.
   std::atomic<int> generation{1};

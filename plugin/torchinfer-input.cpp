@@ -72,13 +72,23 @@ static void check_object_class(GstTorchInfer* self, InputState& in, GstBuffer* b
   if (labels.empty()) return;
   std::string all;
   for (const auto& l : labels) all += (all.empty() ? "" : ", ") + l;
-  for (const std::string& c : parse_class_list(st->run.object_class))
-    if (std::find(labels.begin(), labels.end(), c) == labels.end())
+  const std::string& sidecar = st->object_classes_sidecar;
+  for (const std::string& c : st->object_classes) {
+    if (std::find(labels.begin(), labels.end(), c) != labels.end()) continue;
+    if (!sidecar.empty())  // the user never typed it: name the file to fix
+      GST_ELEMENT_WARNING(
+          self, RESOURCE, SETTINGS,
+          ("object_classes '%s' of the sidecar '%s' is not a label of '%s', which "
+           "found the regions: no region will match it.",
+           c.c_str(), sidecar.c_str(), model.c_str()),
+          ("its labels: %s; fix the sidecar's object_classes or set object-class", all.c_str()));
+    else
       GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS,
                           ("object-class '%s' is not a label of '%s', which found the regions: "
                            "no region will match it.",
                            c.c_str(), model.c_str()),
                           ("its labels: %s", all.c_str()));
+  }
 }
 
 GstFlowReturn gst_torchinfer_chain(GstPad*, GstObject* parent, GstBuffer* buf) {

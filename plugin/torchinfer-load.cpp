@@ -38,8 +38,10 @@ EngineOptions engine_options(const Settings& s, const ModelConfig& config) {
 
 PreprocessOptions preprocess_options(const Settings& s, const ModelConfig& config) {
   PreprocessOptions po = PreprocessOptions::from_config(config);
-  po.keep_aspect_ratio = s.keep_aspect_ratio;
-  po.pad_value = s.pad_value;
+  const ResolvedContract contract = resolve_contract(config.contract, s.contract_overrides());
+  po.keep_aspect_ratio = contract.resize.value == ResizeMode::kLetterbox;
+  po.center_crop = contract.resize.value == ResizeMode::kCenterCrop;
+  po.pad_value = contract.pad_value.value;
   po.method = s.resize_method;
   po.crop = s.crop;
   po.input_bits = s.input_bits;
@@ -228,6 +230,23 @@ std::shared_ptr<const LoadedModel> reload_for_element(GstElement* self, Settings
   auto load = [&](int generation) { return load_for_element(self, run, config, generation); };
   if (run.model_instance_id.empty()) return reload_batcher(batcher, load);
   return ModelRegistry::instance().reload(run.model_instance_id, sharing_key(run, config), load);
+}
+
+void post_contract(GstElement* self, const ResolvedContract& c) {
+  GST_INFO_OBJECT(self, "preprocessing contract: %s", describe(c).c_str());
+  std::string classes;
+  for (const std::string& l : c.object_classes.value) classes += (classes.empty() ? "" : ",") + l;
+  gst_element_post_message(
+      self, gst_message_new_element(
+                GST_OBJECT(self),
+                gst_structure_new(
+                    "torchinfer-contract", "object-padding", G_TYPE_DOUBLE, c.object_padding.value,
+                    "object-padding-from", G_TYPE_STRING, to_string(c.object_padding.from),
+                    "resize", G_TYPE_STRING, to_string(c.resize.value), "resize-from",
+                    G_TYPE_STRING, to_string(c.resize.from), "pad-value", G_TYPE_INT,
+                    c.pad_value.value, "pad-value-from", G_TYPE_STRING, to_string(c.pad_value.from),
+                    "object-class", G_TYPE_STRING, classes.c_str(), "object-class-from",
+                    G_TYPE_STRING, to_string(c.object_classes.from), nullptr)));
 }
 
 void post_model_reloaded(GstElement* self, const LoadedModel& m) {

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "batching/model_registry.h"
+#include "common/model_contract.h"
 #include "engine/engine.h"
 #include "model/lanes_rule.h"
 #include "model/loaded_model.h"
@@ -36,6 +37,11 @@ std::shared_ptr<const LoadedModel> load_for_element(GstElement* self, const Sett
 // switches (ModelRegistry::reload). Throws Error; the running model stays.
 std::shared_ptr<const LoadedModel> reload_for_element(GstElement* self, Settings run,
                                                       const std::string& path, Batcher& batcher);
+
+// Says at start which preprocessing contract the element applies and where
+// each value came from (property, sidecar, default): an INFO line and a
+// "torchinfer-contract" element message.
+void post_contract(GstElement* self, const ResolvedContract& c);
 
 // Posts "torchinfer-model-reloaded" (model, generation, load-time) and a
 // latency message (the batch time may have changed).

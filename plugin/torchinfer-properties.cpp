@@ -51,8 +51,25 @@ bool set_object_class(Settings& s, const GValue* v, GParamSpec* pspec) {
         text, g_param_spec_get_name(pspec));
     return false;
   }
-  s.object_class = text ? text : "";
+  // NULL unsets it (the sidecar's object_classes apply); "" is set: every
+  // region, whatever the sidecar says.
+  s.object_class = text ? std::optional<std::string>(text) : std::nullopt;
   return true;
+}
+
+// The properties that override the model's sidecar (std::optional
+// members): each reads back its GParamSpec default until set.
+void get_keep_aspect_ratio(const Settings& s, const Status&, GValue* v) {
+  g_value_set_boolean(v, s.keep_aspect_ratio.value_or(false));
+}
+void get_pad_value(const Settings& s, const Status&, GValue* v) {
+  g_value_set_int(v, s.pad_value.value_or(114));
+}
+void get_object_class(const Settings& s, const Status&, GValue* v) {
+  g_value_set_string(v, s.object_class ? s.object_class->c_str() : nullptr);
+}
+void get_object_padding(const Settings& s, const Status&, GValue* v) {
+  g_value_set_double(v, s.object_padding.value_or(0.0));
 }
 
 // The read-only figures: milliseconds, rates.
@@ -115,13 +132,18 @@ constexpr Entry kProperties[] = {
     return g_param_spec_int("top-k", "Top k",
       "Number of classification results per frame (0 = from the model config, default 5)",
       0, 1000, 0, f); }),
-  ready<&Settings::keep_aspect_ratio>(PROP_KEEP_ASPECT_RATIO, [](GParamFlags f) {
-    return g_param_spec_boolean("keep-aspect-ratio", "Keep aspect ratio",
-      "Letterbox: scale the frame to fit the model input and pad the rest with pad-value",
-      FALSE, f); }),
-  ready<&Settings::pad_value>(PROP_PAD_VALUE, [](GParamFlags f) {
-    return g_param_spec_int("pad-value", "Pad value",
-      "Letterbox padding, in pixel units 0..255 before normalising", 0, 255, 114, f); }),
+  {PROP_KEEP_ASPECT_RATIO, Access::kReady, [](GParamFlags f) {
+     return g_param_spec_boolean("keep-aspect-ratio", "Keep aspect ratio",
+       "Letterbox: scale the frame to fit the model input and pad the rest with pad-value. "
+       "Unset: the sidecar's \"resize\" (stretch, letterbox, center_crop), else stretch; set "
+       "(TRUE or FALSE) it wins over the sidecar",
+       FALSE, f); },
+   set_field<&Settings::keep_aspect_ratio>, get_keep_aspect_ratio},
+  {PROP_PAD_VALUE, Access::kReady, [](GParamFlags f) {
+     return g_param_spec_int("pad-value", "Pad value",
+       "Letterbox padding, in pixel units 0..255 before normalising (unset: the sidecar's "
+       "\"pad_value\", else 114)", 0, 255, 114, f); },
+   set_field<&Settings::pad_value>, get_pad_value},
   ready<&Settings::resize_method>(PROP_RESIZE_METHOD, [](GParamFlags f) {
     return g_param_spec_enum("resize-method", "Resize method",
       "Interpolation used to resize frames to the model input", resize_method_type(),
@@ -245,19 +267,22 @@ constexpr Entry kProperties[] = {
       "on the frame (torchnms, torchtrack or any element attaching GstVideoRegionOfInterestMeta), "
       "cropped straight from the camera format; each result goes on its ROI as a "
       "\"classification\" param", inference_region_type(), REGION_FULL_FRAME, f); }),
-  ready<&Settings::object_class>(PROP_OBJECT_CLASS, [](GParamFlags f) {
-    return g_param_spec_string("object-class", "Object class",
-      "roi-list: comma-separated labels of the ROIs to infer (the ROI's detection label, else its "
-      "roi-type); others pass untouched. Unset = every ROI", nullptr, f); },
-    set_object_class),
+  {PROP_OBJECT_CLASS, Access::kReady, [](GParamFlags f) {
+     return g_param_spec_string("object-class", "Object class",
+       "roi-list: comma-separated labels of the ROIs to infer (the ROI's detection label, else "
+       "its roi-type); others pass untouched. Unset = the sidecar's \"object_classes\", else "
+       "every ROI; \"\" = every ROI whatever the sidecar says", nullptr, f); },
+   set_object_class, get_object_class},
   ready<&Settings::min_object_size>(PROP_MIN_OBJECT_SIZE, [](GParamFlags f) {
     return g_param_spec_int("min-object-size", "Min object size",
       "roi-list: ROIs narrower or lower than this many pixels (after clipping to the frame) are "
       "not inferred", 0, 65535, 0, f); }),
-  ready<&Settings::object_padding>(PROP_OBJECT_PADDING, [](GParamFlags f) {
-    return g_param_spec_double("object-padding", "Object padding",
-      "roi-list: each side of a ROI grows by this fraction of its width (left, right) or height "
-      "(top, bottom) before cropping; clipped to the frame", 0.0, 10.0, 0.0, f); }),
+  {PROP_OBJECT_PADDING, Access::kReady, [](GParamFlags f) {
+     return g_param_spec_double("object-padding", "Object padding",
+       "roi-list: each side of a ROI grows by this fraction of its width (left, right) or "
+       "height (top, bottom) before cropping; clipped to the frame. Unset: the sidecar's "
+       "\"object_padding\", else 0", 0.0, 10.0, 0.0, f); },
+   set_field<&Settings::object_padding>, get_object_padding},
   ready<&Settings::reclassify_interval>(PROP_RECLASSIFY_INTERVAL, [](GParamFlags f) {
     return g_param_spec_int("reclassify-interval", "Reclassify interval",
       "roi-list: a tracked ROI (object_id param, torchtrack) is inferred again only every Nth "

@@ -1,5 +1,7 @@
 #include "torchinfer-settings.h"
 
+#include "stream/regions.h"
+
 namespace torchinfer::gst {
 
 ConfigOverrides Settings::overrides() const {
@@ -27,6 +29,15 @@ ConfigOverrides Settings::overrides() const {
   if (input_dtype != DTYPE_AUTO) o.input_uint8 = input_dtype == DTYPE_UINT8;
   if (input_layout != LAYOUT_AUTO)
     o.input_layout = input_layout == LAYOUT_NHWC ? InputLayout::kNHWC : InputLayout::kNCHW;
+  return o;
+}
+
+ContractOverrides Settings::contract_overrides() const {
+  ContractOverrides o;
+  o.object_padding = object_padding;
+  o.keep_aspect_ratio = keep_aspect_ratio;
+  o.pad_value = pad_value;
+  if (object_class) o.object_classes = parse_class_list(*object_class);
   return o;
 }
 

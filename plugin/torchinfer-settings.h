@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/model_config.h"
+#include "common/model_contract.h"
 #include "common/stream_stats.h"
 #include "engine/engine.h"
 #include "preprocess/preprocess.h"
@@ -97,8 +98,10 @@ struct Settings {
   double scale = 0.0;             // 0 = unset
   TaskProp task = TASK_AUTO;
   ActivationProp activation = ACT_AUTO;
-  bool keep_aspect_ratio = false;
-  int pad_value = 114;
+  // The model's preprocessing contract: unset = its sidecar's value, else
+  // the default (common/model_contract.h).
+  std::optional<bool> keep_aspect_ratio;
+  std::optional<int> pad_value;
   ResizeMethod resize_method = ResizeMethod::kArea;
   Crop crop;  // width 0 = whole frame
   int warmup = 3;
@@ -115,9 +118,9 @@ struct Settings {
   DropPolicy drop_policy = DROP_AUTO;
   guint stats_interval_ms = 0;  // 0 = no periodic message
   InferenceRegion inference_region = REGION_FULL_FRAME;
-  std::string object_class;  // roi-list: comma-separated labels; "" = all
+  std::optional<std::string> object_class;  // roi-list: comma-separated labels; "" = all
   int min_object_size = 0;
-  double object_padding = 0.0;
+  std::optional<double> object_padding;
   int reclassify_interval = 1;
   PreprocessOn preprocess_on = PREPROCESS_AUTO;
   int input_bits = 16;                      // GRAY16_LE: significant bits per sample
@@ -125,6 +128,7 @@ struct Settings {
   std::optional<double> anomaly_threshold;  // task anomaly, raw outputs; unset = sidecar / 0.5
 
   ConfigOverrides overrides() const;
+  ContractOverrides contract_overrides() const;
 };
 
 }  // namespace torchinfer::gst

@@ -41,6 +41,7 @@ import make_frames as mf  # noqa: E402
 LABELS = ["ok", "scratch", "spot", "missing_hole", "chip"]
 SIZE = 96          # model input, square: crops are stretched to it
 PADDING = 0.1      # object-padding the demo uses
+PART_CLASSES = ["bracket", "washer"]  # the detector's labels the crops are cut from
 MEAN = [0.485, 0.456, 0.406]
 STD = [0.229, 0.224, 0.225]
 JITTER = 0.06      # box centre shift and size change, share of the box size

@@ -178,7 +178,8 @@ def main():
                               f"distances); thresholds and min/max from {len(held)} held-out good "
                               f"crops; second stage after parts_detector",
                "input_width": pan.SIZE, "input_height": pan.SIZE, "channel_order": "rgb",
-               "mean": dc.MEAN, "std": dc.STD, "task": "anomaly", **values}
+               "mean": dc.MEAN, "std": dc.STD, "task": "anomaly",
+               "object_padding": dc.PADDING, "object_classes": dc.PART_CLASSES, **values}
     with open(os.path.join(args.out_dir, "part_anomaly.json"), "w") as f:
         json.dump(sidecar, f, indent=2)
         f.write("\n")

@@ -96,7 +96,8 @@ def save(model, out_dir):
                "input_width": dc.SIZE, "input_height": dc.SIZE, "channel_order": "rgb",
                "mean": dc.MEAN, "std": dc.STD, "task": "classification",
                "labels": "defect_classifier.labels", "top_k": 2,
-               "output_activation": "softmax"}
+               "output_activation": "softmax", "object_padding": dc.PADDING,
+               "object_classes": dc.PART_CLASSES}
     with open(os.path.join(out_dir, "defect_classifier.json"), "w") as f:
         json.dump(sidecar, f, indent=2)
         f.write("\n")

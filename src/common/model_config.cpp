@@ -10,6 +10,7 @@
 #include "common/file_check.h"
 #include "common/json_file.h"
 #include "common/model_config_anomaly.h"
+#include "common/model_contract.h"
 #include "common/utf8.h"
 
 namespace torchinfer {
@@ -240,7 +241,7 @@ ModelConfig parse_model_config_text(const std::string& text, const std::string& 
     // Keys starting with '_' are comments; anything else unknown is most
     // likely a typo that would otherwise be silently ignored on the line.
     if (!known.count(item.key()) && item.key().rfind('_', 0) != 0 &&
-        !anomaly_sidecar_keys().count(item.key()) &&
+        !anomaly_sidecar_keys().count(item.key()) && !contract_sidecar_keys().count(item.key()) &&
         !(anomalib && anomalib_metadata_keys().count(item.key())))
       fail(origin, printable(item.key()), "unknown field");
   }
@@ -340,6 +341,7 @@ ModelConfig parse_model_config_text(const std::string& text, const std::string& 
     fail(origin, norm_field, e.what());
   }
   parse_anomaly_keys(j, origin, cfg);
+  parse_contract_keys(j, origin, cfg);
 
   if (j.contains("labels")) {
     const json& v = j.at("labels");

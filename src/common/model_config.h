@@ -19,6 +19,10 @@ enum class Decoder { kYolov5, kYolov8, kSsd, kClassification };
 // The input tensor's layout forward() expects: [N,C,H,W] (PyTorch's
 // convention) or [N,H,W,C] (models converted from TensorFlow/Keras).
 enum class InputLayout { kNCHW, kNHWC };
+// How the frame (or a region's crop) becomes the model input: stretched to
+// it, scaled to fit and padded (letterbox), or scaled to cover and cut to
+// its aspect ratio around the centre (center_crop).
+enum class ResizeMode { kStretch, kLetterbox, kCenterCrop };
 
 const char* to_string(ChannelOrder v);
 const char* to_string(Task v);
@@ -26,6 +30,7 @@ const char* to_string(Activation v);
 const char* to_string(ModelPrecision v);
 const char* to_string(Decoder v);
 const char* to_string(InputLayout v);
+const char* to_string(ResizeMode v);
 
 // Min-max normalisation of an anomaly model's outputs, as anomalib does it:
 // normalised = clamp((raw - threshold) / (max - min) + 0.5, 0, 1).
@@ -43,6 +48,15 @@ struct AnomalyConfig {
   std::optional<double> sensitivity;
   // Raw outputs (no thresholds): anomalous iff raw score >= this.
   double raw_threshold = 0.5;
+};
+
+// What the model needs to be fed right, as its sidecar says (unset: the
+// element's property or default; common/model_contract.h resolves them).
+struct InputContract {
+  std::optional<double> object_padding;  // per side, fraction of the box
+  std::optional<ResizeMode> resize;
+  std::optional<int> pad_value;                            // letterbox fill, 0..255
+  std::optional<std::vector<std::string>> object_classes;  // region labels it judges
 };
 
 struct ModelConfig {
@@ -68,6 +82,7 @@ struct ModelConfig {
   std::optional<double> confidence_threshold, iou_threshold;
   std::optional<int> max_detections;
   AnomalyConfig anomaly;
+  InputContract contract;
   std::string source;  // sidecar path it came from, empty for defaults
 
   ModelConfig();

@@ -60,6 +60,26 @@ Region region_of(const Crop& crop, const PixelLayout& L, int width, int height) 
   return r;
 }
 
+// center_crop: the region cut to the output's aspect ratio around its
+// centre, starting on the format's alignment (and whole Bayer cells), so the
+// cut reads pixels exactly as a crop there would.
+Region centre_cut(Region r, const PreprocessOptions& o, const PixelLayout& L) {
+  const bool cells = L.kind == PixelLayout::kBayer;
+  const double aspect = static_cast<double>(o.out_width) / o.out_height;
+  auto cut = [cells](int& start, int& length, int align, double want) {
+    int len = std::max(1, static_cast<int>(std::lround(want)));
+    if (cells) len = std::max(2, len & ~1);
+    if (len >= length) return;
+    start = (start + (length - len) / 2) / align * align;
+    length = len;
+  };
+  if (r.width > r.height * aspect)
+    cut(r.x, r.width, L.x_align, r.height * aspect);
+  else
+    cut(r.y, r.height, L.y_align, r.width / aspect);
+  return r;
+}
+
 // Where the resized region lands in the model input, and the transform.
 struct Geometry {
   Region r;
@@ -71,6 +91,7 @@ Geometry geometry(const PreprocessOptions& o, const Crop& crop, const PixelLayou
                   int height) {
   Geometry g;
   g.r = region_of(crop, L, width, height);
+  if (o.center_crop && !o.keep_aspect_ratio) g.r = centre_cut(g.r, o, L);
   double sx = static_cast<double>(o.out_width) / g.r.width,
          sy = static_cast<double>(o.out_height) / g.r.height;
   g.new_w = o.out_width, g.new_h = o.out_height, g.off_x = 0, g.off_y = 0;

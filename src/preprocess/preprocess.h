@@ -48,6 +48,9 @@ struct PreprocessOptions {
   ResizeMethod method = ResizeMethod::kArea;
   bool keep_aspect_ratio = false;
   int pad_value = 114;  // letterbox fill, in 0..255 pixel units before normalising
+  // The region cut to the output's aspect ratio around its centre, then
+  // resized (a sidecar's "resize": "center_crop"); not with keep_aspect_ratio.
+  bool center_crop = false;
   Crop crop;
   OutputType output = OutputType::kFloat32;
   // GRAY16_LE: significant low bits per sample (a 12-bit camera sends

@@ -338,8 +338,9 @@ TEST(TorchInferRoi, ObjectClassFiltersOnTheDetectionLabelElseTheRoiType) {
 }
 
 // object-class naming no class ("," or " , ,") would infer every region:
-// refused like any bad value (a warning, the previous value kept); "" or
-// NULL still unsets it.
+// refused like any bad value (a warning, the previous value kept). NULL
+// unsets it (the sidecar's object_classes apply); "" is kept and reads back
+// "": every region, whatever the sidecar says (test_torchinfer_contract.cpp).
 TEST(TorchInferRoi, ObjectClassNamingNoClassIsRefused) {
   GstElement* e = gst_element_factory_make("torchinfer", nullptr);
   g_object_set(e, "object-class", "bolt", nullptr);
@@ -363,7 +364,8 @@ TEST(TorchInferRoi, ObjectClassNamingNoClassIsRefused) {
     EXPECT_TRUE(w.messages().empty());
     gchar* now = reinterpret_cast<gchar*>(1);
     g_object_get(e, "object-class", &now, nullptr);
-    EXPECT_EQ(now, nullptr);
+    EXPECT_STREQ(now, unset);
+    g_free(now);
   }
   gst_object_unref(e);
 }
