@@ -221,10 +221,12 @@ std::vector<std::string> read_labels_file(const std::string& path) {
   return labels;
 }
 
-ModelConfig parse_model_config_text(const std::string& text, const std::string& origin) {
-  const json j = parse_json(text, origin);
-  if (!j.is_object()) throw Error(ErrorKind::kConfigInvalid, origin + ": expected a JSON object");
+namespace {
 
+// Every key must be one the sidecar schema has (models/README.md): an
+// unknown one is most likely a typo that would otherwise be silently
+// ignored on the line. Keys starting with '_' are comments.
+void refuse_unknown_keys(const json& j, const std::string& origin) {
   // clang-format off
   static const std::set<std::string> known = {
       "input_width",   "input_height",  "channel_order",
@@ -238,13 +240,20 @@ ModelConfig parse_model_config_text(const std::string& text, const std::string& 
   // anomalib's metadata.json read as the sidecar: its own keys too.
   const bool anomalib = is_anomalib_metadata(j);
   for (const auto& item : j.items()) {
-    // Keys starting with '_' are comments; anything else unknown is most
-    // likely a typo that would otherwise be silently ignored on the line.
     if (!known.count(item.key()) && item.key().rfind('_', 0) != 0 &&
         !anomaly_sidecar_keys().count(item.key()) && !contract_sidecar_keys().count(item.key()) &&
         !(anomalib && anomalib_metadata_keys().count(item.key())))
       fail(origin, printable(item.key()), "unknown field");
   }
+}
+
+}  // namespace
+
+ModelConfig parse_model_config_text(const std::string& text, const std::string& origin) {
+  const json j = parse_json(text, origin);
+  if (!j.is_object()) throw Error(ErrorKind::kConfigInvalid, origin + ": expected a JSON object");
+
+  refuse_unknown_keys(j, origin);
 
   ModelConfig cfg;
   cfg.source = origin;
