@@ -47,7 +47,7 @@ QaPlc::QaPlc(const PlcOptions& o, std::vector<std::string> part_classes)
 
 void QaPlc::see(const QaFrame& f, std::int64_t frame_ns) {
   for (const auto& p : f.parts) {
-    const double cx = (p.box.x0 + p.box.x1) / 2, cy = (p.box.y0 + p.box.y1) / 2;
+    const double cx = p.box.center_x(), cy = p.box.center_y();
     last_seen_[p.id] = {p.id, along_belt(opt_, cx, cy), frame_ns};
   }
   while (last_seen_.size() > kMaxSightings) last_seen_.erase(last_seen_.begin());

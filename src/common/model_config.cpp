@@ -254,6 +254,8 @@ ModelConfig parse_model_config_text(const std::string& text, const std::string& 
   if (!j.is_object()) throw Error(ErrorKind::kConfigInvalid, origin + ": expected a JSON object");
 
   refuse_unknown_keys(j, origin);
+  // anomalib's metadata.json read as the sidecar: its own keys and no task.
+  const bool anomalib = is_anomalib_metadata(j);
 
   ModelConfig cfg;
   cfg.source = origin;
