@@ -8,6 +8,7 @@
 #     model would make the two one library in all but name).
 #  3. no function longer than 60 lines in src/, plugin/ or pipelines/
 #     (universal-ctags gives each definition's first and last line).
+#  4. no source file longer than 600 lines there (split it by concern).
 # What breaks a rule today is listed in scripts/house/*.txt with its size;
 # a listed item may shrink but not grow, and a mended one must leave the
 # list, so the lists only get shorter.
@@ -16,6 +17,7 @@ root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$root" || exit 2
 lists=scripts/house
 max_lines=60
+max_file_lines=600
 failures=0
 fail() { echo "house-rules: $*"; failures=$((failures + 1)); }
 
@@ -78,6 +80,13 @@ check_functions() {
   compare_sized "$long" "$lists/long-functions.txt"
 }
 
+check_files() {
+  local long
+  long=$(sources src plugin pipelines | xargs wc -l | awk -v max="$max_file_lines" '
+    $2 != "total" && $1 > max { print $2, $1 }' | sort)
+  compare_sized "$long" "$lists/long-files.txt" "$max_file_lines"
+}
+
 # Items that break a rule must all be listed; listed ones must still break it.
 compare_list() {
   local found=$1 list=$2 what=$3 item
@@ -95,14 +104,14 @@ compare_list() {
 
 # "file:function lines": a listed function may shrink, not grow past its entry.
 compare_sized() {
-  local found=$1 list=$2 name size allowed
+  local found=$1 list=$2 limit=${3:-$max_lines} name size allowed
   while read -r name size; do
     [ -z "$name" ] && continue
     allowed=$(awk -v n="$name" '$1 == n { print $2 }' "$list" 2>/dev/null)
     if [ -z "$allowed" ]; then
-      fail "$name is $size lines (at most $max_lines): split it by concern"
+      fail "$name is $size lines (at most $limit): split it by concern"
     elif [ "$size" -gt "$allowed" ]; then
-      fail "$name grew to $size lines (listed at $allowed; at most $max_lines for new code)"
+      fail "$name grew to $size lines (listed at $allowed; at most $limit for new code)"
     fi
   done <<<"$found"
   while read -r name size; do
@@ -115,9 +124,11 @@ compare_sized() {
 check_layers
 check_cycles
 check_functions
+check_files
 if [ "$failures" -gt 0 ]; then
   echo "house-rules: $failures problem(s); the rules are in scripts/check_house.sh"
   exit 1
 fi
-echo "house-rules: includes point down, no cycle in src/, functions within $max_lines lines" \
+echo "house-rules: includes point down, no cycle in src/, functions within $max_lines lines," \
+  "files within $max_file_lines" \
   "(listed exceptions: $(grep -cv -e '^#' -e '^$' "$lists"/*.txt | awk -F: '{ s += $2 } END { print s }'))"
