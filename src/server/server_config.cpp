@@ -315,30 +315,47 @@ bool valid_stream_id(const std::string& id) {
   return true;
 }
 
+namespace {
+
+// The stream's model: the one configured model when not named.
+std::string stream_model(Fields& f, const std::vector<ModelSpec>& models) {
+  const std::string model_default = models.size() == 1 ? models[0].id : "";
+  const std::string id = f.str("model", model_default.empty(), model_default);
+  bool known = false;
+  for (const auto& m : models) known = known || m.id == id;
+  if (!known) {
+    std::string ids;
+    for (const auto& m : models) ids += (ids.empty() ? "" : ", ") + m.id;
+    f.fail("model", "no model '" + id + "' is configured; the models are " + ids);
+  }
+  return id;
+}
+
+// "roi": the part of the frame the model sees, frame pixels.
+Roi parse_roi(Fields& f, const std::string& origin) {
+  Fields r(f.raw("roi"), f.path("roi"), origin, {"x", "y", "width", "height"});
+  Roi roi;
+  roi.x = static_cast<int>(r.integer("x", 0, 0, 100000));
+  roi.y = static_cast<int>(r.integer("y", 0, 0, 100000));
+  if (!r.has("width") || !r.has("height"))
+    r.fail(r.has("width") ? "height" : "width", "missing (an integer is required)");
+  roi.width = static_cast<int>(r.integer("width", 0, 1, 100000));
+  roi.height = static_cast<int>(r.integer("height", 0, 1, 100000));
+  return roi;
+}
+
+}  // namespace
+
 StreamSpec parse_stream_spec(const json& j, const std::vector<ModelSpec>& models,
                              const MqttSpec& mqtt, const std::string& prefix,
                              const std::string& origin) {
+  // clang-format off
   Fields f(j, prefix, origin,
-           {"id",
-            "uri",
-            "model",
-            "loop",
-            "confidence_threshold",
-            "iou_threshold",
-            "inference_interval",
-            "roi",
-            "track",
-            "json",
-            "mqtt_topic",
-            "restream",
-            "pixel_format",
-            "exposure_us",
-            "gain_db",
-            "packet_size",
-            "trigger",
-            "lines",
-            "zones",
-            "evidence"});
+           {"id", "uri", "model", "loop", "confidence_threshold", "iou_threshold",
+            "inference_interval", "roi", "track", "json", "mqtt_topic", "restream",
+            "pixel_format", "exposure_us", "gain_db", "packet_size", "trigger", "lines",
+            "zones", "evidence"});
+  // clang-format on
   StreamSpec s;
   s.id = f.str("id", true);
   if (!valid_stream_id(s.id))
@@ -346,15 +363,7 @@ StreamSpec parse_stream_spec(const json& j, const std::vector<ModelSpec>& models
   s.uri = f.str("uri", true);
   std::string why;
   if (!parse_uri(s, &why)) f.fail("uri", why);
-  const std::string model_default = models.size() == 1 ? models[0].id : "";
-  s.model = f.str("model", model_default.empty(), model_default);
-  bool known = false;
-  for (const auto& m : models) known = known || m.id == s.model;
-  if (!known) {
-    std::string ids;
-    for (const auto& m : models) ids += (ids.empty() ? "" : ", ") + m.id;
-    f.fail("model", "no model '" + s.model + "' is configured; the models are " + ids);
-  }
+  s.model = stream_model(f, models);
   s.loop = f.boolean("loop", true);
   if (f.has("loop") && s.kind != SourceKind::kFile)
     f.fail("loop", "applies to file:// sources only");
@@ -362,17 +371,7 @@ StreamSpec parse_stream_spec(const json& j, const std::vector<ModelSpec>& models
     s.confidence_threshold = f.number("confidence_threshold", 0, 0.0, 1.0);
   if (f.has("iou_threshold")) s.iou_threshold = f.number("iou_threshold", 0, 0.0, 1.0);
   s.inference_interval = static_cast<int>(f.integer("inference_interval", 1, 1, 1000));
-  if (f.has("roi")) {
-    Fields r(f.raw("roi"), f.path("roi"), origin, {"x", "y", "width", "height"});
-    Roi roi;
-    roi.x = static_cast<int>(r.integer("x", 0, 0, 100000));
-    roi.y = static_cast<int>(r.integer("y", 0, 0, 100000));
-    if (!r.has("width") || !r.has("height"))
-      r.fail(r.has("width") ? "height" : "width", "missing (an integer is required)");
-    roi.width = static_cast<int>(r.integer("width", 0, 1, 100000));
-    roi.height = static_cast<int>(r.integer("height", 0, 1, 100000));
-    s.roi = roi;
-  }
+  if (f.has("roi")) s.roi = parse_roi(f, origin);
   s.track = f.boolean("track", false);
   s.json = f.boolean("json", true);
   s.mqtt_topic = f.str("mqtt_topic", false);
@@ -395,6 +394,34 @@ StreamSpec parse_stream_spec(const json& j, const std::vector<ModelSpec>& models
   return s;
 }
 
+namespace {
+
+// The "models" list, already checked to hold 1 to 16 entries.
+std::vector<ModelSpec> parse_models(const json& models, const std::string& origin) {
+  std::vector<ModelSpec> out;
+  for (std::size_t i = 0; i < models.size(); ++i) {
+    Fields m(models[i], "models[" + std::to_string(i) + "]", origin,
+             {"id", "path", "batch_size", "batch_timeout_us", "threads", "lanes"});
+    ModelSpec spec;
+    spec.id = m.str("id", true);
+    if (!valid_stream_id(spec.id))
+      m.fail("id", "'" + spec.id + "' is not a model id: use 1 to 64 letters, digits, '_' or '-'");
+    for (const auto& other : out)
+      if (other.id == spec.id) m.fail("id", "'" + spec.id + "' is used by another model");
+    spec.path = m.str("path", true);
+    if (spec.path.empty()) m.fail("path", "empty: name a TorchScript .pt file");
+    spec.batch_size = static_cast<int>(m.integer("batch_size", spec.batch_size, 1, 64));
+    spec.batch_timeout_us =
+        static_cast<int>(m.integer("batch_timeout_us", spec.batch_timeout_us, 0, 10000000));
+    spec.threads = static_cast<int>(m.integer("threads", 0, 0, 1024));
+    spec.lanes = static_cast<int>(m.integer("lanes", spec.lanes, 0, 64));
+    out.push_back(spec);
+  }
+  return out;
+}
+
+}  // namespace
+
 ServerConfig parse_server_config(const json& j, const std::string& origin) {
   Fields f(
       j, "", origin,
@@ -405,24 +432,7 @@ ServerConfig parse_server_config(const json& j, const std::string& origin) {
   const json& models = f.raw("models");
   if (!models.is_array() || models.empty() || models.size() > 16)
     f.fail("models", "must be a list of 1 to 16 models");
-  for (std::size_t i = 0; i < models.size(); ++i) {
-    Fields m(models[i], "models[" + std::to_string(i) + "]", origin,
-             {"id", "path", "batch_size", "batch_timeout_us", "threads", "lanes"});
-    ModelSpec spec;
-    spec.id = m.str("id", true);
-    if (!valid_stream_id(spec.id))
-      m.fail("id", "'" + spec.id + "' is not a model id: use 1 to 64 letters, digits, '_' or '-'");
-    for (const auto& other : c.models)
-      if (other.id == spec.id) m.fail("id", "'" + spec.id + "' is used by another model");
-    spec.path = m.str("path", true);
-    if (spec.path.empty()) m.fail("path", "empty: name a TorchScript .pt file");
-    spec.batch_size = static_cast<int>(m.integer("batch_size", spec.batch_size, 1, 64));
-    spec.batch_timeout_us =
-        static_cast<int>(m.integer("batch_timeout_us", spec.batch_timeout_us, 0, 10000000));
-    spec.threads = static_cast<int>(m.integer("threads", 0, 0, 1024));
-    spec.lanes = static_cast<int>(m.integer("lanes", spec.lanes, 0, 64));
-    c.models.push_back(spec);
-  }
+  c.models = parse_models(models, origin);
   c.output_dir = f.str("output_dir", false, c.output_dir);
   if (c.output_dir.empty()) f.fail("output_dir", "empty: name a folder for the JSON lines files");
   if (f.has("mqtt")) {
