@@ -4,15 +4,13 @@
 #include <cmath>
 #include <string>
 
-#include "anomaly-map-rule.h"
 #include "decode/anomaly.h"
+#include "gst/torchinfer/torchinfer-helpers.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 
 namespace torchinfer::qa {
 
 namespace {
-
-using torchinfer::gst::map_rule;
 
 // The map as the core reads it; nullopt for a tensor that is not float.
 std::optional<TensorView> map_view(const GstTorchTensor* t, const char* name) {
@@ -27,19 +25,19 @@ std::optional<TensorView> map_view(const GstTorchTensor* t, const char* name) {
   return v;
 }
 
+// The map over the part's box.
 MapPlacement placement(const GstTorchTensorMeta* tm, const GstVideoRegionOfInterestMeta* roi) {
-  MapPlacement w;
-  w.input_width = static_cast<int>(tm->input_width);
-  w.input_height = static_cast<int>(tm->input_height);
-  w.scale_x = tm->transform.scale_x;
-  w.scale_y = tm->transform.scale_y;
-  w.offset_x = tm->transform.offset_x;
-  w.offset_y = tm->transform.offset_y;
-  w.clip_x0 = roi->x;
-  w.clip_y0 = roi->y;
-  w.clip_x1 = static_cast<double>(roi->x) + roi->w;
-  w.clip_y1 = static_cast<double>(roi->y) + roi->h;
-  return w;
+  const GstTorchTransform& t = tm->transform;
+  return {static_cast<int>(tm->input_width),
+          static_cast<int>(tm->input_height),
+          t.scale_x,
+          t.scale_y,
+          t.offset_x,
+          t.offset_y,
+          double(roi->x),
+          double(roi->y),
+          double(roi->x) + roi->w,
+          double(roi->y) + roi->h};
 }
 
 // The centre of the map's highest cell (NaN cells skipped), in frame pixels.
@@ -75,7 +73,14 @@ void read_map(GstBuffer* buf, GstVideoRegionOfInterestMeta* roi, const GstStruct
   if (!map) return;
   const MapPlacement where = placement(tm, roi);
   find_peak(*map, where, v);
-  for (const AnomalyRegion& r : anomaly_regions(*map, map_rule(s), where)) {
+  // The rule torchinfer thresholded the map with (the public helper API).
+  GstTorchAnomalyMapRule rule;
+  gst_torch_anomaly_get_map_rule(s, &rule);
+  const MapRule core_rule{rule.normalized ? std::optional<MinMaxNorm>(
+                                                {rule.norm_threshold, rule.norm_min, rule.norm_max})
+                                          : std::nullopt,
+                          rule.threshold};
+  for (const AnomalyRegion& r : anomaly_regions(*map, core_rule, where)) {
     if (v.regions.size() == kMaxRegions) break;
     v.regions.push_back({r.x_min, r.y_min, r.x_max, r.y_max});
   }

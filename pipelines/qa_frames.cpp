@@ -6,6 +6,7 @@
 #include <cstring>
 #include <optional>
 
+#include "gst/torchinfer/torchinfer-helpers.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "qa_anomaly.h"
 
@@ -86,18 +87,17 @@ void count_invalid(GstBuffer* buf, std::map<std::string, std::int64_t>& invalid)
 
 // A detection ROI as a box in frame pixels with its track id; nullopt for
 // an ROI without a labelled detection.
-std::optional<ScoredBox> scored_box(GstVideoRegionOfInterestMeta* roi, double w, double h) {
-  GstTorchDetection d;
-  if (!gst_torch_detection_from_roi(roi, &d) || !d.label) return std::nullopt;
+std::optional<ScoredBox> scored_box(GstVideoRegionOfInterestMeta* roi, const GstTorchDetection& d,
+                                    double w, double h) {
+  if (!d.label) return std::nullopt;
   ScoredBox b;
   b.label = d.label;
   b.confidence = d.confidence;
   b.box = {d.x_min * w, d.y_min * h, d.x_max * w, d.y_max * h};
-  if (const GstStructure* id = gst_video_region_of_interest_meta_get_param(roi, "object_id")) {
-    int v = 0;
-    gboolean predicted = FALSE;
-    if (gst_structure_get_int(id, "id", &v)) b.id = v;
-    gst_structure_get_boolean(id, "predicted", &predicted);
+  gint id = 0;
+  gboolean predicted = FALSE;
+  if (gst_torch_roi_get_object_id(roi, &id, &predicted)) {
+    b.id = id;
     b.predicted = predicted;
   }
   return b;
@@ -119,35 +119,33 @@ FrameResults read_frame(GstBuffer* buf, std::int64_t index, const ReadRules& rul
   r.frame.width = static_cast<int>(tm->frame_width);
   r.frame.height = static_cast<int>(tm->frame_height);
   std::vector<QaDefectBox> defects;
-  gpointer iter = nullptr;
-  while (GstMeta* m = gst_buffer_iterate_meta_filtered(
-             buf, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
-    auto* roi = reinterpret_cast<GstVideoRegionOfInterestMeta*>(m);
-    auto scored = scored_box(roi, tm->frame_width, tm->frame_height);
-    if (!scored) continue;
-    ScoredBox b = std::move(*scored);
-    const bool part = std::find(rules.part_classes.begin(), rules.part_classes.end(), b.label) !=
-                      rules.part_classes.end();
-    if (part && b.id >= 0 && b.confidence >= rules.part_threshold) {
-      QaPart p;
-      p.id = static_cast<int>(b.id);
-      p.label = b.label;
-      p.confidence = b.confidence;
-      p.box = b.box;
-      // The classifier looked at this frame's pixels, also in a predicted
-      // box; without it, the evidence is the detector's, which only an
-      // inferred frame has.
-      if (rules.classifier)
-        p.judged = classifier_evidence(roi, p.evidence);
-      else if (rules.defect_boxes)
-        p.judged = !b.predicted && tm->inferred;
-      if (rules.anomaly) p.anomaly = read_anomaly_view(buf, roi);
-      r.frame.parts.push_back(std::move(p));
-    } else if (!part && rules.defect_boxes && !b.predicted && tm->inferred) {
-      defects.push_back({b.label, b.confidence, b.box});
-    }
-    r.boxes.push_back(std::move(b));
-  }
+  gst_torch::foreach_detection(
+      buf, [&](GstVideoRegionOfInterestMeta* roi, const GstTorchDetection& d) {
+        auto scored = scored_box(roi, d, tm->frame_width, tm->frame_height);
+        if (!scored) return;
+        ScoredBox b = std::move(*scored);
+        const bool part = std::find(rules.part_classes.begin(), rules.part_classes.end(),
+                                    b.label) != rules.part_classes.end();
+        if (part && b.id >= 0 && b.confidence >= rules.part_threshold) {
+          QaPart p;
+          p.id = static_cast<int>(b.id);
+          p.label = b.label;
+          p.confidence = b.confidence;
+          p.box = b.box;
+          // The classifier looked at this frame's pixels, also in a predicted
+          // box; without it, the evidence is the detector's, which only an
+          // inferred frame has.
+          if (rules.classifier)
+            p.judged = classifier_evidence(roi, p.evidence);
+          else if (rules.defect_boxes)
+            p.judged = !b.predicted && tm->inferred;
+          if (rules.anomaly) p.anomaly = read_anomaly_view(buf, roi);
+          r.frame.parts.push_back(std::move(p));
+        } else if (!part && rules.defect_boxes && !b.predicted && tm->inferred) {
+          defects.push_back({b.label, b.confidence, b.box});
+        }
+        r.boxes.push_back(std::move(b));
+      });
   if (rules.defect_boxes) attach_defect_boxes(r.frame.parts, defects);
   std::stable_sort(r.boxes.begin(), r.boxes.end(), [](const ScoredBox& a, const ScoredBox& b) {
     return a.confidence > b.confidence;

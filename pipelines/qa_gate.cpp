@@ -3,14 +3,14 @@
 #include <string>
 
 #include "common/error.h"
+#include "gst/torchinfer/torchinfer-helpers.h"
 #include "gst/torchinfer/torchinfer-meta.h"
-#include "structure-arrays.h"
 
 namespace torchinfer::qa {
 
 namespace {
 
-using torchinfer::gst::each_structure;
+using gst_torch::foreach_structure;
 
 std::string number(double v) {
   char buf[32];
@@ -75,7 +75,7 @@ std::vector<QaCrossing> read_gate(GstBuffer* buf, const std::set<std::string>& p
   GstCustomMeta* cm = gst_buffer_get_custom_meta(buf, GST_TORCH_ANALYTICS_META_NAME);
   if (!cm) return crossed;
   const GstStructure* s = gst_custom_meta_get_structure(cm);
-  each_structure(s, "events", [&](const GstStructure* e) {
+  foreach_structure(s, "events", [&](const GstStructure* e) {
     const gchar* line = gst_structure_get_string(e, "line");
     const gchar* label = gst_structure_get_string(e, "label");
     const gchar* direction = gst_structure_get_string(e, "direction");
@@ -85,9 +85,9 @@ std::vector<QaCrossing> read_gate(GstBuffer* buf, const std::set<std::string>& p
       return;
     crossed.push_back({id, g_strcmp0(direction, "backward") != 0});
   });
-  each_structure(s, "lines", [&](const GstStructure* l) {
+  foreach_structure(s, "lines", [&](const GstStructure* l) {
     if (g_strcmp0(gst_structure_get_string(l, "name"), kGateLine) != 0) return;
-    each_structure(l, "by-class", [&](const GstStructure* k) {
+    foreach_structure(l, "by-class", [&](const GstStructure* k) {
       const gchar* label = gst_structure_get_string(k, "label");
       if (label && part_classes.count(label)) counts.by_class[label] = directions(k);
     });

@@ -24,6 +24,7 @@
 #include "common/box.h"
 #include "common/file_check.h"
 #include "common/json_file.h"
+#include "gst/torchinfer/torchinfer-helpers.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 
 namespace app = torchinfer::app;
@@ -114,17 +115,12 @@ GstPadProbeReturn on_result(GstPad*, GstPadProbeInfo* info, gpointer user) {
   const int n = run->frames++;
   GstTorchTensorMeta* tm = gst_buffer_get_torch_tensor_meta(buf);
   std::vector<Scored> dets;
-  gpointer iter = nullptr;
-  while (GstMeta* m = gst_buffer_iterate_meta_filtered(
-             buf, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
-    GstTorchDetection d;
-    if (!gst_torch_detection_from_roi(reinterpret_cast<GstVideoRegionOfInterestMeta*>(m), &d))
-      continue;
-    const double w = tm ? tm->frame_width : 640, h = tm ? tm->frame_height : 480;
+  const double w = tm ? tm->frame_width : 640, h = tm ? tm->frame_height : 480;
+  gst_torch::foreach_detection(buf, [&](GstVideoRegionOfInterestMeta*, const GstTorchDetection& d) {
     dets.push_back({d.label ? d.label : "?",
                     d.confidence,
                     {d.x_min * w, d.y_min * h, d.x_max * w, d.y_max * h}});
-  }
+  });
   std::sort(dets.begin(), dets.end(),
             [](const Scored& a, const Scored& b) { return a.confidence > b.confidence; });
   if (tm) {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "anomaly-map-rule.h"
+#include "gst/torchinfer/torchinfer-helpers.h"
 #include "tensor-views.h"
 
 namespace torchinfer::gst {
@@ -18,18 +18,21 @@ std::optional<OverlayHeatMap> anomaly_map_view(const GstStructure* s, GstTorchTe
   v.map.dims.assign(t->dims, t->dims + std::min<guint>(t->n_dims, GST_TORCH_MAX_DIMS));
   v.map.data = t->data;
   v.map.bytes = t->size;
-  v.rule = map_rule(s);
-  MapPlacement& w = v.where;
-  w.input_width = static_cast<int>(tm->input_width);
-  w.input_height = static_cast<int>(tm->input_height);
-  w.scale_x = tm->transform.scale_x;
-  w.scale_y = tm->transform.scale_y;
-  w.offset_x = tm->transform.offset_x;
-  w.offset_y = tm->transform.offset_y;
-  w.clip_x0 = x0;
-  w.clip_y0 = y0;
-  w.clip_x1 = x1;
-  w.clip_y1 = y1;
+  GstTorchAnomalyMapRule rule;  // read through the public helper API, as the apps do
+  gst_torch_anomaly_get_map_rule(s, &rule);
+  if (rule.normalized) v.rule.norm = MinMaxNorm{rule.norm_threshold, rule.norm_min, rule.norm_max};
+  v.rule.threshold = rule.threshold;
+  const GstTorchTransform& to_model = tm->transform;
+  v.where = {static_cast<int>(tm->input_width),
+             static_cast<int>(tm->input_height),
+             to_model.scale_x,
+             to_model.scale_y,
+             to_model.offset_x,
+             to_model.offset_y,
+             x0,
+             y0,
+             x1,
+             y1};
   return v;
 }
 
@@ -40,17 +43,14 @@ std::vector<AnomalyOnBuffer> anomalies_of(GstBuffer* buf) {
     out.push_back(
         {s, tm ? anomaly_map_view(s, tm, 0, 0, tm->frame_width, tm->frame_height) : std::nullopt});
   }
-  gpointer iter = nullptr;
-  while (GstMeta* m = gst_buffer_iterate_meta_filtered(
-             buf, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
-    auto* roi = reinterpret_cast<GstVideoRegionOfInterestMeta*>(m);
+  gst_torch::foreach_roi(buf, [&](GstVideoRegionOfInterestMeta* roi) {
     const GstStructure* s = gst_torch_roi_get_anomaly(roi, nullptr);
-    if (!s) continue;
+    if (!s) return;
     GstTorchTensorMeta* tm = gst_buffer_get_torch_tensor_meta_for_roi(
         buf, roi->id, gst_structure_get_string(s, "model"));
     out.push_back({s, anomaly_map_view(s, tm, roi->x, roi->y, static_cast<double>(roi->x) + roi->w,
                                        static_cast<double>(roi->y) + roi->h)});
-  }
+  });
   return out;
 }
 

@@ -6,15 +6,15 @@
 #include <optional>
 
 #include "anomaly-map-view.h"
+#include "gst/torchinfer/torchinfer-helpers.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "gsttorchtrack.h"
-#include "structure-arrays.h"
 #include "tensor-views.h"
 
 namespace torchinfer::gst {
 namespace {
 
-using torchinfer::gst::each_structure;
+using gst_torch::foreach_structure;
 
 std::optional<std::int64_t> clock_time(GstClockTime t) {
   if (!GST_CLOCK_TIME_IS_VALID(t)) return std::nullopt;
@@ -142,41 +142,32 @@ void read_frame_codes(GstBuffer* buf, FrameRecord& r) {
 
 // Every ROI meta with a "detection" param, in the order they were attached.
 void read_detections(GstBuffer* buf, bool anomaly_regions, FrameRecord& r) {
-  gpointer iter = nullptr;
-  while (GstMeta* m = gst_buffer_iterate_meta_filtered(
-             buf, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
-    GstTorchDetection d;
-    if (!gst_torch_detection_from_roi(reinterpret_cast<GstVideoRegionOfInterestMeta*>(m), &d))
-      continue;
-    DetectionRecord rec;
-    rec.box.label = d.label;
-    rec.box.label_id = d.label_id;
-    rec.box.confidence = d.confidence;
-    rec.nx_min = d.x_min;
-    rec.ny_min = d.y_min;
-    rec.nx_max = d.x_max;
-    rec.ny_max = d.y_max;
-    rec.box.x_min = d.x_min * r.width;
-    rec.box.y_min = d.y_min * r.height;
-    rec.box.x_max = d.x_max * r.width;
-    rec.box.y_max = d.y_max * r.height;
-    if (const GstStructure* id = gst_video_region_of_interest_meta_get_param(
-            reinterpret_cast<GstVideoRegionOfInterestMeta*>(m),
-            GST_TORCHTRACK_OBJECT_ID_STRUCTURE_NAME)) {
-      int object_id = 0;
-      gboolean predicted = FALSE;
-      if (gst_structure_get_int(id, "id", &object_id)) {
-        rec.object_id = object_id;
-        rec.predicted = gst_structure_get_boolean(id, "predicted", &predicted) && predicted;
-      }
-    }
-    read_roi_zones(reinterpret_cast<GstVideoRegionOfInterestMeta*>(m), rec);
-    read_roi_classifications(reinterpret_cast<GstVideoRegionOfInterestMeta*>(m), rec);
-    read_roi_anomaly(buf, reinterpret_cast<GstVideoRegionOfInterestMeta*>(m), anomaly_regions, rec);
-    rec.code =
-        code_record(gst_torch_roi_get_code(reinterpret_cast<GstVideoRegionOfInterestMeta*>(m)));
-    r.detections.push_back(std::move(rec));
-  }
+  gst_torch::foreach_detection(buf,
+                               [&](GstVideoRegionOfInterestMeta* roi, const GstTorchDetection& d) {
+                                 DetectionRecord rec;
+                                 rec.box.label = d.label;
+                                 rec.box.label_id = d.label_id;
+                                 rec.box.confidence = d.confidence;
+                                 rec.nx_min = d.x_min;
+                                 rec.ny_min = d.y_min;
+                                 rec.nx_max = d.x_max;
+                                 rec.ny_max = d.y_max;
+                                 rec.box.x_min = d.x_min * r.width;
+                                 rec.box.y_min = d.y_min * r.height;
+                                 rec.box.x_max = d.x_max * r.width;
+                                 rec.box.y_max = d.y_max * r.height;
+                                 gint object_id = 0;
+                                 gboolean predicted = FALSE;
+                                 if (gst_torch_roi_get_object_id(roi, &object_id, &predicted)) {
+                                   rec.object_id = object_id;
+                                   rec.predicted = predicted;
+                                 }
+                                 read_roi_zones(roi, rec);
+                                 read_roi_classifications(roi, rec);
+                                 read_roi_anomaly(buf, roi, anomaly_regions, rec);
+                                 rec.code = code_record(gst_torch_roi_get_code(roi));
+                                 r.detections.push_back(std::move(rec));
+                               });
 }
 
 std::optional<std::int64_t> pts_field(const GstStructure* s, const char* name) {
@@ -224,7 +215,7 @@ LineCounts read_line(const GstStructure* l) {
   LineCounts c;
   c.name = string_field(l, "name");
   c.total = {count(l, "forward"), count(l, "backward")};
-  each_structure(l, "by-class", [&](const GstStructure* k) {
+  foreach_structure(l, "by-class", [&](const GstStructure* k) {
     c.by_class[string_field(k, "label")] = {count(k, "forward"), count(k, "backward")};
   });
   return c;
@@ -258,12 +249,12 @@ void read_analytics(GstBuffer* buf, FrameRecord& r) {
   if (!cm) return;
   const GstStructure* s = gst_custom_meta_get_structure(cm);
   AnalyticsRecord a;
-  each_structure(s, "lines", [&](const GstStructure* l) { a.lines.push_back(read_line(l)); });
-  each_structure(s, "zones", [&](const GstStructure* z) {
+  foreach_structure(s, "lines", [&](const GstStructure* l) { a.lines.push_back(read_line(l)); });
+  foreach_structure(s, "zones", [&](const GstStructure* z) {
     a.zones.push_back(
         {string_field(z, "name"), count(z, "inside"), count(z, "entered"), count(z, "exited")});
   });
-  each_structure(s, "events", [&](const GstStructure* e) {
+  foreach_structure(s, "events", [&](const GstStructure* e) {
     if (auto ev = read_analytics_event(e)) a.events.push_back(std::move(*ev));
   });
   r.analytics = std::move(a);

@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "element-errors.h"
+#include "gst/torchinfer/torchinfer-helpers.h"
 #include "gst/torchinfer/torchinfer-meta.h"
-#include "gsttorchtrack.h"
 #include "torchanalytics-properties.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_torchanalytics_debug);
@@ -190,26 +190,21 @@ static gboolean gst_torchanalytics_sink_event(GstBaseTransform* trans, GstEvent*
 static std::vector<AnalyticsObject> objects_of(GstBuffer* buf, int w, int h,
                                                std::vector<GstVideoRegionOfInterestMeta*>& rois) {
   std::vector<AnalyticsObject> out;
-  gpointer iter = nullptr;
-  while (GstMeta* m = gst_buffer_iterate_meta_filtered(
-             buf, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
-    auto* roi = reinterpret_cast<GstVideoRegionOfInterestMeta*>(m);
-    GstTorchDetection d;
-    if (!gst_torch_detection_from_roi(roi, &d)) continue;
-    AnalyticsObject o;
-    o.label = d.label ? d.label : "";
-    o.label_id = d.label_id;
-    o.x_min = d.x_min * w;
-    o.y_min = d.y_min * h;
-    o.x_max = d.x_max * w;
-    o.y_max = d.y_max * h;
-    int id = 0;
-    if (const GstStructure* s = gst_video_region_of_interest_meta_get_param(
-            roi, GST_TORCHTRACK_OBJECT_ID_STRUCTURE_NAME))
-      if (gst_structure_get_int(s, "id", &id)) o.track_id = id;
-    out.push_back(std::move(o));
-    rois.push_back(roi);
-  }
+  gst_torch::foreach_detection(buf,
+                               [&](GstVideoRegionOfInterestMeta* roi, const GstTorchDetection& d) {
+                                 AnalyticsObject o;
+                                 o.label = d.label ? d.label : "";
+                                 o.label_id = d.label_id;
+                                 o.x_min = d.x_min * w;
+                                 o.y_min = d.y_min * h;
+                                 o.x_max = d.x_max * w;
+                                 o.y_max = d.y_max * h;
+                                 gint id = 0;
+                                 if (gst_torch_roi_get_object_id(roi, &id, nullptr))
+                                   o.track_id = id;
+                                 out.push_back(std::move(o));
+                                 rois.push_back(roi);
+                               });
   return out;
 }
 

@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "codes/code_session.h"
+#include "gst/torchinfer/torchinfer-helpers.h"
 #include "gst/torchinfer/torchinfer-meta.h"
-#include "gsttorchtrack.h"
 #include "torchcodes-properties.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_torchcodes_debug);
@@ -155,22 +155,17 @@ static LumaView luma_view(const GstVideoFrame& f) {
 static std::vector<GstVideoRegionOfInterestMeta*> detection_rois(GstBuffer* buf,
                                                                  std::vector<CodeRegion>* out) {
   std::vector<GstVideoRegionOfInterestMeta*> rois;
-  gpointer iter = nullptr;
-  while (GstMeta* m = gst_buffer_iterate_meta_filtered(
-             buf, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
-    auto* roi = reinterpret_cast<GstVideoRegionOfInterestMeta*>(m);
+  gst_torch::foreach_roi(buf, [&](GstVideoRegionOfInterestMeta* roi) {
     if (!gst_video_region_of_interest_meta_get_param(roi, GST_TORCH_DETECTION_STRUCTURE_NAME))
-      continue;
+      return;
     CodeRegion r;
     r.box = {double(roi->x), double(roi->y), double(roi->x) + roi->w, double(roi->y) + roi->h};
     r.label = g_quark_to_string(roi->roi_type);
     gint id = 0;
-    const GstStructure* t =
-        gst_video_region_of_interest_meta_get_param(roi, GST_TORCHTRACK_OBJECT_ID_STRUCTURE_NAME);
-    if (t && gst_structure_get_int(t, "id", &id)) r.track = id;
+    if (gst_torch_roi_get_object_id(roi, &id, nullptr)) r.track = id;
     rois.push_back(roi);
     out->push_back(std::move(r));
-  }
+  });
   return rois;
 }
 

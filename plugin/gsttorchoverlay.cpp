@@ -20,6 +20,7 @@
 #include <optional>
 
 #include "anomaly-map-view.h"
+#include "gst/torchinfer/torchinfer-helpers.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "gsttorchtrack.h"
 #include "overlay/draw.h"
@@ -65,10 +66,7 @@ const char* string_or_empty(const char* s) {
 }
 
 void add_boxes(GstBuffer* buf, int width, int height, const Settings& s, OverlayScene& scene) {
-  gpointer iter = nullptr;
-  while (GstMeta* m = gst_buffer_iterate_meta_filtered(
-             buf, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
-    auto* roi = reinterpret_cast<GstVideoRegionOfInterestMeta*>(m);
+  gst_torch::foreach_roi(buf, [&](GstVideoRegionOfInterestMeta* roi) {
     OverlayBox b;
     GstTorchDetection d;
     std::string label;
@@ -115,7 +113,7 @@ void add_boxes(GstBuffer* buf, int width, int height, const Settings& s, Overlay
     if (const GstStructure* code = gst_torch_roi_get_code(roi); code && s.show_labels)
       b.caption = string_or_empty(gst_structure_get_string(code, "text"));
     scene.boxes.push_back(std::move(b));
-  }
+  });
 }
 
 // The colour of the outlines around anomalous areas (palette entry 0, red).

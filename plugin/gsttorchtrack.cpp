@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "gst/torchinfer/torchinfer-helpers.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "torchtrack-properties.h"
 #include "track/sort_tracker.h"
@@ -253,13 +254,10 @@ static void add_object_id(GstVideoRegionOfInterestMeta* roi, const TrackedObject
 // are not torchtrack's and pass untouched.
 static std::vector<GstVideoRegionOfInterestMeta*> detection_rois(GstBuffer* buf) {
   std::vector<GstVideoRegionOfInterestMeta*> out;
-  gpointer iter = nullptr;
-  while (GstMeta* m = gst_buffer_iterate_meta_filtered(
-             buf, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
-    auto* roi = reinterpret_cast<GstVideoRegionOfInterestMeta*>(m);
+  gst_torch::foreach_roi(buf, [&](GstVideoRegionOfInterestMeta* roi) {
     if (gst_video_region_of_interest_meta_get_param(roi, GST_TORCH_DETECTION_STRUCTURE_NAME))
       out.push_back(roi);
-  }
+  });
   return out;
 }
 

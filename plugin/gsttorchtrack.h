@@ -3,6 +3,8 @@
 
 #include <gst/base/gstbasetransform.h>
 
+#include "gst/torchinfer/torchinfer-helpers.h"
+
 G_BEGIN_DECLS
 
 #define GST_TYPE_TORCHTRACK (gst_torchtrack_get_type())
@@ -12,8 +14,9 @@ GST_ELEMENT_REGISTER_DECLARE(torchtrack);
 
 /* Param structure torchtrack adds to each tracked detection ROI: "id" (int,
  * from 1 per stream), "predicted" (boolean), "age" (int, frames). The name
- * and "id" are what DL Streamer's RegionOfInterest.object_id() reads. */
-#define GST_TORCHTRACK_OBJECT_ID_STRUCTURE_NAME "object_id"
+ * and "id" are what DL Streamer's RegionOfInterest.object_id() reads; apps
+ * read it with gst_torch_roi_get_object_id() (torchinfer-helpers.h). */
+#define GST_TORCHTRACK_OBJECT_ID_STRUCTURE_NAME GST_TORCH_OBJECT_ID_STRUCTURE_NAME
 
 /* Frames on which tracks started or ended carry a GstCustomMeta of this
  * name: structure "torchtrack-events" whose "events" array holds the same

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "gst/torchinfer/torchinfer-helpers.h"
+
 namespace {
 
 gboolean tensor_meta_init(GstMeta* meta, gpointer, GstBuffer*) {
@@ -265,12 +267,7 @@ GstVideoRegionOfInterestMeta* gst_buffer_add_torch_detection(
   if (!roi) return nullptr;
   // Ids count up per buffer (0, 1, ...) so that bindings without a meta
   // iterator (Python) can fetch each one with ..._get_..._meta_id().
-  gint id = 0;
-  gpointer iter = nullptr;
-  while (
-      gst_buffer_iterate_meta_filtered(buffer, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE))
-    ++id;
-  roi->id = id - 1;
+  roi->id = static_cast<gint>(gst_torch_buffer_foreach_roi(buffer, nullptr, nullptr)) - 1;
   GstStructure* s = gst_structure_new(
       GST_TORCH_DETECTION_STRUCTURE_NAME, "label", G_TYPE_STRING, label ? label : "", "label_id",
       G_TYPE_INT, label_id, "confidence", G_TYPE_DOUBLE, confidence, "x_min", G_TYPE_DOUBLE,

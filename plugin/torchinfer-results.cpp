@@ -10,8 +10,8 @@
 #include "common/error.h"
 #include "decode/classification.h"
 #include "engine/engine.h"
+#include "gst/torchinfer/torchinfer-helpers.h"
 #include "gst/torchinfer/torchinfer-meta.h"
-#include "gsttorchtrack.h"
 
 namespace torchinfer::gst {
 namespace {
@@ -40,10 +40,7 @@ GstTorchDType to_gst_dtype(DType d) {
 
 void read_regions(GstBuffer* buf, std::vector<RegionOfInterest>* out) {
   std::size_t n = 0;
-  gpointer iter = nullptr;
-  while (GstMeta* m = gst_buffer_iterate_meta_filtered(
-             buf, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
-    auto* roi = reinterpret_cast<GstVideoRegionOfInterestMeta*>(m);
+  gst_torch::foreach_roi(buf, [&](GstVideoRegionOfInterestMeta* roi) {
     if (n == out->size()) out->emplace_back();
     RegionOfInterest& r = (*out)[n++];
     r.x = roi->x;
@@ -57,12 +54,9 @@ void read_regions(GstBuffer* buf, std::vector<RegionOfInterest>* out) {
     if (!label) label = roi->roi_type ? g_quark_to_string(roi->roi_type) : "";
     r.label.assign(label ? label : "");  // into the string's own capacity
     r.object_id.reset();
-    if (const GstStructure* obj = gst_video_region_of_interest_meta_get_param(
-            roi, GST_TORCHTRACK_OBJECT_ID_STRUCTURE_NAME)) {
-      int id = 0;
-      if (gst_structure_get_int(obj, "id", &id)) r.object_id = id;
-    }
-  }
+    gint id = 0;
+    if (gst_torch_roi_get_object_id(roi, &id, nullptr)) r.object_id = id;
+  });
   // Shrinking keeps the capacity, and the strings of the ones kept.
   out->resize(n);
 }
@@ -176,12 +170,9 @@ std::vector<GstVideoRegionOfInterestMeta*> metas_of_regions(GstBuffer* buf,
                                                             const FrameInference& rec) {
   using Ref = std::pair<gint, std::size_t>;  // (id, order): sorting keeps equal ids in order
   std::vector<std::pair<Ref, GstVideoRegionOfInterestMeta*>> metas;
-  gpointer iter = nullptr;
-  while (GstMeta* m = gst_buffer_iterate_meta_filtered(
-             buf, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
-    auto* roi = reinterpret_cast<GstVideoRegionOfInterestMeta*>(m);
+  gst_torch::foreach_roi(buf, [&](GstVideoRegionOfInterestMeta* roi) {
     metas.push_back({{roi->id, metas.size()}, roi});
-  }
+  });
   std::vector<Ref> regions;
   regions.reserve(rec.regions.size());
   for (std::size_t i = 0; i < rec.regions.size(); ++i)

@@ -2,14 +2,14 @@
 
 #include <glib/gstdio.h>
 
+#include "gst/torchinfer/torchinfer-helpers.h"
 #include "server/stream_analytics.h"
-#include "structure-arrays.h"
 
 namespace torchinfer::server {
 
 namespace {
 
-using torchinfer::gst::each_structure;
+using gst_torch::foreach_structure;
 
 std::uint64_t count(const GstStructure* s, const char* name) {
   guint64 v = 0;
@@ -49,23 +49,22 @@ void read_counts(GstElement* analytics, std::vector<LineCounts>& lines,
   GstStructure* all = nullptr;
   g_object_get(analytics, "counts", &all, nullptr);
   if (!all) return;
-  bool first = true;
-  each_structure(all, "streams", [&](const GstStructure* s) {
-    if (!first) return;
-    first = false;
-    each_structure(s, "lines", [&](const GstStructure* l) {
+  // The camera's pipeline has one stream: the first one's counts.
+  foreach_structure(all, "streams", [&](const GstStructure* s) {
+    foreach_structure(s, "lines", [&](const GstStructure* l) {
       LineCounts c;
       c.name = name_of(l);
       c.total = {count(l, "forward"), count(l, "backward")};
-      each_structure(l, "by-class", [&](const GstStructure* k) {
+      foreach_structure(l, "by-class", [&](const GstStructure* k) {
         const gchar* label = gst_structure_get_string(k, "label");
         c.by_class[label ? label : ""] = {count(k, "forward"), count(k, "backward")};
       });
       lines.push_back(std::move(c));
     });
-    each_structure(s, "zones", [&](const GstStructure* z) {
+    foreach_structure(s, "zones", [&](const GstStructure* z) {
       zones.push_back({name_of(z), count(z, "inside"), count(z, "entered"), count(z, "exited")});
     });
+    return false;
   });
   gst_structure_free(all);
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "gst/torchinfer/torchinfer-helpers.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 
 namespace torchinfer::server {
@@ -13,10 +14,8 @@ namespace {
 // torchtrack's id on a tracked ROI (the "object_id" param); -1 if untracked
 // (a track not yet confirmed has none).
 gint track_id_of(GstVideoRegionOfInterestMeta* roi) {
-  GstStructure* s = gst_video_region_of_interest_meta_get_param(roi, "object_id");
   gint id = -1;
-  if (!s || !gst_structure_get_int(s, "id", &id)) return -1;
-  return id;
+  return gst_torch_roi_get_object_id(roi, &id, nullptr) ? id : -1;
 }
 
 // The recorder's clock (evidence_recorder.cpp): running time, which goes on
@@ -34,13 +33,13 @@ std::int64_t running_time(GstPad* pad, GstBuffer* buf) {
 
 // The box of track `id` on this frame (empty if it has none: no crop).
 cv::Rect box_of(GstBuffer* buf, gint id) {
-  gpointer iter = nullptr;
-  while (GstMeta* m = gst_buffer_iterate_meta_filtered(
-             buf, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
-    auto* roi = reinterpret_cast<GstVideoRegionOfInterestMeta*>(m);
-    if (track_id_of(roi) == id) return cv::Rect(roi->x, roi->y, roi->w, roi->h);
-  }
-  return {};
+  cv::Rect box;
+  gst_torch::foreach_roi(buf, [&](GstVideoRegionOfInterestMeta* roi) {
+    if (track_id_of(roi) != id) return true;
+    box = cv::Rect(roi->x, roi->y, roi->w, roi->h);
+    return false;
+  });
+  return box;
 }
 
 // Bounded: torchtrack numbers tracks upwards, so the oldest ids go first.
@@ -139,26 +138,23 @@ void CameraEvidence::look_crossings(GstPad* pad, GstBuffer* buf) {
 void CameraEvidence::look(GstPad* pad, GstBuffer* buf) {
   if (!buf) return;
   if (!spec_.lines.empty()) return look_crossings(pad, buf);
-  gpointer iter = nullptr;
-  while (GstMeta* m = gst_buffer_iterate_meta_filtered(
-             buf, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
-    auto* roi = reinterpret_cast<GstVideoRegionOfInterestMeta*>(m);
-    const gint track = track_id_of(roi);
-    GstTorchDetection d;
-    if (track < 0 || !gst_torch_detection_from_roi(roi, &d)) continue;
-    const std::string label = d.label ? d.label : "";
-    if (!keeps_class(spec_, label)) continue;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (finished_ || !recorded_.insert(track).second) continue;
-      if (recorded_.size() > kRememberedTracks) recorded_.erase(recorded_.begin());
-    }
-    evidence::EventRecord e;
-    e.reason = "class:" + label;
-    e.label = label;
-    e.track_id = track;
-    record(pad, buf, e, cv::Rect(roi->x, roi->y, roi->w, roi->h));
-  }
+  gst_torch::foreach_detection(buf,
+                               [&](GstVideoRegionOfInterestMeta* roi, const GstTorchDetection& d) {
+                                 const gint track = track_id_of(roi);
+                                 const std::string label = d.label ? d.label : "";
+                                 if (track < 0 || !keeps_class(spec_, label)) return;
+                                 {
+                                   std::lock_guard<std::mutex> lock(mu_);
+                                   if (finished_ || !recorded_.insert(track).second) return;
+                                   if (recorded_.size() > kRememberedTracks)
+                                     recorded_.erase(recorded_.begin());
+                                 }
+                                 evidence::EventRecord e;
+                                 e.reason = "class:" + label;
+                                 e.label = label;
+                                 e.track_id = track;
+                                 record(pad, buf, e, cv::Rect(roi->x, roi->y, roi->w, roi->h));
+                               });
 }
 
 void CameraEvidence::record(GstPad* pad, GstBuffer* buf, evidence::EventRecord e,

@@ -7,6 +7,7 @@
  * Run:    ./torchinfer-sdk-app MODEL.pt ["videotestsrc num-buffers=3 ! video/x-raw,..."]
  */
 #include <gst/gst.h>
+#include <gst/torchinfer/torchinfer-helpers.h>
 #include <gst/torchinfer/torchinfer-meta.h>
 #include <gst/video/video.h>
 
@@ -27,22 +28,19 @@ static void print_tensor_meta(GstTorchTensorMeta* meta) {
   }
 }
 
-/* ROI ids count up from 0 in the order torchnms attached them (best first). */
+/* Detections in the order torchnms attached them (best first), read with
+ * the installed helper API. */
+static gboolean print_detection(GstVideoRegionOfInterestMeta* roi, const GstTorchDetection* det,
+                                gpointer user_data) {
+  (void)user_data;
+  g_print("frame %u: detection %s (%d) %.3f box %.4f,%.4f-%.4f,%.4f pixels %u,%u %ux%u\n",
+          frame_count, det->label, det->label_id, det->confidence, det->x_min, det->y_min,
+          det->x_max, det->y_max, roi->x, roi->y, roi->w, roi->h);
+  return TRUE;
+}
+
 static guint print_detections(GstBuffer* buffer) {
-  guint n = 0;
-  GstVideoRegionOfInterestMeta* roi;
-  while ((roi = gst_buffer_get_video_region_of_interest_meta_id(buffer, (gint)n)) != NULL) {
-    GstTorchDetection det;
-    if (!gst_torch_detection_from_roi(roi, &det)) {
-      g_print("frame %u: roi %u without a detection param\n", frame_count, n);
-    } else {
-      g_print("frame %u: detection %s (%d) %.3f box %.4f,%.4f-%.4f,%.4f pixels %u,%u %ux%u\n",
-              frame_count, det.label, det.label_id, det.confidence, det.x_min, det.y_min, det.x_max,
-              det.y_max, roi->x, roi->y, roi->w, roi->h);
-    }
-    n++;
-  }
-  return n;
+  return gst_torch_buffer_foreach_detection(buffer, print_detection, NULL);
 }
 
 static GstPadProbeReturn on_buffer(GstPad* pad, GstPadProbeInfo* info, gpointer user_data) {

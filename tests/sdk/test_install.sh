@@ -41,7 +41,8 @@ prefix=$(pkg-config --variable=prefix "$pc")
 libdir=$(pkg-config --variable=libdir "$pc")
 [ "$pc" = "$dest$libdir/pkgconfig/gstreamer-torchinfer-1.0.pc" ] || fail ".pc at $pc, libdir $libdir"
 for f in "$libdir/gstreamer-1.0/libgsttorchinfer.so" "$libdir/libtorchinfer-runtime.so" \
-  "$libdir/libgsttorchinfer-meta-1.0.so" "$prefix/include/gstreamer-1.0/gst/torchinfer/torchinfer-meta.h"; do
+  "$libdir/libgsttorchinfer-meta-1.0.so" "$prefix/include/gstreamer-1.0/gst/torchinfer/torchinfer-meta.h" \
+  "$prefix/include/gstreamer-1.0/gst/torchinfer/torchinfer-helpers.h"; do
   [ -f "$dest$f" ] || fail "not installed: $f"
 done
 # Nothing but the loader in the plugin folder: GStreamer would try to load
@@ -66,9 +67,11 @@ case " $libs " in *" -L$dest$libdir -lgsttorchinfer-meta-1.0 "*) ;; *) fail "Lib
 make -s -f "$src/tests/sdk/Makefile" OUT="$tmp" >"$tmp/make.log" 2>&1 ||
   { cat "$tmp/make.log" >&2; fail "the app does not build against the install"; }
 # The compiler saw the installed header, not the source tree's.
-header=$(tr ' \\' '\n\n' <"$tmp/torchinfer-sdk-app.d" | grep 'torchinfer-meta\.h$')
-[ "$header" = "$dest$prefix/include/gstreamer-1.0/gst/torchinfer/torchinfer-meta.h" ] ||
-  fail "header used: $header"
+for h in torchinfer-meta.h torchinfer-helpers.h; do
+  header=$(tr ' \\' '\n\n' <"$tmp/torchinfer-sdk-app.d" | grep "/$h\$")
+  [ "$header" = "$dest$prefix/include/gstreamer-1.0/gst/torchinfer/$h" ] ||
+    fail "header used: $header"
+done
 # The app and the runtime both resolve the metadata library in the install.
 for bin in "$tmp/torchinfer-sdk-app" "$dest$libdir/libtorchinfer-runtime.so"; do
   got=$(ldd "$bin" | awk '/libgsttorchinfer-meta-1.0/ {print $3}')
