@@ -177,89 +177,111 @@ void HttpApi::reply_bytes(SoupServerMessage* msg, int status, const char* type, 
   app_->count_reply(status);
 }
 
+namespace {
+bool is_get(const std::string& method) {
+  return method == "GET" || method == "HEAD";
+}
+}  // namespace
+
+void HttpApi::not_allowed(SoupServerMessage* msg, const std::string& method,
+                          const std::string& path, const char* allow) {
+  soup_message_headers_replace(soup_server_message_get_response_headers(msg), "Allow", allow);
+  reply(msg, {405,
+              {{"error", printable(method, 40) + " is not allowed on " + path +
+                             " (allowed: " + allow + ")"}}});
+}
+
+void HttpApi::unauthorized(SoupServerMessage* msg) {
+  soup_message_headers_replace(soup_server_message_get_response_headers(msg), "WWW-Authenticate",
+                               "Bearer");
+  reply(msg, {401, {{"error", "a bearer token is required: Authorization: Bearer <token>"}}});
+}
+
+bool HttpApi::refused_body(SoupServerMessage* msg) {
+  if (!g_object_get_data(G_OBJECT(msg), "torchinfer-body-too-large")) return false;
+  reply(msg, {413,
+              {{"error", "the body is larger than max_body_bytes (" +
+                             std::to_string(app_->config().max_body_bytes) + ")"}}});
+  return true;
+}
+
 void HttpApi::handle(SoupServerMessage* msg, const std::string& method,
                      const std::string& raw_path) {
   const std::vector<std::string> parts = split_path(raw_path);
   // libsoup hands the path percent-decoded: any bytes at all. Echoed only
   // escaped.
   const std::string path = printable(raw_path, 120);
-  const bool get = method == "GET" || method == "HEAD";
-  auto not_allowed = [&](const char* allow) {
-    soup_message_headers_replace(soup_server_message_get_response_headers(msg), "Allow", allow);
-    reply(msg, {405,
-                {{"error", printable(method, 40) + " is not allowed on " + path +
-                               " (allowed: " + allow + ")"}}});
-  };
-  auto unauthorized = [&] {
-    soup_message_headers_replace(soup_server_message_get_response_headers(msg), "WWW-Authenticate",
-                                 "Bearer");
-    reply(msg, {401, {{"error", "a bearer token is required: Authorization: Bearer <token>"}}});
-  };
+  if (parts.size() <= 1 && handle_top(msg, method, parts.empty() ? "" : parts[0], path)) return;
+  if (parts[0] == "streams" && parts.size() >= 3 && parts[2] == "events")
+    return handle_events(msg, is_get(method), parts, path);
+  if (parts[0] != "streams" || parts.size() > 3)
+    return reply(msg, {404, {{"error", "no such resource: " + path}}});
+  if (parts.size() == 1) return handle_streams(msg, method, path);
+  handle_stream(msg, method, parts, path);
+}
 
-  if (parts.empty() || (parts.size() == 1 && parts[0] == "index.html")) {
-    if (!get) return not_allowed("GET");
+bool HttpApi::handle_top(SoupServerMessage* msg, const std::string& method, const std::string& name,
+                         const std::string& path) {
+  const bool fleet = fleet_ && FleetEndpoints::serves(name);
+  if (name != "" && name != "index.html" && name != "healthz" && !fleet && name != "metrics" &&
+      name != "models")
+    return false;
+  if (!is_get(method)) {
+    not_allowed(msg, method, path, "GET");
+  } else if (name == "" || name == "index.html") {
     GBytes* page =
         g_resources_lookup_data(kDashboardResource, G_RESOURCE_LOOKUP_FLAGS_NONE, nullptr);
     gsize size = 0;
     const void* data = page ? g_bytes_get_data(page, &size) : nullptr;
     reply_bytes(msg, page ? 200 : 500, "text/html; charset=utf-8", data ? data : "", size);
     if (page) g_bytes_unref(page);
-    return;
-  }
-  if (parts.size() == 1 && parts[0] == "healthz") {
-    if (!get) return not_allowed("GET");
-    return reply(msg, app_->health());
-  }
-  if (parts.size() == 1 && fleet_ && FleetEndpoints::serves(parts[0])) {
-    if (!get) return not_allowed("GET");
-    return reply(msg, fleet_->get(parts[0]));
-  }
-  if (parts.size() == 1 && parts[0] == "metrics") {
-    if (!get) return not_allowed("GET");
-    if (!authorized(msg)) return unauthorized();
+  } else if (name == "healthz") {
+    reply(msg, app_->health());
+  } else if (fleet) {
+    reply(msg, fleet_->get(name));
+  } else if (name == "models") {
+    reply(msg, app_->list_models());
+  } else if (!authorized(msg)) {  // metrics
+    unauthorized(msg);
+  } else {
     std::string text = app_->metrics() + listener_->book().prometheus();
     if (fleet_) text = fleet_->label_metrics(text);
-    return reply_bytes(msg, 200, "text/plain; version=0.0.4; charset=utf-8", text.data(),
-                       text.size());
+    reply_bytes(msg, 200, "text/plain; version=0.0.4; charset=utf-8", text.data(), text.size());
   }
-  if (parts.size() == 1 && parts[0] == "models") {
-    if (!get) return not_allowed("GET");
-    return reply(msg, app_->list_models());
-  }
-  if (parts[0] == "streams" && parts.size() >= 3 && parts[2] == "events")
-    return handle_events(msg, get, parts, path);
-  if (parts[0] != "streams" || parts.size() > 3)
-    return reply(msg, {404, {{"error", "no such resource: " + path}}});
+  return true;
+}
 
-  if (parts.size() == 1) {
-    if (get) return reply(msg, app_->list_streams());
-    if (method != "POST") return not_allowed("GET, POST");
-    if (!authorized(msg)) return unauthorized();
-    if (g_object_get_data(G_OBJECT(msg), "torchinfer-body-too-large"))
-      return reply(msg, {413,
-                         {{"error", "the body is larger than max_body_bytes (" +
-                                        std::to_string(app_->config().max_body_bytes) + ")"}}});
-    SoupMessageBody* body = soup_server_message_get_request_body(msg);
-    std::string text = body && body->data ? std::string(body->data, body->length) : "";
-    if (fleet_)
-      if (std::optional<Reply> refused = fleet_->gate_add(&text)) return reply(msg, *refused);
-    Reply r = app_->add_stream(text);
-    if (r.status == 201)
-      soup_message_headers_replace(soup_server_message_get_response_headers(msg), "Location",
-                                   ("/streams/" + r.body.value("id", "")).c_str());
-    return reply(msg, r);
-  }
+void HttpApi::handle_streams(SoupServerMessage* msg, const std::string& method,
+                             const std::string& path) {
+  if (is_get(method)) return reply(msg, app_->list_streams());
+  if (method != "POST") return not_allowed(msg, method, path, "GET, POST");
+  if (!authorized(msg)) return unauthorized(msg);
+  if (refused_body(msg)) return;
+  SoupMessageBody* body = soup_server_message_get_request_body(msg);
+  std::string text = body && body->data ? std::string(body->data, body->length) : "";
+  if (fleet_)
+    if (std::optional<Reply> refused = fleet_->gate_add(&text)) return reply(msg, *refused);
+  Reply r = app_->add_stream(text);
+  if (r.status == 201)
+    soup_message_headers_replace(soup_server_message_get_response_headers(msg), "Location",
+                                 ("/streams/" + r.body.value("id", "")).c_str());
+  reply(msg, r);
+}
+
+void HttpApi::handle_stream(SoupServerMessage* msg, const std::string& method,
+                            const std::vector<std::string>& parts, const std::string& path) {
+  const bool get = is_get(method);
   const std::string& id = parts[1];
   if (parts.size() == 3 && parts[2] == "trigger") {
-    if (method != "POST") return not_allowed("POST");
-    if (!authorized(msg)) return unauthorized();
+    if (method != "POST") return not_allowed(msg, method, path, "POST");
+    if (!authorized(msg)) return unauthorized(msg);
     return reply(msg, app_->trigger(id));
   }
   if (parts.size() == 3 && parts[2] == "analytics") return handle_analytics(msg, method, id);
   if (parts.size() == 3) {
     if (parts[2] != "snapshot.jpg")
       return reply(msg, {404, {{"error", "no such resource: " + path}}});
-    if (!get) return not_allowed("GET");
+    if (!get) return not_allowed(msg, method, path, "GET");
     std::vector<std::uint8_t> jpeg;
     std::string why;
     const int status = app_->snapshot(id, &jpeg, &why);
@@ -267,9 +289,9 @@ void HttpApi::handle(SoupServerMessage* msg, const std::string& method,
     return reply_bytes(msg, 200, "image/jpeg", jpeg.data(), jpeg.size());
   }
   if (get) return reply(msg, app_->get_stream(id));
-  if (method != "DELETE") return not_allowed("GET, DELETE");
-  if (!authorized(msg)) return unauthorized();
-  return reply(msg, app_->remove_stream(id));
+  if (method != "DELETE") return not_allowed(msg, method, path, "GET, DELETE");
+  if (!authorized(msg)) return unauthorized(msg);
+  reply(msg, app_->remove_stream(id));
 }
 
 // GET /streams/{id}/events and /streams/{id}/events/{n}/{file}: the file
@@ -313,24 +335,11 @@ void HttpApi::handle_events(SoupServerMessage* msg, bool get, const std::vector<
 
 void HttpApi::handle_analytics(SoupServerMessage* msg, const std::string& method,
                                const std::string& id) {
-  if (method == "GET" || method == "HEAD") return reply(msg, app_->analytics(id));
-  if (method != "PUT") {
-    soup_message_headers_replace(soup_server_message_get_response_headers(msg), "Allow",
-                                 "GET, PUT");
-    return reply(msg, {405,
-                       {{"error", printable(method, 40) + " is not allowed on /streams/" +
-                                      printable(id, 64) + "/analytics (allowed: GET, PUT)"}}});
-  }
-  if (!authorized(msg)) {
-    soup_message_headers_replace(soup_server_message_get_response_headers(msg), "WWW-Authenticate",
-                                 "Bearer");
-    return reply(msg,
-                 {401, {{"error", "a bearer token is required: Authorization: Bearer <token>"}}});
-  }
-  if (g_object_get_data(G_OBJECT(msg), "torchinfer-body-too-large"))
-    return reply(msg, {413,
-                       {{"error", "the body is larger than max_body_bytes (" +
-                                      std::to_string(app_->config().max_body_bytes) + ")"}}});
+  if (is_get(method)) return reply(msg, app_->analytics(id));
+  if (method != "PUT")
+    return not_allowed(msg, method, "/streams/" + printable(id, 64) + "/analytics", "GET, PUT");
+  if (!authorized(msg)) return unauthorized(msg);
+  if (refused_body(msg)) return;
   SoupMessageBody* body = soup_server_message_get_request_body(msg);
   return reply(msg, app_->set_analytics(
                         id, body && body->data ? std::string(body->data, body->length) : ""));

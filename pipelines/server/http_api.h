@@ -37,6 +37,20 @@ class HttpApi {
   static void on_request(SoupServer*, SoupServerMessage* msg, const char* path, GHashTable*,
                          gpointer user);
   void handle(SoupServerMessage* msg, const std::string& method, const std::string& path);
+  // The one-segment resources beside /streams (dashboard, /healthz, the
+  // fleet's, /metrics, /models); false when `name` is none of them.
+  bool handle_top(SoupServerMessage* msg, const std::string& method, const std::string& name,
+                  const std::string& path);
+  // GET|POST /streams.
+  void handle_streams(SoupServerMessage* msg, const std::string& method, const std::string& path);
+  // /streams/{id} and /streams/{id}/{trigger,analytics,snapshot.jpg}.
+  void handle_stream(SoupServerMessage* msg, const std::string& method,
+                     const std::vector<std::string>& parts, const std::string& path);
+  void not_allowed(SoupServerMessage* msg, const std::string& method, const std::string& path,
+                   const char* allow);
+  void unauthorized(SoupServerMessage* msg);
+  // 413 when the body was cut at max_body_bytes (on_chunk); true if so.
+  bool refused_body(SoupServerMessage* msg);
   void handle_events(SoupServerMessage* msg, bool get, const std::vector<std::string>& parts,
                      const std::string& path);
   // GET|PUT /streams/{id}/analytics.

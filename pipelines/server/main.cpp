@@ -300,6 +300,62 @@ bool start_restream(const Options& opt, const ServerConfig& config, const std::s
   return true;
 }
 
+// The HTTP API (with the fleet's probes) on address:port; its base URL, or
+// "" after saying why.
+std::string start_api(const Setup& setup, const std::string& address, int port, ServerApp* server,
+                      std::unique_ptr<FleetEndpoints>& fleet, std::unique_ptr<HttpApi>& http) {
+  fleet = std::make_unique<FleetEndpoints>(server, setup.shard, setup.plan, setup.owned);
+  http = std::make_unique<HttpApi>(server, setup.token);
+  http->set_fleet(fleet.get());
+  std::string why;
+  const std::string url = http->listen(address, port, &why);
+  if (url.empty()) {
+    g_printerr("torchinfer-server: error: %s\n", why.c_str());
+    return url;
+  }
+  if (setup.token.empty() && address != "127.0.0.1" && address != "::1")
+    g_printerr(
+        "torchinfer-server: warning: listening on %s without --token-file: anyone who "
+        "reaches this address can add and remove cameras\n",
+        address.c_str());
+  return url;
+}
+
+// Serves until SIGTERM or SIGINT (a drain; a second one stops at once),
+// then stops every camera; the process's exit code.
+int serve_until_signal(std::unique_ptr<ServerApp>& server, std::unique_ptr<FleetEndpoints>& fleet,
+                       std::unique_ptr<HttpApi>& http) {
+  Run run;
+  run.loop = g_main_loop_new(nullptr, FALSE);
+  run.app = server.get();
+  run.fleet = fleet.get();
+  g_unix_signal_add(SIGTERM, on_signal, &run);
+  g_unix_signal_add(SIGINT, on_signal, &run);
+  g_main_loop_run(run.loop);
+  http.reset();
+  fleet.reset();
+  if (!stop_within(server.get(), server->config().drain_timeout_s + 5)) {
+    g_printerr(
+        "torchinfer-server: error: a camera's pipeline did not stop (one of its state changes "
+        "never returned: a source or output that blocks); exiting without it\n");
+    _exit(1);  // the stuck thread holds locks the destructors would wait on
+  }
+  // Every pipeline is NULL: outputs are flushed. The cameras' last
+  // references end their Aravis connections on the reaper thread, which
+  // waits on a camera that stopped answering (GVCP timeouts, seconds).
+  if (!server->reaped(2)) {
+    g_printerr(
+        "torchinfer-server: warning: a camera's connection is still closing (the camera stopped "
+        "answering); exiting without waiting for it\n");
+    g_printerr("torchinfer-server: stopped\n");
+    _exit(0);  // the reaper holds the camera; destructors would wait on it
+  }
+  server.reset();
+  g_main_loop_unref(run.loop);
+  g_printerr("torchinfer-server: stopped\n");
+  return 0;
+}
+
 int main(int argc, char** argv) {
   // Every camera added brings streaming threads, and glibc gives new
   // threads arenas of their own (up to 8 per core) that keep their freed
@@ -327,19 +383,10 @@ int main(int argc, char** argv) {
   }
   std::unique_ptr<RestreamServer> restream;
   if (!start_restream(opt, config, address, *server, restream)) return 1;
-  auto fleet = std::make_unique<FleetEndpoints>(server.get(), setup.shard, setup.plan, setup.owned);
-  auto http = std::make_unique<HttpApi>(server.get(), setup.token);
-  http->set_fleet(fleet.get());
-  const std::string url = http->listen(address, port, &why);
-  if (url.empty()) {
-    g_printerr("torchinfer-server: error: %s\n", why.c_str());
-    return 1;
-  }
-  if (setup.token.empty() && address != "127.0.0.1" && address != "::1")
-    g_printerr(
-        "torchinfer-server: warning: listening on %s without --token-file: anyone who "
-        "reaches this address can add and remove cameras\n",
-        address.c_str());
+  std::unique_ptr<FleetEndpoints> fleet;
+  std::unique_ptr<HttpApi> http;
+  const std::string url = start_api(setup, address, port, server.get(), fleet, http);
+  if (url.empty()) return 1;
   server->start_configured_streams();
   if (restream)
     g_printerr("torchinfer-server: re-streams on %s/streams/<id>\n", restream->base_url().c_str());
@@ -347,34 +394,5 @@ int main(int argc, char** argv) {
     g_printerr("torchinfer-server: shard %d of %d: %zu of the configured cameras\n",
                setup.shard.index, setup.shard.count, setup.owned.size());
   g_printerr("torchinfer-server: serving %s (%zu streams)\n", url.c_str(), config.streams.size());
-
-  Run run;
-  run.loop = g_main_loop_new(nullptr, FALSE);
-  run.app = server.get();
-  run.fleet = fleet.get();
-  g_unix_signal_add(SIGTERM, on_signal, &run);
-  g_unix_signal_add(SIGINT, on_signal, &run);
-  g_main_loop_run(run.loop);
-  http.reset();
-  fleet.reset();
-  if (!stop_within(server.get(), config.drain_timeout_s + 5)) {
-    g_printerr(
-        "torchinfer-server: error: a camera's pipeline did not stop (one of its state changes "
-        "never returned: a source or output that blocks); exiting without it\n");
-    _exit(1);  // the stuck thread holds locks the destructors would wait on
-  }
-  // Every pipeline is NULL: outputs are flushed. The cameras' last
-  // references end their Aravis connections on the reaper thread, which
-  // waits on a camera that stopped answering (GVCP timeouts, seconds).
-  if (!server->reaped(2)) {
-    g_printerr(
-        "torchinfer-server: warning: a camera's connection is still closing (the camera stopped "
-        "answering); exiting without waiting for it\n");
-    g_printerr("torchinfer-server: stopped\n");
-    _exit(0);  // the reaper holds the camera; destructors would wait on it
-  }
-  server.reset();
-  g_main_loop_unref(run.loop);
-  g_printerr("torchinfer-server: stopped\n");
-  return 0;
+  return serve_until_signal(server, fleet, http);
 }

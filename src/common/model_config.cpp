@@ -247,18 +247,8 @@ void refuse_unknown_keys(const json& j, const std::string& origin) {
   }
 }
 
-}  // namespace
-
-ModelConfig parse_model_config_text(const std::string& text, const std::string& origin) {
-  const json j = parse_json(text, origin);
-  if (!j.is_object()) throw Error(ErrorKind::kConfigInvalid, origin + ": expected a JSON object");
-
-  refuse_unknown_keys(j, origin);
-  // anomalib's metadata.json read as the sidecar: its own keys and no task.
-  const bool anomalib = is_anomalib_metadata(j);
-
-  ModelConfig cfg;
-  cfg.source = origin;
+// The input the model takes and what it computes: size, channels, task.
+void parse_model_keys(const json& j, const std::string& origin, bool anomalib, ModelConfig& cfg) {
   if (j.contains("input_width")) cfg.input_width = get_side(j, "input_width", origin);
   if (j.contains("input_height")) cfg.input_height = get_side(j, "input_height", origin);
   if (j.contains("channel_order"))
@@ -276,6 +266,10 @@ ModelConfig parse_model_config_text(const std::string& text, const std::string& 
                                                  {{"softmax", Activation::kSoftmax},
                                                   {"sigmoid", Activation::kSigmoid},
                                                   {"none", Activation::kNone}});
+}
+
+// How the model was built and is fed: precision, quantization, tensor layout.
+void parse_precision_keys(const json& j, const std::string& origin, ModelConfig& cfg) {
   if (j.contains("precision"))
     cfg.precision = get_enum<ModelPrecision>(
         j, "precision", origin, {{"fp32", ModelPrecision::kFp32}, {"int8", ModelPrecision::kInt8}});
@@ -295,6 +289,10 @@ ModelConfig parse_model_config_text(const std::string& text, const std::string& 
   if (j.contains("input_layout"))
     cfg.input_layout = get_enum<InputLayout>(
         j, "input_layout", origin, {{"nchw", InputLayout::kNCHW}, {"nhwc", InputLayout::kNHWC}});
+}
+
+// How its outputs are read: top-k classes, the detector decoder's settings.
+void parse_decoder_keys(const json& j, const std::string& origin, ModelConfig& cfg) {
   if (j.contains("top_k")) {
     const json& v = j.at("top_k");
     if (!v.is_number_integer() || v.get<long long>() < 1 || v.get<long long>() > 1000)
@@ -322,7 +320,10 @@ ModelConfig parse_model_config_text(const std::string& text, const std::string& 
       fail(origin, "max_detections", "expected an integer between 1 and 100000");
     cfg.max_detections = v.get<int>();
   }
+}
 
+// Pixel normalisation: mean/std or scale/offset (not both).
+void parse_normalisation_keys(const json& j, const std::string& origin, ModelConfig& cfg) {
   const bool has_mean_std = j.contains("mean") || j.contains("std");
   const bool has_scale = j.contains("scale") || j.contains("offset");
   if (has_mean_std && has_scale)
@@ -351,28 +352,47 @@ ModelConfig parse_model_config_text(const std::string& text, const std::string& 
     if (std::string(e.what()).rfind(origin, 0) == 0) throw;
     fail(origin, norm_field, e.what());
   }
+}
+
+// "labels": inline, or a labels file next to the sidecar.
+void parse_labels_key(const json& j, const std::string& origin, ModelConfig& cfg) {
+  if (!j.contains("labels")) return;
+  const json& v = j.at("labels");
+  if (v.is_string()) {
+    std::string path = v.get<std::string>();
+    if (!path.empty() && path[0] != '/') path = dir_of(origin) + "/" + path;
+    try {
+      cfg.labels = read_labels_file(path);
+    } catch (const Error& e) {
+      fail(origin, "labels", e.what());
+    }
+  } else if (v.is_array()) {
+    for (const auto& e : v) {
+      if (!e.is_string()) fail(origin, "labels", "expected strings, found " + quote(e));
+      cfg.labels.push_back(e.get<std::string>());
+    }
+  } else {
+    fail(origin, "labels", "expected an array of strings or a labels file name");
+  }
+}
+
+}  // namespace
+
+ModelConfig parse_model_config_text(const std::string& text, const std::string& origin) {
+  const json j = parse_json(text, origin);
+  if (!j.is_object()) throw Error(ErrorKind::kConfigInvalid, origin + ": expected a JSON object");
+
+  refuse_unknown_keys(j, origin);
+  ModelConfig cfg;
+  cfg.source = origin;
+  // anomalib's metadata.json read as the sidecar: its own keys and no task.
+  parse_model_keys(j, origin, is_anomalib_metadata(j), cfg);
+  parse_precision_keys(j, origin, cfg);
+  parse_decoder_keys(j, origin, cfg);
+  parse_normalisation_keys(j, origin, cfg);
   parse_anomaly_keys(j, origin, cfg);
   parse_contract_keys(j, origin, cfg);
-
-  if (j.contains("labels")) {
-    const json& v = j.at("labels");
-    if (v.is_string()) {
-      std::string path = v.get<std::string>();
-      if (!path.empty() && path[0] != '/') path = dir_of(origin) + "/" + path;
-      try {
-        cfg.labels = read_labels_file(path);
-      } catch (const Error& e) {
-        fail(origin, "labels", e.what());
-      }
-    } else if (v.is_array()) {
-      for (const auto& e : v) {
-        if (!e.is_string()) fail(origin, "labels", "expected strings, found " + quote(e));
-        cfg.labels.push_back(e.get<std::string>());
-      }
-    } else {
-      fail(origin, "labels", "expected an array of strings or a labels file name");
-    }
-  }
+  parse_labels_key(j, origin, cfg);
   return cfg;
 }
 

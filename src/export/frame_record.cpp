@@ -177,36 +177,28 @@ json detection_json(const DetectionRecord& d) {
   return jd;
 }
 
-}  // namespace
+// What the model gave this frame: its input, timing, batch and results.
+void add_inference(json& j, const FrameRecord& r) {
+  j["model"] = r.model;
+  j["input"] = {{"width", r.input_width}, {"height", r.input_height}};
+  j["latency"] = {{"preprocess_ms", number(r.preprocess_ms)},
+                  {"queue_ms", number(r.queue_ms)},
+                  {"inference_ms", number(r.inference_ms)}};
+  j["batch"] = {{"size", r.batch_size}, {"index", r.batch_index}};
+  j["inferred"] = r.inferred;
+  if (!r.inferred) j["result_pts"] = optional_ns(r.result_pts_ns);
+  // Only on invalid frames, so valid lines stay as they always were.
+  if (!r.valid) j["valid"] = false;
+  json cls = json::array();
+  for (const auto& c : r.classification)
+    cls.push_back(
+        {{"label", c.label}, {"label_id", c.label_id}, {"confidence", number(c.confidence)}});
+  j["classification"] = cls;
+  if (r.anomaly) j["anomaly"] = anomaly(*r.anomaly);
+}
 
-std::string to_json_line(const FrameRecord& r, bool include_tensors,
-                         std::size_t max_tensor_elements) {
-  json j;
-  j["frame"] = r.frame_number;
-  j["pts"] = optional_ns(r.pts_ns);
-  j["dts"] = optional_ns(r.dts_ns);
-  j["duration"] = optional_ns(r.duration_ns);
-  if (!r.stream_id.empty()) j["stream_id"] = r.stream_id;
-  j["width"] = r.width;
-  j["height"] = r.height;
-  if (r.has_inference) {
-    j["model"] = r.model;
-    j["input"] = {{"width", r.input_width}, {"height", r.input_height}};
-    j["latency"] = {{"preprocess_ms", number(r.preprocess_ms)},
-                    {"queue_ms", number(r.queue_ms)},
-                    {"inference_ms", number(r.inference_ms)}};
-    j["batch"] = {{"size", r.batch_size}, {"index", r.batch_index}};
-    j["inferred"] = r.inferred;
-    if (!r.inferred) j["result_pts"] = optional_ns(r.result_pts_ns);
-    // Only on invalid frames, so valid lines stay as they always were.
-    if (!r.valid) j["valid"] = false;
-    json cls = json::array();
-    for (const auto& c : r.classification)
-      cls.push_back(
-          {{"label", c.label}, {"label_id", c.label_id}, {"confidence", number(c.confidence)}});
-    j["classification"] = cls;
-    if (r.anomaly) j["anomaly"] = anomaly(*r.anomaly);
-  }
+// What the elements after the model added: objects, tracks, counts, codes.
+void add_objects(json& j, const FrameRecord& r) {
   if (r.has_inference || !r.detections.empty()) {
     json dets = json::array();
     for (const auto& d : r.detections) dets.push_back(detection_json(d));
@@ -223,22 +215,38 @@ std::string to_json_line(const FrameRecord& r, bool include_tensors,
     for (const auto& c : *r.codes) codes.push_back(code_json(c));
     j["codes"] = codes;
   }
-  if (r.has_inference) {
-    if (include_tensors) {
-      json ts = json::array();
-      for (const auto& t : r.tensors) {
-        const std::size_t n = t.elements();
-        const std::size_t shown = std::min(n, max_tensor_elements);
-        json jt = {{"name", t.name},
-                   {"dtype", to_string(t.dtype)},
-                   {"dims", t.dims},
-                   {"data", tensor_values(t, shown)}};
-        if (shown < n) jt["truncated"] = true;
-        ts.push_back(std::move(jt));
-      }
-      j["tensors"] = ts;
-    }
+}
+
+json tensors_json(const FrameRecord& r, std::size_t max_tensor_elements) {
+  json ts = json::array();
+  for (const auto& t : r.tensors) {
+    const std::size_t n = t.elements();
+    const std::size_t shown = std::min(n, max_tensor_elements);
+    json jt = {{"name", t.name},
+               {"dtype", to_string(t.dtype)},
+               {"dims", t.dims},
+               {"data", tensor_values(t, shown)}};
+    if (shown < n) jt["truncated"] = true;
+    ts.push_back(std::move(jt));
   }
+  return ts;
+}
+
+}  // namespace
+
+std::string to_json_line(const FrameRecord& r, bool include_tensors,
+                         std::size_t max_tensor_elements) {
+  json j;
+  j["frame"] = r.frame_number;
+  j["pts"] = optional_ns(r.pts_ns);
+  j["dts"] = optional_ns(r.dts_ns);
+  j["duration"] = optional_ns(r.duration_ns);
+  if (!r.stream_id.empty()) j["stream_id"] = r.stream_id;
+  j["width"] = r.width;
+  j["height"] = r.height;
+  if (r.has_inference) add_inference(j, r);
+  add_objects(j, r);
+  if (r.has_inference && include_tensors) j["tensors"] = tensors_json(r, max_tensor_elements);
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
