@@ -22,6 +22,7 @@
 #include "common/cpu_set.h"
 #include "common/model_config.h"
 #include "engine/engine.h"
+#include "engine/engine_options.h"
 #include "engine/selfcheck.h"
 
 using namespace torchinfer;
@@ -97,15 +98,10 @@ std::optional<int> parse_args(int argc, char** argv, Args& args) {
 // `input` (allocated here) so that the report sees it as the element would.
 std::unique_ptr<Engine> load_engine(const Args& args, std::unique_ptr<AlignedBuffer>& input) {
   const ModelConfig cfg = resolve_model_config(args.model, "", {});
-  EngineOptions o;
-  o.model_path = args.model;
-  o.input_width = cfg.input_width;
-  o.input_height = cfg.input_height;
-  o.channels = cfg.channels();
+  EngineOptions o = engine_options_for(args.model, cfg);
   o.threads = args.threads;
   o.cores = args.cores;
   o.precision = args.precision;
-  o.declared_int8 = cfg.precision == ModelPrecision::kInt8;
   o.probe_bf16 = args.probe_bf16;
   o.warmup_batch_sizes = {args.batch};
   auto engine = std::make_unique<Engine>(o);

@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/sysinfo.h"
 #include "element-errors.h"
+#include "engine/engine_options.h"
 #include "engine/selfcheck.h"
 #include "model/model_loader.h"
 
@@ -20,19 +21,12 @@ GST_DEBUG_CATEGORY_EXTERN(gst_torchinfer_debug);
 namespace torchinfer::gst {
 
 EngineOptions engine_options(const Settings& s, const ModelConfig& config) {
-  EngineOptions eo;
-  eo.model_path = s.model;
-  eo.input_width = config.input_width;
-  eo.input_height = config.input_height;
-  eo.channels = config.channels();
+  EngineOptions eo = engine_options_for(s.model, config);
   eo.warmup_runs = s.warmup;
   eo.optimize = s.optimize;
   eo.threads = s.threads;
   eo.cores = s.cores;
   eo.precision = s.precision;
-  eo.declared_int8 = config.precision == ModelPrecision::kInt8;
-  eo.input_uint8 = config.input_uint8;
-  eo.input_nhwc = config.input_layout == InputLayout::kNHWC;
   return eo;
 }
 

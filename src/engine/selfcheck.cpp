@@ -107,9 +107,11 @@ void engine_findings(const Engine& engine, std::vector<Finding>& out) {
                      std::to_string(static_cast<int>(i.warmup_ms)) + " ms",
                  ""});
   out.push_back({L::kInfo, "input",
-                 "float32 NHWC " + std::to_string(o.input_height) + "x" +
-                     std::to_string(o.input_width) + "x" + std::to_string(o.channels) +
-                     ", seen zero-copy as channels_last NCHW",
+                 std::string(o.input_uint8 ? "uint8" : "float32") + " NHWC " +
+                     std::to_string(o.input_height) + "x" + std::to_string(o.input_width) + "x" +
+                     std::to_string(o.channels) +
+                     (o.input_nhwc ? ", handed to the model as [N,H,W,C]"
+                                   : ", seen zero-copy as channels_last NCHW"),
                  ""});
 }
 

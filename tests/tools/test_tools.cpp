@@ -74,6 +74,22 @@ TEST(SelfCheck, ReportsModelState) {
                        "input alignment: 64-byte aligned", "affinity: pinned", "threads: 1"});
 }
 
+// The sidecar's input_layout (and input_dtype) reach the engine as they do
+// in the element: the self-check once fed this model NCHW and failed on it.
+TEST(SelfCheck, RunsAnNhwcModelAsTheElementDoes) {
+  const Result r = run(
+      selfcheck("--model " + torchinfer::test::model_path("lenet_nhwc_uint8.pt") + " --cores 0"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  expect_lines(r.out, {"model: ", "input: float32 NHWC 28x28x1, handed to the model as [N,H,W,C]"});
+  // A model that takes bytes is fed (and reported) as bytes, as the element does.
+  const Result u =
+      run(selfcheck("--model " + torchinfer::test::model_path("uint8_input.pt") + " --cores 0"));
+  ASSERT_EQ(u.code, 0) << u.out;
+  expect_lines(u.out, {"precision: fp32 (requested auto); auto: fp32 (uint8-input model converts "
+                       "its input itself)",
+                       "input: uint8 NHWC 6x8x3, seen zero-copy as channels_last NCHW"});
+}
+
 TEST(SelfCheck, ReportsWherePrecisionAutoDecided) {
   const std::string dir = testing::TempDir() + "selfcheck_precision_cache";
   std::filesystem::remove_all(dir);
