@@ -17,6 +17,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "app/builder.h"
 #include "app_numbers.h"
 #include "common/aligned_buffer.h"
 #include "common/file_check.h"
@@ -99,15 +100,25 @@ bool parse_args(int argc, char** argv, Args& args) {
 // The clip decoded to RGB into an appsink named "sink"; null (after saying
 // why) when the pipeline cannot be built.
 GstElement* decode_pipeline(const std::string& clip) {
-  gchar* uri = gst_filename_to_uri(clip.c_str(), nullptr);
-  const std::string line = std::string("uridecodebin uri=") + (uri ? uri : clip.c_str()) +
-                           " ! videoconvert ! video/x-raw,format=RGB ! appsink name=sink "
-                           "sync=false max-buffers=4";
-  g_free(uri);
-  GError* err = nullptr;
-  GstElement* pipe = gst_parse_launch(line.c_str(), &err);
-  if (!pipe) std::fprintf(stderr, "cannot build pipeline: %s\n", err ? err->message : "?");
-  return pipe;
+  GstElement* pipe = app::new_pipeline("dump-frames");
+  std::string why;
+  app::Builder b(pipe, &why);
+  GstElement* decode = b.add("uridecodebin");
+  GstElement* convert = b.add("videoconvert");
+  GstElement* rgb = b.caps("video/x-raw,format=RGB");
+  GstElement* sink = b.add("appsink", "sink");
+  if (!b.failed()) {
+    gchar* uri = gst_filename_to_uri(clip.c_str(), nullptr);
+    g_object_set(decode, "uri", uri ? uri : clip.c_str(), nullptr);
+    g_free(uri);
+    g_object_set(sink, "sync", FALSE, "max-buffers", 4u, nullptr);
+    app::link_when_added(decode, convert);
+    b.link({convert, rgb, sink});
+  }
+  if (!b.failed()) return pipe;
+  std::fprintf(stderr, "cannot build pipeline: %s\n", why.c_str());
+  gst_object_unref(pipe);
+  return nullptr;
 }
 
 // The sample's frame preprocessed into `slot` and appended to `raw`.

@@ -1,5 +1,6 @@
 // Serves an annotated stream over RTSP: by default a live test pattern,
-// classified by torchinfer, labelled by torchoverlay, encoded to H.264.
+// classified by torchinfer, labelled by torchoverlay, encoded to H.264
+// (built element by element with the apps' builder, app/builder.h).
 // --pipeline serves any launch description whose payloader is named pay0.
 //
 // Exit codes: 0 stopped by SIGINT/SIGTERM; 1 cannot listen on the address;
@@ -11,6 +12,7 @@
 #include <cstdio>
 #include <string>
 
+#include "app/builder.h"
 #include "app_numbers.h"
 #include "app_options.h"
 
@@ -59,14 +61,62 @@ bool parse_args(int argc, char** argv, Options& o) {
   return true;
 }
 
-std::string default_pipeline(const Options& o) {
-  const std::string fps = std::to_string(o.fps);
-  // A key frame every second: a client that (re)joins decodes within 1 s.
-  return "videotestsrc is-live=true pattern=ball ! video/x-raw,format=I420,width=" +
-         std::to_string(o.width) + ",height=" + std::to_string(o.height) + ",framerate=" + fps +
-         "/1 ! torchinfer model=\"" + o.model + "\" ! torchoverlay ! openh264enc gop-size=" + fps +
-         " ! rtph264pay name=pay0 pt=96 config-interval=-1";
+// The default analysis, element by element (the model path is a value,
+// never launch syntax): a live test pattern classified by torchinfer,
+// labelled by torchoverlay, H.264, payloaded as pay0. A floating bin, or
+// nullptr with *why.
+GstElement* default_bin(const Options& o, std::string* why) {
+  GstElement* bin = gst_bin_new(nullptr);
+  app::Builder b(bin, why);
+  GstElement* src = b.add("videotestsrc");
+  GstElement* raw = b.add("capsfilter");
+  GstElement* infer = b.add("torchinfer");
+  GstElement* overlay = b.add("torchoverlay");
+  GstElement* enc = b.add("openh264enc");
+  GstElement* pay = b.add("rtph264pay", "pay0");
+  if (!b.failed()) {
+    g_object_set(src, "is-live", TRUE, nullptr);
+    app::set_arg(src, "pattern", "ball");
+    GstCaps* caps = gst_caps_new_simple("video/x-raw", "format", G_TYPE_STRING, "I420", "width",
+                                        G_TYPE_INT, o.width, "height", G_TYPE_INT, o.height,
+                                        "framerate", GST_TYPE_FRACTION, o.fps, 1, nullptr);
+    g_object_set(raw, "caps", caps, nullptr);
+    gst_caps_unref(caps);
+    g_object_set(infer, "model", o.model.c_str(), nullptr);
+    // A key frame every second: a client that (re)joins decodes within 1 s.
+    app::set_arg(enc, "gop-size", std::to_string(o.fps));
+    app::set_arg(pay, "pt", "96");
+    app::set_arg(pay, "config-interval", "-1");
+    b.link({src, raw, infer, overlay, enc, pay});
+  }
+  if (!b.failed()) return bin;
+  gst_object_unref(gst_object_ref_sink(bin));
+  return nullptr;
 }
+
+// gst-rtsp-server asks this factory for each media's element: the default
+// bin, built from the options instead of parsed from a launch string.
+struct DefaultFactory {
+  GstRTSPMediaFactory parent;
+  const Options* options;
+};
+struct DefaultFactoryClass {
+  GstRTSPMediaFactoryClass parent;
+};
+G_DEFINE_TYPE(DefaultFactory, default_factory, GST_TYPE_RTSP_MEDIA_FACTORY)
+
+GstElement* default_factory_create_element(GstRTSPMediaFactory* factory, const GstRTSPUrl*) {
+  std::string why;
+  GstElement* bin = default_bin(*reinterpret_cast<DefaultFactory*>(factory)->options, &why);
+  if (!bin) g_printerr("server: cannot build the stream: %s\n", why.c_str());
+  return bin;
+}
+
+void default_factory_class_init(DefaultFactoryClass* klass) {
+  GST_RTSP_MEDIA_FACTORY_CLASS(klass)->create_element = default_factory_create_element;
+}
+
+void default_factory_init(DefaultFactory*) {}
 
 // Parses the description once, so a typo is reported now and not at the
 // first client's DESCRIBE.
@@ -126,6 +176,28 @@ gboolean on_signal(gpointer loop) {
   return G_SOURCE_CONTINUE;
 }
 
+// --pipeline's description (checked now), or the default analysis (built
+// once now, so a missing element is reported before the first client).
+// Null after saying why.
+GstRTSPMediaFactory* make_factory(const Options& opt) {
+  if (!opt.pipeline.empty()) {
+    if (!check_pipeline(opt.pipeline)) return nullptr;
+    GstRTSPMediaFactory* factory = gst_rtsp_media_factory_new();
+    gst_rtsp_media_factory_set_launch(factory, ("( " + opt.pipeline + " )").c_str());
+    return factory;
+  }
+  std::string why;
+  GstElement* probe = default_bin(opt, &why);
+  if (!probe) {
+    g_printerr("error: %s\n", why.c_str());
+    return nullptr;
+  }
+  gst_object_unref(gst_object_ref_sink(probe));
+  auto* factory = static_cast<DefaultFactory*>(g_object_new(default_factory_get_type(), nullptr));
+  factory->options = &opt;
+  return GST_RTSP_MEDIA_FACTORY(factory);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -137,15 +209,13 @@ int main(int argc, char** argv) {
     g_printerr("error: model '%s' not found\n", opt.model.c_str());
     return 2;
   }
-  const std::string desc = custom ? opt.pipeline : default_pipeline(opt);
-  if (!check_pipeline(desc)) return 2;
+  GstRTSPMediaFactory* factory = make_factory(opt);
+  if (!factory) return 2;
 
   GstRTSPServer* server = gst_rtsp_server_new();
   gst_rtsp_server_set_address(server, opt.address.c_str());
   gst_rtsp_server_set_service(server, std::to_string(opt.port).c_str());
   GstRTSPMountPoints* mounts = gst_rtsp_server_get_mount_points(server);
-  GstRTSPMediaFactory* factory = gst_rtsp_media_factory_new();
-  gst_rtsp_media_factory_set_launch(factory, ("( " + desc + " )").c_str());
   // One pipeline (one model, one encoder) however many clients watch.
   gst_rtsp_media_factory_set_shared(factory, TRUE);
   g_signal_connect(factory, "media-configure", G_CALLBACK(on_media_configure), nullptr);

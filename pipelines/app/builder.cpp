@@ -43,15 +43,17 @@ void set_arg(GstElement* e, const char* name, const std::string& value) {
 
 namespace {
 
-// matroskademux adds its pads once it has read the header; the first one
-// the decoder takes (caps checked by the link: image/jpeg) is the video.
-void link_demuxed_video(GstElement*, GstPad* pad, gpointer decoder) {
-  GstPad* sink = gst_element_get_static_pad(GST_ELEMENT(decoder), "sink");
+void link_added_pad(GstElement*, GstPad* pad, gpointer next) {
+  GstPad* sink = gst_element_get_static_pad(GST_ELEMENT(next), "sink");
   if (!gst_pad_is_linked(sink)) gst_pad_link(pad, sink);
   gst_object_unref(sink);
 }
 
 }  // namespace
+
+void link_when_added(GstElement* src, GstElement* sink) {
+  g_signal_connect(src, "pad-added", G_CALLBACK(link_added_pad), sink);
+}
 
 GstElement* mjpeg_clip_as_yuy2(Builder& b, const std::string& clip) {
   GstElement* src = b.add("filesrc");
@@ -61,7 +63,9 @@ GstElement* mjpeg_clip_as_yuy2(Builder& b, const std::string& clip) {
   GstElement* yuy2 = b.caps("video/x-raw,format=YUY2");
   if (b.failed()) return nullptr;
   g_object_set(src, "location", clip.c_str(), nullptr);
-  g_signal_connect(demux, "pad-added", G_CALLBACK(link_demuxed_video), dec);
+  // matroskademux adds its pads once it has read the header; the one the
+  // decoder takes (image/jpeg) is the video.
+  link_when_added(demux, dec);
   if (!b.link({src, demux}) || !b.link({dec, convert, yuy2})) return nullptr;
   return yuy2;
 }

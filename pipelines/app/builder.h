@@ -33,6 +33,11 @@ class Builder {
   std::string* why_;
 };
 
+// Links src's pads as they appear (a demuxer, uridecodebin) to sink's
+// "sink" pad: the first one sink takes (the link checks the caps, so a
+// video converter takes the video, not the audio).
+void link_when_added(GstElement* src, GstElement* sink);
+
 // Any property from its text form (numbers, enums by nick) through GObject,
 // so no text is parsed as GStreamer syntax.
 void set_arg(GstElement* e, const char* name, const std::string& value);

@@ -10,6 +10,8 @@
 #include <optional>
 #include <vector>
 
+#include "aravis_features.h"
+
 namespace torchinfer::server {
 
 namespace {
@@ -44,21 +46,6 @@ std::uint64_t stream_stat(ArvStream* s, const char* name) {
         arv_stream_get_info_type(s, i) == G_TYPE_UINT64)
       return arv_stream_get_info_uint64(s, i);
   return 0;
-}
-
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.10g", v);
-  return buf;
-}
-
-bool offers(const char** list, guint n, const std::string& value, std::string* all) {
-  bool found = false;
-  for (guint i = 0; i < n; ++i) {
-    found = found || value == list[i];
-    *all += (all->empty() ? "" : ", ") + std::string(list[i]);
-  }
-  return found;
 }
 
 // An ArvBuffer lent to GStreamer: back to its stream when the GstBuffer goes.
@@ -240,85 +227,6 @@ void on_control_lost(ArvDevice*, gpointer flag) {
 
 }  // namespace
 
-// The pixel format to ask for: the configured one if the camera offers it,
-// else the camera's own if the analysis takes it. Empty with *why if neither.
-static std::string choose_format(ArvCamera* cam, const CameraSettings& set, std::string* why,
-                                 GError** err) {
-  guint n = 0;
-  const char** list = arv_camera_dup_available_pixel_formats_as_strings(cam, &n, err);
-  if (*err) return "";
-  std::string all, ours;
-  const bool offered = offers(list, n, set.pixel_format, &all);
-  for (guint i = 0; i < n; ++i)
-    if (find_pixel_format(list[i])) ours += (ours.empty() ? "" : ", ") + std::string(list[i]);
-  g_free(list);
-  std::string format = set.pixel_format;
-  if (format.empty()) {
-    const char* current = arv_camera_get_pixel_format_as_string(cam, err);
-    format = current ? current : "";
-    if (*err) return "";
-    if (find_pixel_format(format)) return format;
-    *why = "pixel_format: the camera sends " + format +
-           ", which the analysis does not take as it comes; set pixel_format to one of " + ours;
-    return "";
-  }
-  if (offered) return format;
-  *why = "pixel_format: the camera does not offer " + format + "; it offers " + all;
-  return "";
-}
-
-// Exposure, gain and the trigger, each checked against what this camera
-// allows so the message can say it.
-static bool apply_features(ArvCamera* cam, const CameraSettings& set, std::string* why,
-                           GError** err) {
-  double lo = 0, hi = 0;
-  if (set.exposure_us) {
-    arv_camera_get_exposure_time_bounds(cam, &lo, &hi, err);
-    if (*err) return false;
-    if (*set.exposure_us < lo || *set.exposure_us > hi) {
-      *why = "exposure_us: " + num(*set.exposure_us) + " is outside the camera's " + num(lo) +
-             " to " + num(hi);
-      return false;
-    }
-    if (arv_camera_is_exposure_auto_available(cam, nullptr))
-      arv_camera_set_exposure_time_auto(cam, ARV_AUTO_OFF, err);
-    if (!*err) arv_camera_set_exposure_time(cam, *set.exposure_us, err);
-    if (*err) return false;
-  }
-  if (set.gain_db) {
-    arv_camera_get_gain_bounds(cam, &lo, &hi, err);
-    if (*err) return false;
-    if (*set.gain_db < lo || *set.gain_db > hi) {
-      *why = "gain_db: " + num(*set.gain_db) + " is outside the camera's " + num(lo) + " to " +
-             num(hi);
-      return false;
-    }
-    if (arv_camera_is_gain_auto_available(cam, nullptr))
-      arv_camera_set_gain_auto(cam, ARV_AUTO_OFF, err);
-    if (!*err) arv_camera_set_gain(cam, *set.gain_db, err);
-    if (*err) return false;
-  }
-  // The camera keeps its trigger settings across connections: set them
-  // every time, free-run included.
-  if (set.trigger == TriggerMode::kFreeRun) {
-    arv_camera_clear_triggers(cam, err);
-    return !*err;
-  }
-  const std::string source = set.trigger == TriggerMode::kSoftware ? "Software" : set.trigger_line;
-  guint n = 0;
-  const char** list = arv_camera_dup_available_trigger_sources(cam, &n, err);
-  if (*err) return false;
-  std::string all;
-  const bool ok = offers(list, n, source, &all);
-  g_free(list);
-  if (!ok) {
-    *why = "trigger: the camera has no trigger source " + source + "; it has " + all;
-    return false;
-  }
-  arv_camera_set_trigger(cam, source.c_str(), err);
-  return !*err;
-}
-
 bool AravisSource::open(Session& s, std::string* why, bool* final) {
   const std::string cam = "camera '" + settings_.name + "'";
   GError* err = nullptr;
@@ -344,11 +252,11 @@ bool AravisSource::open(Session& s, std::string* why, bool* final) {
   s.lost_handler =
       g_signal_connect(dev, "control-lost", G_CALLBACK(on_control_lost), &s.control_lost);
   std::string refused;
-  const std::string format = choose_format(s.camera, settings_, &refused, &err);
+  const std::string format = aravis::choose_format(s.camera, settings_, &refused, &err);
   if (!format.empty() && !err)
     arv_camera_set_pixel_format_from_string(s.camera, format.c_str(), &err);
   if (!format.empty() && !err && depth_matches(format, &refused))
-    apply_features(s.camera, settings_, &refused, &err);
+    aravis::apply_features(s.camera, settings_, &refused, &err);
   if (!err && refused.empty() && arv_camera_is_gv_device(s.camera)) {
     // See the header: a plain UDP socket, and packets that fit the path.
     arv_camera_gv_set_stream_options(s.camera, ARV_GV_STREAM_OPTION_PACKET_SOCKET_DISABLED);

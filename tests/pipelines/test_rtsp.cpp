@@ -234,6 +234,34 @@ TEST(RtspErrors, UnknownMountKeepsRetryingAndExitsThree) {
   EXPECT_TRUE(client.out_lines().empty());
 }
 
+// The server's default analysis is built element by element too: its
+// model path with a quote and a space is a value (it used to end the start
+// with "bad --pipeline").
+TEST(Rtsp, AServedModelPathWithQuotesAndSpacesIsOnlyAValue) {
+  const std::string dir =
+      testing::TempDir() + "rtsp-server-" + std::to_string(getpid()) + "/it's \"a\" dir/";
+  ASSERT_EQ(g_mkdir_with_parents(dir.c_str(), 0755), 0);
+  const std::string demo = env("TORCHINFER_SOURCE_ROOT") + "/models/demo/";
+  for (const char* f :
+       {"parts_classifier.pt", "parts_classifier.json", "parts_classifier.labels"}) {
+    gchar* bytes = nullptr;
+    gsize size = 0;
+    ASSERT_TRUE(g_file_get_contents((demo + f).c_str(), &bytes, &size, nullptr));
+    ASSERT_TRUE(g_file_set_contents((dir + f).c_str(), bytes, static_cast<gssize>(size), nullptr));
+    g_free(bytes);
+  }
+  const int port = free_port();
+  Child server(
+      {server_bin(), "--port", std::to_string(port), "--model", dir + "parts_classifier.pt"});
+  ASSERT_GE(server.wait_line_index(false, "serving " + url(port), 30), 0) << server.err();
+  auto client = start_client(port, {"--max-frames", "5"});
+  ASSERT_EQ(client->wait_exit(60), 0) << client->err();
+  EXPECT_EQ(client->out_lines().size(), 5u);
+  server.signal(SIGTERM);
+  EXPECT_EQ(server.wait_exit(20), 0) << server.err();
+  EXPECT_EQ(server.count_err("server: stream error"), 0) << server.err();
+}
+
 // A served model that does not load: the server says why, each client gets
 // 503 and keeps retrying.
 TEST(RtspErrors, ServedModelThatFailsIsReportedAndClientRetries) {
