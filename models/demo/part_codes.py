@@ -145,6 +145,8 @@ def _coverage(code, u, v):
     inside = (i >= 0) & (i < n) & (j >= 0) & (j < n)
     out = np.zeros(u.shape, np.float32)
     out[inside] = m[i[inside], j[inside]]
+    if code.get("style") == "balanced":  # light modules lighter than the metal
+        out[inside] = 2 * out[inside] - 1
     if code["smudge"] > 0:  # grease over the symbol's lower right
         r = n * code["module"] / 2
         g = np.exp(-(((x - 0.35 * r) / (0.6 * r)) ** 2 + ((y - 0.3 * r) / (0.55 * r)) ** 2))
@@ -153,7 +155,9 @@ def _coverage(code, u, v):
 
 
 def darkening(code, local_at):
-    """Per-pixel darkening factor for the part region: `local_at(dx, dy)`
+    """Per-pixel darkening factor for the part region (negative: lighter,
+    for a "balanced" mark whose light modules are polished brighter than
+    the metal and average out with the dark ones): `local_at(dx, dy)`
     gives the part coordinates (u, v) of the region's pixels shifted by
     (dx, dy); four sub-pixel samples smooth the module edges."""
     acc = None
