@@ -88,7 +88,8 @@ def _clear(part, sdf, cu, cv, half, angle, margin):
     if part.defect == "scratch":
         (pu, pv), (qu, qv) = p["p"], p["q"]
         for s in np.linspace(0, 1, 21):
-            if math.hypot(pu + s * (qu - pu) - cu, pv + s * (qv - pv) - cv) < reach + p["width"] + margin:
+            gap = math.hypot(pu + s * (qu - pu) - cu, pv + s * (qv - pv) - cv)
+            if gap < reach + p["width"] + margin:
                 return False
     if part.defect == "chip":
         du, dv, rc = p["chip"]

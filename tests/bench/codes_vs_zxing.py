@@ -61,7 +61,8 @@ def make(path, n, kinds):
             for fmt, module, turn in kinds:
                 text = {"QRCode": f"SN-2026-{i:06d}", "Code128": f"PART-{i:06d}",
                         "DataMatrix": f"{424200 + i:06d}"}[fmt]
-                angle = float(rng.uniform(0, 360)) if turn == 360 else float(rng.uniform(-turn, turn))
+                lo = 0 if turn == 360 else -turn
+                angle = float(rng.uniform(lo, turn))
                 patch = cr.symbol_patch(fmt, text, module, angle, 0.7)
                 if fmt == "DataMatrix":
                     cx, cy = W / 2 + rng.uniform(-60, 60), H / 2 + rng.uniform(-40, 40)
@@ -139,7 +140,8 @@ def main():
         src = ["filesrc", f"location={raw}", "blocksize=%d" % (W * H * 2), "!", "rawvideoparse",
                "format=yuy2", f"width={W}", f"height={H}", "framerate=30/1", "!"]
         jsonl = os.path.join(tmp, "a.jsonl")
-        a = ["gst-launch-1.0", "-q"] + src + ["torchcodes", "full-frame=always"] + args.props.split() + ["!",
+        codes = ["torchcodes", "full-frame=always"] + args.props.split()
+        a = ["gst-launch-1.0", "-q"] + src + codes + ["!",
                                               "torchmetaconvert", f"location={jsonl}", "!",
                                               "fakesink"]
         b = ["gst-launch-1.0", "-m"] + src + ["videoconvert", "!", "video/x-raw,format=I420", "!",
