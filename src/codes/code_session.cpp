@@ -133,8 +133,7 @@ std::vector<DueView> CodeSession::due_views(const LumaView& frame,
       tracks_.count_deferred();
     } else if (!r.track || tracks_.due(*r.track, frame_)) {
       const TrackCode* t = r.track ? tracks_.find(*r.track) : nullptr;
-      const auto area =
-          code_search_area(r.box, options_.reader.padding, frame.width, frame.height);
+      const auto area = code_search_area(r.box, options_.reader.padding, frame.width, frame.height);
       due.push_back({i, !t || !t->code, area ? view_quality(frame, *area) : 0.0});
       continue;
     }

@@ -74,6 +74,7 @@ struct QaRules {
   double nested_cover = 0.7;
   double edge_margin = 2;
   bool at_gate = false;  // decide at the gate crossing only (see the rules above)
+
   bool codes = false;         // parts carry the code torchcodes read (see the rules above)
   bool require_code = false;  // codes only: a judged part without a code is rejected
 };
@@ -165,6 +166,7 @@ struct QaDecision {
 struct QaCounts {
   int passed = 0, rejected = 0, incomplete = 0, duplicates = 0;
   int not_at_gate = 0;  // at_gate: tracks that ended or were open at the end without crossing
+
   int without_code = 0;  // codes: parts decided (pass, reject, incomplete) without a code
   std::map<std::string, int> rejected_by_defect;  // "anomaly": rejected by the anomaly model
 };
