@@ -103,6 +103,16 @@ std::optional<ScoredBox> scored_box(GstVideoRegionOfInterestMeta* roi, const Gst
   return b;
 }
 
+// torchcodes' "code" param on a part's ROI (read now or carried for its
+// track); nullopt when the part has none yet.
+std::optional<QaCode> part_code(GstVideoRegionOfInterestMeta* roi) {
+  const GstStructure* s = gst_torch_roi_get_code(roi);
+  const gchar* format = s ? gst_structure_get_string(s, "format") : nullptr;
+  const gchar* text = s ? gst_structure_get_string(s, "text") : nullptr;
+  if (!format || !text) return std::nullopt;
+  return QaCode{format, text, -1};
+}
+
 }  // namespace
 
 FrameResults read_frame(GstBuffer* buf, std::int64_t index, const ReadRules& rules) {
@@ -140,6 +150,7 @@ FrameResults read_frame(GstBuffer* buf, std::int64_t index, const ReadRules& rul
           else if (rules.defect_boxes)
             p.judged = !b.predicted && tm->inferred;
           if (rules.anomaly) p.anomaly = read_anomaly_view(buf, roi);
+          if (rules.codes) p.code = part_code(roi);
           r.frame.parts.push_back(std::move(p));
         } else if (!part && rules.defect_boxes && !b.predicted && tm->inferred) {
           defects.push_back({b.label, b.confidence, b.box});

@@ -19,6 +19,7 @@ namespace torchinfer::qa {
 // are told apart by them.
 constexpr const char* kDetectorId = "qa-detector";
 constexpr const char* kClassifierElement = "classify";
+constexpr const char* kCodesElement = "codes";
 
 struct ScoredBox {
   long long id = -1;  // torchtrack's object id, -1 if not (yet) tracked
@@ -51,6 +52,7 @@ struct ReadRules {
   bool classifier = true;     // evidence from the classifier
   bool defect_boxes = false;  // evidence from the detector's defect boxes
   bool anomaly = false;       // the anomaly model's results on the parts
+  bool codes = false;         // torchcodes' code on the parts' ROIs
 };
 
 // `index` is the frame's number in the stream. The frame size comes from

@@ -32,6 +32,7 @@
 #include "qa/decision_json.h"
 #include "qa/part_verdicts.h"
 #include "qa_annotate.h"
+#include "qa_counts.h"
 #include "qa_evidence.h"
 #include "qa_frames.h"
 #include "qa_gate.h"
@@ -55,7 +56,7 @@ void report(App& app, const std::vector<torchinfer::QaDecision>& decisions) {
     if (d.anomaly) app.anomaly_of[d.part] = *d.anomaly;
     app.annotator.decided(d);
     const auto files = app.evidence ? app.evidence->decided(d) : nlohmann::ordered_json();
-    std::string line = torchinfer::decision_json(d, files);
+    std::string line = torchinfer::decision_json(d, files, app.rules.codes);
     if (app.plc) {
       // The pulse this part gets (docs/line-io.md), on the decision line.
       auto j = nlohmann::ordered_json::parse(line);
@@ -72,9 +73,10 @@ void report(App& app, const std::vector<torchinfer::QaDecision>& decisions) {
                     "%sanomaly %.3f (median, threshold %.2f)%s", *top ? "; " : "", d.anomaly->score,
                     d.anomaly->threshold, d.anomaly->anomalous ? " anomalous" : "");
     g_printerr("qa-line: part #%d %s %s (%s over %d views), frames %" G_GINT64_FORMAT
-               "-%" G_GINT64_FORMAT ", %s\n",
+               "-%" G_GINT64_FORMAT ", %s%s\n",
                d.part, d.label.c_str(), torchinfer::verdict_name(d.verdict), top, d.frames_judged,
-               d.first_frame, d.last_frame, d.reason.c_str());
+               d.first_frame, d.last_frame, d.reason.c_str(),
+               qa::code_note(d, app.rules.codes).c_str());
   }
 }
 
@@ -183,19 +185,6 @@ gboolean on_bus(GstBus*, GstMessage* msg, gpointer user) {
     g_main_loop_quit(app->loop);
   }
   return G_SOURCE_CONTINUE;
-}
-
-void print_counts(const App& app) {
-  const auto& c = app.verdicts->counts();
-  std::string by;
-  for (const auto& [label, n] : c.rejected_by_defect)
-    by += (by.empty() ? " (" : ", ") + label + " " + std::to_string(n);
-  if (!by.empty()) by += ")";
-  g_printerr(
-      "qa-line: counts: %d passed, %d rejected%s, %d incomplete, %d duplicates; %" G_GINT64_FORMAT
-      " frames, %" G_GINT64_FORMAT " analysed%s\n",
-      c.passed, c.rejected, by.c_str(), c.incomplete, c.duplicates, app.info.frames,
-      app.info.frames_inferred, app.info.interrupted ? "; stopped by signal" : "");
 }
 
 double process_cpu_s() {
@@ -394,7 +383,7 @@ bool invalid_results(const App& app, nlohmann::ordered_json& facts) {
 // The open parts decided, the counts, the scores and the summary line.
 void report_run(App& app) {
   report(app, app.verdicts->flush());
-  print_counts(app);
+  qa::print_counts(app.verdicts->counts(), app.info, app.rules.codes);
   nlohmann::ordered_json facts;
   try {
     facts = run_facts(app, truth_fits(app));
@@ -407,6 +396,7 @@ void report_run(App& app) {
     facts["evidence"] = app.evidence->summary();
   }
   if (app.opt.gate) facts["gate"] = gate_facts(app);
+  if (app.rules.codes) facts["codes"] = qa::codes_facts(app.pipeline, app.verdicts->counts());
   if (app.plc) {
     bool lost = false;
     facts["plc"] = app.plc->finish(&lost);

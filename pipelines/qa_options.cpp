@@ -27,7 +27,7 @@ struct Strings {
   // A string: an int option has no "not given" that a user cannot also type.
   gchar* reclassify_interval = nullptr;
   gchar* gate = nullptr;  // parsed in check_values
-  gboolean quiet = FALSE;
+  gboolean quiet = FALSE, codes = FALSE, require_code = FALSE;
   gchar *evidence = nullptr, *evidence_encoder = nullptr;
   gchar *evidence_pre_s = nullptr, *evidence_post_s = nullptr;  // text: "not given" apart
   std::optional<std::string> pre_text, post_text;               // taken from the two above
@@ -72,7 +72,13 @@ void add_judge_entries(Options& o, Strings& s, std::vector<GOptionEntry>& e) {
        "0.5)",
        "0..1"},
       {"part-threshold", 0, 0, G_OPTION_ARG_DOUBLE, &o.part_threshold,
-       "least confidence of a part detection that is judged (default 0.5)", "0..1"}};
+       "least confidence of a part detection that is judged (default 0.5)", "0..1"},
+      {"codes", 0, 0, G_OPTION_ARG_NONE, &s.codes,
+       "read each part's DataMatrix/QR/1D code (torchcodes, once per track); the decision line "
+       "carries it",
+       nullptr},
+      {"require-code", 0, 0, G_OPTION_ARG_NONE, &s.require_code,
+       "reject a part without a readable code (defect no_code); implies --codes", nullptr}};
   e.insert(e.end(), std::begin(entries), std::end(entries));
 }
 
@@ -160,6 +166,8 @@ void take_strings(Strings& s, Options& o, std::optional<std::string>& reclassify
   app::take(s.mqtt_host, o.mqtt_host);
   app::take(s.mqtt_topic, o.mqtt_topic);
   o.quiet = s.quiet;
+  o.require_code = s.require_code;
+  o.codes = s.codes || s.require_code;
   o.evidence = s.evidence != nullptr;
   app::take(s.evidence, o.evidence_dir);
   app::take(s.evidence_encoder, o.evidence_encoder);

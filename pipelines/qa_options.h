@@ -31,6 +31,9 @@ struct Options {
   double evidence_pre_s = 2, evidence_post_s = 1;
   long long evidence_max_events = 1000, evidence_max_bytes = 1ll << 30;
   std::optional<Gate> gate;  // --gate: parts are decided when they cross it
+  // --codes: torchcodes reads each part's code (decision line "code");
+  // --require-code (implies --codes): a judged part without one is rejected.
+  bool codes = false, require_code = false;
 
   bool has_classifier() const { return classifier != kNoClassifier; }
   bool has_anomaly() const { return !anomaly.empty(); }

@@ -56,6 +56,19 @@ GstElement* source(Builder& b, const Options& o) {
   return fragment_source(b, o.source);
 }
 
+// --codes: each part's code, read once per track inside the part boxes at
+// the camera's resolution, on the streaming thread (every view's read is
+// in its frame: the first successful one names the part).
+GstElement* code_reader(Builder& b, const QaRules& rules) {
+  GstElement* codes = b.add("torchcodes", kCodesElement);
+  if (!codes) return nullptr;
+  std::string parts;
+  for (const auto& c : rules.part_classes) parts += (parts.empty() ? "" : ",") + c;
+  g_object_set(codes, "object-class", parts.c_str(), nullptr);
+  set_arg(codes, "full-frame", "never");
+  return codes;
+}
+
 // A second-stage torchinfer on the part boxes, as often as --reclassify-interval.
 void on_parts(GstElement* e, const Options& o, const QaRules& rules, const std::string& model,
               const char* instance) {
@@ -86,6 +99,11 @@ std::vector<GstElement*> analysis(Builder& b, const Options& o, const QaRules& r
   set_arg(track, "tracking-type", o.tracking_type);
   set_arg(track, "min-hits", std::to_string(min_hits(o.inference_interval)));
   std::vector<GstElement*> chain = {infer, nms, track};
+  if (o.codes) {
+    GstElement* codes = code_reader(b, rules);
+    if (!codes) return {};
+    chain.push_back(codes);
+  }
   if (classify) {
     on_parts(classify, o, rules, o.classifier, "qa-classifier");
     chain.push_back(classify);

@@ -97,6 +97,8 @@ void set_classes(const Options& o, const std::vector<std::string>& detector_labe
   r.supervised = o.supervised();
   r.anomaly = o.has_anomaly();
   r.at_gate = o.gate.has_value();
+  r.codes = o.codes;
+  r.require_code = o.require_code;
   if (!o.part_classes.empty()) r.part_classes = split_classes(o.part_classes);
   if (!o.defect_classes.empty()) {
     r.defect_classes = split_classes(o.defect_classes);
@@ -145,6 +147,7 @@ bool make_rules(const Options& o, QaRules& rules, ReadRules& read) {
   read.classifier = judged_by_classifier;
   read.defect_boxes = !judged_by_classifier && rules.supervised;
   read.anomaly = rules.anomaly;
+  read.codes = rules.codes;
   return true;
 }
 

@@ -58,6 +58,7 @@ class Part:
     defect_params: dict = field(default_factory=dict)
     mirror: bool = False
     texture_seed: int = 0
+    code: Optional[dict] = None  # a DataMatrix marked on it (part_codes.py); None: bare
 
     @property
     def label(self):
@@ -247,6 +248,10 @@ def _draw_part(img, part):
         colour = colour * (1 - k[:, :, None]) + colour * k[:, :, None] * 0.35 * rust
         rim = np.exp(-((e - 1.25) / 0.12) ** 2) * (u - cu < 0) * 0.25  # dent highlight
         colour *= (1 + rim)[:, :, None]
+    if part.code is not None:
+        import part_codes  # noqa: E402  (beside this file; only marked parts need it)
+        k = part_codes.darkening(part.code, lambda dx, dy: _local_coords(part, xs + dx, ys + dy))
+        colour *= (1 - k)[:, :, None]
 
     region[:] = region * (1 - alpha[:, :, None]) + colour * alpha[:, :, None]
 

@@ -127,11 +127,19 @@ CodeReader::CodeReader(const CodeOptions& options) : options_(options) {
   const std::string bad = check_code_formats(options.formats);
   if (!bad.empty()) throw std::invalid_argument("formats: " + bad);
   auto h = std::make_shared<Hints>();
-  h->hints.setFormats(parse_formats(options.formats));
+  const ZXing::BarcodeFormats formats = parse_formats(options.formats);
+  h->hints.setFormats(formats);
   h->hints.setTryHarder(options.try_harder);
   h->hints.setTryRotate(options.try_rotate);
-  // Regions are read at the camera's full resolution; downscaling is
-  // zxing-cpp's own speed-up for large views and stays on.
+  // Downscaling (zxing-cpp's second look at views over 500 px, smaller)
+  // stays off when 1D formats are read: zxing-cpp 1.4 aborts the process
+  // (an assert in Result::operator==, kept in Debian's build) when a 1D
+  // symbol read on several lines is found again in the downscaled copy
+  // (a Code 128 turned a few degrees in a 1280x720 frame does it;
+  // test_code_downscale.cpp). Matrix-only readers keep it.
+  const bool linear = formats.empty() ||
+                      formats.testFlags(ZXing::BarcodeFormats(ZXing::BarcodeFormat::LinearCodes));
+  h->hints.setTryDownscale(!linear);
   hints_ = std::move(h);
 }
 

@@ -120,6 +120,29 @@ void CodeSession::apply(const CodeJobDone& d, FrameCodes& out) {
   }
 }
 
+// The views of this frame to submit, best first (view_quality.h); the
+// others get their track's known code now.
+std::vector<DueView> CodeSession::due_views(const LumaView& frame,
+                                            const std::vector<CodeRegion>& regions,
+                                            FrameCodes& out) {
+  std::vector<DueView> due;
+  for (std::size_t i = 0; i < regions.size(); ++i) {
+    const CodeRegion& r = regions[i];
+    if (!wanted(r.label)) continue;
+    if (r.track && in_flight_.count(*r.track)) {
+      tracks_.count_deferred();
+    } else if (!r.track || tracks_.due(*r.track, frame_)) {
+      const TrackCode* t = r.track ? tracks_.find(*r.track) : nullptr;
+      const auto area = code_search_area(r.box, options_.reader.padding, frame.width, frame.height);
+      due.push_back({i, !t || !t->code, area ? view_quality(frame, *area) : 0.0});
+      continue;
+    }
+    if (r.track) out.regions[i] = known(*r.track);
+  }
+  order_best_first(due);
+  return due;
+}
+
 FrameCodes CodeSession::process_on_workers(const LumaView& frame,
                                            const std::vector<CodeRegion>& regions) {
   const auto start = CodeWorkers::Clock::now();
@@ -132,19 +155,16 @@ FrameCodes CodeSession::process_on_workers(const LumaView& frame,
   if (whole) {
     if (auto id = submit(frame, std::nullopt, {std::nullopt, frame_, std::nullopt}))
       ids.push_back(*id);
-  }
-  for (std::size_t i = 0; i < regions.size() && !whole; ++i) {
-    const CodeRegion& r = regions[i];
-    if (!wanted(r.label)) continue;
-    if (r.track && in_flight_.count(*r.track)) {
-      tracks_.count_deferred();
-    } else if (!r.track || tracks_.due(*r.track, frame_)) {
-      if (auto id = submit(frame, r.box, {r.track, frame_, i})) {
+  } else {
+    // Best first: the pool's slots and the budget go to the views most
+    // likely to read; a view the full pool refuses is deferred (counted).
+    for (const DueView& v : due_views(frame, regions, out)) {
+      const CodeRegion& r = regions[v.region];
+      if (auto id = submit(frame, r.box, {r.track, frame_, v.region}))
         ids.push_back(*id);
-        continue;
-      }
+      else if (r.track)
+        out.regions[v.region] = known(*r.track);
     }
-    if (r.track) out.regions[i] = known(*r.track);
   }
   const auto budget = std::chrono::duration<double, std::milli>(options_.budget_ms);
   const auto deadline = start + std::chrono::duration_cast<CodeWorkers::Clock::duration>(budget);

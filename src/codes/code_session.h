@@ -16,6 +16,7 @@
 #include "codes/code_reader.h"
 #include "codes/code_workers.h"
 #include "codes/track_codes.h"
+#include "codes/view_quality.h"
 
 namespace torchinfer {
 
@@ -80,6 +81,8 @@ class CodeSession {
     std::optional<std::size_t> region;  // index on its frame; none = the whole frame
   };
   FrameCodes process_on_workers(const LumaView& frame, const std::vector<CodeRegion>& regions);
+  std::vector<DueView> due_views(const LumaView& frame, const std::vector<CodeRegion>& regions,
+                                 FrameCodes& out);
   std::optional<std::uint64_t> submit(const LumaView& frame, const std::optional<CodeBox>& region,
                                       Pending p);
   void apply(const CodeJobDone& d, FrameCodes& out);

@@ -34,9 +34,15 @@ nlohmann::ordered_json anomaly_json(const QaAnomalyVerdict& a) {
   return j;
 }
 
+// The part's code, null when none was read.
+nlohmann::ordered_json code_json(const std::optional<QaCode>& c) {
+  if (!c) return nullptr;
+  return {{"format", c->format}, {"text", c->text}};
+}
+
 }  // namespace
 
-std::string decision_json(const QaDecision& d, const nlohmann::ordered_json& files) {
+std::string decision_json(const QaDecision& d, const nlohmann::ordered_json& files, bool codes) {
   nlohmann::ordered_json j;
   j["event"] = "part";
   j["part"] = d.part;
@@ -56,6 +62,7 @@ std::string decision_json(const QaDecision& d, const nlohmann::ordered_json& fil
   if (files.is_object())
     for (const auto& [k, v] : files.items()) e[k] = v;
   if (d.anomaly) j["anomaly"] = anomaly_json(*d.anomaly);
+  if (codes) j["code"] = code_json(d.code);
   j["first_pts"] = pts_or_null(d.first_pts);
   j["last_pts"] = pts_or_null(d.last_pts);
   j["first_frame"] = d.first_frame;

@@ -11,8 +11,10 @@
 namespace torchinfer {
 
 // `files` (an object, e.g. the evidence files of a reject) joins "evidence".
+// `codes` (QaRules::codes): the line has "code", {"format", "text"} or null.
 std::string decision_json(const QaDecision& d,
-                          const nlohmann::ordered_json& files = nlohmann::ordered_json());
+                          const nlohmann::ordered_json& files = nlohmann::ordered_json(),
+                          bool codes = false);
 
 struct QaRunInfo {
   std::int64_t frames = 0, frames_inferred = 0;

@@ -31,6 +31,7 @@ void validate(const QaRules& r) {
   if (r.part_classes.empty()) throw std::invalid_argument("no part classes");
   if (r.defect_classes.empty()) throw std::invalid_argument("no defect classes");
   if (!r.supervised && !r.anomaly) throw std::invalid_argument("no judge of the parts");
+  if (r.require_code && !r.codes) throw std::invalid_argument("require code needs codes read");
   for (const auto& c : r.part_classes)
     if (r.defect_classes.count(c))
       throw std::invalid_argument("class '" + c + "' is both a part and a defect class");
@@ -103,6 +104,10 @@ PartVerdicts::Part& PartVerdicts::seen_part(const QaPart& p, const QaFrame& f, b
   t.d.last_pts = f.pts;
   t.d.last_frame = f.index;
   t.d.frames_seen++;
+  if (rules_.codes && p.code && !t.d.code) {
+    t.d.code = p.code;
+    t.d.code->frame = f.index;
+  }
   return t;
 }
 
@@ -246,6 +251,10 @@ void PartVerdicts::decide(Part& p, const std::string& reason, std::vector<QaDeci
   }
   decide_anomaly(p);
   if (d.anomaly && d.anomaly->anomalous) d.defects.emplace_back("anomaly", d.anomaly->score);
+  if (rules_.codes && !d.code) {
+    counts_.without_code++;
+    if (rules_.require_code && d.frames_judged > 0) d.defects.emplace_back("no_code", 1.0);
+  }
   if (d.frames_judged == 0) {
     d.verdict = QaVerdict::kIncomplete;
     counts_.incomplete++;

@@ -42,6 +42,12 @@
 //   when it leaves the view. A track that ends, or is still open at the end
 //   of the stream, without having crossed is not decided: it is counted in
 //   QaCounts::not_at_gate (or as a duplicate), never silently lost.
+// - Codes (QaRules::codes: torchcodes reads each part's DataMatrix/QR/1D
+//   code on its ROIs): a part's code is the first one read on any view of
+//   its track, whole or not (the code names the part; it is not evidence).
+//   With require_code a judged part without one is rejected, its defect
+//   "no_code" (confidence 1: a rule, not a model's score); parts decided
+//   without a code are counted either way (QaCounts::without_code).
 // - Verdict: "incomplete" if never judged whole; else reject / pass.
 #pragma once
 
@@ -68,6 +74,9 @@ struct QaRules {
   double nested_cover = 0.7;
   double edge_margin = 2;
   bool at_gate = false;  // decide at the gate crossing only (see the rules above)
+
+  bool codes = false;         // parts carry the code torchcodes read (see the rules above)
+  bool require_code = false;  // codes only: a judged part without a code is rejected
 };
 
 // Throws std::invalid_argument on rules that cannot work (thresholds outside
@@ -86,6 +95,13 @@ struct QaAnomalyView {
   std::vector<Box> regions;         // anomalous areas of the map, frame pixels, largest first
 };
 
+// A code read on a part (torchcodes' "code" param on its ROI).
+struct QaCode {
+  std::string format;  // zxing-cpp's name: "DataMatrix", "QRCode", "Code128", ...
+  std::string text;
+  std::int64_t frame = -1;  // the frame (QaFrame::index) it was first seen on
+};
+
 // One tracked part box on one frame.
 struct QaPart {
   int id = 0;  // torchtrack object id
@@ -98,6 +114,7 @@ struct QaPart {
   std::map<std::string, double> evidence;  // label -> confidence on this frame
   // The anomaly model's result of this frame's own (not reused) for it.
   std::optional<QaAnomalyView> anomaly;
+  std::optional<QaCode> code;  // QaRules::codes: the code on this view's ROI
 };
 
 // A track crossing the gate line on this frame (torchanalytics' direction).
@@ -143,11 +160,14 @@ struct QaDecision {
   std::int64_t first_frame = 0, last_frame = 0;
   int frames_seen = 0, frames_whole = 0, frames_judged = 0;
   std::optional<QaAnomalyVerdict> anomaly;  // QaRules::anomaly and a view judged
+  std::optional<QaCode> code;               // QaRules::codes: the first code read on the track
 };
 
 struct QaCounts {
   int passed = 0, rejected = 0, incomplete = 0, duplicates = 0;
   int not_at_gate = 0;  // at_gate: tracks that ended or were open at the end without crossing
+
+  int without_code = 0;  // codes: parts decided (pass, reject, incomplete) without a code
   std::map<std::string, int> rejected_by_defect;  // "anomaly": rejected by the anomaly model
 };
 

@@ -61,6 +61,7 @@ TEST(QaLine, DetectorOnlyThresholdDecidesFromTheBestViews) {
   for (const json& d : o.parts) {
     EXPECT_TRUE(ids.insert(d["part"].get<int>()).second) << d;
     EXPECT_EQ(d["evidence"]["rule"], "max") << d;
+    EXPECT_FALSE(d.contains("code")) << "no --codes: " << d;
     std::vector<std::string> above;
     for (const auto& [label, c] : d["evidence"]["scores"].items())
       if (c.get<double>() >= 0.9) above.push_back(label);
@@ -78,6 +79,7 @@ TEST(QaLine, DetectorOnlyThresholdDecidesFromTheBestViews) {
   // bracket before they become tracks (there were 2 without it).
   EXPECT_EQ(o.summary["duplicates"], 0) << "half-bracket boxes inside a bracket are not parts";
   EXPECT_FALSE(o.summary.contains("scores")) << "no --truth";
+  EXPECT_FALSE(o.summary.contains("codes")) << "no --codes";
 }
 
 // SIGINT in the middle of the clip (played at its own pace): EOS drains the
