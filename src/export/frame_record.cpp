@@ -198,6 +198,7 @@ std::string to_json_line(const FrameRecord& r, bool include_tensors,
     j["batch"] = {{"size", r.batch_size}, {"index", r.batch_index}};
     j["inferred"] = r.inferred;
     if (!r.inferred) j["result_pts"] = optional_ns(r.result_pts_ns);
+    if (!r.inferred && !r.skip.empty()) j["skip"] = r.skip;
     // Only on invalid frames, so valid lines stay as they always were.
     if (!r.valid) j["valid"] = false;
     json cls = json::array();
