@@ -110,8 +110,7 @@ int MotionGate::count_changed() const {
 
 GateDecision MotionGate::decide(const FrameView& frame) {
   changed_ = 0;
-  if (!sample(frame) || cur_width_ != width_ || cur_height_ != height_)
-    return GateDecision::kFirst;
+  if (!sample(frame) || cur_width_ != width_ || cur_height_ != height_) return GateDecision::kFirst;
   changed_ = count_changed();
   const int needed =
       std::max(1, static_cast<int>(std::ceil(opts_.min_area * cells_x_ * cells_y_ - 1e-9)));

@@ -41,12 +41,12 @@
 namespace torchinfer {
 
 struct MotionGateOptions {
-  bool enabled = false;         // inference-gate=motion
-  double threshold = 8.0;       // mean |luma difference| per cell, 0..255 levels
-  double min_area = 0.0;        // fraction of the cells, 0..1; at least one cell
-  int hold = 3;                 // frames inferred after one with motion (>= 0)
-  int keyframe_interval = 30;   // the most frames in a row without inference (>= 1)
-  int input_bits = 16;          // GRAY16_LE: significant bits per sample
+  bool enabled = false;        // inference-gate=motion
+  double threshold = 8.0;      // mean |luma difference| per cell, 0..255 levels
+  double min_area = 0.0;       // fraction of the cells, 0..1; at least one cell
+  int hold = 3;                // frames inferred after one with motion (>= 0)
+  int keyframe_interval = 30;  // the most frames in a row without inference (>= 1)
+  int input_bits = 16;         // GRAY16_LE: significant bits per sample
 };
 
 // Why decide() said what it said.
@@ -86,12 +86,12 @@ class MotionGate {
 
   MotionGateOptions opts_;
   std::vector<std::uint8_t> reference_, current_;
-  int width_ = 0, height_ = 0;      // of the reference (0: none)
+  int width_ = 0, height_ = 0;  // of the reference (0: none)
   int cur_width_ = 0, cur_height_ = 0;
-  int cols_ = 0, rows_ = 0;         // samples per row, sample rows
+  int cols_ = 0, rows_ = 0;  // samples per row, sample rows
   int cells_x_ = 0, cells_y_ = 0;
   int hold_left_ = 0;
-  int since_inferred_ = 0;          // frames judged still since the last commit
+  int since_inferred_ = 0;  // frames judged still since the last commit
   int changed_ = 0;
 };
 

@@ -95,8 +95,8 @@ void SortTracker::keep_and_add(const std::vector<TrackDetection>& detections,
       continue;
     }
     const TrackDetection& det = detections[d];
-    Track t{BoxFilter(det.box), det.box, det.label, det.label_id, det.confidence, 0, 1, 0, 1,
-            det.box};
+    Track t{
+        BoxFilter(det.box), det.box, det.label, det.label_id, det.confidence, 0, 1, 0, 1, det.box};
     if (t.hits >= options_.min_hits) {
       t.id = next_id_++;
       step.started.push_back(event(t));

@@ -6,10 +6,11 @@ something moved"). Generated at bench time, never shipped.
 The demo line clip's renderer (models/demo/make_detection_clip.py,
 make_frames.py) with its parts spaced out: 5 parts cross the 640x480 view
 at 12 px per frame over 960 frames (32 s at 30 fps), two of them close
-together, with empty belt between. The belt surface is plain where the demo
-clip's texture travels with the parts: a textured belt that moves is motion
-in every frame, for this gate as for any pixel-difference detector (mask
-it out or set motion-threshold above its contrast). Lighting drifts slowly,
+together, with empty belt between. The belt's texture stands still where
+the demo clip's travels with the parts (a plain belt, or parts sliding on a
+fixed bed): a textured belt that moves is motion in every frame, for this
+gate as for any pixel-difference detector (set motion-threshold above its
+contrast). Lighting drifts slowly,
 one shadow passes over the empty belt (a change with no part: the gate
 infers it), focus and sensor noise vary per frame as in the demo clip.
 
@@ -38,7 +39,7 @@ FRAMES = 960
 SPEED = line.SPEED
 LINE_X = 320
 # (kind, defect, frame its right edge enters the view)
-PARTS = [("bracket_rect", None, 40), ("washer", "chip", 260), ("bracket_l", None, 268),
+PARTS = [("bracket_rect", None, 40), ("washer", "chip", 260), ("bracket_l", None, 277),
          ("washer", None, 560), ("bracket_rect", "spot", 780)]
 
 

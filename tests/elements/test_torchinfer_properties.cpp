@@ -73,6 +73,11 @@ const ExpectedProperty kExpected[] = {
     {"sensitivity", "gdouble", 'r'},
     {"anomaly-threshold", "gdouble", 'r'},
     {"active-lanes", "gint", 'o'},
+    {"inference-gate", "GstTorchInferInferenceGate", 'r'},
+    {"motion-threshold", "gdouble", 'r'},
+    {"motion-min-area", "gdouble", 'r'},
+    {"motion-hold", "gint", 'r'},
+    {"motion-keyframe-interval", "gint", 'r'},
 };
 
 // A valid value, different from the default, for each string property.
@@ -120,7 +125,7 @@ TEST(TorchInferProperties, EveryWritablePropertyRoundTrips) {
   GstElement* e = make();
   WarningCatcher w;
   const int written = round_trip_writable(e, kStringValues);
-  EXPECT_EQ(written, 40);
+  EXPECT_EQ(written, 45);
   EXPECT_TRUE(w.messages().empty()) << w.messages().front();
   gst_object_unref(e);
 }

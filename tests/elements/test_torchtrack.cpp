@@ -528,7 +528,8 @@ static std::vector<Roi> after_still_run(int skip_reason, std::vector<Roi>* last_
   for (int f = 0; f < 10; ++f) t.push(frame(f, {at(f)}, TRUE));
   for (int f = 10; f < 60; ++f) {
     GstBuffer* buf = frame(f, {at(9)}, FALSE);
-    gst_buffer_get_torch_tensor_meta(buf)->skip_reason = static_cast<GstTorchSkipReason>(skip_reason);
+    gst_buffer_get_torch_tensor_meta(buf)->skip_reason =
+        static_cast<GstTorchSkipReason>(skip_reason);
     *last_still = t.push(buf);
   }
   return t.push(frame(60, {at(60)}, TRUE));

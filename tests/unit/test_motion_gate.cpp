@@ -7,9 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <array>
-#include <utility>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -207,8 +207,8 @@ struct Packed {
 
 TEST(MotionGate, EveryFormatReadsTheSameLuma) {
   const std::pair<PixelFormat, int> formats[] = {
-      {PixelFormat::kYUY2, 2}, {PixelFormat::kNV12, 1},      {PixelFormat::kI420, 1},
-      {PixelFormat::kRGB, 3},  {PixelFormat::kBGRx, 4},      {PixelFormat::kGRAY16_LE, 2},
+      {PixelFormat::kYUY2, 2},     {PixelFormat::kNV12, 1}, {PixelFormat::kI420, 1},
+      {PixelFormat::kRGB, 3},      {PixelFormat::kBGRx, 4}, {PixelFormat::kGRAY16_LE, 2},
       {PixelFormat::kBayerRGGB, 1}};
   for (const auto& [f, bpp] : formats) {
     const Packed before(f, bpp, 128, 64, 100, 100), after(f, bpp, 128, 64, 140, 100);
