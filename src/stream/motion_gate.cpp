@@ -90,8 +90,9 @@ bool MotionGate::sample(const FrameView& f) {
   return true;
 }
 
-int MotionGate::count_changed() const {
-  std::vector<int> sums(static_cast<std::size_t>(cells_x_) * cells_y_, 0);
+int MotionGate::count_changed() {
+  std::vector<int>& sums = sums_;
+  sums.assign(static_cast<std::size_t>(cells_x_) * cells_y_, 0);
   for (int j = 0; j < rows_; ++j) {
     const std::uint8_t* a = reference_.data() + static_cast<std::size_t>(j) * cols_;
     const std::uint8_t* b = current_.data() + static_cast<std::size_t>(j) * cols_;

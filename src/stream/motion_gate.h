@@ -82,10 +82,11 @@ class MotionGate {
 
  private:
   bool sample(const FrameView& frame);
-  int count_changed() const;
+  int count_changed();
 
   MotionGateOptions opts_;
   std::vector<std::uint8_t> reference_, current_;
+  std::vector<int> sums_;  // per cell; kept so that a frame allocates nothing
   int width_ = 0, height_ = 0;  // of the reference (0: none)
   int cur_width_ = 0, cur_height_ = 0;
   int cols_ = 0, rows_ = 0;  // samples per row, sample rows

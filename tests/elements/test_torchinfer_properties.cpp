@@ -157,7 +157,7 @@ TEST(TorchInferPropertiesErrors, ReadyOnlyPropertiesRefusedWhilePlaying) {
   GstHarness* h = torchinfer_harness("model=" + model("tiny_classifier.pt"),
                                      "video/x-raw,format=RGB,width=640,height=480,framerate=30/1");
   ASSERT_NE(h, nullptr);
-  EXPECT_EQ(expect_ready_only_refused(h->element, kStringValues), 39);
+  EXPECT_EQ(expect_ready_only_refused(h->element, kStringValues), 44);
   gst_harness_teardown(h);
 }
 
@@ -210,8 +210,9 @@ TEST(TorchInferPropertiesErrors, OutOfRangeNumbersKeepThePreviousValue) {
   }
   // input-width/height, scale, top-k, pad-value, warmup, threads, batch-size,
   // batch-timeout, inference-interval, min-object-size, object-padding,
-  // reclassify-interval, lanes, input-bits, sensitivity
-  EXPECT_EQ(tried, 16);
+  // reclassify-interval, lanes, input-bits, sensitivity, motion-threshold,
+  // motion-min-area, motion-hold, motion-keyframe-interval
+  EXPECT_EQ(tried, 20);
   gst_object_unref(e);
 }
 
