@@ -551,4 +551,14 @@ TEST(TorchTrack, StillFramesHoldTracksWhereTheyStopped) {
   const std::vector<Roi> lost = after_still_run(GST_TORCH_SKIP_INTERVAL, &predicted);
   EXPECT_TRUE(predicted.empty() || predicted[0].predicted);
   EXPECT_EQ(ids(lost), std::vector<int>{2});
+
+  // Empty inferred frames, and frames with neither a tensor meta nor a
+  // detection, are misses: max-age 30 ends the track on the 31st.
+  for (int inferred : {int(TRUE), -1}) {
+    Tracked t("min-hits=1");
+    for (int f = 0; f < 10; ++f) t.push(frame(f, {Obj{100.0 + 10 * f, 240, "bolt", 60, 40}}, TRUE));
+    for (int f = 10; f < 60; ++f) EXPECT_TRUE(t.push(frame(f, {}, inferred)).empty());
+    EXPECT_EQ(ids(t.push(frame(60, {Obj{190, 240, "bolt", 60, 40}}, TRUE))), std::vector<int>{2})
+        << "inferred " << inferred;
+  }
 }
