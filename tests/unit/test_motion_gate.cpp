@@ -373,3 +373,47 @@ TEST_F(GatedSession, FirstFrameAfterAFlushIsInferred) {
   session.finish(*p);
   EXPECT_TRUE(p->inferred);
 }
+
+// drop-policy skip: a frame the gate passed but the busy model skipped is
+// not what later frames are compared with; the next one with the same
+// pixels is inferred (motion against the last frame that was).
+TEST_F(GatedSession, AFrameSkippedAsBusyIsNotTheReference) {
+  fake.hold = true;
+  SessionOptions o;
+  o.preprocess_for = test::preprocess_to(kSide);
+  o.gate = gate_options(8, 0, 100);
+  BatcherOptions bo;
+  bo.batch_size = 1;
+  session.start(std::make_shared<Batcher>(fake.make(), bo), o);
+  session.set_skip_when_busy(true);
+  session.resume();
+  int maps = 0, unmaps = 0;
+  auto submit = [&](int i, int value) {
+    return session
+        .submit_frame(OwnedRef(new int(i), [](void* p) { delete static_cast<int*>(p); }), kSide,
+                      kSide, std::uint64_t(i) * 1000,
+                      std::make_unique<Pixels>(value, &maps, &unmaps))
+        .status;
+  };
+  EXPECT_EQ(submit(0, 10), SubmitStatus::kQueued);  // running, held
+  fake.wait_inside(1);
+  EXPECT_EQ(submit(1, 50), SubmitStatus::kQueued);  // the second batch buffer
+  EXPECT_EQ(submit(2, 90), SubmitStatus::kBusy);    // motion, but no slot
+  fake.release();
+  session.set_skip_when_busy(false);  // frame 3 waits for a free buffer: no race
+  EXPECT_EQ(submit(3, 90), SubmitStatus::kQueued) << "90 against 50, not against frame 2";
+  EXPECT_EQ(submit(4, 90), SubmitStatus::kSkipped) << "still against frame 3";
+  std::vector<bool> inferred;
+  for (int i = 0; i < 5; ++i) {
+    std::optional<StreamOutput> p = session.pop();
+    ASSERT_TRUE(p);
+    EXPECT_EQ(*static_cast<int*>(p->obj.get()), i);
+    session.finish(*p);
+    inferred.push_back(p->inferred);
+  }
+  EXPECT_EQ(inferred, (std::vector<bool>{true, true, false, true, false}));
+  const StatsSnapshot s = session.snapshot(false);
+  EXPECT_EQ(s.skipped_for(SkipReason::kBusy), 1u);
+  EXPECT_EQ(s.skipped_for(SkipReason::kStill), 1u);
+  EXPECT_EQ(maps, unmaps);
+}
