@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "anomaly-map-view.h"
+#include "common/stream_stats.h"
 #include "gst/torchinfer/torchinfer-helpers.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "gsttorchtrack.h"
@@ -297,6 +298,9 @@ FrameRecord read_frame_record(GstBuffer* buf, StreamContext& ctx, bool include_t
     r.batch_index = static_cast<int>(m->batch_index);
     r.inferred = m->inferred;
     r.result_pts_ns = clock_time(m->result_pts);
+    if (!m->inferred && m->skip_reason > GST_TORCH_SKIP_NONE &&
+        m->skip_reason <= static_cast<int>(kSkipReasons))
+      r.skip = to_string(static_cast<SkipReason>(m->skip_reason - 1));
     r.valid = m->valid;
     if (include_tensors) r.tensors = tensor_views(m);
     read_classification(buf, r);

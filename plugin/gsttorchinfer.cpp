@@ -144,6 +144,12 @@ static SessionOptions session_options(const Settings& s, const LoadedModel& mode
                            (s.preprocess_on == PREPROCESS_AUTO &&
                             preprocess_in_batch_by_default(
                                 model.total_threads(), static_cast<int>(allowed_cpus().size())));
+  so.gate.enabled = s.inference_gate == GATE_MOTION;
+  so.gate.threshold = s.motion_threshold;
+  so.gate.min_area = s.motion_min_area;
+  so.gate.hold = s.motion_hold;
+  so.gate.keyframe_interval = s.motion_keyframe_interval;
+  so.gate.input_bits = s.input_bits;
   return so;
 }
 

@@ -11,7 +11,11 @@
  *
  * short-term (the default): on frames torchinfer did not infer
  * (GstTorchTensorMeta.inferred = FALSE) the repeated detections are replaced
- * by each visible track's predicted box, marked predicted = TRUE.
+ * by each visible track's predicted box, marked predicted = TRUE. On frames
+ * torchinfer's inference-gate=motion found still (skip_reason
+ * GST_TORCH_SKIP_STILL: nothing moved since the result was computed) the
+ * tracks are held instead: each visible track at its latest detection's
+ * box, predicted = FALSE, and the frame neither moves nor ages them.
  * zero-term: every frame's detections are taken as new.
  *
  * Several streams (e.g. through a funnel, which sends each stream's
@@ -262,12 +266,14 @@ static std::vector<GstVideoRegionOfInterestMeta*> detection_rois(GstBuffer* buf)
 }
 
 // A frame that was not inferred: its detections are the last inferred
-// frame's, so they are replaced by where the tracks have moved since.
-static void show_predictions(State& st, GstBuffer* buf, Stream& stream) {
+// frame's, so they are replaced by where the tracks have moved since (or,
+// still, by where they were seen: nothing has moved).
+static void show_predictions(State& st, GstBuffer* buf, Stream& stream, bool still) {
   for (GstVideoRegionOfInterestMeta* roi : detection_rois(buf))
     gst_buffer_remove_meta(buf, reinterpret_cast<GstMeta*>(roi));
   const double fw = GST_VIDEO_INFO_WIDTH(&st.info), fh = GST_VIDEO_INFO_HEIGHT(&st.info);
-  for (const TrackedObject& o : stream.tracker.predict().objects) {
+  const TrackStep step = still ? stream.tracker.hold() : stream.tracker.predict();
+  for (const TrackedObject& o : step.objects) {
     // Clipped to the frame like torchnms's boxes; one that has left it
     // (less than a pixel still inside) is not shown.
     const double x0 = std::clamp(o.box.x_min, 0.0, fw), x1 = std::clamp(o.box.x_max, 0.0, fw);
@@ -326,7 +332,7 @@ static GstFlowReturn gst_torchtrack_transform_ip(GstBaseTransform* trans, GstBuf
     // Frames without a tensor meta: their ROIs come from elsewhere and are
     // taken as this frame's detections.
     if (st.active.type == track::GST_TORCHTRACK_SHORT_TERM && meta && !meta->inferred)
-      show_predictions(st, buf, stream);
+      show_predictions(st, buf, stream, meta->skip_reason == GST_TORCH_SKIP_STILL);
     else
       track_detections(self, buf, stream);
   } catch (const std::exception& e) {

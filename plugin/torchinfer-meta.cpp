@@ -52,6 +52,7 @@ gboolean tensor_meta_transform(GstBuffer* dest, GstMeta* meta, GstBuffer*, GQuar
   d->valid = s->valid;
   d->roi_id = s->roi_id;
   d->result_pts = s->result_pts;
+  d->skip_reason = s->skip_reason;
   for (guint i = 0; i < s->n_tensors; ++i) {
     d->tensors[i] = s->tensors[i];
     d->tensors[i].name = g_strdup(s->tensors[i].name);

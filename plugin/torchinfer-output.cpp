@@ -79,7 +79,7 @@ static bool attach(GstTorchInfer* self, OutputState& state, GstBuffer* buf,
         out.results->region_mode
             ? attach_region_results(buf, *out.results, {st->run.model_instance_id, st->name},
                                     &not_classified)
-            : attach_results(buf, *out.results, out.inferred, st->run.model_instance_id);
+            : attach_results(buf, *out.results, out.inferred, st->run.model_instance_id, out.skip);
     if (not_classified > 0) warn_not_classified(self, state, not_classified);
     if (!scores && !state.warned_not_classifier) {
       state.warned_not_classifier = true;

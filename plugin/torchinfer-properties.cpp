@@ -324,12 +324,37 @@ constexpr Entry kProperties[] = {
     return g_param_spec_int("active-lanes", "Active lanes",
       "Lanes the loaded model runs: 'lanes' as resolved (lanes=0: the count chosen from the "
       "cores); 0 before the first load", 0, kMaxLanes, 0, f); }),
+  ready<&Settings::inference_gate>(PROP_INFERENCE_GATE, [](GParamFlags f) {
+    return g_param_spec_enum("inference-gate", "Inference gate",
+      "none: every frame due is inferred. motion: a frame is inferred only if its luma (every "
+      "8th pixel of every 8th row) changed since the last inferred frame; still frames pass "
+      "through with the latest result, its tensor meta marked not inferred (skip_reason still), "
+      "counted as frames-skipped-still (docs/tuning.md)", inference_gate_type(), GATE_NONE, f); }),
+  ready<&Settings::motion_threshold>(PROP_MOTION_THRESHOLD, [](GParamFlags f) {
+    return g_param_spec_double("motion-threshold", "Motion threshold",
+      "inference-gate=motion: a cell (64x64 frame pixels) has changed when the mean absolute "
+      "difference of its luma samples to the last inferred frame reaches this many 8-bit "
+      "levels (0..255)", 0.0, 255.0, 8.0, f); }),
+  ready<&Settings::motion_min_area>(PROP_MOTION_MIN_AREA, [](GParamFlags f) {
+    return g_param_spec_double("motion-min-area", "Motion min area",
+      "inference-gate=motion: fraction of the frame's cells (0..1) that must have changed for "
+      "motion; at least one cell", 0.0, 1.0, 0.0, f); }),
+  ready<&Settings::motion_hold>(PROP_MOTION_HOLD, [](GParamFlags f) {
+    return g_param_spec_int("motion-hold", "Motion hold",
+      "inference-gate=motion: frames after one with motion that are inferred whatever their "
+      "difference, so a part entering or coming to rest is seen on several frames", 0, 1000000,
+      3, f); }),
+  ready<&Settings::motion_keyframe_interval>(PROP_MOTION_KEYFRAME_INTERVAL, [](GParamFlags f) {
+    return g_param_spec_int("motion-keyframe-interval", "Motion keyframe interval",
+      "inference-gate=motion: the most frames (counted among those due by inference-interval) "
+      "in a row without inference: a still scene is inferred once every this many frames",
+      1, 1000000, 30, f); }),
 };
 // clang-format on
 
 constexpr PropertyTable<Settings, Status> kTable{"torchinfer", kProperties};
 static_assert(kTable.in_id_order(), "kProperties lists every Prop once, in enum order");
-static_assert(kTable.size() == PROP_ACTIVE_LANES, "every Prop has an entry");
+static_assert(kTable.size() == PROP_MOTION_KEYFRAME_INTERVAL, "every Prop has an entry");
 
 }  // namespace
 

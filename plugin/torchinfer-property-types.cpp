@@ -133,4 +133,18 @@ GType preprocess_on_type() {
   return register_once(&t, "GstTorchInferPreprocessOn", values);
 }
 
+GType inference_gate_type() {
+  static GType t = 0;
+  static const GEnumValue values[] = {
+      {GATE_NONE, "Every frame due by inference-interval is inferred", "none"},
+      {GATE_MOTION,
+       "Only frames where something moved since the last inferred frame (motion-threshold, "
+       "motion-min-area), the motion-hold frames after them and a keyframe every "
+       "motion-keyframe-interval frames; the others leave with the latest result, skipped as "
+       "\"still\"",
+       "motion"},
+      {0, nullptr, nullptr}};
+  return register_once(&t, "GstTorchInferInferenceGate", values);
+}
+
 }  // namespace torchinfer::gst

@@ -16,5 +16,6 @@ GType drop_policy_type();
 GType precision_type();
 GType inference_region_type();
 GType preprocess_on_type();
+GType inference_gate_type();
 
 }  // namespace torchinfer::gst

@@ -63,7 +63,13 @@ void read_regions(GstBuffer* buf, std::vector<RegionOfInterest>* out) {
 
 namespace {
 
+// The meta's skip reasons follow SkipReason's order, NONE first.
+static_assert(GST_TORCH_SKIP_STILL == static_cast<int>(SkipReason::kStill) + 1 &&
+                  GST_TORCH_SKIP_INTERVAL == static_cast<int>(SkipReason::kInterval) + 1,
+              "GstTorchSkipReason = SkipReason + 1");
+
 struct TensorMetaInfo {
+  GstTorchSkipReason skip = GST_TORCH_SKIP_NONE;
   bool inferred = true;
   bool valid = true;
   std::uint64_t result_pts = kNoTimestamp;
@@ -104,6 +110,7 @@ std::vector<TensorView> add_tensor_meta(GstBuffer* buf, const FrameInference& re
   meta->valid = info.valid;
   meta->result_pts = info.result_pts;
   meta->roi_id = info.roi_id;
+  meta->skip_reason = info.skip;
   for (std::size_t i = 0; i < views.size(); ++i) {
     GstTorchTensor& t = meta->tensors[i];
     t.name = g_strdup(views[i].name.c_str());
@@ -138,11 +145,12 @@ bool slot_valid(const SlotResult& s) {
 }  // namespace
 
 bool attach_results(GstBuffer* buf, const FrameInference& rec, bool inferred,
-                    const std::string& model_instance_id) {
+                    const std::string& model_instance_id, std::optional<SkipReason> skip) {
   if (rec.slots.empty() || !rec.slots[0].result.output) return true;
   const SlotResult& slot = rec.slots[0];
   TensorMetaInfo info;
   info.inferred = inferred;
+  if (!inferred && skip) info.skip = static_cast<GstTorchSkipReason>(static_cast<int>(*skip) + 1);
   info.valid = result_valid(rec);
   info.result_pts = rec.pts;
   const std::vector<TensorView> views = add_tensor_meta(buf, rec, slot, info, model_instance_id);

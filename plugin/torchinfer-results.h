@@ -6,6 +6,7 @@
 #include <gst/gst.h>
 #include <gst/video/video.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,8 +30,10 @@ void read_regions(GstBuffer* buf, std::vector<RegionOfInterest>* out);
 // an anomaly model (src/decode/anomaly.h) whose outputs hold no map or score.
 // A result with NaN/infinite outputs gets valid = FALSE on its meta and no
 // classification (returns true: the warning is result_valid's business).
+// `skip`, for a frame not inferred: why (the meta's skip_reason).
 bool attach_results(GstBuffer* buf, const FrameInference& rec, bool inferred,
-                    const std::string& model_instance_id);
+                    const std::string& model_instance_id,
+                    std::optional<SkipReason> skip = std::nullopt);
 
 struct RegionAttachInfo {
   std::string model_instance_id;

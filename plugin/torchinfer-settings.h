@@ -73,6 +73,11 @@ enum Prop {
   PROP_SENSITIVITY,
   PROP_ANOMALY_THRESHOLD,
   PROP_ACTIVE_LANES,
+  PROP_INFERENCE_GATE,
+  PROP_MOTION_THRESHOLD,
+  PROP_MOTION_MIN_AREA,
+  PROP_MOTION_HOLD,
+  PROP_MOTION_KEYFRAME_INTERVAL,
 };
 
 // Enum values 0 mean "take it from the sidecar".
@@ -89,6 +94,8 @@ enum DropPolicy { DROP_AUTO, DROP_BLOCK, DROP_SKIP };
 enum InferenceRegion { REGION_FULL_FRAME, REGION_ROI_LIST };
 // Which threads preprocess frames (StreamSession's preprocess_in_batch).
 enum PreprocessOn { PREPROCESS_AUTO, PREPROCESS_STREAMING_THREAD, PREPROCESS_INFERENCE_THREADS };
+// Which frames due by inference-interval go to the model (stream/motion_gate.h).
+enum InferenceGate { GATE_NONE, GATE_MOTION };
 
 struct Settings {
   std::string model, model_config, labels, model_instance_id;
@@ -126,6 +133,12 @@ struct Settings {
   int input_bits = 16;                      // GRAY16_LE: significant bits per sample
   double sensitivity = -1;                  // task anomaly; < 0 = from the sidecar
   std::optional<double> anomaly_threshold;  // task anomaly, raw outputs; unset = sidecar / 0.5
+  // inference-gate=motion (MotionGateOptions has the same defaults).
+  InferenceGate inference_gate = GATE_NONE;
+  double motion_threshold = 8.0;
+  double motion_min_area = 0.0;
+  int motion_hold = 3;
+  int motion_keyframe_interval = 30;
 
   ConfigOverrides overrides() const;
   ContractOverrides contract_overrides() const;

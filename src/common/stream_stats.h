@@ -49,9 +49,10 @@ enum class SkipReason : std::uint8_t {
   kBusy,       // the model was busy and the drop policy is skip (live sources)
   kNoRegions,  // roi-list: no region due for inference on it
   kFailed,     // its pixels could not be read or prepared (the stream then stops)
+  kStill,      // inference-gate=motion: nothing moved since the last inferred frame
 };
-constexpr std::size_t kSkipReasons = 4;
-// "interval", "busy", "no-regions", "failed": the stats fields' and the
+constexpr std::size_t kSkipReasons = 5;
+// "interval", "busy", "no-regions", "failed", "still": the stats fields' and the
 // metrics' label values (inline: the server reads them without the core).
 inline const char* to_string(SkipReason r) {
   switch (r) {
@@ -63,6 +64,8 @@ inline const char* to_string(SkipReason r) {
       return "no-regions";
     case SkipReason::kFailed:
       return "failed";
+    case SkipReason::kStill:
+      return "still";
   }
   return "?";
 }

@@ -187,6 +187,7 @@ void add_inference(json& j, const FrameRecord& r) {
   j["batch"] = {{"size", r.batch_size}, {"index", r.batch_index}};
   j["inferred"] = r.inferred;
   if (!r.inferred) j["result_pts"] = optional_ns(r.result_pts_ns);
+  if (!r.inferred && !r.skip.empty()) j["skip"] = r.skip;
   // Only on invalid frames, so valid lines stay as they always were.
   if (!r.valid) j["valid"] = false;
   json cls = json::array();

@@ -95,6 +95,7 @@ struct FrameRecord {
   int batch_size = 1, batch_index = 0;
   bool inferred = true;                       // false: the result was reused from an earlier frame
   std::optional<std::int64_t> result_pts_ns;  // of that earlier frame
+  std::string skip;   // not inferred: why ("interval", "still", ...); "" = not said
   bool valid = true;  // false: the outputs held NaN/infinity (written only then)
   std::vector<ClassResult> classification;
   std::optional<AnomalyRecord> anomaly;        // written only when set

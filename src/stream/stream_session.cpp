@@ -32,6 +32,7 @@ void StreamSession::start(std::shared_ptr<Batcher> batcher, SessionOptions optio
   const std::size_t in_batches =
       static_cast<std::size_t>(batcher->options().buffers) * batcher->options().batch_size;
   queue_->set_capacity(in_batches * options.inference_interval + 8);
+  if (options.gate.enabled) MotionGate check(options.gate);  // throws for bad options
   opts_ = std::move(options);
   batcher_ = std::move(batcher);
   team_pre_.reset();
@@ -91,11 +92,23 @@ void StreamSession::begin_stream(const std::string& stream_id) {
 
 StreamSession::InStream& StreamSession::in_stream() {
   const std::uint64_t forget = forget_after_;
-  return in_streams_.get(in_current_, [forget] {
+  const MotionGateOptions* gate = opts_.gate.enabled ? &opts_.gate : nullptr;
+  return in_streams_.get(in_current_, [forget, gate] {
     InStream s;
     s.submitted = ObjectMemory<std::uint64_t>(forget, kMaxRememberedObjects);
+    if (gate) s.gate = MotionGate(*gate);
     return s;
   });
+}
+
+GateDecision StreamSession::judge_motion(InStream& stream, FramePixels* pixels) {
+  FrameView view;
+  if (!pixels || !pixels->map(&view)) return GateDecision::kFirst;
+  const GateDecision d = stream.gate.decide(view);
+  // Unmapped at once: a frame may leave (and be written) without another
+  // word from this thread once it is queued.
+  pixels->unmap();
+  return d;
 }
 
 StreamSession::OutStream& StreamSession::out_stream(std::uint64_t stream) {
@@ -156,18 +169,24 @@ SubmitResult StreamSession::submit_frame(OwnedRef frame, int width, int height, 
   const std::uint64_t epoch = epoch_;
   if (epoch != in_epoch_) {
     // resume() since the last frame: a seek starts afresh.
-    in_streams_.for_each([](InStream& s) { s.submitted.clear(); });
+    in_streams_.for_each([](InStream& s) {
+      s.submitted.clear();
+      s.gate.reset();
+    });
     in_epoch_ = epoch;
   }
   InStream& stream = in_stream();
   const std::uint64_t frame_no = stream.frames++;
-  const bool infer = frame_no % opts_.inference_interval == 0;
+  bool infer = frame_no % opts_.inference_interval == 0;
+  const bool gated = infer && opts_.gate.enabled;
+  if (gated) infer = judge_motion(stream, pixels.get()) != GateDecision::kStill;
   const bool skip_when_busy = skip_when_busy_;
 
   Item item;
   item.obj = std::move(frame);
   item.in_time = Clock::now();
   item.rec = plan_frame(width, height, pts, infer, stream, frame_no, regions);
+  if (gated && !infer) item.rec->skip = SkipReason::kStill;
   item.pending = static_cast<int>(to_infer_.size());
   const std::shared_ptr<Record> rec = item.rec;
   const bool ready = item.pending == 0;
@@ -183,7 +202,11 @@ SubmitResult StreamSession::submit_frame(OwnedRef frame, int width, int height, 
   rec->seq = *seq;
   if (!infer) return {SubmitStatus::kSkipped, {}};
   if (to_infer_.empty()) return {SubmitStatus::kNoRegions, {}};
-  return fill(rec, stream, frame_no, std::move(pixels), skip_when_busy);
+  SubmitResult r = fill(rec, stream, frame_no, std::move(pixels), skip_when_busy);
+  // Only a frame that went to the model is what later frames are compared
+  // with: one skipped as busy leaves the reference as it was.
+  if (gated && r.status == SubmitStatus::kQueued) stream.gate.commit();
+  return r;
 }
 
 bool StreamSession::push_event(OwnedRef event) {

@@ -43,6 +43,7 @@
 #include "common/thread_owner.h"
 #include "preprocess/preprocess.h"
 #include "stream/frame_inference.h"
+#include "stream/motion_gate.h"
 #include "stream/owned_ref.h"
 #include "stream/per_stream.h"
 #include "stream/queued_frame.h"
@@ -67,6 +68,10 @@ struct SessionOptions {
   // thread preprocessing meanwhile would stall the whole team. Frames stay
   // mapped until their batch runs.
   bool preprocess_in_batch = false;
+  // inference-gate=motion (stream/motion_gate.h): frames due by
+  // inference_interval go to the model only when something moved; still
+  // ones leave with the latest result, skipped for SkipReason::kStill.
+  MotionGateOptions gate;
 };
 
 // preprocess-on=auto: the inference threads preprocess when they leave no
@@ -206,6 +211,7 @@ class StreamSession {
     std::uint64_t frames = 0;  // submitted since start (inference-interval)
     // Frame number at which each tracked object was last sent to the model.
     ObjectMemory<std::uint64_t> submitted{300, kMaxRememberedObjects};
+    MotionGate gate;  // inference-gate=motion
   };
   // The output half's state of one stream.
   struct OutStream {
@@ -224,6 +230,9 @@ class StreamSession {
   struct Filling;
 
   InStream& in_stream();
+  // inference-gate=motion: reads the frame's luma and judges it (a frame
+  // that cannot be mapped is inferred: the fill path reports it).
+  GateDecision judge_motion(InStream& stream, FramePixels* pixels);
   OutStream& out_stream(std::uint64_t stream);
   // Counts a frame that will never leave; the stats lock is not held.
   void count_dropped(std::uint64_t n);

@@ -55,6 +55,7 @@ std::vector<bool> SortTracker::correct_matched(const std::vector<TrackDetection>
     Track& t = tracks_[track_of[d]];
     matched[track_of[d]] = true;
     t.filter.correct(detections[d].box);
+    t.seen = detections[d].box;
     t.label_id = detections[d].label_id;
     t.confidence = detections[d].confidence;
     ++t.hits;
@@ -94,7 +95,8 @@ void SortTracker::keep_and_add(const std::vector<TrackDetection>& detections,
       continue;
     }
     const TrackDetection& det = detections[d];
-    Track t{BoxFilter(det.box), det.box, det.label, det.label_id, det.confidence, 0, 1, 0, 1};
+    Track t{
+        BoxFilter(det.box), det.box, det.label, det.label_id, det.confidence, 0, 1, 0, 1, det.box};
     if (t.hits >= options_.min_hits) {
       t.id = next_id_++;
       step.started.push_back(event(t));
@@ -133,6 +135,18 @@ TrackStep SortTracker::predict() {
     if (t.id != 0 && t.misses == 0)
       step.objects.push_back(
           {t.id, t.predicted, t.label, t.label_id, t.confidence, true, t.age, -1});
+  }
+  std::sort(step.objects.begin(), step.objects.end(),
+            [](const TrackedObject& a, const TrackedObject& b) { return a.id < b.id; });
+  return step;
+}
+
+TrackStep SortTracker::hold() {
+  TrackStep step;
+  for (Track& t : tracks_) {
+    ++t.age;
+    if (t.id != 0 && t.misses == 0)
+      step.objects.push_back({t.id, t.seen, t.label, t.label_id, t.confidence, false, t.age, -1});
   }
   std::sort(step.objects.begin(), step.objects.end(),
             [](const TrackedObject& a, const TrackedObject& b) { return a.id < b.id; });

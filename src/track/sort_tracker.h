@@ -76,6 +76,12 @@ class SortTracker {
   // A frame without detections (not inferred): every track moves on by its
   // velocity; the boxes reported are the predictions.
   TrackStep predict();
+  // A frame on which nothing moved (torchinfer's inference-gate=motion found
+  // it still): not a step in time for the tracks. Nothing is predicted,
+  // missed or ended; the tracks that predict() would report are reported at
+  // the box of their latest detection, not marked predicted (age still
+  // counts the frame).
+  TrackStep hold();
   // Ends every confirmed track (end of stream); ids keep counting.
   std::vector<TrackEvent> finish();
 
@@ -92,6 +98,7 @@ class SortTracker {
     int hits = 0;
     int misses = 0;  // detection frames in a row without a match
     int age = 0;
+    Box seen;  // the latest matched detection's box (hold())
   };
   static TrackEvent event(const Track& t);
   // The track each detection matched (index into tracks_), or -1.

@@ -515,3 +515,50 @@ TEST(TorchTrack, StreamsThroughAFunnelKeepTheirOwnIds) {
   gst_object_unref(sink);
   gst_object_unref(pipeline);
 }
+
+// A part moves 10 frames, stops; then 50 frames the motion gate found still
+// (skip_reason still, carrying frame 9's detection), then an inferred frame
+// finds it where it stopped. Still frames hold the track at its last box
+// and do not move it on: it keeps id 1. The same frames marked as skipped
+// for an interval are predictions at the part's old speed, which lose it
+// (max-age 30 counts neither kind; the predicted box has left it).
+static std::vector<Roi> after_still_run(int skip_reason, std::vector<Roi>* last_still) {
+  Tracked t("min-hits=1");
+  auto at = [](int f) { return Obj{100.0 + 10 * std::min(f, 9), 240, "bolt", 60, 40}; };
+  for (int f = 0; f < 10; ++f) t.push(frame(f, {at(f)}, TRUE));
+  for (int f = 10; f < 60; ++f) {
+    GstBuffer* buf = frame(f, {at(9)}, FALSE);
+    gst_buffer_get_torch_tensor_meta(buf)->skip_reason =
+        static_cast<GstTorchSkipReason>(skip_reason);
+    *last_still = t.push(buf);
+  }
+  return t.push(frame(60, {at(60)}, TRUE));
+}
+
+TEST(TorchTrack, StillFramesHoldTracksWhereTheyStopped) {
+  std::vector<Roi> still;
+  const std::vector<Roi> found = after_still_run(GST_TORCH_SKIP_STILL, &still);
+  ASSERT_EQ(still.size(), 1u);
+  EXPECT_EQ(still[0].id, 1);
+  EXPECT_FALSE(still[0].predicted);
+  EXPECT_EQ(still[0].age, 60);
+  EXPECT_NEAR(centre_x(still[0]), 190.0, 1e-9) << "frame 9's box";
+  EXPECT_NEAR(centre_y(still[0]), 240.0, 1e-9);
+  EXPECT_NEAR((still[0].det.x_max - still[0].det.x_min) * kW, 60.0, 1e-9);
+  EXPECT_EQ(ids(found), std::vector<int>{1});
+
+  std::vector<Roi> predicted;
+  const std::vector<Roi> lost = after_still_run(GST_TORCH_SKIP_INTERVAL, &predicted);
+  EXPECT_TRUE(predicted.empty() || predicted[0].predicted);
+  EXPECT_EQ(ids(lost), std::vector<int>{2});
+
+  // Empty inferred frames, and frames with neither a tensor meta nor a
+  // detection, are misses: max-age 30 ends the track on the 31st.
+  for (int inferred : {int(TRUE), -1}) {
+    Tracked t("min-hits=1");
+    for (int f = 0; f < 10; ++f) t.push(frame(f, {Obj{100.0 + 10 * f, 240, "bolt", 60, 40}}, TRUE));
+    for (int f = 10; f < 60; ++f) EXPECT_TRUE(t.push(frame(f, {}, inferred)).empty());
+    EXPECT_EQ(ids(t.push(frame(60, {Obj{190, 240, "bolt", 60, 40}}, TRUE))), std::vector<int>{2})
+        << "inferred " << inferred;
+  }
+}

@@ -67,6 +67,11 @@ TEST(FrameRecord, ReusedResultNamesItsFrame) {
   const json j = json::parse(to_json_line(r, false, 0));
   EXPECT_EQ(j["inferred"], false);
   EXPECT_EQ(j["result_pts"], 100);
+  EXPECT_FALSE(j.contains("skip")) << "not said: no key";
+  r.skip = "still";  // inference-gate=motion
+  EXPECT_EQ(json::parse(to_json_line(r, false, 0))["skip"], "still");
+  r.inferred = true;
+  EXPECT_FALSE(json::parse(to_json_line(r, false, 0)).contains("skip"));
 }
 
 TEST(FrameRecord, NonFiniteBecomesNull) {

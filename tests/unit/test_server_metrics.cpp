@@ -84,6 +84,8 @@ TEST(MetricsText, StreamModelAndProcessSeries) {
            "reason=\"no-regions\"} 0",
            "torchinfer_stream_frames_skipped_total{stream=\"cam0\",model=\"parts\","
            "reason=\"failed\"} 0",
+           "torchinfer_stream_frames_skipped_total{stream=\"cam0\",model=\"parts\","
+           "reason=\"still\"} 0",
            "torchinfer_stream_frames_dropped_total{stream=\"cam0\",model=\"parts\"} 2",
            "# TYPE torchinfer_stream_frames_in_flight gauge",
            "torchinfer_stream_frames_in_flight{stream=\"cam0\",model=\"parts\"} 3",

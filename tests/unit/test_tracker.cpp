@@ -312,3 +312,36 @@ TEST(BoxFilter, FirstBoxIsTheState) {
   EXPECT_NEAR(p.x_min, 10, 1e-9);
   EXPECT_NEAR(p.y_min, 20, 1e-9);
 }
+
+// A part that moved and came to rest, then frames the motion gate found
+// still: hold() keeps the tracks where they were last seen, so the next
+// inferred frame finds the part (same id). predict() on those frames would
+// have carried the track on at the part's old speed, off the part.
+TEST(SortTracker, HoldKeepsTracksWhereTheyWereSeenWithoutAgingThem) {
+  auto moved_then_stopped = [](SortTracker& t) {
+    for (int f = 0; f < 10; ++f) t.update({det(100 + 10 * f, 200)});
+    for (int f = 0; f < 3; ++f) t.update({det(190, 200)});  // stopped: seen at x = 190
+  };
+  SortTracker held(opts(2, 3));
+  moved_then_stopped(held);
+  for (int k = 0; k < 50; ++k) {
+    const TrackStep step = held.hold();
+    ASSERT_EQ(step.objects.size(), 1u);
+    const TrackedObject& o = step.objects[0];
+    EXPECT_EQ(o.id, 1);
+    EXPECT_FALSE(o.predicted);
+    EXPECT_EQ(o.detection, -1);
+    EXPECT_EQ(o.age, 14 + k);
+    EXPECT_EQ(o.box.x_min, centred(190, 200).x_min);
+    EXPECT_EQ(o.box.x_max, centred(190, 200).x_max);
+    EXPECT_EQ(o.box.y_min, centred(190, 200).y_min);
+    EXPECT_TRUE(step.started.empty());
+    EXPECT_TRUE(step.ended.empty());
+  }
+  EXPECT_EQ(ids(held.update({det(190, 200)})), std::vector<int>{1}) << "50 holds, max-age 2";
+
+  SortTracker predicted(opts(2, 3));
+  moved_then_stopped(predicted);
+  for (int k = 0; k < 50; ++k) predicted.predict();
+  EXPECT_TRUE(ids(predicted.update({det(190, 200)})).empty()) << "lost: a new tentative track";
+}

@@ -92,6 +92,17 @@ typedef struct {
   gdouble offset_x, offset_y;
 } GstTorchTransform;
 
+/* Why a frame carries a result it was not inferred on
+ * (GstTorchTensorMeta.skip_reason; the stats' frames-skipped-* names). */
+typedef enum {
+  GST_TORCH_SKIP_NONE,       /* inferred (or a reader older than the field) */
+  GST_TORCH_SKIP_INTERVAL,   /* not due: inference-interval */
+  GST_TORCH_SKIP_BUSY,       /* drop-policy skip: the model was busy */
+  GST_TORCH_SKIP_NO_REGIONS, /* roi-list: no region due */
+  GST_TORCH_SKIP_FAILED,     /* its pixels could not be read */
+  GST_TORCH_SKIP_STILL,      /* inference-gate=motion: nothing moved since result_pts */
+} GstTorchSkipReason;
+
 typedef struct {
   GstMeta meta;
 
@@ -128,6 +139,11 @@ typedef struct {
    * (inference-region=roi-list); frame_width/height stay the frame's and
    * transform maps frame pixels to the model input of that region. */
   gint roi_id;
+  /* inferred FALSE: why. GST_TORCH_SKIP_STILL (inference-gate=motion) means
+   * nothing moved since result_pts: the result describes this frame too,
+   * and torchtrack holds its tracks still rather than predicting them on.
+   * Added last to keep the layout of the fields above. */
+  GstTorchSkipReason skip_reason;
 } GstTorchTensorMeta;
 
 #define GST_TORCH_TENSOR_META_API_TYPE (gst_torch_tensor_meta_api_get_type())
