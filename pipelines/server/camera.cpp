@@ -227,6 +227,9 @@ bool Camera::build(std::string* why) {
   if (tee) chain.insert(chain.begin() + 2, tee);
   if (track) chain.push_back(track);
   if (analytics_) chain.push_back(analytics_);
+  if (spec_.parts &&
+      !(parts_ = CameraParts::attach(spec_, model_, classifier_, pipeline_, chain, why)))
+    return false;
   if (meta) chain.push_back(meta);
   if (publish) chain.push_back(publish);
   if (overlay) chain.push_back(overlay);
@@ -605,6 +608,7 @@ void Camera::shutdown(double timeout_s) {
   gst_element_set_state(pipeline_, GST_STATE_NULL);
   release_latest();
   if (evidence_) evidence_->finish();
+  if (parts_) parts_->finish();  // the parts on the belt get their pulses first
 }
 
 // The latest frame may hold the last reference to an Aravis stream, whose
@@ -710,6 +714,7 @@ StreamFigures Camera::figures() const {
     f.restream_frames_sent = restream_->frames_sent();
     f.restream_frames_dropped = restream_->frames_dropped();
   }
+  if (parts_) parts_->figures(f);
   return f;
 }
 
@@ -754,6 +759,7 @@ nlohmann::json Camera::status() const {
       {"config", to_json(spec_)}};
   if (aravis_) j["camera"] = camera_status(f);
   if (evidence_) j["evidence"] = evidence_->status();
+  if (parts_) parts_->status(j);
   std::lock_guard<std::mutex> lock(mu_);
   j["config"] = to_json(spec_with(layout_));
   j["analytics"] = analytics_ ? counts_json(f.lines, f.zones) : nlohmann::json(nullptr);

@@ -48,6 +48,7 @@
 
 #include "aravis_source.h"
 #include "camera_evidence.h"
+#include "camera_parts.h"
 #include "restream.h"
 #include "rtsp_source.h"
 #include "server/metrics_text.h"
@@ -73,6 +74,8 @@ class Camera {
     evidence_error_ = std::move(why);
   }
   const std::shared_ptr<CameraEvidence>& evidence() const { return evidence_; }
+  // "parts" with a classifier, before start(): that model (camera_parts.h).
+  void set_classifier(ModelSpec m) { classifier_ = std::move(m); }
   const std::shared_ptr<RestreamFeed>& restream() const { return restream_; }
 
   // Builds the pipeline and asks for PLAYING off the main loop; returns at
@@ -133,6 +136,8 @@ class Camera {
   const std::shared_ptr<RestreamFeed> restream_;
   std::shared_ptr<CameraEvidence> evidence_;
   std::string evidence_error_;
+  ModelSpec classifier_;                // "parts": the part classifier, if any
+  std::unique_ptr<CameraParts> parts_;  // "parts" (and "plc"), from build()
   GstElement* pipeline_ = nullptr;
   GstElement* infer_ = nullptr;      // owned by the pipeline
   GstElement* analytics_ = nullptr;  // torchanalytics ("track": true), a reference of ours

@@ -64,6 +64,13 @@ struct StreamFigures {
   // zones, as on its latest frame.
   std::vector<LineCounts> lines;
   std::vector<ZoneCounts> zones;
+  // "parts": decided parts by verdict; "plc": the PLC output's counters
+  // (lineio/line_output.h), rendered by server/line_metrics.h.
+  bool parts = false, plc = false, plc_connected = false;
+  std::map<std::string, std::uint64_t> parts_decided;  // "pass", "reject", "incomplete"
+  std::map<std::string, std::uint64_t> plc_pulses;     // by output: reject, pass, recheck
+  std::uint64_t plc_pulses_lost = 0, plc_late_parts = 0, plc_write_failures = 0;
+  double plc_encoder_age_s = -1;  // since the last encoder reading; -1: none (or no encoder)
 };
 
 struct ModelFigures {
