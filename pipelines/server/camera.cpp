@@ -69,15 +69,13 @@ void set_analysis(GstElement* infer, const ModelSpec& model, const StreamSpec& s
 
 }  // namespace
 
-bool Camera::build(std::string* why) {
-  pipeline_ = gst_pipeline_new(("stream-" + spec_.id).c_str());
-  std::vector<GstElement*> chain;  // linked in order after the source
+// The source element (and decodebin for a file), set from the spec.
+GstElement* Camera::make_source(GstElement** decode, std::string* why) {
   GstElement* source = nullptr;
-  GstElement* decode = nullptr;
   switch (spec_.kind) {
     case SourceKind::kFile:
       source = make("filesrc", "source", why);
-      decode = make("decodebin", "decode", why);
+      *decode = make("decodebin", "decode", why);
       if (source) g_object_set(source, "location", spec_.location.c_str(), nullptr);
       break;
     case SourceKind::kV4l2:
@@ -100,94 +98,117 @@ bool Camera::build(std::string* why) {
       }
       break;
   }
+  return source;
+}
+
+// Every element of the camera made and added to the pipeline, in the
+// order they are linked after the source (tee: the evidence branch's).
+bool Camera::make_elements(Elements& e, std::string* why) {
   const bool as_is = spec_.kind == SourceKind::kAravis;  // no conversion, no overlay
+  e.source = make_source(&e.decode, why);
   convert_ = as_is ? nullptr : make("videoconvert", "convert", why);
-  GstElement* caps = as_is ? nullptr : make("capsfilter", "caps", why);
+  e.caps = as_is ? nullptr : make("capsfilter", "caps", why);
   infer_ = make("torchinfer", "infer", why);
   if (infer_) gst_object_ref(infer_);  // ours (the destructor's), besides the bin's
-  GstElement* nms = make("torchnms", "nms", why);
-  GstElement* track = spec_.track ? make("torchtrack", "track", why) : nullptr;
+  e.nms = make("torchnms", "nms", why);
+  e.track = spec_.track ? make("torchtrack", "track", why) : nullptr;
   // Always with tracking: PUT /streams/{id}/analytics adds lines later.
   analytics_ = spec_.track ? make("torchanalytics", "analytics", why) : nullptr;
   if (analytics_) gst_object_ref(analytics_);  // ours (the destructor's), besides the bin's
-  GstElement* meta = spec_.json ? make("torchmetaconvert", "json", why) : nullptr;
-  GstElement* publish = spec_.mqtt_topic.empty() ? nullptr : make("torchpublish", "mqtt", why);
-  GstElement* overlay = as_is ? nullptr : make("torchoverlay", "overlay", why);
-  GstElement* sink = make("appsink", "snapshot", why);
+  e.meta = spec_.json ? make("torchmetaconvert", "json", why) : nullptr;
+  e.publish = spec_.mqtt_topic.empty() ? nullptr : make("torchpublish", "mqtt", why);
+  e.overlay = as_is ? nullptr : make("torchoverlay", "overlay", why);
+  e.sink = make("appsink", "snapshot", why);
   // Evidence: the recorder's ring branch leaves from here (camera_evidence.h).
-  GstElement* tee = spec_.evidence && caps ? make("tee", "evidence-tee", why) : nullptr;
+  e.tee = spec_.evidence && e.caps ? make("tee", "evidence-tee", why) : nullptr;
   if (spec_.evidence && !evidence_ && why->empty()) *why = "evidence: " + evidence_error_;
-  for (GstElement* e : {source, decode, convert_, caps, tee, infer_, nms, track, analytics_, meta,
-                        publish, overlay, sink})
-    if (e) gst_bin_add(GST_BIN(pipeline_), e);
-  if (!why->empty()) return false;
-  if (analytics_ && !apply_layout(analytics_, layout_path(), spec_.analytics, why)) return false;
+  for (GstElement* x : {e.source, e.decode, convert_, e.caps, e.tee, infer_, e.nms, e.track,
+                        analytics_, e.meta, e.publish, e.overlay, e.sink})
+    if (x) gst_bin_add(GST_BIN(pipeline_), x);
+  return why->empty();
+}
 
+// The elements' settings from the spec; the appsink hands frames to us.
+void Camera::configure(const Elements& e) {
   // The formats the snapshot encoder reads; cameras' own YUY2/NV12 and a
   // decoder's I420 pass without conversion.
-  if (caps) {
+  if (e.caps) {
     GstCaps* raw = gst_caps_from_string("video/x-raw,format={YUY2,I420,NV12}");
-    g_object_set(caps, "caps", raw, nullptr);
+    g_object_set(e.caps, "caps", raw, nullptr);
     gst_caps_unref(raw);
   }
-
   set_analysis(infer_, model_, spec_);
   if (spec_.confidence_threshold)
-    g_object_set(nms, "confidence-threshold", *spec_.confidence_threshold, nullptr);
-  if (spec_.iou_threshold) g_object_set(nms, "iou-threshold", *spec_.iou_threshold, nullptr);
-  if (meta) {
+    g_object_set(e.nms, "confidence-threshold", *spec_.confidence_threshold, nullptr);
+  if (spec_.iou_threshold) g_object_set(e.nms, "iou-threshold", *spec_.iou_threshold, nullptr);
+  if (e.meta) {
     const std::string path = output_dir_ + "/" + spec_.id + ".jsonl";
-    g_object_set(meta, "location", path.c_str(), nullptr);
+    g_object_set(e.meta, "location", path.c_str(), nullptr);
   }
-  if (publish) {
-    g_object_set(publish, "host", mqtt_.host.c_str(), "port", mqtt_.port, "topic",
+  if (e.publish) {
+    g_object_set(e.publish, "host", mqtt_.host.c_str(), "port", mqtt_.port, "topic",
                  spec_.mqtt_topic.c_str(), "qos", mqtt_.qos, nullptr);
   }
   // Files play at their own pace, as a camera would; live sources are
   // paced by the camera already.
-  g_object_set(sink, "max-buffers", 1u, "drop", TRUE, "sync", spec_.kind == SourceKind::kFile,
+  g_object_set(e.sink, "max-buffers", 1u, "drop", TRUE, "sync", spec_.kind == SourceKind::kFile,
                "enable-last-sample", FALSE, nullptr);
   GstAppSinkCallbacks cb = {};
   cb.new_sample = on_sample;
-  gst_app_sink_set_callbacks(GST_APP_SINK(sink), &cb, this, nullptr);
+  gst_app_sink_set_callbacks(GST_APP_SINK(e.sink), &cb, this, nullptr);
+}
 
-  chain = as_is ? std::vector<GstElement*>{infer_, nms}
-                : std::vector<GstElement*>{convert_, caps, infer_, nms};
-  if (tee) chain.insert(chain.begin() + 2, tee);
-  if (track) chain.push_back(track);
+// The analysis chain in order: conversion, torchinfer, torchnms, tracking,
+// codes and parts (camera_codes.h, camera_parts.h), outputs, the appsink.
+bool Camera::make_chain(const Elements& e, std::vector<GstElement*>& chain, std::string* why) {
+  chain = e.caps ? std::vector<GstElement*>{convert_, e.caps, infer_, e.nms}
+                 : std::vector<GstElement*>{infer_, e.nms};
+  if (e.tee) chain.insert(chain.begin() + 2, e.tee);
+  if (e.track) chain.push_back(e.track);
   if (analytics_) chain.push_back(analytics_);
+  if (spec_.codes && spec_.codes->enable &&
+      !(codes_ = CameraCodes::attach(spec_, pipeline_, chain, why)))
+    return false;
   if (spec_.parts &&
       !(parts_ = CameraParts::attach(spec_, model_, classifier_, pipeline_, chain, why)))
     return false;
-  if (meta) chain.push_back(meta);
-  if (publish) chain.push_back(publish);
-  if (overlay) chain.push_back(overlay);
-  chain.push_back(sink);
+  for (GstElement* x : {e.meta, e.publish, e.overlay, e.sink})
+    if (x) chain.push_back(x);
   for (std::size_t i = 0; i + 1 < chain.size(); ++i)
     if (!gst_element_link(chain[i], chain[i + 1])) {
       *why = std::string("cannot link ") + GST_ELEMENT_NAME(chain[i]) + " to " +
              GST_ELEMENT_NAME(chain[i + 1]);
       return false;
     }
-  if (tee && !evidence_->attach(pipeline_, tee, analytics_ ? analytics_ : track, why)) return false;
-  if (decode) {
-    if (!gst_element_link(source, decode)) {
-      *why = "cannot link the file source to decodebin";
-      return false;
-    }
-    g_signal_connect(decode, "pad-added", G_CALLBACK(on_pad_added), this);
-    if (spec_.loop) {
-      GstPad* pad = gst_element_get_static_pad(convert_, "sink");
-      gst_pad_add_probe(pad,
-                        static_cast<GstPadProbeType>(GST_PAD_PROBE_TYPE_BUFFER |
-                                                     GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM),
-                        before_loop, this, nullptr);
-      gst_object_unref(pad);
-    }
-  } else if (!gst_element_link(source, chain[0])) {
-    *why = std::string("cannot link the source to ") + GST_ELEMENT_NAME(chain[0]);
+  return true;
+}
+
+// The source to the chain: decodebin's pad when it comes (a looped file's
+// frames held until its first segment seek), else linked now.
+bool Camera::link_source(const Elements& e, GstElement* first, std::string* why) {
+  if (!e.decode) {
+    if (gst_element_link(e.source, first)) return true;
+    *why = std::string("cannot link the source to ") + GST_ELEMENT_NAME(first);
     return false;
   }
+  if (!gst_element_link(e.source, e.decode)) {
+    *why = "cannot link the file source to decodebin";
+    return false;
+  }
+  g_signal_connect(e.decode, "pad-added", G_CALLBACK(on_pad_added), this);
+  if (spec_.loop) {
+    GstPad* pad = gst_element_get_static_pad(convert_, "sink");
+    gst_pad_add_probe(pad,
+                      static_cast<GstPadProbeType>(GST_PAD_PROBE_TYPE_BUFFER |
+                                                   GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM),
+                      before_loop, this, nullptr);
+    gst_object_unref(pad);
+  }
+  return true;
+}
+
+// What feeds an appsrc: the machine-vision camera, or the RTSP client.
+bool Camera::attach_feeder(GstElement* source, std::string* why) {
   if (spec_.kind == SourceKind::kAravis) {
     appsrc_ = GST_APP_SRC(gst_object_ref(source));
     aravis_ = std::make_shared<AravisSource>(spec_.camera, appsrc_, infer_);
@@ -201,6 +222,19 @@ bool Camera::build(std::string* why) {
     if (!rtsp_->validate(why)) return false;
   }
   return true;
+}
+
+bool Camera::build(std::string* why) {
+  pipeline_ = gst_pipeline_new(("stream-" + spec_.id).c_str());
+  Elements e;
+  if (!make_elements(e, why)) return false;
+  if (analytics_ && !apply_layout(analytics_, layout_path(), spec_.analytics, why)) return false;
+  configure(e);
+  std::vector<GstElement*> chain;  // linked in order after the source
+  if (!make_chain(e, chain, why)) return false;
+  if (e.tee && !evidence_->attach(pipeline_, e.tee, analytics_ ? analytics_ : e.track, why))
+    return false;
+  return link_source(e, chain[0], why) && attach_feeder(e.source, why);
 }
 
 void Camera::on_pad_added(GstElement*, GstPad* pad, gpointer user) {
@@ -357,32 +391,35 @@ void Camera::handle_message(GstMessage* msg) {
       else
         send_eos();
       break;
-    case GST_MESSAGE_APPLICATION: {
-      const GstStructure* s = gst_message_get_structure(msg);
-      if (gst_structure_has_name(s, "torchinfer-server-started")) {
-        if (rtsp_ && !draining_) rtsp_->start();
-        if (aravis_ && !draining_) aravis_->start();
-      } else if (gst_structure_has_name(s, "torchinfer-server-not-started")) {
-        bool said = false;  // the element's error, just before, said why
-        {
-          std::lock_guard<std::mutex> lock(mu_);
-          said = health_.state() == StreamState::kFailed;
-        }
-        if (!said) fail("the pipeline cannot start");
-      } else if (gst_structure_has_name(s, "torchinfer-rtsp-lost")) {
-        const char* reason = gst_structure_get_string(s, "reason");
-        std::lock_guard<std::mutex> lock(mu_);
-        health_.on_source_lost(std::string("rtsp: ") + (reason ? reason : "lost"));
-      } else if (gst_structure_has_name(s, "torchinfer-rtsp-resumed")) {
-        std::lock_guard<std::mutex> lock(mu_);
-        health_.on_source_resumed();
-      } else {
-        handle_camera_message(s);
-      }
+    case GST_MESSAGE_APPLICATION:
+      handle_app_message(gst_message_get_structure(msg));
       break;
-    }
     default:
       break;
+  }
+}
+
+// The asynchronous start's outcome (play_async) and the RTSP source's news.
+void Camera::handle_app_message(const GstStructure* s) {
+  if (gst_structure_has_name(s, "torchinfer-server-started")) {
+    if (rtsp_ && !draining_) rtsp_->start();
+    if (aravis_ && !draining_) aravis_->start();
+  } else if (gst_structure_has_name(s, "torchinfer-server-not-started")) {
+    bool said = false;  // the element's error, just before, said why
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      said = health_.state() == StreamState::kFailed;
+    }
+    if (!said) fail("the pipeline cannot start");
+  } else if (gst_structure_has_name(s, "torchinfer-rtsp-lost")) {
+    const char* reason = gst_structure_get_string(s, "reason");
+    std::lock_guard<std::mutex> lock(mu_);
+    health_.on_source_lost(std::string("rtsp: ") + (reason ? reason : "lost"));
+  } else if (gst_structure_has_name(s, "torchinfer-rtsp-resumed")) {
+    std::lock_guard<std::mutex> lock(mu_);
+    health_.on_source_resumed();
+  } else {
+    handle_camera_message(s);
   }
 }
 

@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "aravis_source.h"
+#include "camera_codes.h"
 #include "camera_evidence.h"
 #include "camera_parts.h"
 #include "restream.h"
@@ -114,10 +115,24 @@ class Camera {
   static GstFlowReturn on_sample(GstAppSink* sink, gpointer user);
   static GstPadProbeReturn before_loop(GstPad* pad, GstPadProbeInfo* info, gpointer user);
   static void on_pad_added(GstElement* decodebin, GstPad* pad, gpointer user);
+  // The pipeline's elements besides the members below (build()'s, owned by
+  // the bin).
+  struct Elements {
+    GstElement *source = nullptr, *decode = nullptr, *caps = nullptr, *tee = nullptr,
+               *nms = nullptr, *track = nullptr, *meta = nullptr, *publish = nullptr,
+               *overlay = nullptr, *sink = nullptr;
+  };
   bool build(std::string* why);
+  GstElement* make_source(GstElement** decode, std::string* why);
+  bool make_elements(Elements& e, std::string* why);
+  void configure(const Elements& e);
+  bool make_chain(const Elements& e, std::vector<GstElement*>& chain, std::string* why);
+  bool link_source(const Elements& e, GstElement* first, std::string* why);
+  bool attach_feeder(GstElement* source, std::string* why);
   GstElement* make(const char* factory, const char* name, std::string* why);
   void read_mqtt_counters(StreamFigures& f) const;
   void handle_message(GstMessage* msg);
+  void handle_app_message(const GstStructure* s);
   void handle_camera_message(const GstStructure* s);
   nlohmann::json camera_status(const StreamFigures& f) const;
   void fail(const std::string& message);
@@ -138,6 +153,7 @@ class Camera {
   std::string evidence_error_;
   ModelSpec classifier_;                // "parts": the part classifier, if any
   std::unique_ptr<CameraParts> parts_;  // "parts" (and "plc"), from build()
+  std::unique_ptr<CameraCodes> codes_;  // "codes", from build()
   GstElement* pipeline_ = nullptr;
   GstElement* infer_ = nullptr;      // owned by the pipeline
   GstElement* analytics_ = nullptr;  // torchanalytics ("track": true), a reference of ours

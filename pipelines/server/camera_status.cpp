@@ -177,6 +177,7 @@ StreamFigures Camera::figures() const {
     f.restream_frames_dropped = restream_->frames_dropped();
   }
   if (parts_) parts_->figures(f);
+  if (codes_) codes_->figures(f);
   return f;
 }
 
@@ -222,6 +223,7 @@ nlohmann::json Camera::status() const {
   if (aravis_) j["camera"] = camera_status(f);
   if (evidence_) j["evidence"] = evidence_->status();
   if (parts_) parts_->status(j);
+  if (codes_) codes_->status(j);
   std::lock_guard<std::mutex> lock(mu_);
   j["config"] = to_json(spec_with(layout_));
   j["analytics"] = analytics_ ? counts_json(f.lines, f.zones) : nlohmann::json(nullptr);

@@ -73,6 +73,22 @@ std::string render_line_metrics(const MetricsSnapshot& m) {
            if (s.plc_encoder_age_s >= 0)
              o << name << "{" << labels << "} " << num(s.plc_encoder_age_s) << "\n";
          });
+  family(out, m, &F::codes, "torchinfer_codes_read_total", "counter",
+         "Views (detections or whole frames) torchcodes read a code in.",
+         one([](const F& s) { return static_cast<double>(s.codes_read); }));
+  family(out, m, &F::codes, "torchinfer_codes_failed_total", "counter",
+         "Views torchcodes read without a code (none found, outside the frame, reader error).",
+         one([](const F& s) { return static_cast<double>(s.codes_failed); }));
+  family(out, m, &F::codes, "torchinfer_codes_tried_total", "counter",
+         "Views torchcodes read (read + failed).",
+         one([](const F& s) { return static_cast<double>(s.codes_tried); }));
+  family(out, m, &F::codes, "torchinfer_codes_late_total", "counter",
+         "Reads on torchcodes' workers that finished after their frame had gone.",
+         one([](const F& s) { return static_cast<double>(s.codes_late); }));
+  family(out, m, &F::codes, "torchinfer_codes_read_seconds_total", "counter",
+         "Seconds the streaming thread spent in torchcodes; per read: divide by "
+         "torchinfer_codes_tried_total.",
+         one([](const F& s) { return s.codes_read_seconds; }));
   return out.str();
 }
 

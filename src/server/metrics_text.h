@@ -71,6 +71,10 @@ struct StreamFigures {
   std::map<std::string, std::uint64_t> plc_pulses;     // by output: reject, pass, recheck
   std::uint64_t plc_pulses_lost = 0, plc_late_parts = 0, plc_write_failures = 0;
   double plc_encoder_age_s = -1;  // since the last encoder reading; -1: none (or no encoder)
+  // "codes": torchcodes' counters and the streaming thread's time in it.
+  bool codes = false;
+  std::uint64_t codes_read = 0, codes_failed = 0, codes_tried = 0, codes_late = 0;
+  double codes_read_seconds = 0;
 };
 
 struct ModelFigures {

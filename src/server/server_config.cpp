@@ -351,6 +351,10 @@ void parse_line(const Fields& f, const std::vector<ModelSpec>& models, const std
   for (const auto& m : models) ids.push_back(m.id);
   if (f.has("parts")) s.parts = parse_parts_spec(f.raw("parts"), f.path("parts"), origin, ids, s.track);
   if (f.has("plc")) s.plc = parse_plc_spec(f.raw("plc"), f.path("plc"), origin, s.parts.has_value());
+  if (f.has("codes")) s.codes = parse_codes_spec(f.raw("codes"), f.path("codes"), origin);
+  if (s.codes && s.kind == SourceKind::kAravis)
+    f.fail("codes", "not available for aravis:// cameras yet: torchcodes reads YUY2, NV12, I420 "
+                    "or GRAY8, and these cameras' Bayer/GRAY16 frames go to the analysis as they come");
 }
 
 }  // namespace
@@ -363,7 +367,7 @@ StreamSpec parse_stream_spec(const json& j, const std::vector<ModelSpec>& models
            {"id", "uri", "model", "loop", "confidence_threshold", "iou_threshold",
             "inference_interval", "roi", "track", "json", "mqtt_topic", "restream",
             "pixel_format", "exposure_us", "gain_db", "packet_size", "trigger", "lines",
-            "zones", "evidence", "parts", "plc"});
+            "zones", "evidence", "parts", "plc", "codes"});
   // clang-format on
   StreamSpec s;
   s.id = f.str("id", true);
@@ -510,6 +514,7 @@ json to_json(const StreamSpec& s) {
   if (s.evidence) j["evidence"] = to_json(*s.evidence);
   if (s.parts) j["parts"] = to_json(*s.parts);
   if (s.plc) j["plc"] = s.plc->settings;
+  if (s.codes) j["codes"] = to_json(*s.codes);
   return j;
 }
 

@@ -15,6 +15,7 @@
 #include "common/error.h"
 #include "common/field_error.h"
 #include "server/camera_settings.h"
+#include "server/codes_spec.h"
 #include "server/evidence_spec.h"
 #include "server/line_spec.h"
 
@@ -69,6 +70,8 @@ struct StreamSpec {
   // (needs parts): server/line_spec.h.
   std::optional<PartsSpec> parts;
   std::optional<PlcSpec> plc;
+  // torchcodes after the tracking (server/codes_spec.h).
+  std::optional<CodesSpec> codes;
 };
 
 struct MqttSpec {

@@ -24,18 +24,14 @@ Usage: server_plc_test.py CASE  (env: TORCHINFER_SERVER, TORCHINFER_SOURCE_ROOT)
 """
 import json
 import os
-import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 
-SRC = os.environ.get("TORCHINFER_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
-SERVER = os.environ.get("TORCHINFER_SERVER", "build/pipelines/server/torchinfer-server")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from server_proc import SRC, Server, free_port, metric, stop  # noqa: E402
 CLIP = os.path.join(SRC, "models", "demo", "line.mkv")
 TRUTH = os.path.join(SRC, "models", "demo", "line.truth.json")
 PLC = os.path.join(SRC, "tests", "bench", "line_sim_plc.py")
@@ -50,12 +46,6 @@ def fail(why):
     sys.exit("server_plc_test: " + why)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_plc(work, port, name, resume=None):
     cmd = [sys.executable, PLC, "--port", str(port), "--speed", "25",
            "--record", os.path.join(work, name + ".jsonl"),
@@ -68,64 +58,9 @@ def start_plc(work, port, name, resume=None):
     return p
 
 
-def stop(p, sig=signal.SIGTERM):
-    p.send_signal(sig)
-    p.wait(timeout=60)
-
-
 def records(work, name):
     with open(os.path.join(work, name + ".jsonl"), encoding="utf-8") as f:
         return [json.loads(l) for l in f]
-
-
-class Server:
-    def __init__(self, work):
-        self.port = free_port()
-        config = {"models": [
-            {"id": "parts", "path": os.path.join(SRC, "models", "demo", "parts_detector.pt")},
-            {"id": "classifier", "path": os.path.join(SRC, "models", "demo", "defect_classifier.pt")}],
-            "output_dir": os.path.join(work, "out"), "drain_timeout_s": 30}
-        path = os.path.join(work, "server.json")
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(config, f)
-        self.log = open(os.path.join(work, "server.log"), "w", encoding="utf-8")
-        self.proc = subprocess.Popen([SERVER, "--config", path, "--listen",
-                                      f"127.0.0.1:{self.port}", "--rtsp-port", "0"],
-                                     stdout=self.log, stderr=subprocess.STDOUT, cwd=SRC)
-        self.work = work
-        self.wait(lambda: self.call("GET", "/readyz")[0] == 200, 120, "the server is not ready")
-
-    def call(self, method, path, body=None):
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=data,
-                                     method=method)
-        try:
-            with urllib.request.urlopen(req, timeout=30) as r:
-                text = r.read().decode()
-                return r.status, text
-        except urllib.error.HTTPError as e:
-            return e.code, e.read().decode()
-        except OSError:
-            return 0, ""
-
-    def json(self, path):
-        status, text = self.call("GET", path)
-        return json.loads(text) if status == 200 else None
-
-    def wait(self, cond, timeout, why):
-        end = time.monotonic() + timeout
-        while time.monotonic() < end and self.proc.poll() is None:
-            if cond():
-                return
-            time.sleep(0.2)
-        self.close()
-        with open(os.path.join(self.work, "server.log"), encoding="utf-8") as f:
-            fail(why + "; server log:\n" + f.read()[-3000:])
-
-    def close(self):
-        if self.proc.poll() is None:
-            stop(self.proc)
-        self.log.close()
 
 
 def camera(plc_port, **station):
@@ -137,11 +72,6 @@ def camera(plc_port, **station):
 def decided(server):
     s = server.json("/streams/line")
     return s is not None and s["parts"]["passed"] + s["parts"]["rejected"] >= 13
-
-
-def metric(text, name, labels):
-    m = re.search("^" + re.escape(name + "{" + labels + "}") + r" (\S+)$", text, re.M)
-    return float(m.group(1)) if m else None
 
 
 def truth_verdicts():
@@ -169,7 +99,7 @@ def check_pulses(parts, recs):
 def demo(work):
     port = free_port()
     plc = start_plc(work, port, "plc")
-    server = Server(work)
+    server = Server(work, classifier=True)
     try:
         status, text = server.call("POST", "/streams", camera(port))
         if status != 201:
@@ -224,7 +154,7 @@ def counted(work):
     """The demo's counts in status and /metrics, the camera left to finish."""
     port = free_port()
     plc = start_plc(work, port, "plc")
-    server = Server(work)
+    server = Server(work, classifier=True)
     try:
         server.call("POST", "/streams", camera(port))
         server.wait(lambda: decided(server), 240, "the clip's 13 parts were not decided")
@@ -246,7 +176,7 @@ def counted(work):
 def down(work):
     port = free_port()
     plc = start_plc(work, port, "plc")
-    server = Server(work)
+    server = Server(work, classifier=True)
     try:
         server.call("POST", "/streams", camera(port))
         server.wait(lambda: (server.json("/streams/line") or {}).get("parts", {})
@@ -285,7 +215,7 @@ def refused(server, body, field, *words):
 
 
 def config(work):
-    server = Server(work)
+    server = Server(work, classifier=True)
     try:
         good = camera(1)
         cases = [

@@ -67,6 +67,39 @@ TEST(LineMetrics, PlcStreamsOnlyWithEscapedIds) {
             "torchinfer_plc_encoder_age_seconds{stream=\"a\\\"b\"} 0.25\n");
 }
 
+TEST(LineMetrics, CodesFamilies) {
+  MetricsSnapshot m;
+  StreamFigures a;
+  a.id = "dm";
+  a.codes = true;
+  a.codes_read = 30;
+  a.codes_failed = 5;
+  a.codes_tried = 35;
+  a.codes_late = 1;
+  a.codes_read_seconds = 0.5;
+  m.streams = {a};
+  EXPECT_EQ(render_line_metrics(m),
+            "# HELP torchinfer_codes_read_total Views (detections or whole frames) torchcodes "
+            "read a code in.\n"
+            "# TYPE torchinfer_codes_read_total counter\n"
+            "torchinfer_codes_read_total{stream=\"dm\"} 30\n"
+            "# HELP torchinfer_codes_failed_total Views torchcodes read without a code (none "
+            "found, outside the frame, reader error).\n"
+            "# TYPE torchinfer_codes_failed_total counter\n"
+            "torchinfer_codes_failed_total{stream=\"dm\"} 5\n"
+            "# HELP torchinfer_codes_tried_total Views torchcodes read (read + failed).\n"
+            "# TYPE torchinfer_codes_tried_total counter\n"
+            "torchinfer_codes_tried_total{stream=\"dm\"} 35\n"
+            "# HELP torchinfer_codes_late_total Reads on torchcodes' workers that finished "
+            "after their frame had gone.\n"
+            "# TYPE torchinfer_codes_late_total counter\n"
+            "torchinfer_codes_late_total{stream=\"dm\"} 1\n"
+            "# HELP torchinfer_codes_read_seconds_total Seconds the streaming thread spent in "
+            "torchcodes; per read: divide by torchinfer_codes_tried_total.\n"
+            "# TYPE torchinfer_codes_read_seconds_total counter\n"
+            "torchinfer_codes_read_seconds_total{stream=\"dm\"} 0.5\n");
+}
+
 TEST(PartsSpec, DefaultsAndRoundTrip) {
   const PartsSpec p = parse_parts_spec({{"classifier", "cls"}}, "parts", "", {"det", "cls"}, true);
   EXPECT_EQ(p.classifier, "cls");
