@@ -31,7 +31,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_proc import SRC, Server, free_port, metric, stop  # noqa: E402
+from server_proc import SRC, Server, free_port, metric, promtool_problems, stop  # noqa: E402
 CLIP = os.path.join(SRC, "models", "demo", "line.mkv")
 TRUTH = os.path.join(SRC, "models", "demo", "line.truth.json")
 PLC = os.path.join(SRC, "tests", "bench", "line_sim_plc.py")
@@ -148,6 +148,8 @@ def check_metrics(server, want_reject, want_pass):
     age = metric(text, "torchinfer_plc_encoder_age_seconds", 'stream="line"')
     if age is None or not 0 <= age < 5:
         fail(f"/metrics encoder age {age}")
+    if promtool_problems(text):
+        fail(f"promtool check metrics: {promtool_problems(text)}")
 
 
 def counted(work):

@@ -86,3 +86,11 @@ class Server:
         self.log.close()
 
 
+
+
+def promtool_problems(text):
+    """What `promtool check metrics` says of the exposition ('' when clean:
+    it prints lint problems and still exits 0)."""
+    r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True,
+                       text=True, timeout=60)
+    return (r.stdout + r.stderr).strip() or ("" if r.returncode == 0 else f"exit {r.returncode}")
