@@ -349,12 +349,15 @@ void parse_line(const Fields& f, const std::vector<ModelSpec>& models, const std
                 StreamSpec& s) {
   std::vector<std::string> ids;
   for (const auto& m : models) ids.push_back(m.id);
-  if (f.has("parts")) s.parts = parse_parts_spec(f.raw("parts"), f.path("parts"), origin, ids, s.track);
-  if (f.has("plc")) s.plc = parse_plc_spec(f.raw("plc"), f.path("plc"), origin, s.parts.has_value());
+  if (f.has("parts"))
+    s.parts = parse_parts_spec(f.raw("parts"), f.path("parts"), origin, ids, s.track);
+  if (f.has("plc"))
+    s.plc = parse_plc_spec(f.raw("plc"), f.path("plc"), origin, s.parts.has_value());
   if (f.has("codes")) s.codes = parse_codes_spec(f.raw("codes"), f.path("codes"), origin);
   if (s.codes && s.kind == SourceKind::kAravis)
-    f.fail("codes", "not available for aravis:// cameras yet: torchcodes reads YUY2, NV12, I420 "
-                    "or GRAY8, and these cameras' Bayer/GRAY16 frames go to the analysis as they come");
+    f.fail("codes",
+           "not available for aravis:// cameras yet: torchcodes reads YUY2, NV12, I420 "
+           "or GRAY8, and these cameras' Bayer/GRAY16 frames go to the analysis as they come");
 }
 
 }  // namespace
