@@ -1,4 +1,5 @@
-// The Prometheus text exposition (format 0.0.4) of a server's figures:
+// The Prometheus text exposition (format 0.0.4, written by prometheus-cpp:
+// server/exposition.h) of a server's figures:
 // per-stream and per-model counters, gauges and latency summaries, and the
 // process's CPU, memory and descriptors under the standard process_* names.
 // The glue gathers a MetricsSnapshot; rendering is pure and tested here
@@ -102,9 +103,6 @@ struct MetricsSnapshot {
 };
 
 std::string render_prometheus(const MetricsSnapshot& m);
-
-// A label value escaped for the text format (backslash, quote, newline).
-std::string escape_label(const std::string& v);
 
 // The process's own figures from /proc/self (Linux).
 ProcessFigures read_process_figures();
