@@ -1,9 +1,12 @@
-// One camera of torchinfer-server: its own GstPipeline (so adding, failing
-// or removing one never changes the state of another), sharing the loaded
-// model with the other cameras through torchinfer's model-instance-id:
+// One camera of torchinfer-server (camera.cpp: its pipeline's build and
+// lifecycle; camera_status.cpp: figures, status and the REST requests): its
+// own GstPipeline (so adding, failing or removing one never changes the
+// state of another), sharing the loaded model with the other cameras
+// through torchinfer's model-instance-id:
 //
 //   source ! videoconvert ! capsfilter ! torchinfer ! torchnms
 //     [! torchtrack ! torchanalytics (lines, zones: camera_analytics.h)]
+//     [! torchcodes (camera_codes.h)] [! torchinfer classifier (parts: camera_parts.h)]
 //     [! torchmetaconvert location=<output_dir>/<id>.jsonl] [! torchpublish topic=...]
 //     ! torchoverlay ! appsink (max-buffers=1 drop=true: the latest annotated frame)
 //
