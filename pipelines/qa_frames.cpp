@@ -8,18 +8,17 @@
 
 #include "gst/torchinfer/torchinfer-helpers.h"
 #include "gst/torchinfer/torchinfer-meta.h"
-#include "qa_anomaly.h"
 
 namespace torchinfer::qa {
 
 namespace {
 
-GstTorchTensorMeta* detector_meta(GstBuffer* buf) {
+GstTorchTensorMeta* detector_meta(GstBuffer* buf, const std::string& id) {
   gpointer iter = nullptr;
   while (GstMeta* m =
              gst_buffer_iterate_meta_filtered(buf, &iter, GST_TORCH_TENSOR_META_API_TYPE)) {
     auto* tm = reinterpret_cast<GstTorchTensorMeta*>(m);
-    if (g_strcmp0(tm->model_instance_id, kDetectorId) == 0) return tm;
+    if (g_strcmp0(tm->model_instance_id, id.c_str()) == 0) return tm;
   }
   return nullptr;
 }
@@ -68,19 +67,20 @@ std::vector<int> ended_tracks(GstBuffer* buf) {
 }
 
 // The app's model of a tensor meta, by its model-instance-id.
-const char* model_of(const GstTorchTensorMeta* tm) {
-  if (g_strcmp0(tm->model_instance_id, kDetectorId) == 0) return "detector";
+const char* model_of(const GstTorchTensorMeta* tm, const std::string& detector) {
+  if (g_strcmp0(tm->model_instance_id, detector.c_str()) == 0) return "detector";
   if (g_strcmp0(tm->model_instance_id, "qa-classifier") == 0) return "classifier";
   if (g_strcmp0(tm->model_instance_id, "qa-anomaly") == 0) return "anomaly";
   return nullptr;
 }
 
-void count_invalid(GstBuffer* buf, std::map<std::string, std::int64_t>& invalid) {
+void count_invalid(GstBuffer* buf, const std::string& detector,
+                   std::map<std::string, std::int64_t>& invalid) {
   gpointer iter = nullptr;
   while (GstMeta* m =
              gst_buffer_iterate_meta_filtered(buf, &iter, GST_TORCH_TENSOR_META_API_TYPE)) {
     auto* tm = reinterpret_cast<GstTorchTensorMeta*>(m);
-    const char* model = model_of(tm);
+    const char* model = model_of(tm, detector);
     if (model && tm->inferred && !tm->valid) invalid[model]++;
   }
 }
@@ -120,8 +120,8 @@ FrameResults read_frame(GstBuffer* buf, std::int64_t index, const ReadRules& rul
   r.frame.index = index;
   const GstClockTime pts = GST_BUFFER_PTS(buf);
   r.frame.pts = GST_CLOCK_TIME_IS_VALID(pts) ? static_cast<std::int64_t>(pts) : -1;
-  count_invalid(buf, r.invalid);
-  GstTorchTensorMeta* tm = detector_meta(buf);
+  count_invalid(buf, rules.detector_id, r.invalid);
+  GstTorchTensorMeta* tm = detector_meta(buf, rules.detector_id);
   if (!tm || tm->frame_width == 0 || tm->frame_height == 0) return r;
   r.has_detector = true;
   r.detector_inferred = tm->inferred;
@@ -149,7 +149,7 @@ FrameResults read_frame(GstBuffer* buf, std::int64_t index, const ReadRules& rul
             p.judged = classifier_evidence(roi, p.evidence);
           else if (rules.defect_boxes)
             p.judged = !b.predicted && tm->inferred;
-          if (rules.anomaly) p.anomaly = read_anomaly_view(buf, roi);
+          if (rules.anomaly && rules.anomaly_view) p.anomaly = rules.anomaly_view(buf, roi);
           if (rules.codes) p.code = part_code(roi);
           r.frame.parts.push_back(std::move(p));
         } else if (!part && rules.defect_boxes && !b.predicted && tm->inferred) {

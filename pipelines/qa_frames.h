@@ -5,9 +5,11 @@
 #pragma once
 
 #include <gst/gst.h>
+#include <gst/video/video.h>
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,11 +49,16 @@ struct FrameResults {
 constexpr int kInvalidResultsExit = 4;
 
 struct ReadRules {
+  // The detector's model-instance-id (torchinfer-server: the model's id).
+  std::string detector_id = kDetectorId;
   std::vector<std::string> part_classes;
   double part_threshold = 0.5;
   bool classifier = true;     // evidence from the classifier
   bool defect_boxes = false;  // evidence from the detector's defect boxes
   bool anomaly = false;       // the anomaly model's results on the parts
+  // Reads a part's anomaly view (the QA app: read_anomaly_view, which needs
+  // the core's decoder); null: no anomaly model, nothing read.
+  std::optional<QaAnomalyView> (*anomaly_view)(GstBuffer*, GstVideoRegionOfInterestMeta*) = nullptr;
   bool codes = false;         // torchcodes' code on the parts' ROIs
 };
 

@@ -12,8 +12,8 @@ namespace {
 // Tracks never decided (duplicates) would otherwise stay: keep the newest.
 constexpr std::size_t kMaxSightings = 4096;
 
-ModbusOptions with_log(ModbusOptions m) {
-  m.log = [](const std::string& s) { g_printerr("qa-line: %s\n", s.c_str()); };
+ModbusOptions with_log(ModbusOptions m, const std::string& app) {
+  m.log = [app](const std::string& s) { g_printerr("%s: %s\n", app.c_str(), s.c_str()); };
   return m;
 }
 
@@ -39,11 +39,19 @@ const char* outcome_name(DecisionOutcome o) {
 
 }  // namespace
 
-QaPlc::QaPlc(const PlcOptions& o, std::vector<std::string> part_classes)
+QaPlc::QaPlc(const PlcOptions& o, std::vector<std::string> part_classes, std::string app,
+             std::string exit_note)
     : opt_(o),
-      out_(std::make_unique<ModbusOutput>(with_log(o.modbus))),
+      out_(std::make_unique<ModbusOutput>(with_log(o.modbus, app))),
       sched_(o.calibration, o.ejector),
-      classes_(std::move(part_classes)) {}
+      classes_(std::move(part_classes)),
+      app_(std::move(app)),
+      exit_note_(std::move(exit_note)) {}
+
+QaPlc::Figures QaPlc::figures() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {out_ ? out_->stats() : final_, sched_.counts(), unseen_};
+}
 
 void QaPlc::see(const QaFrame& f, std::int64_t frame_ns) {
   for (const auto& p : f.parts) {
@@ -56,26 +64,34 @@ void QaPlc::see(const QaFrame& f, std::int64_t frame_ns) {
 nlohmann::ordered_json QaPlc::decided(const QaDecision& d, std::int64_t now_ns) {
   auto it = last_seen_.find(d.part);
   if (it == last_seen_.end()) {
+    std::lock_guard<std::mutex> lock(mu_);
     unseen_++;
-    g_printerr("qa-line: warning: part #%d decided but never seen: no PLC output\n", d.part);
+    g_printerr("%s: warning: part #%d decided but never seen: no PLC output\n", app_.c_str(),
+               d.part);
     return {{"outcome", "unseen"}};
   }
   const PartSighting seen = it->second;
   last_seen_.erase(it);
   // An incomplete part (never judged) is rejected: the safe side.
   const bool reject = d.verdict != QaVerdict::kPass;
-  const DecisionResult r = sched_.decide(seen, reject, now_ns, out_->belt());
+  DecisionResult r;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    r = sched_.decide(seen, reject, now_ns, out_->belt());
+  }
   nlohmann::ordered_json j = {{"outcome", outcome_name(r.outcome)}};
   if (r.outcome == DecisionOutcome::duplicate || r.outcome == DecisionOutcome::no_encoder) {
-    g_printerr("qa-line: warning: part #%d: no PLC output (%s)\n", d.part, outcome_name(r.outcome));
+    g_printerr("%s: warning: part #%d: no PLC output (%s)\n", app_.c_str(), d.part,
+               outcome_name(r.outcome));
     return j;
   }
   j["ejector_count"] = r.target_count;
   const bool late = r.outcome != DecisionOutcome::scheduled;
   j["late"] = late;
   if (late)
-    g_printerr("qa-line: warning: part #%d is late: its verdict came after its pulse moment; %s\n",
-               d.part, r.pulse ? "fail-safe output fired" : "no output (--reject-late false)");
+    g_printerr("%s: warning: part #%d is late: its verdict came after its pulse moment; %s\n",
+               app_.c_str(), d.part,
+               r.pulse ? "fail-safe output fired" : "no output (reject-late false)");
   if (opt_.queue_mode && !late) {
     out_->enqueue(
         {d.part, static_cast<std::int64_t>(std::llround(r.target_count)), code(d.verdict)});
@@ -120,9 +136,9 @@ nlohmann::ordered_json QaPlc::finish(bool* failed) {
                               {"encoder_resets", s.encoder_resets},
                               {"undrained", undrained}};
   g_printerr(
-      "qa-line: PLC: %s reject, %s pass, %s recheck pulses; %s late parts; %s lost pulses, "
+      "%s: PLC: %s reject, %s pass, %s recheck pulses; %s late parts; %s lost pulses, "
       "%s of %s writes failed, %s reconnects, %s not sent at the end\n",
-      j["pulses_reject"].dump().c_str(), j["pulses_pass"].dump().c_str(),
+      app_.c_str(), j["pulses_reject"].dump().c_str(), j["pulses_pass"].dump().c_str(),
       j["pulses_recheck"].dump().c_str(), j["late"].dump().c_str(), j["pulses_lost"].dump().c_str(),
       j["write_failures"].dump().c_str(), j["writes"].dump().c_str(),
       j["reconnects"].dump().c_str(), j["undrained"].dump().c_str());
@@ -131,9 +147,16 @@ nlohmann::ordered_json QaPlc::finish(bool* failed) {
             0;
   if (*failed)
     g_printerr(
-        "qa-line: error: PLC output incomplete (lost pulses, failed writes or parts "
-        "without output); exit status 1\n");
-  out_.reset();  // outputs off, connection closed
+        "%s: error: PLC output incomplete (lost pulses, failed writes or parts "
+        "without output)%s\n",
+        app_.c_str(), exit_note_.c_str());
+  std::unique_ptr<ModbusOutput> gone;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    final_ = out_->stats();
+    gone = std::move(out_);
+  }
+  gone.reset();  // outputs off, connection closed
   return j;
 }
 

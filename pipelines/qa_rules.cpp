@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/model_config.h"
+#include "qa_anomaly.h"
 
 namespace torchinfer::qa {
 
@@ -147,6 +148,7 @@ bool make_rules(const Options& o, QaRules& rules, ReadRules& read) {
   read.classifier = judged_by_classifier;
   read.defect_boxes = !judged_by_classifier && rules.supervised;
   read.anomaly = rules.anomaly;
+  read.anomaly_view = read_anomaly_view;
   read.codes = rules.codes;
   return true;
 }

@@ -28,6 +28,7 @@ PACKAGES=(
   python3-torch python3-torchvision python3-numpy python3-pil
   python3-opencv python3-matplotlib  # tests/bench/compare.sh: naive Python baseline, plots
   libsoup-3.0-dev chromium chromium-driver prometheus  # torchinfer-server: HTTP server; dashboard test; promtool
+  prometheus-cpp-dev  # torchinfer-server's /metrics text (TextSerializer)
   curl jq  # tests/bench/server_churn.sh
   python3-yaml  # tests/deploy/check_manifests.py: the Kubernetes manifests parse
   libaravis-dev libusb-1.0-0-dev aravis-tools aravis-tools-cli  # aravis:// cameras; arv-fake-gv-camera-0.8 for tests, arv-tool-0.8

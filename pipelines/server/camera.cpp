@@ -13,77 +13,6 @@
 
 namespace torchinfer::server {
 
-namespace {
-
-std::uint64_t stat_u64(const GstStructure* s, const char* field) {
-  guint64 v = 0;
-  return s && gst_structure_get_uint64(s, field, &v) ? v : 0;
-}
-
-double stat_double(const GstStructure* s, const char* field) {
-  double v = 0;
-  return s && gst_structure_get_double(s, field, &v) ? v : 0;
-}
-
-// The torchinfer figures of a camera (a snapshot; the element computes it).
-GstStructure* infer_stats(GstElement* infer) {
-  GstStructure* s = nullptr;
-  if (infer) g_object_get(infer, "stats", &s, nullptr);
-  return s;
-}
-
-// Bayer frames for the snapshot encoder: one plane, rows padded to 4
-// bytes (GStreamer's layout for video/x-bayer, which GstVideoInfo does not
-// know).
-bool bayer_image_of(const GstStructure* st, const GstMapInfo& map, RawImage* img,
-                    std::string* why) {
-  const char* order = gst_structure_get_string(st, "format");
-  gst_structure_get_int(st, "width", &img->width);
-  gst_structure_get_int(st, "height", &img->height);
-  img->strides[0] = (img->width + 3) & ~3;
-  img->planes[0] = map.data;
-  if (!order || !raw_format_from_name(order, &img->format) || img->width <= 0 || img->height <= 0 ||
-      map.size < static_cast<std::size_t>(img->strides[0]) * img->height) {
-    *why = "the Bayer frame does not match its caps";
-    return false;
-  }
-  return true;
-}
-
-std::vector<std::uint8_t> encode_or_say(const RawImage& img, std::string* why) {
-  try {
-    return encode_jpeg(img);
-  } catch (const std::exception& e) {
-    *why = e.what();
-  }
-  return {};
-}
-
-// A machine-vision camera's health (server/camera_health.h) for the REST API.
-nlohmann::json health_json(const CameraVerdict& v) {
-  return {{"state", to_string(v.condition)},
-          {"reason", v.reason},
-          {"lost_ratio", v.lost_ratio},
-          {"window_frames", {{"received", v.window_received}, {"lost", v.window_lost}}},
-          {"since_frame_s", v.since_frame_s}};
-}
-
-std::vector<SnapshotBox> boxes_of(GstBuffer* buf) {
-  std::vector<SnapshotBox> boxes;
-  gpointer iter = nullptr;
-  while (GstMeta* m = gst_buffer_iterate_meta_filtered(
-             buf, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
-    auto* roi = reinterpret_cast<GstVideoRegionOfInterestMeta*>(m);
-    GstTorchDetection d;
-    const bool det = gst_torch_detection_from_roi(roi, &d);
-    boxes.push_back({static_cast<int>(roi->x), static_cast<int>(roi->y), static_cast<int>(roi->w),
-                     static_cast<int>(roi->h), det && d.label ? d.label : ""});
-  }
-  return boxes;
-}
-
-}  // namespace
-
 Camera::Camera(StreamSpec spec, ModelSpec model, std::string output_dir, MqttSpec mqtt,
                std::shared_ptr<RestreamFeed> restream)
     : spec_(std::move(spec)),
@@ -140,15 +69,13 @@ void set_analysis(GstElement* infer, const ModelSpec& model, const StreamSpec& s
 
 }  // namespace
 
-bool Camera::build(std::string* why) {
-  pipeline_ = gst_pipeline_new(("stream-" + spec_.id).c_str());
-  std::vector<GstElement*> chain;  // linked in order after the source
+// The source element (and decodebin for a file), set from the spec.
+GstElement* Camera::make_source(GstElement** decode, std::string* why) {
   GstElement* source = nullptr;
-  GstElement* decode = nullptr;
   switch (spec_.kind) {
     case SourceKind::kFile:
       source = make("filesrc", "source", why);
-      decode = make("decodebin", "decode", why);
+      *decode = make("decodebin", "decode", why);
       if (source) g_object_set(source, "location", spec_.location.c_str(), nullptr);
       break;
     case SourceKind::kV4l2:
@@ -171,91 +98,117 @@ bool Camera::build(std::string* why) {
       }
       break;
   }
+  return source;
+}
+
+// Every element of the camera made and added to the pipeline, in the
+// order they are linked after the source (tee: the evidence branch's).
+bool Camera::make_elements(Elements& e, std::string* why) {
   const bool as_is = spec_.kind == SourceKind::kAravis;  // no conversion, no overlay
+  e.source = make_source(&e.decode, why);
   convert_ = as_is ? nullptr : make("videoconvert", "convert", why);
-  GstElement* caps = as_is ? nullptr : make("capsfilter", "caps", why);
+  e.caps = as_is ? nullptr : make("capsfilter", "caps", why);
   infer_ = make("torchinfer", "infer", why);
   if (infer_) gst_object_ref(infer_);  // ours (the destructor's), besides the bin's
-  GstElement* nms = make("torchnms", "nms", why);
-  GstElement* track = spec_.track ? make("torchtrack", "track", why) : nullptr;
+  e.nms = make("torchnms", "nms", why);
+  e.track = spec_.track ? make("torchtrack", "track", why) : nullptr;
   // Always with tracking: PUT /streams/{id}/analytics adds lines later.
   analytics_ = spec_.track ? make("torchanalytics", "analytics", why) : nullptr;
   if (analytics_) gst_object_ref(analytics_);  // ours (the destructor's), besides the bin's
-  GstElement* meta = spec_.json ? make("torchmetaconvert", "json", why) : nullptr;
-  GstElement* publish = spec_.mqtt_topic.empty() ? nullptr : make("torchpublish", "mqtt", why);
-  GstElement* overlay = as_is ? nullptr : make("torchoverlay", "overlay", why);
-  GstElement* sink = make("appsink", "snapshot", why);
+  e.meta = spec_.json ? make("torchmetaconvert", "json", why) : nullptr;
+  e.publish = spec_.mqtt_topic.empty() ? nullptr : make("torchpublish", "mqtt", why);
+  e.overlay = as_is ? nullptr : make("torchoverlay", "overlay", why);
+  e.sink = make("appsink", "snapshot", why);
   // Evidence: the recorder's ring branch leaves from here (camera_evidence.h).
-  GstElement* tee = spec_.evidence && caps ? make("tee", "evidence-tee", why) : nullptr;
+  e.tee = spec_.evidence && e.caps ? make("tee", "evidence-tee", why) : nullptr;
   if (spec_.evidence && !evidence_ && why->empty()) *why = "evidence: " + evidence_error_;
-  for (GstElement* e : {source, decode, convert_, caps, tee, infer_, nms, track, analytics_, meta,
-                        publish, overlay, sink})
-    if (e) gst_bin_add(GST_BIN(pipeline_), e);
-  if (!why->empty()) return false;
-  if (analytics_ && !apply_layout(analytics_, layout_path(), spec_.analytics, why)) return false;
+  for (GstElement* x : {e.source, e.decode, convert_, e.caps, e.tee, infer_, e.nms, e.track,
+                        analytics_, e.meta, e.publish, e.overlay, e.sink})
+    if (x) gst_bin_add(GST_BIN(pipeline_), x);
+  return why->empty();
+}
 
+// The elements' settings from the spec; the appsink hands frames to us.
+void Camera::configure(const Elements& e) {
   // The formats the snapshot encoder reads; cameras' own YUY2/NV12 and a
   // decoder's I420 pass without conversion.
-  if (caps) {
+  if (e.caps) {
     GstCaps* raw = gst_caps_from_string("video/x-raw,format={YUY2,I420,NV12}");
-    g_object_set(caps, "caps", raw, nullptr);
+    g_object_set(e.caps, "caps", raw, nullptr);
     gst_caps_unref(raw);
   }
-
   set_analysis(infer_, model_, spec_);
   if (spec_.confidence_threshold)
-    g_object_set(nms, "confidence-threshold", *spec_.confidence_threshold, nullptr);
-  if (spec_.iou_threshold) g_object_set(nms, "iou-threshold", *spec_.iou_threshold, nullptr);
-  if (meta) {
+    g_object_set(e.nms, "confidence-threshold", *spec_.confidence_threshold, nullptr);
+  if (spec_.iou_threshold) g_object_set(e.nms, "iou-threshold", *spec_.iou_threshold, nullptr);
+  if (e.meta) {
     const std::string path = output_dir_ + "/" + spec_.id + ".jsonl";
-    g_object_set(meta, "location", path.c_str(), nullptr);
+    g_object_set(e.meta, "location", path.c_str(), nullptr);
   }
-  if (publish) {
-    g_object_set(publish, "host", mqtt_.host.c_str(), "port", mqtt_.port, "topic",
+  if (e.publish) {
+    g_object_set(e.publish, "host", mqtt_.host.c_str(), "port", mqtt_.port, "topic",
                  spec_.mqtt_topic.c_str(), "qos", mqtt_.qos, nullptr);
   }
   // Files play at their own pace, as a camera would; live sources are
   // paced by the camera already.
-  g_object_set(sink, "max-buffers", 1u, "drop", TRUE, "sync", spec_.kind == SourceKind::kFile,
+  g_object_set(e.sink, "max-buffers", 1u, "drop", TRUE, "sync", spec_.kind == SourceKind::kFile,
                "enable-last-sample", FALSE, nullptr);
   GstAppSinkCallbacks cb = {};
   cb.new_sample = on_sample;
-  gst_app_sink_set_callbacks(GST_APP_SINK(sink), &cb, this, nullptr);
+  gst_app_sink_set_callbacks(GST_APP_SINK(e.sink), &cb, this, nullptr);
+}
 
-  chain = as_is ? std::vector<GstElement*>{infer_, nms}
-                : std::vector<GstElement*>{convert_, caps, infer_, nms};
-  if (tee) chain.insert(chain.begin() + 2, tee);
-  if (track) chain.push_back(track);
+// The analysis chain in order: conversion, torchinfer, torchnms, tracking,
+// codes and parts (camera_codes.h, camera_parts.h), outputs, the appsink.
+bool Camera::make_chain(const Elements& e, std::vector<GstElement*>& chain, std::string* why) {
+  chain = e.caps ? std::vector<GstElement*>{convert_, e.caps, infer_, e.nms}
+                 : std::vector<GstElement*>{infer_, e.nms};
+  if (e.tee) chain.insert(chain.begin() + 2, e.tee);
+  if (e.track) chain.push_back(e.track);
   if (analytics_) chain.push_back(analytics_);
-  if (meta) chain.push_back(meta);
-  if (publish) chain.push_back(publish);
-  if (overlay) chain.push_back(overlay);
-  chain.push_back(sink);
+  if (spec_.codes && spec_.codes->enable &&
+      !(codes_ = CameraCodes::attach(spec_, pipeline_, chain, why)))
+    return false;
+  if (spec_.parts &&
+      !(parts_ = CameraParts::attach(spec_, model_, classifier_, pipeline_, chain, why)))
+    return false;
+  for (GstElement* x : {e.meta, e.publish, e.overlay, e.sink})
+    if (x) chain.push_back(x);
   for (std::size_t i = 0; i + 1 < chain.size(); ++i)
     if (!gst_element_link(chain[i], chain[i + 1])) {
       *why = std::string("cannot link ") + GST_ELEMENT_NAME(chain[i]) + " to " +
              GST_ELEMENT_NAME(chain[i + 1]);
       return false;
     }
-  if (tee && !evidence_->attach(pipeline_, tee, analytics_ ? analytics_ : track, why)) return false;
-  if (decode) {
-    if (!gst_element_link(source, decode)) {
-      *why = "cannot link the file source to decodebin";
-      return false;
-    }
-    g_signal_connect(decode, "pad-added", G_CALLBACK(on_pad_added), this);
-    if (spec_.loop) {
-      GstPad* pad = gst_element_get_static_pad(convert_, "sink");
-      gst_pad_add_probe(pad,
-                        static_cast<GstPadProbeType>(GST_PAD_PROBE_TYPE_BUFFER |
-                                                     GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM),
-                        before_loop, this, nullptr);
-      gst_object_unref(pad);
-    }
-  } else if (!gst_element_link(source, chain[0])) {
-    *why = std::string("cannot link the source to ") + GST_ELEMENT_NAME(chain[0]);
+  return true;
+}
+
+// The source to the chain: decodebin's pad when it comes (a looped file's
+// frames held until its first segment seek), else linked now.
+bool Camera::link_source(const Elements& e, GstElement* first, std::string* why) {
+  if (!e.decode) {
+    if (gst_element_link(e.source, first)) return true;
+    *why = std::string("cannot link the source to ") + GST_ELEMENT_NAME(first);
     return false;
   }
+  if (!gst_element_link(e.source, e.decode)) {
+    *why = "cannot link the file source to decodebin";
+    return false;
+  }
+  g_signal_connect(e.decode, "pad-added", G_CALLBACK(on_pad_added), this);
+  if (spec_.loop) {
+    GstPad* pad = gst_element_get_static_pad(convert_, "sink");
+    gst_pad_add_probe(pad,
+                      static_cast<GstPadProbeType>(GST_PAD_PROBE_TYPE_BUFFER |
+                                                   GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM),
+                      before_loop, this, nullptr);
+    gst_object_unref(pad);
+  }
+  return true;
+}
+
+// What feeds an appsrc: the machine-vision camera, or the RTSP client.
+bool Camera::attach_feeder(GstElement* source, std::string* why) {
   if (spec_.kind == SourceKind::kAravis) {
     appsrc_ = GST_APP_SRC(gst_object_ref(source));
     aravis_ = std::make_shared<AravisSource>(spec_.camera, appsrc_, infer_);
@@ -269,6 +222,19 @@ bool Camera::build(std::string* why) {
     if (!rtsp_->validate(why)) return false;
   }
   return true;
+}
+
+bool Camera::build(std::string* why) {
+  pipeline_ = gst_pipeline_new(("stream-" + spec_.id).c_str());
+  Elements e;
+  if (!make_elements(e, why)) return false;
+  if (analytics_ && !apply_layout(analytics_, layout_path(), spec_.analytics, why)) return false;
+  configure(e);
+  std::vector<GstElement*> chain;  // linked in order after the source
+  if (!make_chain(e, chain, why)) return false;
+  if (e.tee && !evidence_->attach(pipeline_, e.tee, analytics_ ? analytics_ : e.track, why))
+    return false;
+  return link_source(e, chain[0], why) && attach_feeder(e.source, why);
 }
 
 void Camera::on_pad_added(GstElement*, GstPad* pad, gpointer user) {
@@ -425,32 +391,35 @@ void Camera::handle_message(GstMessage* msg) {
       else
         send_eos();
       break;
-    case GST_MESSAGE_APPLICATION: {
-      const GstStructure* s = gst_message_get_structure(msg);
-      if (gst_structure_has_name(s, "torchinfer-server-started")) {
-        if (rtsp_ && !draining_) rtsp_->start();
-        if (aravis_ && !draining_) aravis_->start();
-      } else if (gst_structure_has_name(s, "torchinfer-server-not-started")) {
-        bool said = false;  // the element's error, just before, said why
-        {
-          std::lock_guard<std::mutex> lock(mu_);
-          said = health_.state() == StreamState::kFailed;
-        }
-        if (!said) fail("the pipeline cannot start");
-      } else if (gst_structure_has_name(s, "torchinfer-rtsp-lost")) {
-        const char* reason = gst_structure_get_string(s, "reason");
-        std::lock_guard<std::mutex> lock(mu_);
-        health_.on_source_lost(std::string("rtsp: ") + (reason ? reason : "lost"));
-      } else if (gst_structure_has_name(s, "torchinfer-rtsp-resumed")) {
-        std::lock_guard<std::mutex> lock(mu_);
-        health_.on_source_resumed();
-      } else {
-        handle_camera_message(s);
-      }
+    case GST_MESSAGE_APPLICATION:
+      handle_app_message(gst_message_get_structure(msg));
       break;
-    }
     default:
       break;
+  }
+}
+
+// The asynchronous start's outcome (play_async) and the RTSP source's news.
+void Camera::handle_app_message(const GstStructure* s) {
+  if (gst_structure_has_name(s, "torchinfer-server-started")) {
+    if (rtsp_ && !draining_) rtsp_->start();
+    if (aravis_ && !draining_) aravis_->start();
+  } else if (gst_structure_has_name(s, "torchinfer-server-not-started")) {
+    bool said = false;  // the element's error, just before, said why
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      said = health_.state() == StreamState::kFailed;
+    }
+    if (!said) fail("the pipeline cannot start");
+  } else if (gst_structure_has_name(s, "torchinfer-rtsp-lost")) {
+    const char* reason = gst_structure_get_string(s, "reason");
+    std::lock_guard<std::mutex> lock(mu_);
+    health_.on_source_lost(std::string("rtsp: ") + (reason ? reason : "lost"));
+  } else if (gst_structure_has_name(s, "torchinfer-rtsp-resumed")) {
+    std::lock_guard<std::mutex> lock(mu_);
+    health_.on_source_resumed();
+  } else {
+    handle_camera_message(s);
   }
 }
 
@@ -605,6 +574,7 @@ void Camera::shutdown(double timeout_s) {
   gst_element_set_state(pipeline_, GST_STATE_NULL);
   release_latest();
   if (evidence_) evidence_->finish();
+  if (parts_) parts_->finish();  // the parts on the belt get their pulses first
 }
 
 // The latest frame may hold the last reference to an Aravis stream, whose
@@ -617,282 +587,6 @@ void Camera::release_latest() {
     std::swap(last, latest_);
   }
   if (last) gst_sample_unref(last);
-}
-
-std::uint64_t Camera::frames_inferred() const {
-  GstStructure* s = infer_stats(infer_);
-  const std::uint64_t n = stat_u64(s, "frames-inferred");
-  if (s) gst_structure_free(s);
-  return n;
-}
-
-// torchpublish's counters, for the publish-loss alert (deploy/prometheus).
-void Camera::read_mqtt_counters(StreamFigures& f) const {
-  if (spec_.mqtt_topic.empty() || !pipeline_) return;
-  GstElement* mqtt = gst_bin_get_by_name(GST_BIN(pipeline_), "mqtt");
-  if (!mqtt) return;
-  guint64 published = 0, failed = 0, dropped = 0;
-  g_object_get(mqtt, "published", &published, "failed", &failed, "dropped", &dropped, nullptr);
-  gst_object_unref(mqtt);
-  f.mqtt = true;
-  f.mqtt_published = published;
-  f.mqtt_failed = failed;
-  f.mqtt_dropped = dropped;
-}
-
-namespace {
-
-// A machine-vision camera's own counters; a running camera whose frames
-// do not reach the analysis takes its condition as state (camera_health.h).
-void read_camera_counters(const AravisCounters& c, StreamFigures& f) {
-  f.camera = true;
-  f.camera_frames_received = c.frames.received;
-  f.camera_frames_incomplete = c.frames.incomplete;
-  f.camera_frames_missing = c.frames.missing;
-  f.camera_frames_overflow = c.overflow;
-  f.camera_packets_missing = c.packets_missing;
-  f.camera_packets_resent = c.packets_resent;
-  f.camera_triggers = c.triggers;
-  f.camera_trigger_failures = c.trigger_failures;
-  f.camera_lost_ratio = c.health.lost_ratio;
-  f.camera_since_frame_s = c.health.since_frame_s;
-  if (f.state == "running" && c.health.condition != CameraCondition::kOk)
-    f.state = to_string(c.health.condition);
-}
-
-}  // namespace
-
-StreamFigures Camera::figures() const {
-  StreamFigures f;
-  f.id = spec_.id;
-  f.model = spec_.model;
-  {
-    // Before torchinfer's counters: a frame leaving the pipeline between
-    // the two reads would otherwise make "out" overtake what torchinfer let out.
-    std::lock_guard<std::mutex> lock(mu_);
-    f.frames_out = frames_out_;
-  }
-  GstStructure* s = infer_stats(infer_);
-  // One structure, read at one moment: the counters add up.
-  f.frames_in = stat_u64(s, "frames-in");
-  f.frames_inferred = stat_u64(s, "frames-inferred");
-  f.frames_skipped = stat_u64(s, "frames-skipped");
-  for (std::size_t r = 0; r < kSkipReasons; ++r)
-    f.frames_skipped_by[r] = stat_u64(
-        s, (std::string("frames-skipped-") + to_string(static_cast<SkipReason>(r))).c_str());
-  f.frames_dropped = stat_u64(s, "frames-dropped");
-  f.frames_in_flight = stat_u64(s, "frames-in-flight");
-  f.frames_in_flight_limit = stat_u64(s, "frames-in-flight-limit");
-  f.frames_invalid = stat_u64(s, "frames-invalid");
-  f.frames_saturated = stat_u64(s, "frames-saturated");
-  f.fps = stat_double(s, "fps");
-  if (s) gst_structure_free(s);
-  read_mqtt_counters(f);
-  if (evidence_) evidence_->fill(f);
-  {
-    // Plain copies only under mu_: the streaming thread takes it per frame.
-    std::lock_guard<std::mutex> lock(mu_);
-    f.state = to_string(health_.state());
-    f.latency_p50_s = latency_.quantile(0.5);
-    f.latency_p99_s = latency_.quantile(0.99);
-    f.latency_sum_s = latency_.sum();
-    f.latency_count = latency_.count();
-    f.reconnects = health_.reconnects();
-    f.disconnects = health_.disconnects();
-    f.errors = health_.errors();
-    f.detections = detections_;
-  }
-  if (analytics_) read_counts(analytics_, f.lines, f.zones);
-  if (aravis_) read_camera_counters(aravis_->counters(), f);
-  if (restream_) {
-    f.restream = true;
-    f.restream_clients = restream_->clients();
-    f.restream_frames_sent = restream_->frames_sent();
-    f.restream_frames_dropped = restream_->frames_dropped();
-  }
-  return f;
-}
-
-nlohmann::json Camera::status() const {
-  const StreamFigures f = figures();
-  std::string last_error, previous_error;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    last_error = health_.last_error();
-    previous_error = health_.previous_error();
-  }
-  nlohmann::json skipped_by = nlohmann::json::object();
-  for (std::size_t r = 0; r < kSkipReasons; ++r)
-    skipped_by[to_string(static_cast<SkipReason>(r))] = f.frames_skipped_by[r];
-  nlohmann::json j = {
-      {"id", f.id},
-      {"uri", spec_.uri},
-      {"model", f.model},
-      {"state", f.state},
-      {"last_error", last_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(last_error)},
-      {"previous_error",
-       previous_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(previous_error)},
-      {"fps", f.fps},
-      {"frames",
-       {{"in", f.frames_in},
-        {"inferred", f.frames_inferred},
-        {"skipped", f.frames_skipped},
-        {"skipped_by", skipped_by},
-        {"dropped", f.frames_dropped},
-        {"in_flight", f.frames_in_flight},
-        {"in_flight_limit", f.frames_in_flight_limit},
-        {"out", f.frames_out},
-        {"invalid", f.frames_invalid},
-        {"saturated", f.frames_saturated}}},
-      {"latency_ms", {{"p50", f.latency_p50_s * 1e3}, {"p99", f.latency_p99_s * 1e3}}},
-      {"reconnects", f.reconnects},
-      {"disconnects", f.disconnects},
-      {"detections", f.detections},
-      {"rtsp_url", restream_ ? nlohmann::json(restream_->url()) : nlohmann::json(nullptr)},
-      {"rtsp_clients", f.restream_clients},
-      {"rtsp_frames", {{"sent", f.restream_frames_sent}, {"dropped", f.restream_frames_dropped}}},
-      {"config", to_json(spec_)}};
-  if (aravis_) j["camera"] = camera_status(f);
-  if (evidence_) j["evidence"] = evidence_->status();
-  std::lock_guard<std::mutex> lock(mu_);
-  j["config"] = to_json(spec_with(layout_));
-  j["analytics"] = analytics_ ? counts_json(f.lines, f.zones) : nlohmann::json(nullptr);
-  return j;
-}
-
-StreamSpec Camera::spec_with(const AnalyticsConfig& layout) const {
-  StreamSpec s = spec_;
-  s.analytics = layout;
-  return s;
-}
-
-std::string Camera::layout_path() const {
-  return output_dir_ + "/" + spec_.id + ".analytics.json";
-}
-
-int Camera::set_analytics(const AnalyticsConfig& layout, std::string* why) {
-  if (!analytics_) {
-    *why = "stream '" + spec_.id +
-           "' runs without tracking (\"track\": false): lines and zones count tracked objects; "
-           "add the stream again with \"track\": true";
-    return 409;
-  }
-  std::lock_guard<std::mutex> lock(layout_mu_);  // one writer of the file at a time
-  if (!apply_layout(analytics_, layout_path(), layout, why)) return 500;
-  std::lock_guard<std::mutex> state(mu_);
-  layout_ = layout;
-  return 200;
-}
-
-nlohmann::json Camera::analytics_status() const {
-  const nlohmann::json s = status();
-  const nlohmann::json& c = s["config"];
-  return {{"id", spec_.id},
-          {"lines", c.value("lines", nlohmann::json::array())},
-          {"zones", c.value("zones", nlohmann::json::array())},
-          {"analytics", s["analytics"]}};
-}
-
-nlohmann::json Camera::camera_status(const StreamFigures& f) const {
-  const AravisCounters c = aravis_->counters();
-  nlohmann::json last;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    last = last_result_;
-  }
-  return {{"name", spec_.camera.name},
-          {"acquiring", c.acquiring},
-          {"pixel_format", c.pixel_format},
-          {"width", c.width},
-          {"height", c.height},
-          {"trigger", to_string(spec_.camera.trigger)},
-          {"frames",
-           {{"received", f.camera_frames_received},
-            {"lost", c.frames.lost() + c.overflow},
-            {"incomplete", f.camera_frames_incomplete},
-            {"missing", f.camera_frames_missing},
-            {"overflow", f.camera_frames_overflow}}},
-          {"packets", {{"missing", f.camera_packets_missing}, {"resent", f.camera_packets_resent}}},
-          {"aravis",
-           {{"completed", c.completed},
-            {"failures", c.failures},
-            {"missing_frames", c.missing_frames},
-            {"underruns", c.underruns}}},
-          {"health", health_json(c.health)},
-          {"triggers", f.camera_triggers},
-          {"trigger_failures", c.trigger_failures},
-          {"triggers_pending", c.triggers_pending},
-          {"last_result", last}};
-}
-
-int Camera::trigger(std::string* why) {
-  if (!aravis_) {
-    *why =
-        "stream '" + spec_.id + "' is not a machine-vision camera (aravis://): nothing to trigger";
-    return 409;
-  }
-  if (spec_.camera.trigger != TriggerMode::kSoftware) {
-    *why = "stream '" + spec_.id + "': camera '" + spec_.camera.name + "' is in " +
-           to_string(spec_.camera.trigger) +
-           " mode; a software trigger needs \"trigger\": \"software\"";
-    return 409;
-  }
-  return aravis_->trigger(why);
-}
-
-std::vector<std::uint8_t> Camera::snapshot_jpeg(std::string* why) const {
-  GstSample* sample = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (latest_) sample = gst_sample_ref(latest_);
-  }
-  if (!sample) {
-    *why = "no frame yet";
-    return {};
-  }
-  GstCaps* caps = gst_sample_get_caps(sample);
-  GstBuffer* buf = gst_sample_get_buffer(sample);
-  const GstStructure* st =
-      caps && gst_caps_get_size(caps) ? gst_caps_get_structure(caps, 0) : nullptr;
-  std::vector<std::uint8_t> jpeg;
-  RawImage img;
-  // Drawn here: a machine-vision camera's frames skip torchoverlay (camera.h).
-  if (aravis_ && buf) img.boxes = boxes_of(buf);
-  GstMapInfo map;
-  GstVideoInfo info;
-  GstVideoFrame frame;
-  if (st && buf && gst_structure_has_name(st, "video/x-bayer")) {
-    if (gst_buffer_map(buf, &map, GST_MAP_READ)) {
-      if (bayer_image_of(st, map, &img, why)) jpeg = encode_or_say(img, why);
-      gst_buffer_unmap(buf, &map);
-    } else {
-      *why = "the frame cannot be read";
-    }
-  } else if (!caps || !buf || !gst_video_info_from_caps(&info, caps) ||
-             !raw_format_from_name(gst_video_format_to_string(GST_VIDEO_INFO_FORMAT(&info)),
-                                   &img.format)) {
-    *why = "the frame's format cannot be encoded";
-  } else if (gst_video_frame_map(&frame, &info, buf, GST_MAP_READ)) {
-    img.width = GST_VIDEO_FRAME_WIDTH(&frame);
-    img.height = GST_VIDEO_FRAME_HEIGHT(&frame);
-    for (guint p = 0; p < GST_VIDEO_FRAME_N_PLANES(&frame) && p < 3; ++p) {
-      img.planes[p] = static_cast<const std::uint8_t*>(GST_VIDEO_FRAME_PLANE_DATA(&frame, p));
-      img.strides[p] = GST_VIDEO_FRAME_PLANE_STRIDE(&frame, p);
-    }
-    if (aravis_) img.bits = aravis_->counters().bits;
-    jpeg = encode_or_say(img, why);
-    gst_video_frame_unmap(&frame);
-  } else {
-    *why = "the frame cannot be read";
-  }
-  // Not on the main loop: this may be the last reference (see take_sample).
-  if (pipeline_)
-    gst_element_call_async(
-        pipeline_, [](GstElement*, gpointer p) { gst_sample_unref(static_cast<GstSample*>(p)); },
-        sample, nullptr);
-  else
-    gst_sample_unref(sample);
-  return jpeg;
 }
 
 }  // namespace torchinfer::server

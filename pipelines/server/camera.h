@@ -1,9 +1,12 @@
-// One camera of torchinfer-server: its own GstPipeline (so adding, failing
-// or removing one never changes the state of another), sharing the loaded
-// model with the other cameras through torchinfer's model-instance-id:
+// One camera of torchinfer-server (camera.cpp: its pipeline's build and
+// lifecycle; camera_status.cpp: figures, status and the REST requests): its
+// own GstPipeline (so adding, failing or removing one never changes the
+// state of another), sharing the loaded model with the other cameras
+// through torchinfer's model-instance-id:
 //
 //   source ! videoconvert ! capsfilter ! torchinfer ! torchnms
 //     [! torchtrack ! torchanalytics (lines, zones: camera_analytics.h)]
+//     [! torchcodes (camera_codes.h)] [! torchinfer classifier (parts: camera_parts.h)]
 //     [! torchmetaconvert location=<output_dir>/<id>.jsonl] [! torchpublish topic=...]
 //     ! torchoverlay ! appsink (max-buffers=1 drop=true: the latest annotated frame)
 //
@@ -47,7 +50,9 @@
 #include <vector>
 
 #include "aravis_source.h"
+#include "camera_codes.h"
 #include "camera_evidence.h"
+#include "camera_parts.h"
 #include "restream.h"
 #include "rtsp_source.h"
 #include "server/metrics_text.h"
@@ -73,6 +78,8 @@ class Camera {
     evidence_error_ = std::move(why);
   }
   const std::shared_ptr<CameraEvidence>& evidence() const { return evidence_; }
+  // "parts" with a classifier, before start(): that model (camera_parts.h).
+  void set_classifier(ModelSpec m) { classifier_ = std::move(m); }
   const std::shared_ptr<RestreamFeed>& restream() const { return restream_; }
 
   // Builds the pipeline and asks for PLAYING off the main loop; returns at
@@ -111,10 +118,24 @@ class Camera {
   static GstFlowReturn on_sample(GstAppSink* sink, gpointer user);
   static GstPadProbeReturn before_loop(GstPad* pad, GstPadProbeInfo* info, gpointer user);
   static void on_pad_added(GstElement* decodebin, GstPad* pad, gpointer user);
+  // The pipeline's elements besides the members below (build()'s, owned by
+  // the bin).
+  struct Elements {
+    GstElement *source = nullptr, *decode = nullptr, *caps = nullptr, *tee = nullptr,
+               *nms = nullptr, *track = nullptr, *meta = nullptr, *publish = nullptr,
+               *overlay = nullptr, *sink = nullptr;
+  };
   bool build(std::string* why);
+  GstElement* make_source(GstElement** decode, std::string* why);
+  bool make_elements(Elements& e, std::string* why);
+  void configure(const Elements& e);
+  bool make_chain(const Elements& e, std::vector<GstElement*>& chain, std::string* why);
+  bool link_source(const Elements& e, GstElement* first, std::string* why);
+  bool attach_feeder(GstElement* source, std::string* why);
   GstElement* make(const char* factory, const char* name, std::string* why);
   void read_mqtt_counters(StreamFigures& f) const;
   void handle_message(GstMessage* msg);
+  void handle_app_message(const GstStructure* s);
   void handle_camera_message(const GstStructure* s);
   nlohmann::json camera_status(const StreamFigures& f) const;
   void fail(const std::string& message);
@@ -133,6 +154,9 @@ class Camera {
   const std::shared_ptr<RestreamFeed> restream_;
   std::shared_ptr<CameraEvidence> evidence_;
   std::string evidence_error_;
+  ModelSpec classifier_;                // "parts": the part classifier, if any
+  std::unique_ptr<CameraParts> parts_;  // "parts" (and "plc"), from build()
+  std::unique_ptr<CameraCodes> codes_;  // "codes", from build()
   GstElement* pipeline_ = nullptr;
   GstElement* infer_ = nullptr;      // owned by the pipeline
   GstElement* analytics_ = nullptr;  // torchanalytics ("track": true), a reference of ours

@@ -4,6 +4,7 @@
 
 #include "common/json_file.h"
 #include "common/utf8.h"
+#include "server/line_metrics.h"
 #include "server/source_check.h"
 #include "server/stream_analytics.h"
 
@@ -110,6 +111,8 @@ std::shared_ptr<Camera> ServerApp::launch(const StreamSpec& spec,
   if (spec.restream && restream_) feed = restream_->add(spec.id);
   auto cam = std::make_shared<Camera>(spec, m->spec, config_.output_dir, config_.mqtt, feed);
   if (spec.evidence) attach_evidence(*cam, std::move(store));
+  if (spec.parts && !spec.parts->classifier.empty())
+    cam->set_classifier(model(spec.parts->classifier)->spec);
   cameras_.add(spec.id, cam);
   cam->start();
   return cam;
@@ -393,7 +396,7 @@ std::string ServerApp::metrics() {
     s.models.push_back(f);
   }
   s.process = read_process_figures();
-  return render_prometheus(s);
+  return render_prometheus(s) + render_line_metrics(s);
 }
 
 void ServerApp::begin_drain() {

@@ -4,66 +4,22 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <fstream>
 #include <sstream>
 
+#include "server/exposition.h"
 #include "server/stream_health.h"
 
 namespace torchinfer::server {
 
-std::string escape_label(const std::string& v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\')
-      out += "\\\\";
-    else if (c == '"')
-      out += "\\\"";
-    else if (c == '\n')
-      out += "\\n";
-    else
-      out += c;
-  }
-  return out;
-}
-
 namespace {
 
-// Go's %g-like shortest round trip is not needed; 17 significant digits is
-// exact and promtool parses it.
-std::string num(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
-class Writer {
- public:
-  void family(const std::string& name, const char* type, const std::string& help) {
-    out_ << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n";
-  }
-  void sample(const std::string& name, const std::string& labels, double v) {
-    out_ << name;
-    if (!labels.empty()) out_ << "{" << labels << "}";
-    out_ << " " << num(v) << "\n";
-  }
-  void sample(const std::string& name, const std::string& labels, std::uint64_t v) {
-    out_ << name;
-    if (!labels.empty()) out_ << "{" << labels << "}";
-    out_ << " " << v << "\n";
-  }
-  std::string str() const { return out_.str(); }
-
- private:
-  std::ostringstream out_;
-};
-
-std::string stream_labels(const StreamFigures& s) {
-  return "stream=\"" + escape_label(s.id) + "\",model=\"" + escape_label(s.model) + "\"";
+Labels stream_labels(const StreamFigures& s) {
+  return {{"stream", s.id}, {"model", s.model}};
 }
 
 template <typename Get>
-void stream_counter(Writer& w, const MetricsSnapshot& m, const std::string& name,
+void stream_counter(Exposition& w, const MetricsSnapshot& m, const std::string& name,
                     const std::string& help, Get get) {
   w.family(name, "counter", help);
   for (const auto& s : m.streams)
@@ -71,7 +27,7 @@ void stream_counter(Writer& w, const MetricsSnapshot& m, const std::string& name
 }
 
 template <typename Get>
-void camera_counter(Writer& w, const MetricsSnapshot& m, const std::string& name,
+void camera_counter(Exposition& w, const MetricsSnapshot& m, const std::string& name,
                     const std::string& help, Get get) {
   w.family(name, "counter", help);
   for (const auto& s : m.streams)
@@ -79,7 +35,7 @@ void camera_counter(Writer& w, const MetricsSnapshot& m, const std::string& name
 }
 
 template <typename Get>
-void camera_gauge(Writer& w, const MetricsSnapshot& m, const std::string& name,
+void camera_gauge(Exposition& w, const MetricsSnapshot& m, const std::string& name,
                   const std::string& help, Get get) {
   w.family(name, "gauge", help);
   for (const auto& s : m.streams)
@@ -87,7 +43,7 @@ void camera_gauge(Writer& w, const MetricsSnapshot& m, const std::string& name,
 }
 
 // Machine-vision cameras' health (aravis:// streams only).
-void render_camera_series(Writer& w, const MetricsSnapshot& m) {
+void render_camera_series(Exposition& w, const MetricsSnapshot& m) {
   camera_counter(w, m, "torchinfer_camera_frames_received_total",
                  "Complete frames received from the machine-vision camera.",
                  [](const StreamFigures& s) { return s.camera_frames_received; });
@@ -102,7 +58,7 @@ void render_camera_series(Writer& w, const MetricsSnapshot& m) {
           {"overflow", s.camera_frames_overflow}};
       for (const auto& [reason, n] : reasons)
         w.sample("torchinfer_camera_frames_lost_total",
-                 stream_labels(s) + ",reason=\"" + reason + "\"", n);
+                 stream_labels(s) + Labels{{"reason", reason}}, n);
     }
   camera_counter(w, m, "torchinfer_camera_packets_missing_total",
                  "GVSP packets that never arrived (Aravis' stream statistics).",
@@ -127,15 +83,15 @@ void render_camera_series(Writer& w, const MetricsSnapshot& m) {
 }
 
 template <typename Get>
-void evidence_series(Writer& w, const MetricsSnapshot& m, const std::string& name, const char* type,
-                     const std::string& help, Get get) {
+void evidence_series(Exposition& w, const MetricsSnapshot& m, const std::string& name,
+                     const char* type, const std::string& help, Get get) {
   w.family(name, type, help);
   for (const auto& s : m.streams)
     if (s.evidence) w.sample(name, stream_labels(s), static_cast<std::uint64_t>(get(s)));
 }
 
 // Cameras with "evidence" only (docs/server.md, "Evidence").
-void render_evidence_series(Writer& w, const MetricsSnapshot& m) {
+void render_evidence_series(Exposition& w, const MetricsSnapshot& m) {
   evidence_series(w, m, "torchinfer_stream_evidence_events_total", "counter",
                   "Events the stream kept evidence of (new tracks of its evidence classes).",
                   [](const StreamFigures& s) { return s.evidence_events; });
@@ -148,7 +104,7 @@ void render_evidence_series(Writer& w, const MetricsSnapshot& m) {
             {"crop", s.evidence_crops},
             {"clip", s.evidence_clips}})
         w.sample("torchinfer_stream_evidence_files_total",
-                 stream_labels(s) + ",kind=\"" + kind + "\"", n);
+                 stream_labels(s) + Labels{{"kind", kind}}, n);
   evidence_series(w, m, "torchinfer_stream_evidence_write_failures_total", "counter",
                   "Evidence files lost: not written (disk full, folder unwritable) or never "
                   "made (the recorder's encoder or writer was behind).",
@@ -169,7 +125,7 @@ void render_evidence_series(Writer& w, const MetricsSnapshot& m) {
            {std::pair<const char*, std::uint64_t>{"queue", s.evidence_ring_dropped},
             {"memory", s.evidence_ring_evicted}})
         w.sample("torchinfer_stream_evidence_ring_frames_lost_total",
-                 stream_labels(s) + ",reason=\"" + reason + "\"", n);
+                 stream_labels(s) + Labels{{"reason", reason}}, n);
   evidence_series(w, m, "torchinfer_stream_evidence_clips_short_total", "counter",
                   "Clips shorter than pre_s + post_s by more than a frame.",
                   [](const StreamFigures& s) { return s.evidence_clips_short; });
@@ -181,7 +137,7 @@ void render_evidence_series(Writer& w, const MetricsSnapshot& m) {
 // torchanalytics' counts of the streams' lines and zones. A line or zone
 // changed or removed by PUT /streams/{id}/analytics starts again from 0: a
 // counter reset to Prometheus.
-void render_analytics_series(Writer& w, const MetricsSnapshot& m) {
+void render_analytics_series(Exposition& w, const MetricsSnapshot& m) {
   w.family("torchinfer_line_crossings_total", "counter",
            "Tracked objects that crossed the line, by direction (forward: from the left to the "
            "right of P1->P2) and class.");
@@ -192,8 +148,8 @@ void render_analytics_series(Writer& w, const MetricsSnapshot& m) {
              {std::pair<const char*, std::uint64_t>{"forward", c.forward},
               {"backward", c.backward}})
           w.sample("torchinfer_line_crossings_total",
-                   stream_labels(s) + ",line=\"" + escape_label(l.name) + "\",direction=\"" +
-                       direction + "\",class=\"" + escape_label(label) + "\"",
+                   stream_labels(s) +
+                       Labels{{"line", l.name}, {"direction", direction}, {"class", label}},
                    n);
   const std::pair<const char*, const char*> zone_families[] = {
       {"torchinfer_zone_entries_total", "Tracked objects that entered the zone."},
@@ -203,31 +159,27 @@ void render_analytics_series(Writer& w, const MetricsSnapshot& m) {
     const bool entries = std::string(name) == "torchinfer_zone_entries_total";
     for (const auto& s : m.streams)
       for (const ZoneCounts& z : s.zones)
-        w.sample(name, stream_labels(s) + ",zone=\"" + escape_label(z.name) + "\"",
-                 entries ? z.entered : z.exited);
+        w.sample(name, stream_labels(s) + Labels{{"zone", z.name}}, entries ? z.entered : z.exited);
   }
   w.family("torchinfer_zone_objects", "gauge", "Tracked objects inside the zone now.");
   for (const auto& s : m.streams)
     for (const ZoneCounts& z : s.zones)
-      w.sample("torchinfer_zone_objects",
-               stream_labels(s) + ",zone=\"" + escape_label(z.name) + "\"", z.inside);
+      w.sample("torchinfer_zone_objects", stream_labels(s) + Labels{{"zone", z.name}}, z.inside);
 }
 
-}  // namespace
-
-std::string render_prometheus(const MetricsSnapshot& m) {
-  Writer w;
+// The server's stream counts and each stream's state.
+void render_server_series(Exposition& w, const MetricsSnapshot& m) {
   w.family("torchinfer_streams", "gauge", "Streams configured now.");
-  w.sample("torchinfer_streams", "", static_cast<std::uint64_t>(m.streams.size()));
+  w.sample("torchinfer_streams", {}, static_cast<std::uint64_t>(m.streams.size()));
   w.family("torchinfer_streams_max", "gauge", "Most streams the server accepts (max_streams).");
-  w.sample("torchinfer_streams_max", "", static_cast<std::uint64_t>(m.max_streams));
+  w.sample("torchinfer_streams_max", {}, static_cast<std::uint64_t>(m.max_streams));
   w.family("torchinfer_streams_stopping", "gauge",
            "Removed streams still shutting down (draining into their outputs).");
-  w.sample("torchinfer_streams_stopping", "", static_cast<std::uint64_t>(m.streams_stopping));
+  w.sample("torchinfer_streams_stopping", {}, static_cast<std::uint64_t>(m.streams_stopping));
   w.family("torchinfer_streams_added_total", "counter", "Streams added since start.");
-  w.sample("torchinfer_streams_added_total", "", m.streams_added);
+  w.sample("torchinfer_streams_added_total", {}, m.streams_added);
   w.family("torchinfer_streams_removed_total", "counter", "Streams removed since start.");
-  w.sample("torchinfer_streams_removed_total", "", m.streams_removed);
+  w.sample("torchinfer_streams_removed_total", {}, m.streams_removed);
 
   w.family("torchinfer_stream_state", "gauge",
            "1 for the state the stream is in (starting, running, reconnecting, ended, failed, "
@@ -235,9 +187,13 @@ std::string render_prometheus(const MetricsSnapshot& m) {
   for (const auto& s : m.streams)
     for (int i = 0; i < kStreamStateCount; ++i) {
       const std::string st = to_string(static_cast<StreamState>(i));
-      w.sample("torchinfer_stream_state", stream_labels(s) + ",state=\"" + st + "\"",
+      w.sample("torchinfer_stream_state", stream_labels(s) + Labels{{"state", st}},
                static_cast<std::uint64_t>(s.state == st));
     }
+}
+
+// torchinfer's frame accounting and latency per stream.
+void render_frame_series(Exposition& w, const MetricsSnapshot& m) {
   stream_counter(w, m, "torchinfer_stream_frames_in_total", "Frames that entered torchinfer.",
                  [](const StreamFigures& s) { return s.frames_in; });
   stream_counter(w, m, "torchinfer_stream_frames_inferred_total",
@@ -249,7 +205,7 @@ std::string render_prometheus(const MetricsSnapshot& m) {
   for (const auto& s : m.streams)
     for (std::size_t r = 0; r < kSkipReasons; ++r)
       w.sample("torchinfer_stream_frames_skipped_total",
-               stream_labels(s) + ",reason=\"" + to_string(static_cast<SkipReason>(r)) + "\"",
+               stream_labels(s) + Labels{{"reason", to_string(static_cast<SkipReason>(r))}},
                s.frames_skipped_by[r]);
   stream_counter(w, m, "torchinfer_stream_frames_dropped_total",
                  "Frames that entered torchinfer and never left (flushed by a seek or stop, "
@@ -283,20 +239,19 @@ std::string render_prometheus(const MetricsSnapshot& m) {
   w.family("torchinfer_stream_latency_seconds", "summary",
            "Queue + preprocessing + inference time of inferred frames; quantiles over the "
            "latest 1024.");
-  for (const auto& s : m.streams) {
-    w.sample("torchinfer_stream_latency_seconds", stream_labels(s) + ",quantile=\"0.5\"",
-             s.latency_p50_s);
-    w.sample("torchinfer_stream_latency_seconds", stream_labels(s) + ",quantile=\"0.99\"",
-             s.latency_p99_s);
-    w.sample("torchinfer_stream_latency_seconds_sum", stream_labels(s), s.latency_sum_s);
-    w.sample("torchinfer_stream_latency_seconds_count", stream_labels(s), s.latency_count);
-  }
+  for (const auto& s : m.streams)
+    w.summary(stream_labels(s), {{0.5, s.latency_p50_s}, {0.99, s.latency_p99_s}}, s.latency_count,
+              s.latency_sum_s);
+}
+
+// What the streams put out: detections, the RTSP re-stream.
+void render_output_series(Exposition& w, const MetricsSnapshot& m) {
   w.family("torchinfer_stream_detections_total", "counter",
            "Detections on inferred frames, per class.");
   for (const auto& s : m.streams)
     for (const auto& [label, n] : s.detections)
-      w.sample("torchinfer_stream_detections_total",
-               stream_labels(s) + ",class=\"" + escape_label(label) + "\"", n);
+      w.sample("torchinfer_stream_detections_total", stream_labels(s) + Labels{{"class", label}},
+               n);
   w.family("torchinfer_stream_restream_clients", "gauge",
            "RTSP clients watching the stream's re-stream now (streams with restream on).");
   for (const auto& s : m.streams)
@@ -316,28 +271,26 @@ std::string render_prometheus(const MetricsSnapshot& m) {
     if (s.restream)
       w.sample("torchinfer_stream_restream_frames_dropped_total", stream_labels(s),
                s.restream_frames_dropped);
+}
 
-  render_camera_series(w, m);
-  render_evidence_series(w, m);
-  render_analytics_series(w, m);
-
+// The models, and the streams' MQTT messages.
+void render_model_series(Exposition& w, const MetricsSnapshot& m) {
   w.family("torchinfer_model_loaded", "gauge", "1 when the model is loaded.");
   for (const auto& md : m.models)
-    w.sample("torchinfer_model_loaded", "model=\"" + escape_label(md.id) + "\"",
+    w.sample("torchinfer_model_loaded", Labels{{"model", md.id}},
              static_cast<std::uint64_t>(md.loaded));
   w.family("torchinfer_model_load_seconds", "gauge",
            "Time to load, optimise and warm up the model.");
   for (const auto& md : m.models)
-    w.sample("torchinfer_model_load_seconds", "model=\"" + escape_label(md.id) + "\"",
-             md.load_seconds);
+    w.sample("torchinfer_model_load_seconds", Labels{{"model", md.id}}, md.load_seconds);
   w.family("torchinfer_model_streams", "gauge", "Streams sharing the model now.");
   for (const auto& md : m.models)
-    w.sample("torchinfer_model_streams", "model=\"" + escape_label(md.id) + "\"",
+    w.sample("torchinfer_model_streams", Labels{{"model", md.id}},
              static_cast<std::uint64_t>(md.streams));
   w.family("torchinfer_model_frames_inferred_total", "counter",
            "Frames the model inferred, every stream since start (removed ones included).");
   for (const auto& md : m.models)
-    w.sample("torchinfer_model_frames_inferred_total", "model=\"" + escape_label(md.id) + "\"",
+    w.sample("torchinfer_model_frames_inferred_total", Labels{{"model", md.id}},
              md.frames_inferred);
 
   w.family("torchinfer_stream_mqtt_messages_total", "counter",
@@ -350,28 +303,45 @@ std::string render_prometheus(const MetricsSnapshot& m) {
             {"failed", s.mqtt_failed},
             {"dropped", s.mqtt_dropped}})
         w.sample("torchinfer_stream_mqtt_messages_total",
-                 stream_labels(s) + ",result=\"" + result + "\"", n);
+                 stream_labels(s) + Labels{{"result", result}}, n);
+}
 
+// REST replies and the process (the standard process_* names).
+void render_process_series(Exposition& w, const MetricsSnapshot& m) {
   w.family("torchinfer_http_requests_total", "counter", "REST requests answered, by status code.");
   for (const auto& [code, n] : m.http_requests)
-    w.sample("torchinfer_http_requests_total", "code=\"" + escape_label(code) + "\"", n);
+    w.sample("torchinfer_http_requests_total", Labels{{"code", code}}, n);
 
   const ProcessFigures& p = m.process;
   w.family("process_cpu_seconds_total", "counter", "User and system CPU time spent in seconds.");
-  w.sample("process_cpu_seconds_total", "", p.cpu_seconds);
+  w.sample("process_cpu_seconds_total", {}, p.cpu_seconds);
   w.family("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
-  w.sample("process_resident_memory_bytes", "", p.resident_bytes);
+  w.sample("process_resident_memory_bytes", {}, p.resident_bytes);
   w.family("process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.");
-  w.sample("process_virtual_memory_bytes", "", p.virtual_bytes);
+  w.sample("process_virtual_memory_bytes", {}, p.virtual_bytes);
   w.family("process_open_fds", "gauge", "Number of open file descriptors.");
-  w.sample("process_open_fds", "", p.open_fds);
+  w.sample("process_open_fds", {}, p.open_fds);
   w.family("process_max_fds", "gauge", "Maximum number of open file descriptors.");
-  w.sample("process_max_fds", "", p.max_fds);
+  w.sample("process_max_fds", {}, p.max_fds);
   w.family("process_threads", "gauge", "Number of OS threads in the process.");
-  w.sample("process_threads", "", static_cast<std::uint64_t>(p.threads));
+  w.sample("process_threads", {}, static_cast<std::uint64_t>(p.threads));
   w.family("process_start_time_seconds", "gauge",
            "Start time of the process since unix epoch in seconds.");
-  w.sample("process_start_time_seconds", "", p.start_time_seconds);
+  w.sample("process_start_time_seconds", {}, p.start_time_seconds);
+}
+
+}  // namespace
+
+std::string render_prometheus(const MetricsSnapshot& m) {
+  Exposition w;
+  render_server_series(w, m);
+  render_frame_series(w, m);
+  render_output_series(w, m);
+  render_camera_series(w, m);
+  render_evidence_series(w, m);
+  render_analytics_series(w, m);
+  render_model_series(w, m);
+  render_process_series(w, m);
   return w.str();
 }
 

@@ -1,4 +1,5 @@
-// The Prometheus text exposition (format 0.0.4) of a server's figures:
+// The Prometheus text exposition (format 0.0.4, written by prometheus-cpp:
+// server/exposition.h) of a server's figures:
 // per-stream and per-model counters, gauges and latency summaries, and the
 // process's CPU, memory and descriptors under the standard process_* names.
 // The glue gathers a MetricsSnapshot; rendering is pure and tested here
@@ -64,6 +65,17 @@ struct StreamFigures {
   // zones, as on its latest frame.
   std::vector<LineCounts> lines;
   std::vector<ZoneCounts> zones;
+  // "parts": decided parts by verdict; "plc": the PLC output's counters
+  // (lineio/line_output.h), rendered by server/line_metrics.h.
+  bool parts = false, plc = false, plc_connected = false;
+  std::map<std::string, std::uint64_t> parts_decided;  // "pass", "reject", "incomplete"
+  std::map<std::string, std::uint64_t> plc_pulses;     // by output: reject, pass, recheck
+  std::uint64_t plc_pulses_lost = 0, plc_late_parts = 0, plc_write_failures = 0;
+  double plc_encoder_age_s = -1;  // since the last encoder reading; -1: none (or no encoder)
+  // "codes": torchcodes' counters and the streaming thread's time in it.
+  bool codes = false;
+  std::uint64_t codes_read = 0, codes_failed = 0, codes_tried = 0, codes_late = 0;
+  double codes_read_seconds = 0;
 };
 
 struct ModelFigures {
@@ -91,9 +103,6 @@ struct MetricsSnapshot {
 };
 
 std::string render_prometheus(const MetricsSnapshot& m);
-
-// A label value escaped for the text format (backslash, quote, newline).
-std::string escape_label(const std::string& v);
 
 // The process's own figures from /proc/self (Linux).
 ProcessFigures read_process_figures();

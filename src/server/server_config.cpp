@@ -344,6 +344,22 @@ Roi parse_roi(Fields& f, const std::string& origin) {
   return roi;
 }
 
+// "parts" and "plc" (server/line_spec.h).
+void parse_line(const Fields& f, const std::vector<ModelSpec>& models, const std::string& origin,
+                StreamSpec& s) {
+  std::vector<std::string> ids;
+  for (const auto& m : models) ids.push_back(m.id);
+  if (f.has("parts"))
+    s.parts = parse_parts_spec(f.raw("parts"), f.path("parts"), origin, ids, s.track);
+  if (f.has("plc"))
+    s.plc = parse_plc_spec(f.raw("plc"), f.path("plc"), origin, s.parts.has_value());
+  if (f.has("codes")) s.codes = parse_codes_spec(f.raw("codes"), f.path("codes"), origin);
+  if (s.codes && s.kind == SourceKind::kAravis)
+    f.fail("codes",
+           "not available for aravis:// cameras yet: torchcodes reads YUY2, NV12, I420 "
+           "or GRAY8, and these cameras' Bayer/GRAY16 frames go to the analysis as they come");
+}
+
 }  // namespace
 
 StreamSpec parse_stream_spec(const json& j, const std::vector<ModelSpec>& models,
@@ -354,7 +370,7 @@ StreamSpec parse_stream_spec(const json& j, const std::vector<ModelSpec>& models
            {"id", "uri", "model", "loop", "confidence_threshold", "iou_threshold",
             "inference_interval", "roi", "track", "json", "mqtt_topic", "restream",
             "pixel_format", "exposure_us", "gain_db", "packet_size", "trigger", "lines",
-            "zones", "evidence"});
+            "zones", "evidence", "parts", "plc", "codes"});
   // clang-format on
   StreamSpec s;
   s.id = f.str("id", true);
@@ -391,6 +407,7 @@ StreamSpec parse_stream_spec(const json& j, const std::vector<ModelSpec>& models
     s.evidence = parse_evidence_spec(f.raw("evidence"), f.path("evidence"), origin, s.track,
                                      s.kind == SourceKind::kAravis);
   parse_layout(f, j, prefix, origin, s);
+  parse_line(f, models, origin, s);
   return s;
 }
 
@@ -498,6 +515,9 @@ json to_json(const StreamSpec& s) {
       j["trigger"] = to_string(c.trigger);
   }
   if (s.evidence) j["evidence"] = to_json(*s.evidence);
+  if (s.parts) j["parts"] = to_json(*s.parts);
+  if (s.plc) j["plc"] = s.plc->settings;
+  if (s.codes) j["codes"] = to_json(*s.codes);
   return j;
 }
 

@@ -15,7 +15,9 @@
 #include "common/error.h"
 #include "common/field_error.h"
 #include "server/camera_settings.h"
+#include "server/codes_spec.h"
 #include "server/evidence_spec.h"
+#include "server/line_spec.h"
 
 namespace torchinfer::server {
 
@@ -64,6 +66,12 @@ struct StreamSpec {
   // torchanalytics' lines and zones (server/stream_analytics.h), frame
   // pixels; "track": true only. PUT /streams/{id}/analytics replaces them.
   AnalyticsConfig analytics;
+  // One verdict per tracked part (needs track), and those verdicts to a PLC
+  // (needs parts): server/line_spec.h.
+  std::optional<PartsSpec> parts;
+  std::optional<PlcSpec> plc;
+  // torchcodes after the tracking (server/codes_spec.h).
+  std::optional<CodesSpec> codes;
 };
 
 struct MqttSpec {
