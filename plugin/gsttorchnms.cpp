@@ -29,8 +29,10 @@
 #include "decode/classification.h"
 #include "decode/containment.h"
 #include "decode/detection.h"
+#include "decode/yolov8_seg.h"
 #include "element-errors.h"
 #include "gst/torchinfer/torchinfer-meta.h"
+#include "mask-param.h"
 #include "tensor-views.h"
 #include "torchnms-properties.h"
 
@@ -76,6 +78,8 @@ Decoder to_decoder(GstTorchNmsDecoder d) {
       return Decoder::kSsd;
     case GST_TORCHNMS_DECODER_CLASSIFICATION:
       return Decoder::kClassification;
+    case GST_TORCHNMS_DECODER_YOLOV8_SEG:
+      return Decoder::kYolov8Seg;
     default:
       return Decoder::kYolov5;
   }
@@ -194,7 +198,7 @@ static GstFlowReturn fail_decode(GstTorchNms* self, const std::string& what,
 
 // One decoded frame: counters, decode time, and a stats message when due.
 static void record_decode(GstTorchNms* self, Clock::time_point t0, std::size_t detections,
-                          std::size_t contained = 0) {
+                          std::size_t contained = 0, const MaskCounts* masks = nullptr) {
   State& st = *self->state;
   const auto now = Clock::now();
   GstStructure* due = nullptr;
@@ -204,6 +208,12 @@ static void record_decode(GstTorchNms* self, Clock::time_point t0, std::size_t d
     ++st.status.frames;
     st.status.detections += detections;
     st.status.contained += contained;
+    if (masks) {
+      st.status.masks += detections;
+      st.status.masks_empty += masks->empty;
+      st.status.masks_full += masks->full;
+      st.status.masks_invalid += masks->invalid;
+    }
     const guint interval = st.settings.stats_interval_ms;
     if (interval > 0 && now - st.last_stats_post >= std::chrono::milliseconds(interval)) {
       st.last_stats_post = now;
@@ -284,11 +294,21 @@ static void detect(GstTorchNms* self, GstBuffer* buf, const GstTorchTensorMeta* 
   m.input_height = static_cast<int>(meta->input_height);
   std::vector<Detection> dets = decode_detections(*r.decoder, views, r.options, m);
   const std::size_t contained = suppress_contained(dets, self->state->active.suppress_contained);
-  for (const Detection& d : dets)
-    gst_buffer_add_torch_detection(buf, d.label.c_str(), d.label_id, d.confidence, d.x_min, d.y_min,
-                                   d.x_max, d.y_max, meta->frame_width, meta->frame_height);
+  // Masks of the detections kept (after NMS and suppress-contained) only.
+  const bool seg = *r.decoder == Decoder::kYolov8Seg;
+  const double threshold = self->state->active.mask_threshold;
+  MaskCounts counts;
+  const std::vector<Mask> masks =
+      seg ? decode_masks(views, dets, m, threshold, &counts) : std::vector<Mask>();
+  for (std::size_t i = 0; i < dets.size(); ++i) {
+    const Detection& d = dets[i];
+    GstVideoRegionOfInterestMeta* roi = gst_buffer_add_torch_detection(
+        buf, d.label.c_str(), d.label_id, d.confidence, d.x_min, d.y_min, d.x_max, d.y_max,
+        meta->frame_width, meta->frame_height);
+    if (roi && seg) gst::add_mask_param(roi, masks[i], threshold);
+  }
   GST_LOG_OBJECT(self, "%zu detections, %zu inside another", dets.size(), contained);
-  record_decode(self, t0, dets.size(), contained);
+  record_decode(self, t0, dets.size(), contained, seg ? &counts : nullptr);
 }
 
 // A failure while decoding: bad tensors fail the frame; a sidecar named by
@@ -321,11 +341,12 @@ static GstFlowReturn gst_torchnms_transform_ip(GstBaseTransform* trans, GstBuffe
     if (!st.resolved || st.resolved->model != model) {
       st.resolved = resolve(self, model);
       if (!st.resolved->decoder)
-        return fail_decode(self,
-                           "No decoder for model '" + model +
-                               "': set decoder=yolov5|yolov8|ssd|classification on torchnms or "
-                               "\"decoder\" in the model's sidecar.",
-                           model);
+        return fail_decode(
+            self,
+            "No decoder for model '" + model +
+                "': set decoder=yolov5|yolov8|yolov8-seg|ssd|classification on torchnms or "
+                "\"decoder\" in the model's sidecar.",
+            model);
       if (*st.resolved->decoder != Decoder::kClassification)
         check_detection_layout(*st.resolved->decoder, views);
     }
