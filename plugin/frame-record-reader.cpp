@@ -8,6 +8,7 @@
 #include "anomaly-map-view.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "gsttorchtrack.h"
+#include "mask-param.h"
 #include "structure-arrays.h"
 #include "tensor-views.h"
 
@@ -175,6 +176,8 @@ void read_detections(GstBuffer* buf, bool anomaly_regions, FrameRecord& r) {
     read_roi_anomaly(buf, reinterpret_cast<GstVideoRegionOfInterestMeta*>(m), anomaly_regions, rec);
     rec.code =
         code_record(gst_torch_roi_get_code(reinterpret_cast<GstVideoRegionOfInterestMeta*>(m)));
+    rec.mask =
+        read_mask_param(gst_torch_roi_get_mask(reinterpret_cast<GstVideoRegionOfInterestMeta*>(m)));
     r.detections.push_back(std::move(rec));
   }
 }

@@ -341,3 +341,31 @@ TEST(TorchNmsSegErrors, SegDecoderOnAOneOutputModelIsOneClearError) {
   ASSERT_TRUE(e.set);
   EXPECT_NE(e.message.find("exactly two outputs"), std::string::npos) << e.message;
 }
+
+TEST(TorchNmsSeg, JsonLineCarriesEachMaskWithItsCalibratedArea) {
+  const json want = read_json("seg_fixed.expected.json")["stretch_128x128"]["detections"];
+  const std::string out = testing::TempDir() + "seg_masks.jsonl";
+  const std::string caps = caps_of(128, 128);
+  const std::string line = "torchinfer precision=fp32 model=" + model("seg_fixed.pt") +
+                           " ! torchnms ! torchmetaconvert mm-per-pixel=0.25 location=" + out;
+  GstHarness* h = gst_harness_new_parse(line.c_str());
+  gst_harness_set_src_caps_str(h, caps.c_str());
+  gst_buffer_unref(gst_harness_push_and_pull(h, frame_of(caps)));
+  gst_harness_teardown(h);
+  std::ifstream f(out);
+  std::string text;
+  ASSERT_TRUE(std::getline(f, text));
+  const json j = json::parse(text);
+  ASSERT_EQ(j["detections"].size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const json& m = j["detections"][i]["mask"];
+    const json& k = want[i]["mask"];
+    EXPECT_EQ(m["area"], k["area"]) << i;
+    EXPECT_DOUBLE_EQ(m["area_mm2"].get<double>(), k["area"].get<double>() * 0.0625) << i;
+    EXPECT_EQ(m["rle"], k["rle"]) << i;
+    for (const char* key : {"x", "y", "width", "height"}) EXPECT_EQ(m[key], k[key]) << key;
+  }
+  // p0: +4 on cells 3..6 x 2..7 crosses 0 exactly on the box (48 x 32 pixels);
+  // bilinear sampling rounds each corner off by 6 pixels.
+  EXPECT_EQ(j["detections"][0]["mask"]["area"], 48 * 32 - 4 * 6);
+}
