@@ -15,6 +15,8 @@
 
 #include "element_helpers.h"
 #include "gst/torchinfer/torchinfer-meta.h"
+#include "overlay/draw.h"
+#include "overlay/heatmap.h"
 
 using namespace torchinfer::test;
 using json = nlohmann::json;
@@ -368,4 +370,28 @@ TEST(TorchNmsSeg, JsonLineCarriesEachMaskWithItsCalibratedArea) {
   // p0: +4 on cells 3..6 x 2..7 crosses 0 exactly on the box (48 x 32 pixels);
   // bilinear sampling rounds each corner off by 6 pixels.
   EXPECT_EQ(j["detections"][0]["mask"]["area"], 48 * 32 - 4 * 6);
+}
+
+TEST(TorchNmsSeg, OverlayFillsMasksTranslucently) {
+  const std::string caps = caps_of(128, 128);
+  const std::string line =
+      "torchinfer precision=fp32 model=" + model("seg_fixed.pt") + " ! torchnms ! torchoverlay";
+  GstHarness* h = gst_harness_new_parse(line.c_str());
+  gst_harness_set_src_caps_str(h, caps.c_str());
+  GstBuffer* out = gst_harness_push_and_pull(h, frame_of(caps));
+  GstMapInfo map;
+  ASSERT_TRUE(gst_buffer_map(out, &map, GST_MAP_READ));
+  auto px = [&](int x, int y, int c) { return map.data[(y * 128 + x) * 3 + c]; };
+  // (40, 40): inside detection 0's mask (box 16..64 x 24..56), 0.4 of its
+  // class colour over the grey frame; (4, 4) lies in no box.
+  const torchinfer::Rgb c = torchinfer::class_colour(0);
+  EXPECT_EQ(px(40, 40, 0), torchinfer::blend_sample(128, c.r, 0.4));
+  EXPECT_EQ(px(40, 40, 1), torchinfer::blend_sample(128, c.g, 0.4));
+  EXPECT_EQ(px(40, 40, 2), torchinfer::blend_sample(128, c.b, 0.4));
+  EXPECT_EQ(px(4, 4, 0), 128);
+  // (100, 24): in detection 2's box (92..116 x 16..32), whose mask is empty.
+  EXPECT_EQ(px(100, 24, 0), 128);
+  gst_buffer_unmap(out, &map);
+  gst_buffer_unref(out);
+  gst_harness_teardown(h);
 }
