@@ -51,6 +51,7 @@ struct ReadRules {
   bool classifier = true;     // evidence from the classifier
   bool defect_boxes = false;  // evidence from the detector's defect boxes
   bool anomaly = false;       // the anomaly model's results on the parts
+  double mm_per_pixel = 0;    // > 0: defect boxes' mask areas in mm² (QaDefectBox::area_mm2)
 };
 
 // `index` is the frame's number in the stream. The frame size comes from

@@ -72,7 +72,13 @@ void add_judge_entries(Options& o, Strings& s, std::vector<GOptionEntry>& e) {
        "0.5)",
        "0..1"},
       {"part-threshold", 0, 0, G_OPTION_ARG_DOUBLE, &o.part_threshold,
-       "least confidence of a part detection that is judged (default 0.5)", "0..1"}};
+       "least confidence of a part detection that is judged (default 0.5)", "0..1"},
+      {"max-defect-area-mm2", 0, 0, G_OPTION_ARG_DOUBLE, &o.max_defect_area_mm2,
+       "with --classifier none and a segmentation detector (decoder yolov8-seg): reject a part "
+       "only for a defect whose mask is larger than this many square mm (needs --mm-per-pixel)",
+       "MM2"},
+      {"mm-per-pixel", 0, 0, G_OPTION_ARG_DOUBLE, &o.mm_per_pixel,
+       "the camera's calibration: one frame pixel is this many mm on the belt", "MM"}};
   e.insert(e.end(), std::begin(entries), std::end(entries));
 }
 

@@ -42,6 +42,12 @@
 //   when it leaves the view. A track that ends, or is still open at the end
 //   of the stream, without having crossed is not decided: it is counted in
 //   QaCounts::not_at_gate (or as a duplicate), never silently lost.
+// - Defect area (kMax with QaRules::max_defect_area_mm2, a segmentation
+//   detector's masks): the defects that reject are then not the defect
+//   classes reaching defect_threshold but those of them whose largest mask,
+//   over the part's judged whole views, is larger than max_defect_area_mm2
+//   (QaDecision::defect_area_mm2); one defect "defect_area" with the
+//   largest such area rejects the part. Smaller defects pass.
 // - Verdict: "incomplete" if never judged whole; else reject / pass.
 #pragma once
 
@@ -68,6 +74,8 @@ struct QaRules {
   double nested_cover = 0.7;
   double edge_margin = 2;
   bool at_gate = false;  // decide at the gate crossing only (see the rules above)
+  // kMax: reject on defect masks larger than this (mm², see the rules above).
+  std::optional<double> max_defect_area_mm2;
 };
 
 // Throws std::invalid_argument on rules that cannot work (thresholds outside
@@ -98,6 +106,9 @@ struct QaPart {
   std::map<std::string, double> evidence;  // label -> confidence on this frame
   // The anomaly model's result of this frame's own (not reused) for it.
   std::optional<QaAnomalyView> anomaly;
+  // label -> largest mask area (mm²) of the defect boxes given to it
+  // (attach_defect_boxes; boxes with a mask only).
+  std::map<std::string, double> defect_area_mm2;
 };
 
 // A track crossing the gate line on this frame (torchanalytics' direction).
@@ -143,6 +154,9 @@ struct QaDecision {
   std::int64_t first_frame = 0, last_frame = 0;
   int frames_seen = 0, frames_whole = 0, frames_judged = 0;
   std::optional<QaAnomalyVerdict> anomaly;  // QaRules::anomaly and a view judged
+  // max_defect_area_mm2: per defect class, its largest mask over the judged
+  // whole views (mm²).
+  std::map<std::string, double> defect_area_mm2;
 };
 
 struct QaCounts {
@@ -157,9 +171,11 @@ struct QaDefectBox {
   std::string label;
   double confidence = 0;
   Box box;
+  std::optional<double> area_mm2;  // its mask's area, when it has one and a calibration
 };
 // Adds to each part's evidence the best confidence per defect class among
-// the boxes given to it. Boxes whose centre lies in no part are dropped.
+// the boxes given to it, and to defect_area_mm2 the largest mask area per
+// class. Boxes whose centre lies in no part are dropped.
 void attach_defect_boxes(std::vector<QaPart>& parts, const std::vector<QaDefectBox>& defects);
 
 class PartVerdicts {
@@ -198,6 +214,7 @@ class PartVerdicts {
   void add_whole_view(Part& t, const QaPart& p, std::int64_t frame);
   void add_anomaly(Part& t, const QaAnomalyView& v, std::int64_t frame);
   void decide_anomaly(Part& p);
+  void decide_defect_area(QaDecision& d) const;
 
   QaRules rules_;
   std::map<int, Part> open_;
