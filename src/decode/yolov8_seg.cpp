@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "common/error.h"
 
@@ -83,17 +84,18 @@ void accumulate(const T* protos, const std::vector<double>& coef, int h, int w, 
   }
 }
 
-// Appends a pixel to the runs (background first).
+// Appends pixels to the runs (background first).
 struct RunWriter {
   std::vector<std::uint32_t>& runs;
   bool current = false;
-  void push(bool set) {
+  void push(bool set, std::uint32_t n = 1) {
+    if (n == 0) return;
     if (runs.empty()) runs.push_back(0);
     if (set != current) {
       runs.push_back(0);
       current = set;
     }
-    ++runs.back();
+    runs.back() += n;
   }
 };
 
@@ -110,29 +112,58 @@ Grid grid_of(const Detection& d, const FrameMapping& m) {
   return g;
 }
 
+// Rows of cell values interpolated across at every pixel column: the
+// bilinear mix is then one blend of two of these rows per pixel.
+std::vector<double> column_blends(const std::vector<Tap>& cols, const std::vector<double>& cells,
+                                  int c0, int rows) {
+  const std::size_t w = cols.size();
+  const int ncols = cols.back().i1 - c0 + 1;
+  std::vector<double> out(static_cast<std::size_t>(rows) * w);
+  for (int r = 0; r < rows; ++r) {
+    const double* src = cells.data() + static_cast<std::size_t>(r) * ncols - c0;
+    double* dst = out.data() + static_cast<std::size_t>(r) * w;
+    for (std::size_t x = 0; x < w; ++x)
+      dst[x] = src[cols[x].i0] * (1 - cols[x].w1) + src[cols[x].i1] * cols[x].w1;
+  }
+  return out;
+}
+
+// First and one-past-last index of [first, last) whose centre lies in [lo, hi).
+std::pair<int, int> centres_inside(int first, int last, double lo, double hi) {
+  int a = first, b = last;
+  while (a < last && !(a + 0.5 >= lo)) ++a;
+  while (b > a && !(b - 1 + 0.5 < hi)) --b;
+  return {a, b};
+}
+
 // The mask's pixels from the cell values under the box.
 void fill_runs(const Detection& d, const Grid& g, const std::vector<Tap>& cols,
                const std::vector<Tap>& rows, const std::vector<double>& cells, int c0, int r0,
                double logit_threshold, Mask& mask) {
-  const int ncols = cols.empty() ? 0 : cols.back().i1 - c0 + 1;
+  const int r1 = rows.back().i1;
+  const std::vector<double> blend = column_blends(cols, cells, c0, r1 - r0 + 1);
+  const std::size_t w = cols.size();
+  const auto [xa, xb] = centres_inside(g.x0, g.x1, d.x_min, d.x_max);
+  const auto [ya, yb] = centres_inside(g.y0, g.y1, d.y_min, d.y_max);
+  std::vector<std::uint8_t> row(w);
   RunWriter out{mask.runs};
-  auto cell = [&](int r, int c) {
-    return cells[static_cast<std::size_t>(r - r0) * ncols + (c - c0)];
-  };
   for (int y = g.y0; y < g.y1; ++y) {
+    if (y < ya || y >= yb) {
+      out.push(false, static_cast<std::uint32_t>(w));
+      continue;
+    }
     const Tap& ty = rows[static_cast<std::size_t>(y - g.y0)];
-    const bool row_in = y + 0.5 >= d.y_min && y + 0.5 < d.y_max;
-    for (int x = g.x0; x < g.x1; ++x) {
-      const Tap& tx = cols[static_cast<std::size_t>(x - g.x0)];
-      bool set = false;
-      if (row_in && x + 0.5 >= d.x_min && x + 0.5 < d.x_max) {
-        const double top = cell(ty.i0, tx.i0) * (1 - tx.w1) + cell(ty.i0, tx.i1) * tx.w1;
-        const double bottom = cell(ty.i1, tx.i0) * (1 - tx.w1) + cell(ty.i1, tx.i1) * tx.w1;
-        set = top * (1 - ty.w1) + bottom * ty.w1 > logit_threshold;
-      }
+    const double* top = blend.data() + static_cast<std::size_t>(ty.i0 - r0) * w;
+    const double* bottom = blend.data() + static_cast<std::size_t>(ty.i1 - r0) * w;
+    for (std::size_t x = 0; x < w; ++x)
+      row[x] = top[x] * (1 - ty.w1) + bottom[x] * ty.w1 > logit_threshold;
+    out.push(false, static_cast<std::uint32_t>(xa - g.x0));
+    for (int x = xa; x < xb; ++x) {
+      const bool set = row[static_cast<std::size_t>(x - g.x0)] != 0;
       mask.area += set;
       out.push(set);
     }
+    out.push(false, static_cast<std::uint32_t>(g.x1 - xb));
   }
 }
 
