@@ -32,6 +32,11 @@ seg_nan.pt     seg_fixed with anchor 0's first coefficient NaN.
 seg_flat_protos.pt  head as seg_fixed, prototypes [N, 32, 256] (rank 3).
 seg_no_classes.pt   head [N, 36, 8] (4 box values and 32 coefficients, no
                class score) with seg_fixed's prototypes.
+seg_part.pt    seg_fixed's prototypes with two anchors, labels bracket/scratch:
+               a bracket 0.9 box (32, 32, 40, 40) and a scratch 0.8 box
+               (30, 30, 8, 8), both +10 e2 (full masks): on a 128x128 frame
+               the scratch's mask is 16 x 16 = 256 pixels (the QA line's
+               defect-area test).
 Each .pt has a sidecar .json: task detection, decoder yolov8-seg.
 
 Usage: make_seg_test_models.py OUTDIR
@@ -240,6 +245,16 @@ def main(outdir):
     no_classes = torch.cat([head[:4], head[6:]])
     save(Fixed(no_classes, protos), outdir, "seg_no_classes", x, sidecar(64, labels))
     random_case(outdir)
+    part = torch.zeros(4 + 2 + 32, 8)
+    part[:4] = torch.tensor([[8.0 * a, 8, 4, 4] for a in range(8)]).t()
+    part[4, :] = 0.1
+    part[:4, 0] = torch.tensor([32.0, 32, 40, 40])
+    part[:4, 1] = torch.tensor([30.0, 30, 8, 8])
+    part[4, 1] = 0
+    part[5, 1] = 0.8
+    part[4, 0] = 0.9
+    part[8, :2] = 10
+    save(Fixed(part, protos), outdir, "seg_part", x, sidecar(64, ["bracket", "scratch"]))
     save(Many(), outdir, "seg_many", torch.rand(1, 3, 640, 640),
          sidecar(640, [str(i) for i in range(100)]))
 
