@@ -187,8 +187,24 @@ def check_margin(head, protos, dets, transform, frame, size):
             raise RuntimeError(f"a mask value of anchor {d['anchor']} lies on the threshold")
 
 
+def check_against_torch_resize(head, protos):
+    """The reference's sampling is PyTorch's bilinear resize (align_corners
+    False): on a 64x64 frame equal to the input, a box covering it all, the
+    mask is interpolate(coef . protos, 64x64) > 0."""
+    for a in range(head.shape[1]):
+        coef = head[6:, a]
+        cells = torch.from_numpy(np.tensordot(coef, protos, axes=1))[None, None]
+        want = torch.nn.functional.interpolate(cells, size=(64, 64), mode="bilinear",
+                                               align_corners=False)[0, 0].numpy() > 0
+        got = seg_reference.mask_of((0, 0, 64, 64), coef, protos, (1, 1, 0, 0), (64, 64),
+                                    (64, 64), 0.5)
+        if not np.array_equal(seg_reference.bitmap(got), want):
+            raise RuntimeError(f"seg_reference differs from torch's bilinear resize (anchor {a})")
+
+
 def fixed_cases(ts, outdir):
     head, protos = (t[0].double().numpy() for t in ts(torch.zeros(1, 3, 64, 64)))
+    check_against_torch_resize(head, protos)
     cases = {}
     # Stretch: 128x128 -> 64x64. Letterbox: 160x128 -> 64x51 at row 6.
     for name, frame, transform in [("stretch_128x128", (128, 128), (0.5, 0.5, 0.0, 0.0)),
