@@ -37,6 +37,12 @@ seg_part.pt    seg_fixed's prototypes with two anchors, labels bracket/scratch:
                (30, 30, 8, 8), both +10 e2 (full masks): on a 128x128 frame
                the scratch's mask is 16 x 16 = 256 pixels (the QA line's
                defect-area test).
+seg_checker.pt traced; input [N,3,640,640]; 100 anchors of 100 classes, each
+               the whole input (320, 320, 640, 640), anchor a class a
+               scoring 0.9 - a / 1000, coefficient e0 on a prototype 0 that
+               alternates +1/-1 cell by cell (160x160): every mask has about
+               a hundred thousand runs, so the frame's run budget is spent
+               after some 40 masks.
 Each .pt has a sidecar .json: task detection, decoder yolov8-seg.
 
 Usage: make_seg_test_models.py OUTDIR
@@ -147,6 +153,26 @@ class Many(nn.Module):
         head[4 + classes] = 1
         protos = torch.zeros(32, 160, 160)
         protos[0] = 1
+        zero = x.sum() * 0
+        n = x.shape[0]
+        return head.expand(n, -1, -1) + zero, protos.expand(n, -1, -1, -1) + zero
+
+
+class Checker(nn.Module):
+    def forward(self, x):
+        n_anchors = 100
+        a = torch.arange(n_anchors)
+        head = torch.zeros(4 + 100 + 32, n_anchors)
+        head[0] = 320
+        head[1] = 320
+        head[2] = 640
+        head[3] = 640
+        head[4 + a, a] = 0.9 - a.float() / 1000
+        head[104] = 1
+        r = torch.arange(160).view(160, 1)
+        c = torch.arange(160).view(1, 160)
+        protos = torch.zeros(32, 160, 160)
+        protos[0] = 1 - 2 * torch.remainder(r + c, 2).float()
         zero = x.sum() * 0
         n = x.shape[0]
         return head.expand(n, -1, -1) + zero, protos.expand(n, -1, -1, -1) + zero
@@ -272,6 +298,8 @@ def main(outdir):
     part[8, :2] = 10
     save(Fixed(part, protos), outdir, "seg_part", x, sidecar(64, ["bracket", "scratch"]))
     save(Many(), outdir, "seg_many", torch.rand(1, 3, 640, 640),
+         sidecar(640, [str(i) for i in range(100)]))
+    save(Checker(), outdir, "seg_checker", torch.rand(1, 3, 640, 640),
          sidecar(640, [str(i) for i in range(100)]))
 
 

@@ -67,7 +67,8 @@ struct State {
   std::vector<std::string> labels;  // from the labels property
   std::optional<Resolved> resolved;
   bool warned_no_meta = false;
-  bool failed = false;  // an error was posted; later frames fail quietly
+  bool warned_dropped_masks = false;  // yolov8-seg masks past the frame's run budget
+  bool failed = false;                // an error was posted; later frames fail quietly
 };
 
 Decoder to_decoder(GstTorchNmsDecoder d) {
@@ -131,6 +132,7 @@ static gboolean gst_torchnms_start(GstBaseTransform* trans) {
   st.resolved.reset();
   st.labels.clear();
   st.warned_no_meta = false;
+  st.warned_dropped_masks = false;
   st.failed = false;
   try {
     if (!st.active.labels_file.empty()) st.labels = read_labels_file(st.active.labels_file);
@@ -209,10 +211,11 @@ static void record_decode(GstTorchNms* self, Clock::time_point t0, std::size_t d
     st.status.detections += detections;
     st.status.contained += contained;
     if (masks) {
-      st.status.masks += detections;
+      st.status.masks += detections - masks->dropped;
       st.status.masks_empty += masks->empty;
       st.status.masks_full += masks->full;
       st.status.masks_invalid += masks->invalid;
+      st.status.masks_dropped += masks->dropped;
     }
     const guint interval = st.settings.stats_interval_ms;
     if (interval > 0 && now - st.last_stats_post >= std::chrono::milliseconds(interval)) {
@@ -305,7 +308,17 @@ static void detect(GstTorchNms* self, GstBuffer* buf, const GstTorchTensorMeta* 
     GstVideoRegionOfInterestMeta* roi = gst_buffer_add_torch_detection(
         buf, d.label.c_str(), d.label_id, d.confidence, d.x_min, d.y_min, d.x_max, d.y_max,
         meta->frame_width, meta->frame_height);
-    if (roi && seg) gst::add_mask_param(roi, masks[i], threshold);
+    if (roi && seg && !masks[i].dropped) gst::add_mask_param(roi, masks[i], threshold);
+  }
+  if (counts.dropped > 0 && !self->state->warned_dropped_masks) {
+    // Once per run; stats' masks-dropped counts every one.
+    self->state->warned_dropped_masks = true;
+    GST_ELEMENT_WARNING(self, STREAM, DECODE,
+                        ("Masks dropped: a frame's masks passed %zu runs.", kMaxMaskRunsPerFrame),
+                        ("%" G_GUINT64_FORMAT " of %zu detections on this frame have no mask "
+                         "(the model's prototypes alternate cell by cell?); stats' masks-dropped "
+                         "counts them all",
+                         counts.dropped, dets.size()));
   }
   GST_LOG_OBJECT(self, "%zu detections, %zu inside another", dets.size(), contained);
   record_decode(self, t0, dets.size(), contained, seg ? &counts : nullptr);

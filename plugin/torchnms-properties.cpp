@@ -104,7 +104,7 @@ constexpr Entry kEntries[] = {
      return g_param_spec_boxed("stats", "Statistics",
        "torchnms-stats: frames decoded, detections, decode-ms-p50/p95/p99 "
        "(decode + NMS per frame, over the latest 1024 frames); yolov8-seg: masks, "
-       "masks-empty, masks-full, masks-invalid",
+       "masks-empty, masks-full, masks-invalid, masks-dropped",
        GST_TYPE_STRUCTURE, f); },
    nullptr, get_stats},
   ready<&Settings::suppress_contained>(PROP_SUPPRESS_CONTAINED, [](GParamFlags f) {
@@ -134,7 +134,8 @@ GstStructure* stats_structure(const Status& s) {
       "decode-ms-p99", G_TYPE_DOUBLE, s.decode_ms.percentile(99), nullptr);
   gst_structure_set(st, "masks", G_TYPE_UINT64, s.masks, "masks-empty", G_TYPE_UINT64,
                     s.masks_empty, "masks-full", G_TYPE_UINT64, s.masks_full, "masks-invalid",
-                    G_TYPE_UINT64, s.masks_invalid, nullptr);
+                    G_TYPE_UINT64, s.masks_invalid, "masks-dropped", G_TYPE_UINT64, s.masks_dropped,
+                    nullptr);
   return st;
 }
 

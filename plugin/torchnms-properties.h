@@ -69,6 +69,7 @@ struct Status {
   // yolov8-seg: masks attached; of them, masks with no pixel set, with
   // every pixel of the box set, and with NaN/infinite values (empty).
   guint64 masks = 0, masks_empty = 0, masks_full = 0, masks_invalid = 0;
+  guint64 masks_dropped = 0;  // detections left without a mask (kMaxMaskRunsPerFrame)
 };
 
 // The "stats" property / "torchnms-stats" message.

@@ -255,7 +255,7 @@ SegmentTensors segment_tensors(const std::vector<TensorView>& outputs, std::size
 
 std::vector<Mask> decode_masks(const std::vector<TensorView>& outputs,
                                const std::vector<Detection>& detections, const FrameMapping& m,
-                               double threshold, MaskCounts* counts) {
+                               double threshold, MaskCounts* counts, std::size_t max_runs) {
   const SegmentTensors s = segment_tensors(outputs);
   if (!(m.scale_x > 0) || !(m.scale_y > 0) || m.frame_width < 1 || m.frame_height < 1 ||
       m.input_width < 1 || m.input_height < 1)
@@ -265,9 +265,16 @@ std::vector<Mask> decode_masks(const std::vector<TensorView>& outputs,
   const double lt = logit(threshold);
   std::vector<Mask> out;
   out.reserve(detections.size());
+  std::size_t runs = 0;
   for (const Detection& d : detections) {
-    out.push_back(one_mask(s, d, m, lt));
-    const Mask& k = out.back();
+    out.push_back(runs <= max_runs ? one_mask(s, d, m, lt) : Mask());
+    Mask& k = out.back();
+    runs += k.dropped ? 0 : std::max<std::size_t>(k.runs.size(), 1);
+    if (runs > max_runs) {
+      k = Mask{k.x, k.y, k.width, k.height, {}, 0, k.box_pixels, false, true};
+      if (counts) counts->dropped++;
+      continue;
+    }
     if (!counts) continue;
     counts->invalid += k.invalid;
     counts->empty += k.area == 0;

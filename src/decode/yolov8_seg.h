@@ -39,13 +39,21 @@ struct Mask {
   std::uint64_t area = 0;        // pixels set
   std::uint64_t box_pixels = 0;  // pixels whose centre lies in the box: the most area can be
   bool invalid = false;          // NaN/infinite coefficients or prototypes under the box
+  bool dropped = false;          // past the frame's run budget: no runs, not computed
 };
+
+// The most runs the masks of one frame may hold together (4 Mi runs, 16 MiB):
+// a mask sampled from prototypes has a few runs per row, 100 masks of a
+// whole 4K frame about 650 k; only hostile prototypes (signs alternating
+// cell by cell) come near it. Masks past it are dropped and counted.
+constexpr std::size_t kMaxMaskRunsPerFrame = std::size_t{1} << 22;
 
 // What the masks of one frame were like (torchnms counts them).
 struct MaskCounts {
   std::uint64_t empty = 0;    // no pixel set (invalid ones included)
   std::uint64_t full = 0;     // every pixel of the box set (area == box_pixels)
   std::uint64_t invalid = 0;  // NaN/infinite values: empty masks
+  std::uint64_t dropped = 0;  // past the run budget (Mask::dropped)
 };
 
 struct SegmentTensors {
@@ -63,11 +71,14 @@ SegmentTensors segment_tensors(const std::vector<TensorView>& outputs, std::size
 
 // The masks of `detections` (decoded from the same outputs by
 // decode_detections, so each carries its anchor), in their order.
-// threshold lies in 0..1 (0: every pixel of the box, 1: none). Throws like
-// segment_tensors, and for an anchor outside the head.
+// threshold lies in 0..1 (0: every pixel of the box, 1: none). The mask
+// that takes the frame's runs past max_runs and every later one are
+// dropped (best detections keep theirs). Throws like segment_tensors, and
+// for an anchor outside the head.
 std::vector<Mask> decode_masks(const std::vector<TensorView>& outputs,
                                const std::vector<Detection>& detections, const FrameMapping& m,
-                               double threshold, MaskCounts* counts = nullptr);
+                               double threshold, MaskCounts* counts = nullptr,
+                               std::size_t max_runs = kMaxMaskRunsPerFrame);
 
 // The runs as a bitmap (row-major, 1 = set) of width * height bytes;
 // empty when the runs do not sum to it.

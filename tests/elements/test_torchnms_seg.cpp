@@ -395,3 +395,37 @@ TEST(TorchNmsSeg, OverlayFillsMasksTranslucently) {
   gst_buffer_unref(out);
   gst_harness_teardown(h);
 }
+
+TEST(TorchNmsSeg, MasksPastTheRunBudgetAreDroppedCountedAndWarnedOnce) {
+  const std::string caps = caps_of(640, 640);
+  GstHarness* h = chain("seg_checker.pt", caps);
+  GstBus* bus = gst_bus_new();
+  gst_element_set_bus(h->element, bus);
+  std::vector<SegDetection> got;
+  for (int i = 0; i < 2; ++i) got = one_frame(h, caps, 640, 640);
+  ASSERT_EQ(got.size(), 100u);
+  // Every mask is alike (the whole frame on the checkerboard): the budget
+  // holds floor(4 Mi / its runs) of them, the best detections' first.
+  ASSERT_TRUE(got[0].has_mask);
+  const std::size_t runs = got[0].rle.size();
+  ASSERT_GT(runs, 1000u);
+  const std::size_t kept = (std::size_t{1} << 22) / runs;
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i].has_mask, i < kept) << i;
+  GstStructure* s = nms_stats(h);
+  EXPECT_EQ(stat(s, "masks"), 2 * kept);
+  EXPECT_EQ(stat(s, "masks-dropped"), 2 * (100 - kept));
+  gst_structure_free(s);
+  int warnings = 0;
+  while (GstMessage* m = gst_bus_pop_filtered(bus, GST_MESSAGE_WARNING)) {
+    GError* err = nullptr;
+    gst_message_parse_warning(m, &err, nullptr);
+    EXPECT_NE(std::string(err->message).find("Masks dropped"), std::string::npos) << err->message;
+    g_error_free(err);
+    gst_message_unref(m);
+    ++warnings;
+  }
+  EXPECT_EQ(warnings, 1);
+  gst_element_set_bus(h->element, nullptr);
+  gst_harness_teardown(h);
+  gst_object_unref(bus);
+}

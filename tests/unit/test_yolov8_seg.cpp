@@ -278,3 +278,30 @@ TEST(Yolov8Seg, BitmapOfRunsThatDoNotAddUpIsEmpty) {
   k.runs = {1, 2, 1};
   EXPECT_EQ(mask_bitmap(k), std::vector<std::uint8_t>({0, 1, 1, 0}));
 }
+
+TEST(Yolov8Seg, MasksPastTheFrameRunBudgetAreDroppedAndCounted) {
+  // Three disjoint detections of the band (33 runs each, full height):
+  // a budget of 40 runs keeps the best one's mask only.
+  const auto h = head({{4, 8, 8, 16, 0.9f, 1}, {12, 8, 8, 16, 0.8f, 1}, {8, 8, 2, 2, 0.7f, 1}});
+  const auto p = columns(kBand);
+  const std::vector<TensorView> outs{h.view, p.view};
+  DetectionOptions o;
+  o.class_agnostic = true;
+  o.iou_threshold = 0.99;
+  const auto dets = decode_detections(Decoder::kYolov8Seg, outs, o, mapping());
+  ASSERT_EQ(dets.size(), 3u);
+  MaskCounts counts;
+  const auto masks = decode_masks(outs, dets, mapping(), 0.5, &counts, 40);
+  ASSERT_EQ(masks.size(), 3u);
+  EXPECT_FALSE(masks[0].dropped);
+  EXPECT_EQ(masks[0].area, 3u * 16);  // columns 5, 6, 7 of box 0..8
+  EXPECT_TRUE(masks[1].dropped);
+  EXPECT_TRUE(masks[1].runs.empty());
+  EXPECT_TRUE(masks[2].dropped);
+  EXPECT_EQ(counts.dropped, 2u);
+  EXPECT_EQ(counts.empty, 0u);
+  // The default budget keeps them all.
+  MaskCounts all;
+  decode_masks(outs, dets, mapping(), 0.5, &all);
+  EXPECT_EQ(all.dropped, 0u);
+}
