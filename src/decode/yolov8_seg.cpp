@@ -120,10 +120,10 @@ std::vector<double> column_blends(const std::vector<Tap>& cols, const std::vecto
   const int ncols = cols.back().i1 - c0 + 1;
   std::vector<double> out(static_cast<std::size_t>(rows) * w);
   for (int r = 0; r < rows; ++r) {
-    const double* src = cells.data() + static_cast<std::size_t>(r) * ncols - c0;
+    const double* src = cells.data() + static_cast<std::size_t>(r) * ncols;
     double* dst = out.data() + static_cast<std::size_t>(r) * w;
     for (std::size_t x = 0; x < w; ++x)
-      dst[x] = src[cols[x].i0] * (1 - cols[x].w1) + src[cols[x].i1] * cols[x].w1;
+      dst[x] = src[cols[x].i0 - c0] * (1 - cols[x].w1) + src[cols[x].i1 - c0] * cols[x].w1;
   }
   return out;
 }
