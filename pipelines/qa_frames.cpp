@@ -113,6 +113,16 @@ std::optional<QaCode> part_code(GstVideoRegionOfInterestMeta* roi) {
   return QaCode{format, text, -1};
 }
 
+// The area of the ROI's mask (torchnms yolov8-seg) in mm²; none without a
+// mask or a calibration.
+std::optional<double> mask_area_mm2(GstVideoRegionOfInterestMeta* roi, double mm_per_pixel) {
+  const GstStructure* mask = gst_torch_roi_get_mask(roi);
+  guint64 area = 0;
+  if (!mask || mm_per_pixel <= 0 || !gst_structure_get_uint64(mask, "area", &area))
+    return std::nullopt;
+  return static_cast<double>(area) * mm_per_pixel * mm_per_pixel;
+}
+
 }  // namespace
 
 FrameResults read_frame(GstBuffer* buf, std::int64_t index, const ReadRules& rules) {
@@ -153,7 +163,7 @@ FrameResults read_frame(GstBuffer* buf, std::int64_t index, const ReadRules& rul
           if (rules.codes) p.code = part_code(roi);
           r.frame.parts.push_back(std::move(p));
         } else if (!part && rules.defect_boxes && !b.predicted && tm->inferred) {
-          defects.push_back({b.label, b.confidence, b.box});
+          defects.push_back({b.label, b.confidence, b.box, mask_area_mm2(roi, rules.mm_per_pixel)});
         }
         r.boxes.push_back(std::move(b));
       });

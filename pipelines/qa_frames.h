@@ -60,6 +60,7 @@ struct ReadRules {
   // the core's decoder); null: no anomaly model, nothing read.
   std::optional<QaAnomalyView> (*anomaly_view)(GstBuffer*, GstVideoRegionOfInterestMeta*) = nullptr;
   bool codes = false;         // torchcodes' code on the parts' ROIs
+  double mm_per_pixel = 0;    // > 0: defect boxes' mask areas in mm² (QaDefectBox::area_mm2)
 };
 
 // `index` is the frame's number in the stream. The frame size comes from

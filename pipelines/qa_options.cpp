@@ -78,7 +78,13 @@ void add_judge_entries(Options& o, Strings& s, std::vector<GOptionEntry>& e) {
        "carries it",
        nullptr},
       {"require-code", 0, 0, G_OPTION_ARG_NONE, &s.require_code,
-       "reject a part without a readable code (defect no_code); implies --codes", nullptr}};
+       "reject a part without a readable code (defect no_code); implies --codes", nullptr},
+      {"max-defect-area-mm2", 0, 0, G_OPTION_ARG_DOUBLE, &o.max_defect_area_mm2,
+       "with --classifier none and a segmentation detector (decoder yolov8-seg): reject a part "
+       "only for a defect whose mask is larger than this many square mm (needs --mm-per-pixel)",
+       "MM2"},
+      {"mm-per-pixel", 0, 0, G_OPTION_ARG_DOUBLE, &o.mm_per_pixel,
+       "the camera's calibration: one frame pixel is this many mm on the belt", "MM"}};
   e.insert(e.end(), std::begin(entries), std::end(entries));
 }
 

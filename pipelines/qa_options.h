@@ -2,6 +2,7 @@
 // checked before anything runs; a bad one is exit status 2.
 #pragma once
 
+#include <cmath>
 #include <optional>
 #include <string>
 
@@ -34,9 +35,13 @@ struct Options {
   // --codes: torchcodes reads each part's code (decision line "code");
   // --require-code (implies --codes): a judged part without one is rejected.
   bool codes = false, require_code = false;
+  // --max-defect-area-mm2 (NaN: not given) with --mm-per-pixel (0: not given).
+  double max_defect_area_mm2 = std::nan("");
+  double mm_per_pixel = 0;
 
   bool has_classifier() const { return classifier != kNoClassifier; }
   bool has_anomaly() const { return !anomaly.empty(); }
+  bool has_defect_area_limit() const { return !std::isnan(max_defect_area_mm2); }
   // --anomaly with --classifier none: the anomaly model alone judges (the
   // detector's defect boxes are not used).
   bool supervised() const { return has_classifier() || !has_anomaly(); }

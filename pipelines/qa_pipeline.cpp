@@ -141,6 +141,7 @@ std::vector<GstElement*> outputs(Builder& b, const Options& o, int video_fd) {
   GstElement* file = b.add("fdsink");
   if (b.failed()) return {};
   g_object_set(json, "location", (o.out_dir + "/results.jsonl").c_str(), nullptr);
+  if (o.mm_per_pixel > 0) g_object_set(json, "mm-per-pixel", o.mm_per_pixel, nullptr);
   g_object_set(overlay, "show-hud", TRUE, nullptr);
   set_arg(jpeg, "quality", "85");
   g_object_set(file, "fd", video_fd, nullptr);

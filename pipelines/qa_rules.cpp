@@ -3,6 +3,7 @@
 #include <glib.h>
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -21,6 +22,7 @@ struct ModelFacts {
   std::string sidecar;  // empty: none beside the model (the element's defaults)
   Task task = Task::kClassification;
   std::vector<std::string> labels;  // empty: unknown, classes are taken on trust
+  std::optional<Decoder> decoder;
 };
 
 // Throws std::runtime_error "model config '<file>': <what is wrong>".
@@ -31,6 +33,7 @@ ModelFacts read_model(const std::string& model) {
   try {
     const ModelConfig c = parse_model_config(f.sidecar);
     f.task = c.task;
+    f.decoder = c.decoder;
     for (const auto& l : c.labels)
       if (!l.empty()) f.labels.push_back(l);
   } catch (const std::exception& e) {
@@ -92,6 +95,29 @@ bool is_anomaly_model(const std::string& path, const ModelFacts& f) {
   return false;
 }
 
+// --max-defect-area-mm2 judges defect masks: they come from a segmentation
+// detector's defect boxes, in mm through the calibration. Alone, either
+// option would quietly change nothing.
+bool defect_area_options(const Options& o, const ModelFacts& detector) {
+  const char* why = nullptr;
+  if (o.has_defect_area_limit() && !(o.mm_per_pixel > 0))
+    why = "--max-defect-area-mm2 needs --mm-per-pixel MM (the size of one frame pixel on the belt)";
+  else if (!o.has_defect_area_limit() && o.mm_per_pixel != 0)
+    why = "--mm-per-pixel calibrates --max-defect-area-mm2: give both, or neither";
+  else if (o.has_defect_area_limit() && o.has_classifier())
+    why = "--max-defect-area-mm2 judges the detector's defect masks: add --classifier none";
+  if (why) {
+    g_printerr("qa-line: %s\n", why);
+    return false;
+  }
+  if (!o.has_defect_area_limit() || detector.decoder == Decoder::kYolov8Seg) return true;
+  g_printerr(
+      "qa-line: --max-defect-area-mm2: the detector %s gives no masks (model config '%s' has no "
+      "\"decoder\": \"yolov8-seg\"); give a segmentation detector\n",
+      o.model.c_str(), detector.sidecar.empty() ? "none" : detector.sidecar.c_str());
+  return false;
+}
+
 void set_classes(const Options& o, const std::vector<std::string>& detector_labels, QaRules& r) {
   r.rule = o.has_classifier() ? QaRule::kVote : QaRule::kMax;
   r.defect_threshold = o.defect_threshold;
@@ -100,6 +126,7 @@ void set_classes(const Options& o, const std::vector<std::string>& detector_labe
   r.at_gate = o.gate.has_value();
   r.codes = o.codes;
   r.require_code = o.require_code;
+  if (o.has_defect_area_limit()) r.max_defect_area_mm2 = o.max_defect_area_mm2;
   if (!o.part_classes.empty()) r.part_classes = split_classes(o.part_classes);
   if (!o.defect_classes.empty()) {
     r.defect_classes = split_classes(o.defect_classes);
@@ -126,6 +153,7 @@ bool make_rules(const Options& o, QaRules& rules, ReadRules& read) {
   }
   if (o.has_classifier() && !is_classifier(o.classifier, classifier)) return false;
   if (o.has_anomaly() && !is_anomaly_model(o.anomaly, anomaly)) return false;
+  if (!defect_area_options(o, detector)) return false;
   if (!(o.part_threshold >= 0 && o.part_threshold <= 1)) {
     g_printerr("qa-line: part threshold must lie in 0..1\n");
     return false;
@@ -150,6 +178,7 @@ bool make_rules(const Options& o, QaRules& rules, ReadRules& read) {
   read.anomaly = rules.anomaly;
   read.anomaly_view = read_anomaly_view;
   read.codes = rules.codes;
+  read.mm_per_pixel = o.mm_per_pixel;
   return true;
 }
 

@@ -10,6 +10,7 @@
 #include "gst/torchinfer/torchinfer-helpers.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "gsttorchtrack.h"
+#include "mask-param.h"
 #include "tensor-views.h"
 
 namespace torchinfer::gst {
@@ -167,6 +168,7 @@ void read_detections(GstBuffer* buf, bool anomaly_regions, FrameRecord& r) {
                                  read_roi_classifications(roi, rec);
                                  read_roi_anomaly(buf, roi, anomaly_regions, rec);
                                  rec.code = code_record(gst_torch_roi_get_code(roi));
+                                 rec.mask = read_mask_param(gst_torch_roi_get_mask(roi));
                                  r.detections.push_back(std::move(rec));
                                });
 }

@@ -29,8 +29,10 @@
 #include "decode/classification.h"
 #include "decode/containment.h"
 #include "decode/detection.h"
+#include "decode/yolov8_seg.h"
 #include "element-errors.h"
 #include "gst/torchinfer/torchinfer-meta.h"
+#include "mask-param.h"
 #include "tensor-views.h"
 #include "torchnms-properties.h"
 
@@ -65,7 +67,8 @@ struct State {
   std::vector<std::string> labels;  // from the labels property
   std::optional<Resolved> resolved;
   bool warned_no_meta = false;
-  bool failed = false;  // an error was posted; later frames fail quietly
+  bool warned_dropped_masks = false;  // yolov8-seg masks past the frame's run budget
+  bool failed = false;                // an error was posted; later frames fail quietly
 };
 
 Decoder to_decoder(GstTorchNmsDecoder d) {
@@ -76,6 +79,8 @@ Decoder to_decoder(GstTorchNmsDecoder d) {
       return Decoder::kSsd;
     case GST_TORCHNMS_DECODER_CLASSIFICATION:
       return Decoder::kClassification;
+    case GST_TORCHNMS_DECODER_YOLOV8_SEG:
+      return Decoder::kYolov8Seg;
     default:
       return Decoder::kYolov5;
   }
@@ -127,6 +132,7 @@ static gboolean gst_torchnms_start(GstBaseTransform* trans) {
   st.resolved.reset();
   st.labels.clear();
   st.warned_no_meta = false;
+  st.warned_dropped_masks = false;
   st.failed = false;
   try {
     if (!st.active.labels_file.empty()) st.labels = read_labels_file(st.active.labels_file);
@@ -194,7 +200,7 @@ static GstFlowReturn fail_decode(GstTorchNms* self, const std::string& what,
 
 // One decoded frame: counters, decode time, and a stats message when due.
 static void record_decode(GstTorchNms* self, Clock::time_point t0, std::size_t detections,
-                          std::size_t contained = 0) {
+                          std::size_t contained = 0, const MaskCounts* masks = nullptr) {
   State& st = *self->state;
   const auto now = Clock::now();
   GstStructure* due = nullptr;
@@ -204,6 +210,13 @@ static void record_decode(GstTorchNms* self, Clock::time_point t0, std::size_t d
     ++st.status.frames;
     st.status.detections += detections;
     st.status.contained += contained;
+    if (masks) {
+      st.status.masks += detections - masks->dropped;
+      st.status.masks_empty += masks->empty;
+      st.status.masks_full += masks->full;
+      st.status.masks_invalid += masks->invalid;
+      st.status.masks_dropped += masks->dropped;
+    }
     const guint interval = st.settings.stats_interval_ms;
     if (interval > 0 && now - st.last_stats_post >= std::chrono::milliseconds(interval)) {
       st.last_stats_post = now;
@@ -284,11 +297,31 @@ static void detect(GstTorchNms* self, GstBuffer* buf, const GstTorchTensorMeta* 
   m.input_height = static_cast<int>(meta->input_height);
   std::vector<Detection> dets = decode_detections(*r.decoder, views, r.options, m);
   const std::size_t contained = suppress_contained(dets, self->state->active.suppress_contained);
-  for (const Detection& d : dets)
-    gst_buffer_add_torch_detection(buf, d.label.c_str(), d.label_id, d.confidence, d.x_min, d.y_min,
-                                   d.x_max, d.y_max, meta->frame_width, meta->frame_height);
+  // Masks of the detections kept (after NMS and suppress-contained) only.
+  const bool seg = *r.decoder == Decoder::kYolov8Seg;
+  const double threshold = self->state->active.mask_threshold;
+  MaskCounts counts;
+  const std::vector<Mask> masks =
+      seg ? decode_masks(views, dets, m, threshold, &counts) : std::vector<Mask>();
+  for (std::size_t i = 0; i < dets.size(); ++i) {
+    const Detection& d = dets[i];
+    GstVideoRegionOfInterestMeta* roi = gst_buffer_add_torch_detection(
+        buf, d.label.c_str(), d.label_id, d.confidence, d.x_min, d.y_min, d.x_max, d.y_max,
+        meta->frame_width, meta->frame_height);
+    if (roi && seg && !masks[i].dropped) gst::add_mask_param(roi, masks[i], threshold);
+  }
+  if (counts.dropped > 0 && !self->state->warned_dropped_masks) {
+    // Once per run; stats' masks-dropped counts every one.
+    self->state->warned_dropped_masks = true;
+    GST_ELEMENT_WARNING(self, STREAM, DECODE,
+                        ("Masks dropped: a frame's masks passed %zu runs.", kMaxMaskRunsPerFrame),
+                        ("%" G_GUINT64_FORMAT " of %zu detections on this frame have no mask "
+                         "(the model's prototypes alternate cell by cell?); stats' masks-dropped "
+                         "counts them all",
+                         counts.dropped, dets.size()));
+  }
   GST_LOG_OBJECT(self, "%zu detections, %zu inside another", dets.size(), contained);
-  record_decode(self, t0, dets.size(), contained);
+  record_decode(self, t0, dets.size(), contained, seg ? &counts : nullptr);
 }
 
 // A failure while decoding: bad tensors fail the frame; a sidecar named by
@@ -321,11 +354,12 @@ static GstFlowReturn gst_torchnms_transform_ip(GstBaseTransform* trans, GstBuffe
     if (!st.resolved || st.resolved->model != model) {
       st.resolved = resolve(self, model);
       if (!st.resolved->decoder)
-        return fail_decode(self,
-                           "No decoder for model '" + model +
-                               "': set decoder=yolov5|yolov8|ssd|classification on torchnms or "
-                               "\"decoder\" in the model's sidecar.",
-                           model);
+        return fail_decode(
+            self,
+            "No decoder for model '" + model +
+                "': set decoder=yolov5|yolov8|yolov8-seg|ssd|classification on torchnms or "
+                "\"decoder\" in the model's sidecar.",
+            model);
       if (*st.resolved->decoder != Decoder::kClassification)
         check_detection_layout(*st.resolved->decoder, views);
     }

@@ -23,6 +23,7 @@
 #include "gst/torchinfer/torchinfer-helpers.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "gsttorchtrack.h"
+#include "mask-param.h"
 #include "overlay/draw.h"
 #include "torchoverlay-properties.h"
 
@@ -112,6 +113,9 @@ void add_boxes(GstBuffer* buf, int width, int height, const Settings& s, Overlay
     // torchcodes' code of the part, under its box.
     if (const GstStructure* code = gst_torch_roi_get_code(roi); code && s.show_labels)
       b.caption = string_or_empty(gst_structure_get_string(code, "text"));
+    // torchnms yolov8-seg: the object's mask, filled in its box's colour.
+    if (auto mask = gst::read_mask_param(gst_torch_roi_get_mask(roi)))
+      scene.masks.push_back({std::move(*mask), b.class_id});
     scene.boxes.push_back(std::move(b));
   });
 }

@@ -292,6 +292,11 @@ gboolean gst_torch_detection_from_roi(GstVideoRegionOfInterestMeta* roi, GstTorc
          gst_structure_get_double(s, "y_max", &out->y_max);
 }
 
+const GstStructure* gst_torch_roi_get_mask(GstVideoRegionOfInterestMeta* roi) {
+  g_return_val_if_fail(roi != nullptr, nullptr);
+  return gst_video_region_of_interest_meta_get_param(roi, GST_TORCH_MASK_STRUCTURE_NAME);
+}
+
 }  // extern "C"
 
 // The whole structure goes with a copy: counts are cumulative, so any copy

@@ -37,12 +37,17 @@ constexpr Entry kEntries[] = {
       "Also write the anomalous regions of anomaly results (task=anomaly): boxes in frame "
       "pixels around the connected areas of the anomaly map at or above its threshold, largest "
       "first (at most 32, with \"regions_total\" when there were more)", FALSE, f); }),
+  setting<&Settings::mm_per_pixel>(PROP_MM_PER_PIXEL, Access::kPlaying, [](GParamFlags f) {
+    return g_param_spec_double("mm-per-pixel", "Millimetres per pixel",
+      "Camera calibration: the size of one frame pixel in mm on the object plane; masks "
+      "(torchnms decoder=yolov8-seg) then also get \"area_mm2\". 0 = not calibrated",
+      0.0, 1e6, 0.0, f); }),
 };
 // clang-format on
 
 constexpr PropertyTable<Settings, Status> kTable{"torchmetaconvert", kEntries};
 static_assert(kTable.in_id_order(), "kEntries lists every Prop once, in id order");
-static_assert(kTable.size() == PROP_ANOMALY_REGIONS, "every Prop has an entry");
+static_assert(kTable.size() == PROP_MM_PER_PIXEL, "every Prop has an entry");
 
 }  // namespace
 

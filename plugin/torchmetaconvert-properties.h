@@ -17,6 +17,7 @@ enum Prop {
   PROP_MAX_TENSOR_ELEMENTS,
   PROP_LINES,
   PROP_ANOMALY_REGIONS,
+  PROP_MM_PER_PIXEL,
 };
 
 // location applies from the next start; the others from the next frame.
@@ -25,6 +26,7 @@ struct Settings {
   bool include_tensors = false;
   guint max_tensor_elements = 1024;
   bool anomaly_regions = false;
+  double mm_per_pixel = 0;  // 0: not calibrated
 };
 
 // The element's live counters.

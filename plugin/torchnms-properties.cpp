@@ -18,6 +18,9 @@ GType decoder_type() {
        "ssd"},
       {GST_TORCHNMS_DECODER_CLASSIFICATION, "Classification: top-k labels, no boxes",
        "classification"},
+      {GST_TORCHNMS_DECODER_YOLOV8_SEG,
+       "YOLOv8-seg [1, 4+C+M, A] and prototypes [1, M, h, w]: yolov8 boxes with masks",
+       "yolov8-seg"},
       {0, nullptr, nullptr}};
   if (g_once_init_enter(&type)) {
     GType t = g_enum_register_static("GstTorchNmsDecoder", values);
@@ -100,7 +103,8 @@ constexpr Entry kEntries[] = {
   {PROP_STATS, Access::kReadOnly, [](GParamFlags f) {
      return g_param_spec_boxed("stats", "Statistics",
        "torchnms-stats: frames decoded, detections, decode-ms-p50/p95/p99 "
-       "(decode + NMS per frame, over the latest 1024 frames)",
+       "(decode + NMS per frame, over the latest 1024 frames); yolov8-seg: masks, "
+       "masks-empty, masks-full, masks-invalid, masks-dropped",
        GST_TYPE_STRUCTURE, f); },
    nullptr, get_stats},
   ready<&Settings::suppress_contained>(PROP_SUPPRESS_CONTAINED, [](GParamFlags f) {
@@ -108,21 +112,31 @@ constexpr Entry kEntries[] = {
       "Drop a box of which at least this fraction lies inside a bigger box of the same class "
       "(a detector's box of part of an object inside the box of the whole); 0 = off",
       0.0, 1.0, kDefaultSuppressContained, f); }),
+  ready<&Settings::mask_threshold>(PROP_MASK_THRESHOLD, [](GParamFlags f) {
+    return g_param_spec_double("mask-threshold", "Mask threshold",
+      "decoder yolov8-seg: a frame pixel of a detection's box is in its mask when the sigmoid "
+      "of its mask value is above this",
+      0.0, 1.0, kDefaultMaskThreshold, f); }),
 };
 // clang-format on
 
 constexpr PropertyTable<Settings, Status> kTable{"torchnms", kEntries};
 static_assert(kTable.in_id_order(), "kEntries lists every Prop once, in id order");
-static_assert(kTable.size() == PROP_SUPPRESS_CONTAINED, "every Prop has an entry");
+static_assert(kTable.size() == PROP_MASK_THRESHOLD, "every Prop has an entry");
 
 }  // namespace
 
 GstStructure* stats_structure(const Status& s) {
-  return gst_structure_new("torchnms-stats", "frames", G_TYPE_UINT64, s.frames, "detections",
-                           G_TYPE_UINT64, s.detections, "contained", G_TYPE_UINT64, s.contained,
-                           "decode-ms-p50", G_TYPE_DOUBLE, s.decode_ms.percentile(50),
-                           "decode-ms-p95", G_TYPE_DOUBLE, s.decode_ms.percentile(95),
-                           "decode-ms-p99", G_TYPE_DOUBLE, s.decode_ms.percentile(99), nullptr);
+  GstStructure* st = gst_structure_new(
+      "torchnms-stats", "frames", G_TYPE_UINT64, s.frames, "detections", G_TYPE_UINT64,
+      s.detections, "contained", G_TYPE_UINT64, s.contained, "decode-ms-p50", G_TYPE_DOUBLE,
+      s.decode_ms.percentile(50), "decode-ms-p95", G_TYPE_DOUBLE, s.decode_ms.percentile(95),
+      "decode-ms-p99", G_TYPE_DOUBLE, s.decode_ms.percentile(99), nullptr);
+  gst_structure_set(st, "masks", G_TYPE_UINT64, s.masks, "masks-empty", G_TYPE_UINT64,
+                    s.masks_empty, "masks-full", G_TYPE_UINT64, s.masks_full, "masks-invalid",
+                    G_TYPE_UINT64, s.masks_invalid, "masks-dropped", G_TYPE_UINT64, s.masks_dropped,
+                    nullptr);
+  return st;
 }
 
 const PropertyTable<Settings, Status>& properties() {

@@ -26,6 +26,7 @@ enum Prop {
   PROP_STATS_INTERVAL,
   PROP_STATS,
   PROP_SUPPRESS_CONTAINED,
+  PROP_MASK_THRESHOLD,
 };
 
 // Property values; 0 = take it from the model's sidecar.
@@ -35,6 +36,7 @@ enum GstTorchNmsDecoder {
   GST_TORCHNMS_DECODER_YOLOV8,
   GST_TORCHNMS_DECODER_SSD,
   GST_TORCHNMS_DECODER_CLASSIFICATION,
+  GST_TORCHNMS_DECODER_YOLOV8_SEG,
 };
 
 constexpr double kDefaultConfidence = 0.25;
@@ -42,6 +44,7 @@ constexpr double kDefaultIou = 0.45;
 constexpr guint kDefaultMaxDetections = 100;
 // Measured on models/demo/line.mkv (docs/elements.md, torchnms).
 constexpr double kDefaultSuppressContained = 0.9;
+constexpr double kDefaultMaskThreshold = 0.5;
 
 // Thresholds are optional: set ones override the sidecar, unset ones fall
 // back to it, then to the defaults above. stats-interval applies at once,
@@ -54,6 +57,7 @@ struct Settings {
   std::string labels_file, model_config;
   guint stats_interval_ms = 0;
   double suppress_contained = kDefaultSuppressContained;  // 0: off
+  double mask_threshold = kDefaultMaskThreshold;          // yolov8-seg
 };
 
 // The element's live figures, since start.
@@ -62,6 +66,10 @@ struct Status {
   guint64 frames = 0;     // frames decoded
   guint64 contained = 0;  // detections dropped as lying inside another (suppress-contained)
   LatencyWindow decode_ms;
+  // yolov8-seg: masks attached; of them, masks with no pixel set, with
+  // every pixel of the box set, and with NaN/infinite values (empty).
+  guint64 masks = 0, masks_empty = 0, masks_full = 0, masks_invalid = 0;
+  guint64 masks_dropped = 0;  // detections left without a mask (kMaxMaskRunsPerFrame)
 };
 
 // The "stats" property / "torchnms-stats" message.

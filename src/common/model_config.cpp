@@ -142,6 +142,8 @@ const char* to_string(Decoder v) {
       return "ssd";
     case Decoder::kClassification:
       return "classification";
+    case Decoder::kYolov8Seg:
+      return "yolov8-seg";
   }
   return "?";
 }
@@ -305,7 +307,8 @@ void parse_decoder_keys(const json& j, const std::string& origin, ModelConfig& c
                                     {{"yolov5", Decoder::kYolov5},
                                      {"yolov8", Decoder::kYolov8},
                                      {"ssd", Decoder::kSsd},
-                                     {"classification", Decoder::kClassification}});
+                                     {"classification", Decoder::kClassification},
+                                     {"yolov8-seg", Decoder::kYolov8Seg}});
   for (const char* key : {"confidence_threshold", "iou_threshold"}) {
     if (!j.contains(key)) continue;
     const json& v = j.at(key);

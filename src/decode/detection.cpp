@@ -7,6 +7,7 @@
 #include <opencv2/dnn.hpp>
 
 #include "common/error.h"
+#include "decode/yolov8_seg.h"
 
 namespace torchinfer {
 namespace {
@@ -19,6 +20,7 @@ struct Candidates {
   // The exact values, so the results carry no float rounding.
   std::vector<std::array<double, 4>> corners;  // x_min, y_min, x_max, y_max
   std::vector<double> exact_scores;
+  std::vector<long long> anchors;  // index in the model output
 };
 
 // Reads element i of a float32/float64 tensor as double.
@@ -89,7 +91,8 @@ std::pair<int, double> best_class(int n, Score score) {
   return {best, best_score};
 }
 
-void add(Candidates& c, std::array<double, 4> corners, int cls, double score, double threshold) {
+void add(Candidates& c, std::array<double, 4> corners, int cls, double score, double threshold,
+         long long anchor = -1) {
   const double w = corners[2] - corners[0], h = corners[3] - corners[1];
   if (cls < 0 || !std::isfinite(score) || score < threshold || !(score > 0) ||
       !valid_box(corners[0], corners[1], w, h))
@@ -99,6 +102,7 @@ void add(Candidates& c, std::array<double, 4> corners, int cls, double score, do
   c.class_ids.push_back(cls);
   c.corners.push_back(corners);
   c.exact_scores.push_back(score);
+  c.anchors.push_back(anchor);
 }
 
 // Centre/size to corners.
@@ -122,10 +126,12 @@ Candidates decode_yolov5(const TensorView& t, double threshold) {
   return c;
 }
 
-Candidates decode_yolov8(const TensorView& t, double threshold) {
+// classes: the class channels after the box (yolov8-seg's head has mask
+// coefficients after them); -1 = all the rest.
+Candidates decode_yolov8(const TensorView& t, double threshold, int classes = -1) {
   const auto d = frame_dims(t);
   const std::int64_t channels = d[0], anchors = d[1];
-  const int classes = static_cast<int>(channels - 4);
+  if (classes < 0) classes = static_cast<int>(channels - 4);
   const Values v{t};
   auto at = [&](std::int64_t ch, std::int64_t a) {
     return v[static_cast<std::size_t>(ch * anchors + a)];
@@ -133,7 +139,7 @@ Candidates decode_yolov8(const TensorView& t, double threshold) {
   Candidates c;
   for (std::int64_t a = 0; a < anchors; ++a) {
     auto [cls, s] = best_class(classes, [&](int k) { return at(4 + k, a); });
-    add(c, from_centre(at(0, a), at(1, a), at(2, a), at(3, a)), cls, s, threshold);
+    add(c, from_centre(at(0, a), at(1, a), at(2, a), at(3, a)), cls, s, threshold, a);
   }
   return c;
 }
@@ -223,6 +229,9 @@ void check_detection_layout(Decoder decoder, const std::vector<TensorView>& outp
     }
     case Decoder::kClassification:
       throw Error(ErrorKind::kStreamData, "decoder classification gives class scores, not boxes");
+    case Decoder::kYolov8Seg:
+      segment_tensors(outputs);
+      return;
   }
 }
 
@@ -246,6 +255,11 @@ std::vector<Detection> decode_detections(Decoder decoder, const std::vector<Tens
     }
     case Decoder::kClassification:
       break;  // rejected by check_detection_layout
+    case Decoder::kYolov8Seg: {
+      const SegmentTensors s = segment_tensors(outputs, o.labels.size());
+      c = decode_yolov8(*s.head, o.confidence_threshold, s.classes);
+      break;
+    }
   }
   std::vector<Detection> out;
   for (int i : run_nms(c, o)) {
@@ -262,6 +276,7 @@ std::vector<Detection> decode_detections(Decoder decoder, const std::vector<Tens
     d.label = static_cast<std::size_t>(d.label_id) < o.labels.size() ? o.labels[d.label_id]
                                                                      : std::to_string(d.label_id);
     d.confidence = c.exact_scores[i];
+    d.anchor = c.anchors[i];
     out.push_back(std::move(d));
   }
   return out;

@@ -5,6 +5,9 @@
 //           objectness, C class scores; score = objectness * class score.
 //   yolov8  one tensor [1, 4+C, A]: cx, cy, w, h (model-input pixels), C class
 //           scores (no objectness).
+//   yolov8-seg  two tensors: [1, 4+C+M, A] decoded as yolov8 over its C
+//           class channels, and prototypes [1, M, h, w] for the masks
+//           (decode/yolov8_seg.h).
 //   ssd     two tensors, "boxes" [1, A, 4] and "scores" [1, A, C] (by name, else
 //           the first two outputs in that order): boxes are x_min, y_min,
 //           x_max, y_max normalised to the model input (0..1); scores are
@@ -32,6 +35,9 @@ struct Detection {
   std::string label;
   double confidence = 0;
   double x_min = 0, y_min = 0, x_max = 0, y_max = 0;  // frame pixels, clipped
+  // The candidate's index in the model output (yolov8-seg: where its mask
+  // coefficients are); -1 when not decoded from a tensor.
+  long long anchor = -1;
   Box box() const { return {x_min, y_min, x_max, y_max}; }
 };
 

@@ -139,7 +139,21 @@ json code_json(const CodeRecord& c) {
             {"y_max", number(c.y_max)}}}};
 }
 
-json detection_json(const DetectionRecord& d) {
+// "mask": {"area", "area_mm2" (calibrated only), "x", "y", "width", "height",
+// "rle"}: the runs row by row over the grid x, y, width, height (frame
+// pixels), unset first.
+json mask_json(const Mask& m, const std::optional<double>& mm_per_pixel) {
+  json j = {{"area", m.area}};
+  if (mm_per_pixel) j["area_mm2"] = number(m.area * *mm_per_pixel * *mm_per_pixel);
+  j["x"] = m.x;
+  j["y"] = m.y;
+  j["width"] = m.width;
+  j["height"] = m.height;
+  j["rle"] = m.runs;
+  return j;
+}
+
+json detection_json(const DetectionRecord& d, const std::optional<double>& mm_per_pixel) {
   json jd = {{"label", d.box.label},
              {"label_id", d.box.label_id},
              {"confidence", number(d.box.confidence)},
@@ -174,6 +188,7 @@ json detection_json(const DetectionRecord& d) {
   }
   if (d.anomaly) jd["anomaly"] = anomaly(*d.anomaly);
   if (d.code) jd["code"] = code_json(*d.code);
+  if (d.mask) jd["mask"] = mask_json(*d.mask, mm_per_pixel);
   return jd;
 }
 
@@ -202,7 +217,7 @@ void add_inference(json& j, const FrameRecord& r) {
 void add_objects(json& j, const FrameRecord& r) {
   if (r.has_inference || !r.detections.empty()) {
     json dets = json::array();
-    for (const auto& d : r.detections) dets.push_back(detection_json(d));
+    for (const auto& d : r.detections) dets.push_back(detection_json(d, r.mm_per_pixel));
     j["detections"] = dets;
   }
   if (!r.track_events.empty()) {

@@ -11,6 +11,7 @@
 #include "decode/anomaly.h"
 #include "decode/classification.h"
 #include "decode/detection.h"
+#include "decode/yolov8_seg.h"
 
 #include "analytics/analytics.h"  // torchanalytics' counts and events
 
@@ -56,6 +57,7 @@ struct DetectionRecord {
   std::vector<RegionClassificationRecord> classification;  // written only when not empty
   std::optional<AnomalyRecord> anomaly;                    // written only when set
   std::optional<CodeRecord> code;                          // torchcodes; written only when set
+  std::optional<Mask> mask;  // torchnms yolov8-seg; written only when set
 };
 
 // torchanalytics' counts of the frame's stream so far, and the crossings,
@@ -105,6 +107,9 @@ struct FrameRecord {
   std::optional<AnalyticsRecord> analytics;    // written when set (torchanalytics upstream)
   // torchcodes read the whole frame: what it found (written when set).
   std::optional<std::vector<CodeRecord>> codes;
+  // Millimetres per frame pixel (torchmetaconvert mm-per-pixel): masks also
+  // get "area_mm2" when set.
+  std::optional<double> mm_per_pixel;
 };
 
 // One JSON object, no trailing newline. Tensors longer than

@@ -7,6 +7,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include "common/error.h"
+#include "overlay/mask_fill.h"
 
 namespace torchinfer {
 namespace {
@@ -305,6 +306,8 @@ void Overlay::draw(const OverlayScene& scene, OverlayImage& img) {
   for (int p = 0; p < layout_of(img.format).n_planes; ++p)
     if (!img.planes[p]) throw Error(ErrorKind::kStreamData, "overlay: missing plane");
   for (const auto& hm : scene.heat_maps) draw_heat_map(hm, scene.heat_alpha, img);
+  for (const auto& m : scene.masks)
+    fill_mask(m.mask, class_colour(m.class_id), scene.mask_alpha, img);
   if (scene.boxes.empty() && scene.lines.empty()) return;
 
   if (!is_yuv_or_gray(img.format)) {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "decode/yolov8_seg.h"
 #include "overlay/heatmap.h"
 #include "preprocess/frame.h"
 
@@ -52,6 +53,14 @@ struct OverlayScene {
   // Drawn first, under the boxes; their counts go in `lines` (a scene with
   // shapes and no lines draws nothing).
   std::vector<OverlayShape> shapes;
+  // Instance masks (torchnms yolov8-seg), filled translucently in their
+  // class colour under the boxes.
+  struct MaskFill {
+    Mask mask;
+    int class_id = 0;
+  };
+  std::vector<MaskFill> masks;
+  double mask_alpha = 0.4;
 };
 
 struct Rgb {

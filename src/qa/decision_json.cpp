@@ -51,7 +51,8 @@ std::string decision_json(const QaDecision& d, const nlohmann::ordered_json& fil
   j["reason"] = d.reason;
   if (!d.direction.empty()) j["direction"] = d.direction;  // decided at the gate
   auto& defects = j["defects"] = nlohmann::ordered_json::array();
-  for (const auto& [label, c] : d.defects) defects.push_back({{"class", label}, {"confidence", c}});
+  for (const auto& [label, c] : d.defects)
+    defects.push_back({{"class", label}, {label == "defect_area" ? "area_mm2" : "confidence", c}});
   auto& e = j["evidence"];
   e["rule"] = rule_name(d.rule);
   e["frames_judged"] = d.frames_judged;
@@ -59,6 +60,7 @@ std::string decision_json(const QaDecision& d, const nlohmann::ordered_json& fil
   e["confidence"] = d.top_score;
   e["scores"] = nlohmann::ordered_json::object();
   for (const auto& [label, s] : d.scores) e["scores"][label] = s;
+  if (!d.defect_area_mm2.empty()) e["defect_area_mm2"] = d.defect_area_mm2;
   if (files.is_object())
     for (const auto& [k, v] : files.items()) e[k] = v;
   if (d.anomaly) j["anomaly"] = anomaly_json(*d.anomaly);

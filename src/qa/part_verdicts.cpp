@@ -1,6 +1,7 @@
 #include "qa/part_verdicts.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <utility>
 
@@ -32,6 +33,12 @@ void validate(const QaRules& r) {
   if (r.defect_classes.empty()) throw std::invalid_argument("no defect classes");
   if (!r.supervised && !r.anomaly) throw std::invalid_argument("no judge of the parts");
   if (r.require_code && !r.codes) throw std::invalid_argument("require code needs codes read");
+  if (r.max_defect_area_mm2 &&
+      (!(*r.max_defect_area_mm2 >= 0 && std::isfinite(*r.max_defect_area_mm2)) ||
+       r.rule != QaRule::kMax || !r.supervised))
+    throw std::invalid_argument(
+        "the defect area limit needs a finite area >= 0 and the detector's defect masks as judge "
+        "(no classifier)");
   for (const auto& c : r.part_classes)
     if (r.defect_classes.count(c))
       throw std::invalid_argument("class '" + c + "' is both a part and a defect class");
@@ -52,6 +59,9 @@ void attach_defect_boxes(std::vector<QaPart>& parts, const std::vector<QaDefectB
     if (!best) continue;
     auto [it, fresh] = best->evidence.emplace(d.label, d.confidence);
     if (!fresh) it->second = std::max(it->second, d.confidence);
+    if (!d.area_mm2) continue;
+    auto [a, added] = best->defect_area_mm2.emplace(d.label, *d.area_mm2);
+    if (!added) a->second = std::max(a->second, *d.area_mm2);
   }
 }
 
@@ -152,6 +162,10 @@ void PartVerdicts::add_whole_view(Part& t, const QaPart& p, std::int64_t frame) 
     if (added) continue;
     s->second = rules_.rule == QaRule::kVote ? s->second + c : std::max(s->second, c);
   }
+  for (const auto& [label, a] : p.defect_area_mm2) {
+    auto [s, added] = t.d.defect_area_mm2.emplace(label, a);
+    if (!added) s->second = std::max(s->second, a);
+  }
 }
 
 // Crossings first: a track that crosses and ends on one frame was at the gate.
@@ -209,6 +223,20 @@ void PartVerdicts::decide_anomaly(Part& p) {
   p.d.anomaly = std::move(a);
 }
 
+// The largest mask of a defect class found (defect_threshold) and larger
+// than the limit rejects, as one defect "defect_area".
+void PartVerdicts::decide_defect_area(QaDecision& d) const {
+  double worst = -1;
+  for (const auto& [label, area] : d.defect_area_mm2) {
+    const auto s = d.scores.find(label);
+    if (!rules_.defect_classes.count(label) || s == d.scores.end() ||
+        s->second < rules_.defect_threshold || !(area > *rules_.max_defect_area_mm2))
+      continue;
+    worst = std::max(worst, area);
+  }
+  if (worst >= 0) d.defects.emplace_back("defect_area", worst);
+}
+
 std::vector<QaDecision> PartVerdicts::flush() {
   std::vector<QaDecision> out;
   for (auto& [id, p] : open_)
@@ -242,6 +270,8 @@ void PartVerdicts::decide(Part& p, const std::string& reason, std::vector<QaDeci
   }
   if (rules_.rule == QaRule::kVote) {
     if (rules_.defect_classes.count(d.top)) d.defects.emplace_back(d.top, d.top_score);
+  } else if (rules_.max_defect_area_mm2) {
+    decide_defect_area(d);
   } else {
     for (const auto& [label, s] : d.scores)
       if (rules_.defect_classes.count(label) && s >= rules_.defect_threshold)

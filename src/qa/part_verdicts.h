@@ -48,6 +48,12 @@
 //   With require_code a judged part without one is rejected, its defect
 //   "no_code" (confidence 1: a rule, not a model's score); parts decided
 //   without a code are counted either way (QaCounts::without_code).
+// - Defect area (kMax with QaRules::max_defect_area_mm2, a segmentation
+//   detector's masks): the defects that reject are then not the defect
+//   classes reaching defect_threshold but those of them whose largest mask,
+//   over the part's judged whole views, is larger than max_defect_area_mm2
+//   (QaDecision::defect_area_mm2); one defect "defect_area" with the
+//   largest such area rejects the part. Smaller defects pass.
 // - Verdict: "incomplete" if never judged whole; else reject / pass.
 #pragma once
 
@@ -77,6 +83,8 @@ struct QaRules {
 
   bool codes = false;         // parts carry the code torchcodes read (see the rules above)
   bool require_code = false;  // codes only: a judged part without a code is rejected
+  // kMax: reject on defect masks larger than this (mm², see the rules above).
+  std::optional<double> max_defect_area_mm2;
 };
 
 // Throws std::invalid_argument on rules that cannot work (thresholds outside
@@ -115,6 +123,9 @@ struct QaPart {
   // The anomaly model's result of this frame's own (not reused) for it.
   std::optional<QaAnomalyView> anomaly;
   std::optional<QaCode> code;  // QaRules::codes: the code on this view's ROI
+  // label -> largest mask area (mm²) of the defect boxes given to it
+  // (attach_defect_boxes; boxes with a mask only).
+  std::map<std::string, double> defect_area_mm2;
 };
 
 // A track crossing the gate line on this frame (torchanalytics' direction).
@@ -161,6 +172,9 @@ struct QaDecision {
   int frames_seen = 0, frames_whole = 0, frames_judged = 0;
   std::optional<QaAnomalyVerdict> anomaly;  // QaRules::anomaly and a view judged
   std::optional<QaCode> code;               // QaRules::codes: the first code read on the track
+  // max_defect_area_mm2: per defect class, its largest mask over the judged
+  // whole views (mm²).
+  std::map<std::string, double> defect_area_mm2;
 };
 
 struct QaCounts {
@@ -177,9 +191,11 @@ struct QaDefectBox {
   std::string label;
   double confidence = 0;
   Box box;
+  std::optional<double> area_mm2;  // its mask's area, when it has one and a calibration
 };
 // Adds to each part's evidence the best confidence per defect class among
-// the boxes given to it. Boxes whose centre lies in no part are dropped.
+// the boxes given to it, and to defect_area_mm2 the largest mask area per
+// class. Boxes whose centre lies in no part are dropped.
 void attach_defect_boxes(std::vector<QaPart>& parts, const std::vector<QaDefectBox>& defects);
 
 class PartVerdicts {
@@ -218,6 +234,7 @@ class PartVerdicts {
   void add_whole_view(Part& t, const QaPart& p, std::int64_t frame);
   void add_anomaly(Part& t, const QaAnomalyView& v, std::int64_t frame);
   void decide_anomaly(Part& p);
+  void decide_defect_area(QaDecision& d) const;
 
   QaRules rules_;
   std::map<int, Part> open_;

@@ -195,6 +195,11 @@ TEST(QaLineErrors, BadCommandLinesExitTwoWithAReason) {
       {{"--part-classes", ","}, "no part classes"},
       {{"--device", "/dev/video0"}, "give exactly one of --clip, --device, --source"},
       {{"stray"}, "unexpected argument 'stray'"},
+      {{"--max-defect-area-mm2", "0.5"}, "--max-defect-area-mm2 needs --mm-per-pixel"},
+      {{"--mm-per-pixel", "0.1"}, "give both, or neither"},
+      {{"--max-defect-area-mm2", "0.5", "--mm-per-pixel", "0.1"}, "add --classifier none"},
+      {{"--classifier", "none", "--max-defect-area-mm2", "0.5", "--mm-per-pixel", "0.1"},
+       "gives no masks"},
   };
   for (const auto& [args, reason] : cases) {
     std::vector<std::string> argv = {app(),   "--clip",       clip(),         "--model",

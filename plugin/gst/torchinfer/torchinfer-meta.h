@@ -272,6 +272,22 @@ const GstStructure* gst_buffer_get_torch_codes(GstBuffer* buffer);
 /* The ROI's "code" param, or NULL. It belongs to the ROI meta. */
 const GstStructure* gst_torch_roi_get_code(GstVideoRegionOfInterestMeta* roi);
 
+/* Masks (torchnms with decoder yolov8-seg): each detection ROI gets a
+ * param structure "mask" (GST_TORCH_MASK_STRUCTURE_NAME) with "x", "y",
+ * "width", "height" (uint: the frame-pixel grid the mask covers, the
+ * detection's box rounded outwards, as the ROI meta's own), "area"
+ * (guint64: pixels set), "threshold" (double: torchnms' mask-threshold),
+ * "encoding" (string "rle-rows") and "rle" (array of uint): run lengths in
+ * row-major order over the grid (row 0 left to right, then row 1, ...),
+ * alternating unset, set, unset, ..., starting with unset (a first run of
+ * 0 when the first pixel is set); they sum to width * height. Pixel
+ * (x + i, y + j) is set when the pixel index j * width + i falls in a set
+ * run. */
+#define GST_TORCH_MASK_STRUCTURE_NAME "mask"
+
+/* The ROI's "mask" param, or NULL. It belongs to the ROI meta. */
+const GstStructure* gst_torch_roi_get_mask(GstVideoRegionOfInterestMeta* roi);
+
 G_END_DECLS
 
 #endif
