@@ -67,16 +67,6 @@ void read_regions(GstBuffer* buf, std::vector<RegionOfInterest>* out) {
   out->resize(n);
 }
 
-namespace {
-
-struct TensorMetaInfo {
-  bool inferred = true;
-  bool valid = true;
-  std::uint64_t result_pts = kNoTimestamp;
-  gint roi_id = -1;
-};
-
-// One slot's outputs as a tensor meta; returns the views for decoding.
 std::vector<TensorView> add_tensor_meta(GstBuffer* buf, const FrameInference& rec,
                                         const SlotResult& slot, const TensorMetaInfo& info,
                                         const std::string& model_instance_id) {
@@ -110,6 +100,8 @@ std::vector<TensorView> add_tensor_meta(GstBuffer* buf, const FrameInference& re
   meta->valid = info.valid;
   meta->result_pts = info.result_pts;
   meta->roi_id = info.roi_id;
+  meta->tile_index = info.tile_index;
+  meta->tile_count = info.tile_count;
   for (std::size_t i = 0; i < views.size(); ++i) {
     GstTorchTensor& t = meta->tensors[i];
     t.name = g_strdup(views[i].name.c_str());
@@ -121,6 +113,8 @@ std::vector<TensorView> add_tensor_meta(GstBuffer* buf, const FrameInference& re
   }
   return views;
 }
+
+namespace {
 
 // The top-k of the first score vector; false when there is none.
 bool decode_scores(const std::vector<TensorView>& views, const ModelConfig& config,

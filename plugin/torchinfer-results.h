@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/burst_report.h"
+#include "common/tensor.h"
 #include "preprocess/frame.h"
 #include "preprocess/preprocess.h"
 #include "stream/stream_session.h"
@@ -31,6 +32,22 @@ void read_regions(GstBuffer* buf, std::vector<RegionOfInterest>* out);
 // classification (returns true: the warning is result_valid's business).
 bool attach_results(GstBuffer* buf, const FrameInference& rec, bool inferred,
                     const std::string& model_instance_id);
+
+// What a tensor meta records besides the slot's outputs.
+struct TensorMetaInfo {
+  bool inferred = true;
+  bool valid = true;
+  std::uint64_t result_pts = kNoTimestamp;
+  gint roi_id = -1;
+  gint tile_index = -1;  // inference-region=tiles
+  guint tile_count = 0;
+};
+
+// One slot's outputs as a tensor meta on `buf`; returns the views for
+// decoding. Throws Error(kModelInvalid) for outputs the meta cannot describe.
+std::vector<TensorView> add_tensor_meta(GstBuffer* buf, const FrameInference& rec,
+                                        const SlotResult& slot, const TensorMetaInfo& info,
+                                        const std::string& model_instance_id);
 
 struct RegionAttachInfo {
   std::string model_instance_id;

@@ -73,6 +73,9 @@ enum Prop {
   PROP_SENSITIVITY,
   PROP_ANOMALY_THRESHOLD,
   PROP_ACTIVE_LANES,
+  PROP_TILE_WIDTH,
+  PROP_TILE_HEIGHT,
+  PROP_TILE_OVERLAP,
 };
 
 // Enum values 0 mean "take it from the sidecar".
@@ -84,9 +87,9 @@ enum InputLayoutProp { LAYOUT_AUTO, LAYOUT_NCHW, LAYOUT_NHWC };
 // What happens to a frame when the model cannot keep up (no batch buffer
 // free, or the output queue full).
 enum DropPolicy { DROP_AUTO, DROP_BLOCK, DROP_SKIP };
-// What one inference covers: the whole frame, or each region-of-interest
-// meta on it.
-enum InferenceRegion { REGION_FULL_FRAME, REGION_ROI_LIST };
+// What one inference covers: the whole frame, each region-of-interest
+// meta on it, or each tile of a grid covering it (stream/tiles.h).
+enum InferenceRegion { REGION_FULL_FRAME, REGION_ROI_LIST, REGION_TILES };
 // Which threads preprocess frames (StreamSession's preprocess_in_batch).
 enum PreprocessOn { PREPROCESS_AUTO, PREPROCESS_STREAMING_THREAD, PREPROCESS_INFERENCE_THREADS };
 
@@ -126,6 +129,8 @@ struct Settings {
   int input_bits = 16;                      // GRAY16_LE: significant bits per sample
   double sensitivity = -1;                  // task anomaly; < 0 = from the sidecar
   std::optional<double> anomaly_threshold;  // task anomaly, raw outputs; unset = sidecar / 0.5
+  int tile_width = 0, tile_height = 0;      // inference-region=tiles; 0 = the model's input
+  double tile_overlap = 0.2;
 
   ConfigOverrides overrides() const;
   ContractOverrides contract_overrides() const;
