@@ -127,17 +127,42 @@ TEST(TorchInferTiles, EachFrameIsItsTilesAndOneFramesDetections) {
   }
 }
 
+TEST(TorchInferTiles, BayerTilesAreCutFromTheMosaic) {
+  // A white spot on a Bayer mosaic: every sample 255 inside, so the tiles
+  // demosaic it white; its edges blur by the interpolation, hence a pixel
+  // of tolerance (the grid and the merge are what is tested here).
+  const std::string caps = "video/x-bayer,format=rggb,width=160,height=64,framerate=30/1";
+  GstHarness* h = tiles_harness("tile-overlap=0.25", caps);
+  GstBuffer* in = gst_buffer_new_allocate(nullptr, 160 * 64, nullptr);
+  GstMapInfo map;
+  ASSERT_TRUE(gst_buffer_map(in, &map, GST_MAP_WRITE));
+  std::memset(map.data, 0, map.size);
+  for (const Rect& r : kSpots)
+    for (int y = r.y; y < r.y + r.h; ++y) std::memset(map.data + y * 160 + r.x, 0xff, r.w);
+  gst_buffer_unmap(in, &map);
+  GST_BUFFER_PTS(in) = 7;
+  GstBuffer* out = gst_harness_push_and_pull(h, in);
+  ASSERT_NE(out, nullptr);
+  EXPECT_EQ(GST_BUFFER_PTS(out), 7u);
+  EXPECT_EQ(tiles_of(out), (std::vector<std::pair<int, int>>{{0, 3}, {1, 3}, {2, 3}}));
+  const auto boxes = boxes_of(out);
+  ASSERT_EQ(boxes.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::size_t k = 0; k < 4; ++k) EXPECT_NEAR(boxes[i][k], kBoxes[i][k], 1.0) << i << k;
+  gst_buffer_unref(out);
+  gst_harness_teardown(h);
+}
+
 TEST(TorchInferTiles, TileSizeFromThePropertiesAndOneTileWhenLarger) {
   const std::string caps = caps_of("RGB", 160, 64);
   const GstVideoInfo info = info_of(caps);
   // 200x100 tiles are cut to the 160x64 frame: one tile, resized to the
-  // model's 64x64 (the boxes then scale back: x 40..70 -> 40..70 exactly
-  // since 160/64 = 2.5 maps whole model pixels to 2.5-pixel steps).
+  // model's 64x64: x 40..70 is 16..28 there (x 0.4), and maps back exactly.
   GstHarness* h = tiles_harness("tile-width=200 tile-height=100", caps);
   GstBuffer* out = gst_harness_push_and_pull(h, frame_with(info, {{40, 20, 30, 20}}, 0));
   ASSERT_NE(out, nullptr);
   EXPECT_EQ(tiles_of(out), (std::vector<std::pair<int, int>>{{0, 1}}));
-  ASSERT_EQ(boxes_of(out).size(), 1u);
+  EXPECT_EQ(boxes_of(out), (std::vector<std::array<double, 4>>{{40, 20, 70, 40}}));
   gst_buffer_unref(out);
   EXPECT_EQ(stat_of(h, "regions-inferred"), 1u);
   gst_harness_teardown(h);
