@@ -33,7 +33,8 @@ GstBuffer* frame_with(const GstVideoInfo& info, const std::vector<Rect>& white, 
   const int pixel = GST_VIDEO_FRAME_COMP_PSTRIDE(&f, 0);
   std::memset(data, 0, static_cast<std::size_t>(stride) * GST_VIDEO_INFO_HEIGHT(&info));
   for (const Rect& r : white)
-    for (int y = r.y; y < r.y + r.h; ++y) std::memset(data + y * stride + r.x * pixel, 0xff, r.w * pixel);
+    for (int y = r.y; y < r.y + r.h; ++y)
+      std::memset(data + y * stride + r.x * pixel, 0xff, r.w * pixel);
   gst_video_frame_unmap(&f);
   GST_BUFFER_PTS(buf) = pts;
   GST_BUFFER_DURATION(buf) = GST_SECOND / 30;
@@ -46,10 +47,10 @@ std::string caps_of(const char* format, int w, int h) {
 }
 
 GstHarness* tiles_harness(const std::string& infer_props, const std::string& caps) {
-  GstHarness* h = gst_harness_new_parse(("torchinfer name=infer inference-region=tiles model=" +
-                                         model("bright_box.pt") + " " + infer_props +
-                                         " ! torchnms name=nms")
-                                            .c_str());
+  GstHarness* h = gst_harness_new_parse(
+      ("torchinfer name=infer inference-region=tiles model=" + model("bright_box.pt") + " " +
+       infer_props + " ! torchnms name=nms")
+          .c_str());
   gst_harness_set_live(h, FALSE);  // drop-policy=auto blocks: no frame skipped under load
   gst_harness_set_src_caps_str(h, caps.c_str());
   return h;
@@ -59,8 +60,8 @@ GstHarness* tiles_harness(const std::string& infer_props, const std::string& cap
 std::vector<std::array<double, 4>> boxes_of(GstBuffer* buf, double w = 160, double h = 64) {
   std::vector<std::array<double, 4>> out;
   gpointer iter = nullptr;
-  while (GstMeta* m =
-             gst_buffer_iterate_meta_filtered(buf, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
+  while (GstMeta* m = gst_buffer_iterate_meta_filtered(
+             buf, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
     GstTorchDetection d;
     if (gst_torch_detection_from_roi(reinterpret_cast<GstVideoRegionOfInterestMeta*>(m), &d))
       out.push_back({d.x_min * w, d.y_min * h, d.x_max * w, d.y_max * h});
@@ -72,7 +73,8 @@ std::vector<std::array<double, 4>> boxes_of(GstBuffer* buf, double w = 160, doub
 std::vector<std::pair<int, int>> tiles_of(GstBuffer* buf) {
   std::vector<std::pair<int, int>> out;
   gpointer iter = nullptr;
-  while (GstMeta* m = gst_buffer_iterate_meta_filtered(buf, &iter, GST_TORCH_TENSOR_META_API_TYPE)) {
+  while (GstMeta* m =
+             gst_buffer_iterate_meta_filtered(buf, &iter, GST_TORCH_TENSOR_META_API_TYPE)) {
     const auto* t = reinterpret_cast<GstTorchTensorMeta*>(m);
     EXPECT_EQ(t->roi_id, -1);
     out.push_back({t->tile_index, static_cast<int>(t->tile_count)});
