@@ -28,6 +28,9 @@ while [ $# -gt 0 ]; do
   esac
 done
 export GST_PLUGIN_PATH=$PWD/$build/plugin
+# A registry of our own: the user's default one is shared with other builds.
+export GST_REGISTRY=${TMPDIR:-/tmp}/torchinfer-tiles-bench-registry.bin
+gst-inspect-1.0 torchinfer > /dev/null
 py=/usr/bin/python3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -42,13 +45,13 @@ declare -A configs=(
 order=(full tiles-320x240 tiles-640x480 tiles-1334x1000)
 
 cpu_of() {  # frames props -> CPU seconds (user+sys); detections to $work/out.jsonl
-  local t
-  t=$( { /usr/bin/time -f "%U %S" gst-launch-1.0 -q multifilesrc location="$work/frame.rgb" \
-      loop=true num-buffers="$1" \
-      caps="video/x-raw,format=RGB,width=4000,height=3000,framerate=1/1" ! \
-      torchinfer model="$model" threads=1 $2 ! torchnms ! \
-      torchmetaconvert location="$work/out.jsonl" ! fakesink >/dev/null; } 2>&1 | tail -1)
-  echo "$t" | awk '{print $1 + $2}'
+  /usr/bin/time -o "$work/time.txt" -f "%U %S" gst-launch-1.0 -q multifilesrc \
+    location="$work/frame.rgb" loop=true num-buffers="$1" \
+    caps="video/x-raw,format=RGB,width=4000,height=3000,framerate=1/1" ! \
+    torchinfer model="$model" threads=1 $2 ! torchnms ! \
+    torchmetaconvert location="$work/out.jsonl" ! fakesink > "$work/launch.log" 2>&1 ||
+    { echo "pipeline failed ($2): $(tail -3 "$work/launch.log")" >&2; exit 1; }
+  awk '{print $1 + $2}' "$work/time.txt"
 }
 
 for rep in $(seq "$reps"); do

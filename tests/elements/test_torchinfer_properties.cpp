@@ -73,6 +73,9 @@ const ExpectedProperty kExpected[] = {
     {"sensitivity", "gdouble", 'r'},
     {"anomaly-threshold", "gdouble", 'r'},
     {"active-lanes", "gint", 'o'},
+    {"tile-width", "gint", 'r'},
+    {"tile-height", "gint", 'r'},
+    {"tile-overlap", "gdouble", 'r'},
 };
 
 // A valid value, different from the default, for each string property.
@@ -120,7 +123,7 @@ TEST(TorchInferProperties, EveryWritablePropertyRoundTrips) {
   GstElement* e = make();
   WarningCatcher w;
   const int written = round_trip_writable(e, kStringValues);
-  EXPECT_EQ(written, 40);
+  EXPECT_EQ(written, 43);
   EXPECT_TRUE(w.messages().empty()) << w.messages().front();
   gst_object_unref(e);
 }
@@ -152,7 +155,7 @@ TEST(TorchInferPropertiesErrors, ReadyOnlyPropertiesRefusedWhilePlaying) {
   GstHarness* h = torchinfer_harness("model=" + model("tiny_classifier.pt"),
                                      "video/x-raw,format=RGB,width=640,height=480,framerate=30/1");
   ASSERT_NE(h, nullptr);
-  EXPECT_EQ(expect_ready_only_refused(h->element, kStringValues), 39);
+  EXPECT_EQ(expect_ready_only_refused(h->element, kStringValues), 42);
   gst_harness_teardown(h);
 }
 
@@ -205,8 +208,9 @@ TEST(TorchInferPropertiesErrors, OutOfRangeNumbersKeepThePreviousValue) {
   }
   // input-width/height, scale, top-k, pad-value, warmup, threads, batch-size,
   // batch-timeout, inference-interval, min-object-size, object-padding,
-  // reclassify-interval, lanes, input-bits, sensitivity
-  EXPECT_EQ(tried, 16);
+  // reclassify-interval, lanes, input-bits, sensitivity, tile-width,
+  // tile-height, tile-overlap
+  EXPECT_EQ(tried, 19);
   gst_object_unref(e);
 }
 
