@@ -111,6 +111,12 @@ static bool settings_usable(GstTorchInfer* self, const Settings& s) {
                "region of interest is the crop. Unset crop.");
     return false;
   }
+  if (s.inference_region == REGION_TILES && s.crop.width > 0) {
+    post_error(GST_ELEMENT(self), ErrorKind::kConfigInvalid,
+               "crop and inference-region=tiles exclude each other: the tiles cover the whole "
+               "frame. Unset crop.");
+    return false;
+  }
   return true;
 }
 
@@ -135,11 +141,14 @@ static SessionOptions session_options(const Settings& s, const LoadedModel& mode
   so.inference_interval = s.inference_interval;
   so.stats_interval = std::chrono::milliseconds(s.stats_interval_ms);
   so.preprocess_for = [s](const ModelConfig& config) { return preprocess_options(s, config); };
-  so.region_mode = s.inference_region == REGION_ROI_LIST;
-  so.regions.classes = contract.object_classes.value;
-  so.regions.min_size = s.min_object_size;
-  so.regions.padding = contract.object_padding.value;
-  so.regions.reclassify_interval = s.reclassify_interval;
+  so.region_mode = s.inference_region != REGION_FULL_FRAME;
+  // Tiles are regions without a label, an id or padding (the roi-list options do not apply).
+  if (s.inference_region == REGION_ROI_LIST) {
+    so.regions.classes = contract.object_classes.value;
+    so.regions.min_size = s.min_object_size;
+    so.regions.padding = contract.object_padding.value;
+    so.regions.reclassify_interval = s.reclassify_interval;
+  }
   so.preprocess_in_batch = s.preprocess_on == PREPROCESS_INFERENCE_THREADS ||
                            (s.preprocess_on == PREPROCESS_AUTO &&
                             preprocess_in_batch_by_default(

@@ -35,6 +35,7 @@
 #include "mask-param.h"
 #include "tensor-views.h"
 #include "torchnms-properties.h"
+#include "torchnms-tiles.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_torchnms_debug);
 #define GST_CAT_DEFAULT gst_torchnms_debug
@@ -324,6 +325,20 @@ static void detect(GstTorchNms* self, GstBuffer* buf, const GstTorchTensorMeta* 
   record_decode(self, t0, dets.size(), contained, seg ? &counts : nullptr);
 }
 
+// torchinfer inference-region=tiles: the tiles' detections merged into the
+// frame's (torchnms-tiles.h).
+static void detect_tiles(GstTorchNms* self, GstBuffer* buf,
+                         const std::vector<const GstTorchTensorMeta*>& tiles, const Resolved& r,
+                         Clock::time_point t0) {
+  std::vector<Detection> dets = decode_tiles(*r.decoder, tiles, r.options);
+  const std::size_t contained = suppress_contained(dets, self->state->active.suppress_contained);
+  for (const Detection& d : dets)
+    gst_buffer_add_torch_detection(buf, d.label.c_str(), d.label_id, d.confidence, d.x_min, d.y_min,
+                                   d.x_max, d.y_max, tiles[0]->frame_width, tiles[0]->frame_height);
+  GST_LOG_OBJECT(self, "%zu tiles: %zu detections", tiles.size(), dets.size());
+  record_decode(self, t0, dets.size(), contained);
+}
+
 // A failure while decoding: bad tensors fail the frame; a sidecar named by
 // model-config that changed or vanished since start is a settings error.
 static GstFlowReturn decode_failed(GstTorchNms* self, const std::exception& e,
@@ -345,7 +360,8 @@ static GstFlowReturn gst_torchnms_transform_ip(GstBaseTransform* trans, GstBuffe
   auto* self = GST_TORCHNMS(trans);
   State& st = *self->state;
   if (st.failed) return GST_FLOW_ERROR;
-  const GstTorchTensorMeta* meta = usable_meta(self, buf);
+  const std::vector<const GstTorchTensorMeta*> tiles = tile_metas(buf);
+  const GstTorchTensorMeta* meta = tiles.empty() ? usable_meta(self, buf) : tiles.front();
   if (!meta) return GST_FLOW_OK;
   const std::string model = meta->model ? meta->model : "";
   const auto t0 = Clock::now();
@@ -362,6 +378,12 @@ static GstFlowReturn gst_torchnms_transform_ip(GstBaseTransform* trans, GstBuffe
             model);
       if (*st.resolved->decoder != Decoder::kClassification)
         check_detection_layout(*st.resolved->decoder, views);
+    }
+    if (!tiles.empty() && *st.resolved->decoder == Decoder::kClassification)
+      return fail_decode(self, "inference-region=tiles needs a detection decoder", model);
+    if (!tiles.empty()) {
+      detect_tiles(self, buf, tiles, *st.resolved, t0);
+      return GST_FLOW_OK;
     }
     if (*st.resolved->decoder == Decoder::kClassification)
       return classify(self, buf, *st.resolved, views, model, t0);

@@ -25,6 +25,7 @@
 #include "torchinfer-properties.h"
 #include "torchinfer-running.h"
 #include "torchinfer-settings.h"
+#include "torchinfer-tiles.h"
 
 GST_DEBUG_CATEGORY_EXTERN(gst_torchinfer_debug);
 
@@ -37,6 +38,7 @@ struct InputState {
   bool have_info = false;
   std::vector<RegionOfInterest> regions;  // the frame's ROIs (roi-list), reused frame to frame
   bool object_class_checked = false;      // against the labels of the regions' detector
+  TileGridKey tiles;                      // inference-region=tiles: what `regions` was cut for
 };
 
 // The output thread's (the source pad's task).

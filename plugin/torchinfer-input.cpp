@@ -91,6 +91,21 @@ static void check_object_class(GstTorchInfer* self, InputState& in, GstBuffer* b
   }
 }
 
+// inference-region=tiles: the frame's tiles in in.regions; false after
+// posting the error for a grid that cannot be made.
+static bool cut_tiles(GstTorchInfer* self, InputState& in) {
+  State* st = self->state;
+  try {
+    tile_regions(st->run, st->session.batcher()->model()->config, GST_VIDEO_INFO_WIDTH(&in.info),
+                 GST_VIDEO_INFO_HEIGHT(&in.info), &in.tiles, &in.regions);
+    return true;
+  } catch (const std::exception& e) {
+    post_error(GST_ELEMENT(self), ErrorKind::kConfigInvalid,
+               std::string("inference-region=tiles: ") + e.what());
+    return false;
+  }
+}
+
 GstFlowReturn gst_torchinfer_chain(GstPad*, GstObject* parent, GstBuffer* buf) {
   auto* self = GST_TORCHINFER(parent);
   State* st = self->state;
@@ -104,6 +119,12 @@ GstFlowReturn gst_torchinfer_chain(GstPad*, GstObject* parent, GstBuffer* buf) {
   const std::vector<RegionOfInterest>* regions = nullptr;
   if (st->run.inference_region == REGION_ROI_LIST) {
     read_regions(buf, &in->regions);
+    regions = &in->regions;
+  } else if (st->run.inference_region == REGION_TILES) {
+    if (!cut_tiles(self, *in)) {
+      gst_buffer_unref(buf);
+      return GST_FLOW_ERROR;
+    }
     regions = &in->regions;
   }
   if (!in->object_class_checked) check_object_class(self, *in, buf);

@@ -14,6 +14,7 @@ gboolean tensor_meta_init(GstMeta* meta, gpointer, GstBuffer*) {
   m->inferred = TRUE;
   m->valid = TRUE;
   m->roi_id = -1;
+  m->tile_index = -1;
   m->result_pts = GST_CLOCK_TIME_NONE;
   return TRUE;
 }
@@ -51,6 +52,8 @@ gboolean tensor_meta_transform(GstBuffer* dest, GstMeta* meta, GstBuffer*, GQuar
   d->inferred = s->inferred;
   d->valid = s->valid;
   d->roi_id = s->roi_id;
+  d->tile_index = s->tile_index;
+  d->tile_count = s->tile_count;
   d->result_pts = s->result_pts;
   d->skip_reason = s->skip_reason;
   for (guint i = 0; i < s->n_tensors; ++i) {
@@ -122,7 +125,8 @@ GstTorchTensorMeta* gst_buffer_get_torch_tensor_meta(GstBuffer* buffer) {
   gpointer iter = nullptr;
   while (GstMeta* m =
              gst_buffer_iterate_meta_filtered(buffer, &iter, GST_TORCH_TENSOR_META_API_TYPE))
-    if (reinterpret_cast<GstTorchTensorMeta*>(m)->roi_id < 0)
+    if (reinterpret_cast<GstTorchTensorMeta*>(m)->roi_id < 0 &&
+        reinterpret_cast<GstTorchTensorMeta*>(m)->tile_count == 0)
       return reinterpret_cast<GstTorchTensorMeta*>(m);
   return nullptr;
 }

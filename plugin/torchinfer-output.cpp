@@ -75,6 +75,10 @@ static bool attach(GstTorchInfer* self, OutputState& state, GstBuffer* buf,
   if (!out.results) return true;
   try {
     std::size_t not_classified = 0;
+    if (st->run.inference_region == REGION_TILES) {
+      attach_tile_results(buf, *out.results, st->run.model_instance_id);
+      return true;
+    }
     const bool scores =
         out.results->region_mode
             ? attach_region_results(buf, *out.results, {st->run.model_instance_id, st->name},

@@ -349,12 +349,25 @@ constexpr Entry kProperties[] = {
       "inference-gate=motion: the most frames (counted among those due by inference-interval) "
       "in a row without inference: a still scene is inferred once every this many frames",
       1, 1000000, 30, f); }),
+  ready<&Settings::tile_width>(PROP_TILE_WIDTH, [](GParamFlags f) {
+    return g_param_spec_int("tile-width", "Tile width",
+      "inference-region=tiles: width of a tile in frame pixels (cut to the frame's); 0 = the "
+      "model's input width", 0, 65535, 0, f); }),
+  ready<&Settings::tile_height>(PROP_TILE_HEIGHT, [](GParamFlags f) {
+    return g_param_spec_int("tile-height", "Tile height",
+      "inference-region=tiles: height of a tile in frame pixels (cut to the frame's); 0 = the "
+      "model's input height", 0, 65535, 0, f); }),
+  ready<&Settings::tile_overlap>(PROP_TILE_OVERLAP, [](GParamFlags f) {
+    return g_param_spec_double("tile-overlap", "Tile overlap",
+      "inference-region=tiles: fraction of a tile shared with its neighbour (rounded to whole "
+      "pixels); an object cut by one tile's border lies whole in the next when it is smaller "
+      "than the overlap", 0.0, 0.9, 0.2, f); }),
 };
 // clang-format on
 
 constexpr PropertyTable<Settings, Status> kTable{"torchinfer", kProperties};
 static_assert(kTable.in_id_order(), "kProperties lists every Prop once, in enum order");
-static_assert(kTable.size() == PROP_MOTION_KEYFRAME_INTERVAL, "every Prop has an entry");
+static_assert(kTable.size() == PROP_TILE_OVERLAP, "every Prop has an entry");
 
 }  // namespace
 

@@ -113,6 +113,10 @@ GType inference_region_type() {
       {REGION_ROI_LIST,
        "One inference per region-of-interest meta on the frame; the result goes on the ROI",
        "roi-list"},
+      {REGION_TILES,
+       "One inference per tile of a grid covering the frame (tile-width, tile-height, "
+       "tile-overlap), batched; torchnms merges the tiles' detections",
+       "tiles"},
       {0, nullptr, nullptr}};
   return register_once(&t, "GstTorchInferInferenceRegion", values);
 }

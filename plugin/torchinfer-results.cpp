@@ -61,22 +61,11 @@ void read_regions(GstBuffer* buf, std::vector<RegionOfInterest>* out) {
   out->resize(n);
 }
 
-namespace {
-
 // The meta's skip reasons follow SkipReason's order, NONE first.
 static_assert(GST_TORCH_SKIP_STILL == static_cast<int>(SkipReason::kStill) + 1 &&
                   GST_TORCH_SKIP_INTERVAL == static_cast<int>(SkipReason::kInterval) + 1,
               "GstTorchSkipReason = SkipReason + 1");
 
-struct TensorMetaInfo {
-  GstTorchSkipReason skip = GST_TORCH_SKIP_NONE;
-  bool inferred = true;
-  bool valid = true;
-  std::uint64_t result_pts = kNoTimestamp;
-  gint roi_id = -1;
-};
-
-// One slot's outputs as a tensor meta; returns the views for decoding.
 std::vector<TensorView> add_tensor_meta(GstBuffer* buf, const FrameInference& rec,
                                         const SlotResult& slot, const TensorMetaInfo& info,
                                         const std::string& model_instance_id) {
@@ -111,6 +100,8 @@ std::vector<TensorView> add_tensor_meta(GstBuffer* buf, const FrameInference& re
   meta->result_pts = info.result_pts;
   meta->roi_id = info.roi_id;
   meta->skip_reason = info.skip;
+  meta->tile_index = info.tile_index;
+  meta->tile_count = info.tile_count;
   for (std::size_t i = 0; i < views.size(); ++i) {
     GstTorchTensor& t = meta->tensors[i];
     t.name = g_strdup(views[i].name.c_str());
@@ -122,6 +113,8 @@ std::vector<TensorView> add_tensor_meta(GstBuffer* buf, const FrameInference& re
   }
   return views;
 }
+
+namespace {
 
 // The top-k of the first score vector; false when there is none.
 bool decode_scores(const std::vector<TensorView>& views, const ModelConfig& config,

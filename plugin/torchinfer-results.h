@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/burst_report.h"
+#include "common/tensor.h"
 #include "preprocess/frame.h"
 #include "preprocess/preprocess.h"
 #include "stream/stream_session.h"
@@ -34,6 +35,23 @@ void read_regions(GstBuffer* buf, std::vector<RegionOfInterest>* out);
 bool attach_results(GstBuffer* buf, const FrameInference& rec, bool inferred,
                     const std::string& model_instance_id,
                     std::optional<SkipReason> skip = std::nullopt);
+
+// What a tensor meta records besides the slot's outputs.
+struct TensorMetaInfo {
+  GstTorchSkipReason skip = GST_TORCH_SKIP_NONE;
+  bool inferred = true;
+  bool valid = true;
+  std::uint64_t result_pts = kNoTimestamp;
+  gint roi_id = -1;
+  gint tile_index = -1;  // inference-region=tiles
+  guint tile_count = 0;
+};
+
+// One slot's outputs as a tensor meta on `buf`; returns the views for
+// decoding. Throws Error(kModelInvalid) for outputs the meta cannot describe.
+std::vector<TensorView> add_tensor_meta(GstBuffer* buf, const FrameInference& rec,
+                                        const SlotResult& slot, const TensorMetaInfo& info,
+                                        const std::string& model_instance_id);
 
 struct RegionAttachInfo {
   std::string model_instance_id;

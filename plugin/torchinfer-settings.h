@@ -78,6 +78,9 @@ enum Prop {
   PROP_MOTION_MIN_AREA,
   PROP_MOTION_HOLD,
   PROP_MOTION_KEYFRAME_INTERVAL,
+  PROP_TILE_WIDTH,
+  PROP_TILE_HEIGHT,
+  PROP_TILE_OVERLAP,
 };
 
 // Enum values 0 mean "take it from the sidecar".
@@ -89,9 +92,9 @@ enum InputLayoutProp { LAYOUT_AUTO, LAYOUT_NCHW, LAYOUT_NHWC };
 // What happens to a frame when the model cannot keep up (no batch buffer
 // free, or the output queue full).
 enum DropPolicy { DROP_AUTO, DROP_BLOCK, DROP_SKIP };
-// What one inference covers: the whole frame, or each region-of-interest
-// meta on it.
-enum InferenceRegion { REGION_FULL_FRAME, REGION_ROI_LIST };
+// What one inference covers: the whole frame, each region-of-interest
+// meta on it, or each tile of a grid covering it (stream/tiles.h).
+enum InferenceRegion { REGION_FULL_FRAME, REGION_ROI_LIST, REGION_TILES };
 // Which threads preprocess frames (StreamSession's preprocess_in_batch).
 enum PreprocessOn { PREPROCESS_AUTO, PREPROCESS_STREAMING_THREAD, PREPROCESS_INFERENCE_THREADS };
 // Which frames due by inference-interval go to the model (stream/motion_gate.h).
@@ -139,6 +142,8 @@ struct Settings {
   double motion_min_area = 0.0;
   int motion_hold = 3;
   int motion_keyframe_interval = 30;
+  int tile_width = 0, tile_height = 0;      // inference-region=tiles; 0 = the model's input
+  double tile_overlap = 0.2;
 
   ConfigOverrides overrides() const;
   ContractOverrides contract_overrides() const;

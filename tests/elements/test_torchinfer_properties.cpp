@@ -78,6 +78,9 @@ const ExpectedProperty kExpected[] = {
     {"motion-min-area", "gdouble", 'r'},
     {"motion-hold", "gint", 'r'},
     {"motion-keyframe-interval", "gint", 'r'},
+    {"tile-width", "gint", 'r'},
+    {"tile-height", "gint", 'r'},
+    {"tile-overlap", "gdouble", 'r'},
 };
 
 // A valid value, different from the default, for each string property.
@@ -125,7 +128,7 @@ TEST(TorchInferProperties, EveryWritablePropertyRoundTrips) {
   GstElement* e = make();
   WarningCatcher w;
   const int written = round_trip_writable(e, kStringValues);
-  EXPECT_EQ(written, 45);
+  EXPECT_EQ(written, 48);
   EXPECT_TRUE(w.messages().empty()) << w.messages().front();
   gst_object_unref(e);
 }
@@ -157,7 +160,7 @@ TEST(TorchInferPropertiesErrors, ReadyOnlyPropertiesRefusedWhilePlaying) {
   GstHarness* h = torchinfer_harness("model=" + model("tiny_classifier.pt"),
                                      "video/x-raw,format=RGB,width=640,height=480,framerate=30/1");
   ASSERT_NE(h, nullptr);
-  EXPECT_EQ(expect_ready_only_refused(h->element, kStringValues), 44);
+  EXPECT_EQ(expect_ready_only_refused(h->element, kStringValues), 47);
   gst_harness_teardown(h);
 }
 
@@ -211,8 +214,9 @@ TEST(TorchInferPropertiesErrors, OutOfRangeNumbersKeepThePreviousValue) {
   // input-width/height, scale, top-k, pad-value, warmup, threads, batch-size,
   // batch-timeout, inference-interval, min-object-size, object-padding,
   // reclassify-interval, lanes, input-bits, sensitivity, motion-threshold,
-  // motion-min-area, motion-hold, motion-keyframe-interval
-  EXPECT_EQ(tried, 20);
+  // motion-min-area, motion-hold, motion-keyframe-interval, tile-width,
+  // tile-height, tile-overlap
+  EXPECT_EQ(tried, 23);
   gst_object_unref(e);
 }
 

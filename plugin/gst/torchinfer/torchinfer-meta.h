@@ -144,6 +144,13 @@ typedef struct {
    * and torchtrack holds its tracks still rather than predicting them on.
    * Added last to keep the layout of the fields above. */
   GstTorchSkipReason skip_reason;
+  /* inference-region=tiles: tile_count tiles of the frame were inferred and
+   * this is tile tile_index of them (row by row); roi_id is -1 and transform
+   * maps frame pixels to the model input of that tile. torchnms decodes the
+   * tiles of a frame together and merges their detections across the tile
+   * borders. -1 and 0 on every other meta. */
+  gint tile_index;
+  guint tile_count;
 } GstTorchTensorMeta;
 
 #define GST_TORCH_TENSOR_META_API_TYPE (gst_torch_tensor_meta_api_get_type())
@@ -159,7 +166,7 @@ GstTorchTensorMeta* gst_buffer_add_torch_tensor_meta(GstBuffer* buffer, guint n_
                                                      GBytes* owner);
 
 /* The first tensor meta of the whole frame (roi_id -1), or NULL. Per-region
- * tensor metas (roi-list) are skipped: iterate them with
+ * tensor metas (roi-list) and tiles' (tile_count > 0) are skipped: iterate them with
  * gst_buffer_iterate_meta_filtered(), or look one up with
  * gst_buffer_get_torch_tensor_meta_for_roi(). */
 GstTorchTensorMeta* gst_buffer_get_torch_tensor_meta(GstBuffer* buffer);
