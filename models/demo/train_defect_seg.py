@@ -247,6 +247,8 @@ def main():
     ap.add_argument("--epochs", type=int, default=5)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--lr", type=float, default=4e-3)
+    ap.add_argument("--first-seed", type=int, default=sd.TRAIN_SEED)
+    ap.add_argument("--init", help="start from this exported model's weights (a second stage)")
     args = ap.parse_args()
     cw, ch = (int(v) for v in args.crop.split("x"))
     if cw % 16 or ch % 16:
@@ -254,12 +256,15 @@ def main():
     torch.manual_seed(0)
     torch.set_num_threads(2)
     t0 = time.time()
-    x, maps, instances = render_set(sd.TRAIN_SEED, args.frames, args.crops, cw, ch, 2)
+    x, maps, instances = render_set(args.first_seed, args.frames, args.crops, cw, ch, 2)
     ninst = sum(len(i) for i in instances)
     print(f"rendered {x.shape[0]} crops {cw}x{ch} from {args.frames} frames, {ninst} defects "
           f"({time.time() - t0:.0f} s)", flush=True)
     model = DefectSeg(len(sd.CLASSES), IN_W, IN_H).to(memory_format=torch.channels_last)
     print(f"DefectSeg: {sum(p.numel() for p in model.parameters()):,} parameters")
+    if args.init:
+        model.load_state_dict(torch.jit.load(args.init).state_dict())
+        print(f"weights from {args.init}")
     t1 = time.time()
     train(model, x, maps, instances, args)
     print(f"trained in {time.time() - t1:.0f} s ({time.time() - t0:.0f} s with rendering)")
