@@ -24,6 +24,9 @@ Importable API (make_detection_clip.py, seg_data.py, eval_defect_seg.py):
                       starting with a run of zeros (possibly 0)
   write_clip_masks(path, video, scenes, frame_objects, classes)  a clip's
                       mask file (line.masks.json)
+  check_clip(masks, truth)  line.masks.json against the renderer and the
+                      truth file; `defect_masks.py MASKS TRUTH` runs it (a
+                      meson test: clip-truth-masks)
 """
 import json
 import os
@@ -138,8 +141,51 @@ def self_test():
         m = rng.random((int(rng.integers(1, 9)), int(rng.integers(1, 9)))) < 0.5
         back = decode_rle(encode_rle(m), m.shape[1], m.shape[0])
         assert (back == m).all(), m
+    for bad in ([3, 2], [-1, 7]):
+        try:
+            decode_rle(bad, 2, 3)
+            raise AssertionError(f"decode_rle accepted {bad}")
+        except ValueError:
+            pass
     print("defect_masks: RLE round trip OK")
+
+
+def check_clip(masks_path, truth_path):
+    """line.masks.json against the renderer and line.truth.json: every mask
+    as the clip's scenes give it now, exactly one mask for each truth defect
+    in view, the same ignore flags; exact counts. Returns problems found."""
+    import make_detection_clip as mdc
+    data, truth = json.load(open(masks_path)), json.load(open(truth_path))
+    parts = mdc.make_parts()
+    problems, total, judged = [], 0, 0
+    for t, (fm, ft) in enumerate(zip(data["frames"], truth["frames"])):
+        fresh = {(p, c): (x0, y0, m) for p, c, x0, y0, m in scene_masks(mdc.frame_scene(parts, t))}
+        for e in fm["masks"]:
+            total += 1
+            judged += not e["ignore"]
+            x0, y0, w, h = e["box"]
+            m = decode_rle(e["rle"], w, h)
+            got = fresh.get((e["part"], e["class"]))
+            if got is None or got[:2] != (x0, y0) or got[2].shape != m.shape or \
+                    not (got[2] == m).all() or int(m.sum()) != e["area"]:
+                problems.append(f"frame {t} part {e['part']}: mask differs from the renderer's")
+        for o in ft["objects"]:
+            if o["class"] in ("bracket", "washer") or o["ignore"]:
+                continue
+            hits = [e for e in fm["masks"] if e["part"] == o["part"] and e["class"] == o["class"]]
+            if len(hits) != 1 or hits[0]["ignore"]:
+                problems.append(f"frame {t} part {o['part']}: {len(hits)} masks for its {o['class']}")
+    if len(data["frames"]) != 300 or (total, judged) != (440, 405):
+        problems.append(f"{len(data['frames'])} frames, {total} masks, {judged} not ignored; "
+                        f"expected 300, 440, 405")
+    return problems
 
 
 if __name__ == "__main__":
     self_test()
+    if len(sys.argv) == 3:  # defect_masks.py line.masks.json line.truth.json
+        found = check_clip(sys.argv[1], sys.argv[2])
+        for p in found[:20]:
+            print("error: " + p, file=sys.stderr)
+        print(f"{sys.argv[1]}: {'OK' if not found else f'{len(found)} problems'}")
+        sys.exit(1 if found else 0)
