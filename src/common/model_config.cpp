@@ -142,6 +142,8 @@ const char* to_string(Decoder v) {
       return "ssd";
     case Decoder::kClassification:
       return "classification";
+    case Decoder::kYolov8Obb:
+      return "yolov8-obb";
   }
   return "?";
 }
@@ -307,7 +309,8 @@ ModelConfig parse_model_config_text(const std::string& text, const std::string& 
                                     {{"yolov5", Decoder::kYolov5},
                                      {"yolov8", Decoder::kYolov8},
                                      {"ssd", Decoder::kSsd},
-                                     {"classification", Decoder::kClassification}});
+                                     {"classification", Decoder::kClassification},
+                                     {"yolov8-obb", Decoder::kYolov8Obb}});
   for (const char* key : {"confidence_threshold", "iou_threshold"}) {
     if (!j.contains(key)) continue;
     const json& v = j.at(key);

@@ -7,6 +7,7 @@
 #include <opencv2/dnn.hpp>
 
 #include "common/error.h"
+#include "decode/yolov8_obb.h"
 
 namespace torchinfer {
 namespace {
@@ -223,11 +224,14 @@ void check_detection_layout(Decoder decoder, const std::vector<TensorView>& outp
     }
     case Decoder::kClassification:
       throw Error(ErrorKind::kStreamData, "decoder classification gives class scores, not boxes");
+    case Decoder::kYolov8Obb:
+      return check_obb_layout(outputs);
   }
 }
 
 std::vector<Detection> decode_detections(Decoder decoder, const std::vector<TensorView>& outputs,
                                          const DetectionOptions& o, const FrameMapping& m) {
+  if (decoder == Decoder::kYolov8Obb) return decode_yolov8_obb(outputs, o, m);
   check_detection_layout(decoder, outputs);
   if (!(m.scale_x > 0) || !(m.scale_y > 0) || m.frame_width < 1 || m.frame_height < 1)
     throw Error(ErrorKind::kStreamData, "invalid frame-to-model transform");
@@ -245,7 +249,8 @@ std::vector<Detection> decode_detections(Decoder decoder, const std::vector<Tens
       break;
     }
     case Decoder::kClassification:
-      break;  // rejected by check_detection_layout
+    case Decoder::kYolov8Obb:
+      break;  // rejected by check_detection_layout, decoded above
   }
   std::vector<Detection> out;
   for (int i : run_nms(c, o)) {

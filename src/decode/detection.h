@@ -5,6 +5,8 @@
 //           objectness, C class scores; score = objectness * class score.
 //   yolov8  one tensor [1, 4+C, A]: cx, cy, w, h (model-input pixels), C class
 //           scores (no objectness).
+//   yolov8-obb  one tensor [1, 4+C+1, A]: as yolov8 plus the angle in
+//           radians; rotated boxes and rotated NMS (decode/yolov8_obb.h).
 //   ssd     two tensors, "boxes" [1, A, 4] and "scores" [1, A, C] (by name, else
 //           the first two outputs in that order): boxes are x_min, y_min,
 //           x_max, y_max normalised to the model input (0..1); scores are
@@ -18,11 +20,13 @@
 // max_detections best kept, highest confidence first.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/box.h"
 #include "common/model_config.h"
+#include "common/rotated_box.h"
 #include "common/tensor.h"
 
 namespace torchinfer {
@@ -33,6 +37,9 @@ struct Detection {
   double confidence = 0;
   double x_min = 0, y_min = 0, x_max = 0, y_max = 0;  // frame pixels, clipped
   Box box() const { return {x_min, y_min, x_max, y_max}; }
+  // yolov8-obb only (decode/yolov8_obb.h): the rotated box, frame pixels,
+  // unclipped; the box above is its bounds clipped to the frame.
+  std::optional<RotatedBox> rotated;
 };
 
 struct DetectionOptions {
