@@ -175,6 +175,9 @@ void read_detections(GstBuffer* buf, bool anomaly_regions, FrameRecord& r) {
     read_roi_anomaly(buf, reinterpret_cast<GstVideoRegionOfInterestMeta*>(m), anomaly_regions, rec);
     rec.code =
         code_record(gst_torch_roi_get_code(reinterpret_cast<GstVideoRegionOfInterestMeta*>(m)));
+    GstTorchRotatedBox rb;
+    if (gst_torch_roi_get_rotated_box(reinterpret_cast<GstVideoRegionOfInterestMeta*>(m), &rb))
+      rec.box.rotated = RotatedBox{rb.cx, rb.cy, rb.width, rb.height, rb.angle};
     r.detections.push_back(std::move(rec));
   }
 }

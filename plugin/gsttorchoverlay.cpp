@@ -20,6 +20,7 @@
 #include <optional>
 
 #include "anomaly-map-view.h"
+#include "common/rotated_box.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "gsttorchtrack.h"
 #include "overlay/draw.h"
@@ -114,6 +115,11 @@ void add_boxes(GstBuffer* buf, int width, int height, const Settings& s, Overlay
     // torchcodes' code of the part, under its box.
     if (const GstStructure* code = gst_torch_roi_get_code(roi); code && s.show_labels)
       b.caption = string_or_empty(gst_structure_get_string(code, "text"));
+    // torchnms yolov8-obb: the rotated outline instead of the box around it.
+    GstTorchRotatedBox rb;
+    if (gst_torch_roi_get_rotated_box(roi, &rb))
+      for (const auto& [x, y] : RotatedBox{rb.cx, rb.cy, rb.width, rb.height, rb.angle}.corners())
+        b.outline.emplace_back(x, y);
     scene.boxes.push_back(std::move(b));
   }
 }

@@ -18,6 +18,9 @@ GType decoder_type() {
        "ssd"},
       {GST_TORCHNMS_DECODER_CLASSIFICATION, "Classification: top-k labels, no boxes",
        "classification"},
+      {GST_TORCHNMS_DECODER_YOLOV8_OBB,
+       "YOLOv8-obb [1, 4+C+1, A]: cx, cy, w, h, classes, angle (radians); rotated boxes",
+       "yolov8-obb"},
       {0, nullptr, nullptr}};
   if (g_once_init_enter(&type)) {
     GType t = g_enum_register_static("GstTorchNmsDecoder", values);
@@ -100,7 +103,8 @@ constexpr Entry kEntries[] = {
   {PROP_STATS, Access::kReadOnly, [](GParamFlags f) {
      return g_param_spec_boxed("stats", "Statistics",
        "torchnms-stats: frames decoded, detections, decode-ms-p50/p95/p99 "
-       "(decode + NMS per frame, over the latest 1024 frames)",
+       "(decode + NMS per frame, over the latest 1024 frames), invalid (yolov8-obb "
+       "candidates dropped for a non-finite or empty box or angle)",
        GST_TYPE_STRUCTURE, f); },
    nullptr, get_stats},
   ready<&Settings::suppress_contained>(PROP_SUPPRESS_CONTAINED, [](GParamFlags f) {
@@ -122,7 +126,8 @@ GstStructure* stats_structure(const Status& s) {
                            G_TYPE_UINT64, s.detections, "contained", G_TYPE_UINT64, s.contained,
                            "decode-ms-p50", G_TYPE_DOUBLE, s.decode_ms.percentile(50),
                            "decode-ms-p95", G_TYPE_DOUBLE, s.decode_ms.percentile(95),
-                           "decode-ms-p99", G_TYPE_DOUBLE, s.decode_ms.percentile(99), nullptr);
+                           "decode-ms-p99", G_TYPE_DOUBLE, s.decode_ms.percentile(99), "invalid",
+                           G_TYPE_UINT64, s.invalid, nullptr);
 }
 
 const PropertyTable<Settings, Status>& properties() {
