@@ -15,15 +15,14 @@ gboolean gst_torch_roi_add_rotated_box(GstVideoRegionOfInterestMeta* roi,
       !(box->height > 0))
     return FALSE;
   gst_video_region_of_interest_meta_add_param(
-      roi, gst_structure_new(GST_TORCH_ROTATED_BOX_STRUCTURE_NAME, "cx", G_TYPE_DOUBLE, box->cx,
-                             "cy", G_TYPE_DOUBLE, box->cy, "width", G_TYPE_DOUBLE, box->width,
-                             "height", G_TYPE_DOUBLE, box->height, "angle", G_TYPE_DOUBLE,
-                             box->angle, nullptr));
+      roi,
+      gst_structure_new(GST_TORCH_ROTATED_BOX_STRUCTURE_NAME, "cx", G_TYPE_DOUBLE, box->cx, "cy",
+                        G_TYPE_DOUBLE, box->cy, "width", G_TYPE_DOUBLE, box->width, "height",
+                        G_TYPE_DOUBLE, box->height, "angle", G_TYPE_DOUBLE, box->angle, nullptr));
   return TRUE;
 }
 
-gboolean gst_torch_roi_get_rotated_box(GstVideoRegionOfInterestMeta* roi,
-                                       GstTorchRotatedBox* out) {
+gboolean gst_torch_roi_get_rotated_box(GstVideoRegionOfInterestMeta* roi, GstTorchRotatedBox* out) {
   g_return_val_if_fail(roi != nullptr && out != nullptr, FALSE);
   const GstStructure* s =
       gst_video_region_of_interest_meta_get_param(roi, GST_TORCH_ROTATED_BOX_STRUCTURE_NAME);

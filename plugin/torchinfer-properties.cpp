@@ -324,12 +324,17 @@ constexpr Entry kProperties[] = {
     return g_param_spec_int("active-lanes", "Active lanes",
       "Lanes the loaded model runs: 'lanes' as resolved (lanes=0: the count chosen from the "
       "cores); 0 before the first load", 0, kMaxLanes, 0, f); }),
+  ready<&Settings::deskew>(PROP_DESKEW, [](GParamFlags f) {
+    return g_param_spec_boolean("deskew", "Deskew",
+      "roi-list: a ROI with a rotated box (torchnms decoder=yolov8-obb) is cut along the box and "
+      "turned upright (its width axis left to right), straight from the frame; false = the "
+      "axis-aligned box around it", TRUE, f); }),
 };
 // clang-format on
 
 constexpr PropertyTable<Settings, Status> kTable{"torchinfer", kProperties};
 static_assert(kTable.in_id_order(), "kProperties lists every Prop once, in enum order");
-static_assert(kTable.size() == PROP_ACTIVE_LANES, "every Prop has an entry");
+static_assert(kTable.size() == PROP_DESKEW, "every Prop has an entry");
 
 }  // namespace
 

@@ -73,6 +73,7 @@ enum Prop {
   PROP_SENSITIVITY,
   PROP_ANOMALY_THRESHOLD,
   PROP_ACTIVE_LANES,
+  PROP_DESKEW,
 };
 
 // Enum values 0 mean "take it from the sidecar".
@@ -126,6 +127,7 @@ struct Settings {
   int input_bits = 16;                      // GRAY16_LE: significant bits per sample
   double sensitivity = -1;                  // task anomaly; < 0 = from the sidecar
   std::optional<double> anomaly_threshold;  // task anomaly, raw outputs; unset = sidecar / 0.5
+  bool deskew = true;                       // roi-list: rotated boxes cut upright
 
   ConfigOverrides overrides() const;
   ContractOverrides contract_overrides() const;
