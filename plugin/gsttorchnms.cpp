@@ -68,7 +68,7 @@ struct State {
   std::optional<Resolved> resolved;
   bool warned_no_meta = false;
   bool warned_invalid = false;  // yolov8-obb anchors dropped (counted in status.invalid)
-  bool failed = false;  // an error was posted; later frames fail quietly
+  bool failed = false;          // an error was posted; later frames fail quietly
 };
 
 Decoder to_decoder(GstTorchNmsDecoder d) {
@@ -357,11 +357,12 @@ static GstFlowReturn gst_torchnms_transform_ip(GstBaseTransform* trans, GstBuffe
     if (!st.resolved || st.resolved->model != model) {
       st.resolved = resolve(self, model);
       if (!st.resolved->decoder)
-        return fail_decode(self,
-                           "No decoder for model '" + model +
-                               "': set decoder=yolov5|yolov8|ssd|classification|yolov8-obb on torchnms or "
-                               "\"decoder\" in the model's sidecar.",
-                           model);
+        return fail_decode(
+            self,
+            "No decoder for model '" + model +
+                "': set decoder=yolov5|yolov8|ssd|classification|yolov8-obb on torchnms or "
+                "\"decoder\" in the model's sidecar.",
+            model);
       if (*st.resolved->decoder != Decoder::kClassification)
         check_detection_layout(*st.resolved->decoder, views);
     }

@@ -278,8 +278,7 @@ gboolean gst_torch_roi_add_rotated_box(GstVideoRegionOfInterestMeta* roi,
 
 /* Fills out from the ROI's "rotated_box" param; FALSE if it has none, or a
  * field is missing, not finite, or a size not above 0. */
-gboolean gst_torch_roi_get_rotated_box(GstVideoRegionOfInterestMeta* roi,
-                                       GstTorchRotatedBox* out);
+gboolean gst_torch_roi_get_rotated_box(GstVideoRegionOfInterestMeta* roi, GstTorchRotatedBox* out);
 
 G_END_DECLS
 
