@@ -135,13 +135,17 @@ Detection to_detection(const Candidate& c, const DetectionOptions& o, const Fram
 
 }  // namespace
 
-double rotated_iou(const RotatedBox& a, const RotatedBox& b) {
+double rotated_intersection_area(const RotatedBox& a, const RotatedBox& b) {
   for (const RotatedBox* r : {&a, &b})
     if (!std::isfinite(r->cx) || !std::isfinite(r->cy) || !std::isfinite(r->angle) ||
         !(r->width > 0) || !(r->height > 0) || !std::isfinite(r->area()))
       return 0;
   const auto ca = a.corners(), cb = b.corners();
-  const double inter = polygon_area(clip_convex(Polygon(ca.begin(), ca.end()), cb));
+  return polygon_area(clip_convex(Polygon(ca.begin(), ca.end()), cb));
+}
+
+double rotated_iou(const RotatedBox& a, const RotatedBox& b) {
+  const double inter = rotated_intersection_area(a, b);
   const double uni = a.area() + b.area() - inter;
   return inter > 0 && uni > 0 ? std::min(1.0, inter / uni) : 0;
 }

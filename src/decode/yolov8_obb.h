@@ -57,6 +57,8 @@ std::vector<Detection> decode_yolov8_obb(const std::vector<TensorView>& outputs,
 // Intersection over union of two rotated rectangles (0 when either is
 // empty or not finite).
 double rotated_iou(const RotatedBox& a, const RotatedBox& b);
+// Their common area (0 when either is empty or not finite).
+double rotated_intersection_area(const RotatedBox& a, const RotatedBox& b);
 
 // A rotated box in model-input pixels (angle in degrees) mapped to the frame.
 RotatedBox map_rotated_to_frame(const RotatedBox& model_box, const FrameMapping& m);

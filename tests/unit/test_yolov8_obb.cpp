@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "common/model_config.h"
+#include "decode/containment.h"
 #include "decode/detection.h"
 #include "decode/yolov8_obb.h"
 
@@ -252,6 +253,27 @@ TEST(Yolov8ObbHostile, EightyFourHundredDisjointCandidatesStopAtMaxDetections) {
   ASSERT_EQ(d.size(), 100u);
   for (std::size_t i = 0; i < d.size(); ++i)  // the last 100 anchors, best first
     EXPECT_DOUBLE_EQ(d[i].confidence, 0.3 + 0.5 * (8399 - static_cast<int>(i)) / 8400) << i;
+}
+
+TEST(Yolov8Obb, ContainmentComparesRotatedOutlines) {
+  // A small bar beside a long diagonal bar: inside its bounds, outside it.
+  Detection big, small;
+  big.label_id = small.label_id = 0;
+  big.rotated = RotatedBox{100, 100, 200, 20, 45};
+  const Box bb = big.rotated->bounds();
+  big.x_min = bb.x_min, big.y_min = bb.y_min, big.x_max = bb.x_max, big.y_max = bb.y_max;
+  small.rotated = RotatedBox{140, 60, 20, 10, 0};
+  small.x_min = 130, small.y_min = 55, small.x_max = 150, small.y_max = 65;
+  std::vector<Detection> dets{big, small};
+  EXPECT_EQ(suppress_contained(dets, 0.9), 0u);
+  EXPECT_EQ(dets.size(), 2u);
+  // On the bar itself it goes.
+  small.rotated = RotatedBox{110, 110, 20, 10, 45};
+  dets = {big, small};
+  EXPECT_EQ(suppress_contained(dets, 0.9), 1u);
+  ASSERT_EQ(dets.size(), 1u);
+  EXPECT_DOUBLE_EQ(dets[0].rotated->width, 200);
+  EXPECT_NEAR(rotated_intersection_area({0, 0, 10, 10, 0}, {5, 5, 10, 10, 0}), 25, 1e-9);
 }
 
 TEST(Yolov8Obb, SidecarNamesTheDecoder) {
