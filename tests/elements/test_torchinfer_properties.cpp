@@ -73,6 +73,7 @@ const ExpectedProperty kExpected[] = {
     {"sensitivity", "gdouble", 'r'},
     {"anomaly-threshold", "gdouble", 'r'},
     {"active-lanes", "gint", 'o'},
+    {"deskew", "gboolean", 'r'},
 };
 
 // A valid value, different from the default, for each string property.
@@ -120,7 +121,7 @@ TEST(TorchInferProperties, EveryWritablePropertyRoundTrips) {
   GstElement* e = make();
   WarningCatcher w;
   const int written = round_trip_writable(e, kStringValues);
-  EXPECT_EQ(written, 40);
+  EXPECT_EQ(written, 41);
   EXPECT_TRUE(w.messages().empty()) << w.messages().front();
   gst_object_unref(e);
 }
@@ -152,7 +153,7 @@ TEST(TorchInferPropertiesErrors, ReadyOnlyPropertiesRefusedWhilePlaying) {
   GstHarness* h = torchinfer_harness("model=" + model("tiny_classifier.pt"),
                                      "video/x-raw,format=RGB,width=640,height=480,framerate=30/1");
   ASSERT_NE(h, nullptr);
-  EXPECT_EQ(expect_ready_only_refused(h->element, kStringValues), 39);
+  EXPECT_EQ(expect_ready_only_refused(h->element, kStringValues), 40);
   gst_harness_teardown(h);
 }
 
