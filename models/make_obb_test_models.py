@@ -2,12 +2,13 @@
 """Test models for torchnms decoder=yolov8-obb (run by meson).
 
 obb_fixed.pt      traced; input [N,3,320,320] rgb, mean 0 std 1; returns the
-                  same [N, 7, 6] YOLOv8-obb output for any image (labels
+                  same [N, 7, 7] YOLOv8-obb output for any image (labels
                   bracket, washer; decoder yolov8-obb in its sidecar): a
                   bracket at (100, 80) 60x20 turned pi/6, a weaker bracket
                   next to it (suppressed by rotated NMS), a washer at
                   (220, 200) 40x40 turned -pi/4, a score below the
-                  threshold, and two that cross axis-aligned but not rotated.
+                  threshold, two that cross axis-aligned but not rotated,
+                  and a confident one of zero width (counted as invalid).
 obb_head.pt       a random-weight oriented-box head (seeded): input
                   [N,3,640,640] rgb, mean 0 std 1; three levels (strides 8,
                   16, 32: 8400 anchors), 3 classes; boxes from distances
@@ -78,6 +79,7 @@ def fixed_output():
         [300, 300, 10, 10, 0.1, 0.2, 0.0],
         [160, 260, 100, 10, 0.6, 0.0, p / 4],
         [170, 270, 100, 10, 0.5, 0.0, -p / 4 + 0.0],
+        [50, 50, 0, 10, 0.95, 0.0, 0.0],  # zero width: dropped and counted
     ]
     return torch.tensor(rows, dtype=torch.float32).t().unsqueeze(0)
 

@@ -80,7 +80,7 @@ std::vector<Found> rotated_detections(GstBuffer* buf) {
 GstHarness* detector(const std::string& model_name, const std::string& caps,
                      const std::string& infer_props = "", const std::string& tail = "") {
   const std::string line = "torchinfer model=" + model(model_name) + " " + infer_props +
-                           " ! torchnms" + (tail.empty() ? "" : " ! " + tail);
+                           " ! torchnms name=nms" + (tail.empty() ? "" : " ! " + tail);
   GstHarness* h = gst_harness_new_parse(line.c_str());
   gst_harness_set_src_caps_str(h, caps.c_str());
   return h;
@@ -96,8 +96,31 @@ double angle_diff(double a, double b) {  // modulo 180 degrees
 TEST(TorchNmsObb, FixedOutputGivesExactRotatedBoxes) {
   // Model input 320x320, frame 640x640: everything doubles.
   GstHarness* h = detector("obb_fixed.pt", rgb_caps(640, 640));
+  GstBus* bus = gst_bus_new();
+  gst_element_set_bus(h->element, bus);
+  GstBuffer* first = gst_harness_push_and_pull(h, pattern(640, 640));
+  ASSERT_NE(first, nullptr);
+  gst_buffer_unref(first);
   GstBuffer* out = gst_harness_push_and_pull(h, pattern(640, 640));
   ASSERT_NE(out, nullptr);
+  // The zero-width anchor: counted on both frames, said once.
+  GstElement* nms = gst_bin_get_by_name(GST_BIN(h->element), "nms");
+  ASSERT_NE(nms, nullptr);
+  GstStructure* stats = nullptr;
+  g_object_get(nms, "stats", &stats, nullptr);
+  guint64 invalid = 0;
+  EXPECT_TRUE(gst_structure_get_uint64(stats, "invalid", &invalid));
+  EXPECT_EQ(invalid, 2u);
+  gst_structure_free(stats);
+  gst_object_unref(nms);
+  int warnings = 0;
+  while (GstMessage* m = gst_bus_pop_filtered(bus, GST_MESSAGE_WARNING)) {
+    ++warnings;
+    gst_message_unref(m);
+  }
+  EXPECT_EQ(warnings, 1);
+  gst_element_set_bus(h->element, nullptr);
+  gst_object_unref(bus);
   const auto d = rotated_detections(out);
   // The weaker neighbour of the first is suppressed; the crossed pair at
   // +-45 degrees stays (their axis-aligned boxes overlap by 0.6).
