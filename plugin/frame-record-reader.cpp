@@ -169,6 +169,9 @@ void read_detections(GstBuffer* buf, bool anomaly_regions, FrameRecord& r) {
                                  read_roi_anomaly(buf, roi, anomaly_regions, rec);
                                  rec.code = code_record(gst_torch_roi_get_code(roi));
                                  rec.mask = read_mask_param(gst_torch_roi_get_mask(roi));
+                                 GstTorchRotatedBox rb;
+                                 if (gst_torch_roi_get_rotated_box(roi, &rb))
+                                   rec.box.rotated = RotatedBox{rb.cx, rb.cy, rb.width, rb.height, rb.angle};
                                  r.detections.push_back(std::move(rec));
                                });
 }

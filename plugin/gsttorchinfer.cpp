@@ -148,6 +148,7 @@ static SessionOptions session_options(const Settings& s, const LoadedModel& mode
     so.regions.min_size = s.min_object_size;
     so.regions.padding = contract.object_padding.value;
     so.regions.reclassify_interval = s.reclassify_interval;
+    so.regions.deskew = s.deskew;
   }
   so.preprocess_in_batch = s.preprocess_on == PREPROCESS_INFERENCE_THREADS ||
                            (s.preprocess_on == PREPROCESS_AUTO &&

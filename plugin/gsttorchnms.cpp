@@ -1,8 +1,9 @@
 /**
  * SECTION:element-torchnms
  *
- * Decodes the GstTorchTensorMeta of each frame (YOLOv5, YOLOv8, SSD or
- * classification layout), runs non-maximum suppression and attaches one
+ * Decodes the GstTorchTensorMeta of each frame (YOLOv5, YOLOv8, SSD,
+ * classification or YOLOv8-obb layout; the last adds a "rotated_box" param
+ * to each ROI), runs non-maximum suppression and attaches one
  * GstVideoRegionOfInterestMeta per detection with a "detection" structure;
  * video passes through untouched.
  *
@@ -30,6 +31,7 @@
 #include "decode/containment.h"
 #include "decode/detection.h"
 #include "decode/yolov8_seg.h"
+#include "decode/yolov8_obb.h"
 #include "element-errors.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "mask-param.h"
@@ -69,6 +71,7 @@ struct State {
   std::optional<Resolved> resolved;
   bool warned_no_meta = false;
   bool warned_dropped_masks = false;  // yolov8-seg masks past the frame's run budget
+  bool warned_invalid = false;        // yolov8-obb anchors dropped (counted in status.invalid)
   bool failed = false;                // an error was posted; later frames fail quietly
 };
 
@@ -82,6 +85,8 @@ Decoder to_decoder(GstTorchNmsDecoder d) {
       return Decoder::kClassification;
     case GST_TORCHNMS_DECODER_YOLOV8_SEG:
       return Decoder::kYolov8Seg;
+    case GST_TORCHNMS_DECODER_YOLOV8_OBB:
+      return Decoder::kYolov8Obb;
     default:
       return Decoder::kYolov5;
   }
@@ -134,6 +139,7 @@ static gboolean gst_torchnms_start(GstBaseTransform* trans) {
   st.labels.clear();
   st.warned_no_meta = false;
   st.warned_dropped_masks = false;
+  st.warned_invalid = false;
   st.failed = false;
   try {
     if (!st.active.labels_file.empty()) st.labels = read_labels_file(st.active.labels_file);
@@ -285,6 +291,29 @@ static GstFlowReturn classify(GstTorchNms* self, GstBuffer* buf, const Resolved&
       model);
 }
 
+// yolov8-obb anchors with a NaN/infinite or empty box or angle: counted
+// (stats "invalid"), and said once per run on the bus.
+static void count_invalid(GstTorchNms* self, std::uint64_t n) {
+  State& st = *self->state;
+  {
+    std::lock_guard<std::mutex> lock(st.lock);
+    st.status.invalid += n;
+  }
+  if (st.warned_invalid) return;
+  st.warned_invalid = true;
+  GST_ELEMENT_WARNING(self, STREAM, DECODE,
+                      ("The model gave confident rotated boxes with a non-finite or empty box "
+                       "or angle; they were dropped."),
+                      ("%" G_GUINT64_FORMAT " on this frame; the running count is the stats' "
+                       "\"invalid\" field (only this first time on the bus)",
+                       static_cast<guint64>(n)));
+}
+
+static void add_rotated_box(GstVideoRegionOfInterestMeta* roi, const RotatedBox& r) {
+  const GstTorchRotatedBox b{r.cx, r.cy, r.width, r.height, r.angle};
+  gst_torch_roi_add_rotated_box(roi, &b);
+}
+
 static void detect(GstTorchNms* self, GstBuffer* buf, const GstTorchTensorMeta* meta,
                    const Resolved& r, const std::vector<TensorView>& views, Clock::time_point t0) {
   FrameMapping m;
@@ -296,7 +325,11 @@ static void detect(GstTorchNms* self, GstBuffer* buf, const GstTorchTensorMeta* 
   m.frame_height = static_cast<int>(meta->frame_height);
   m.input_width = static_cast<int>(meta->input_width);
   m.input_height = static_cast<int>(meta->input_height);
-  std::vector<Detection> dets = decode_detections(*r.decoder, views, r.options, m);
+  ObbCounts obb;
+  std::vector<Detection> dets = *r.decoder == Decoder::kYolov8Obb
+                                    ? decode_yolov8_obb(views, r.options, m, &obb)
+                                    : decode_detections(*r.decoder, views, r.options, m);
+  if (obb.invalid) count_invalid(self, obb.invalid);
   const std::size_t contained = suppress_contained(dets, self->state->active.suppress_contained);
   // Masks of the detections kept (after NMS and suppress-contained) only.
   const bool seg = *r.decoder == Decoder::kYolov8Seg;
@@ -310,6 +343,7 @@ static void detect(GstTorchNms* self, GstBuffer* buf, const GstTorchTensorMeta* 
         buf, d.label.c_str(), d.label_id, d.confidence, d.x_min, d.y_min, d.x_max, d.y_max,
         meta->frame_width, meta->frame_height);
     if (roi && seg && !masks[i].dropped) gst::add_mask_param(roi, masks[i], threshold);
+    if (roi && d.rotated) add_rotated_box(roi, *d.rotated);
   }
   if (counts.dropped > 0 && !self->state->warned_dropped_masks) {
     // Once per run; stats' masks-dropped counts every one.
@@ -373,7 +407,7 @@ static GstFlowReturn gst_torchnms_transform_ip(GstBaseTransform* trans, GstBuffe
         return fail_decode(
             self,
             "No decoder for model '" + model +
-                "': set decoder=yolov5|yolov8|yolov8-seg|ssd|classification on torchnms or "
+                "': set decoder=yolov5|yolov8|yolov8-seg|yolov8-obb|ssd|classification on torchnms or "
                 "\"decoder\" in the model's sidecar.",
             model);
       if (*st.resolved->decoder != Decoder::kClassification)

@@ -20,6 +20,7 @@
 #include <optional>
 
 #include "anomaly-map-view.h"
+#include "common/rotated_box.h"
 #include "gst/torchinfer/torchinfer-helpers.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "gsttorchtrack.h"
@@ -116,6 +117,11 @@ void add_boxes(GstBuffer* buf, int width, int height, const Settings& s, Overlay
     // torchnms yolov8-seg: the object's mask, filled in its box's colour.
     if (auto mask = gst::read_mask_param(gst_torch_roi_get_mask(roi)))
       scene.masks.push_back({std::move(*mask), b.class_id});
+    // torchnms yolov8-obb: the rotated outline instead of the box around it.
+    GstTorchRotatedBox rb;
+    if (gst_torch_roi_get_rotated_box(roi, &rb))
+      for (const auto& [x, y] : RotatedBox{rb.cx, rb.cy, rb.width, rb.height, rb.angle}.corners())
+        b.outline.emplace_back(x, y);
     scene.boxes.push_back(std::move(b));
   });
 }

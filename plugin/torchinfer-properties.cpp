@@ -362,12 +362,17 @@ constexpr Entry kProperties[] = {
       "inference-region=tiles: fraction of a tile shared with its neighbour (rounded to whole "
       "pixels); an object cut by one tile's border lies whole in the next when it is smaller "
       "than the overlap", 0.0, 0.9, 0.2, f); }),
+  ready<&Settings::deskew>(PROP_DESKEW, [](GParamFlags f) {
+    return g_param_spec_boolean("deskew", "Deskew",
+      "roi-list: a ROI with a rotated box (torchnms decoder=yolov8-obb) is cut along the box and "
+      "turned upright (its width axis left to right), straight from the frame; false = the "
+      "axis-aligned box around it", TRUE, f); }),
 };
 // clang-format on
 
 constexpr PropertyTable<Settings, Status> kTable{"torchinfer", kProperties};
 static_assert(kTable.in_id_order(), "kProperties lists every Prop once, in enum order");
-static_assert(kTable.size() == PROP_TILE_OVERLAP, "every Prop has an entry");
+static_assert(kTable.size() == PROP_DESKEW, "every Prop has an entry");
 
 }  // namespace
 

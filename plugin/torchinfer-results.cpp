@@ -56,6 +56,10 @@ void read_regions(GstBuffer* buf, std::vector<RegionOfInterest>* out) {
     r.object_id.reset();
     gint id = 0;
     if (gst_torch_roi_get_object_id(roi, &id, nullptr)) r.object_id = id;
+    GstTorchRotatedBox rb;
+    r.rotated.reset();
+    if (gst_torch_roi_get_rotated_box(roi, &rb))
+      r.rotated = RotatedBox{rb.cx, rb.cy, rb.width, rb.height, rb.angle};
   });
   // Shrinking keeps the capacity, and the strings of the ones kept.
   out->resize(n);

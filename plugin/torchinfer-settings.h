@@ -81,6 +81,7 @@ enum Prop {
   PROP_TILE_WIDTH,
   PROP_TILE_HEIGHT,
   PROP_TILE_OVERLAP,
+  PROP_DESKEW,
 };
 
 // Enum values 0 mean "take it from the sidecar".
@@ -144,6 +145,7 @@ struct Settings {
   int motion_keyframe_interval = 30;
   int tile_width = 0, tile_height = 0;      // inference-region=tiles; 0 = the model's input
   double tile_overlap = 0.2;
+  bool deskew = true;                       // roi-list: rotated boxes cut upright
 
   ConfigOverrides overrides() const;
   ContractOverrides contract_overrides() const;

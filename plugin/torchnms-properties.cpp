@@ -21,6 +21,9 @@ GType decoder_type() {
       {GST_TORCHNMS_DECODER_YOLOV8_SEG,
        "YOLOv8-seg [1, 4+C+M, A] and prototypes [1, M, h, w]: yolov8 boxes with masks",
        "yolov8-seg"},
+      {GST_TORCHNMS_DECODER_YOLOV8_OBB,
+       "YOLOv8-obb [1, 4+C+1, A]: cx, cy, w, h, classes, angle (radians); rotated boxes",
+       "yolov8-obb"},
       {0, nullptr, nullptr}};
   if (g_once_init_enter(&type)) {
     GType t = g_enum_register_static("GstTorchNmsDecoder", values);
@@ -104,7 +107,8 @@ constexpr Entry kEntries[] = {
      return g_param_spec_boxed("stats", "Statistics",
        "torchnms-stats: frames decoded, detections, decode-ms-p50/p95/p99 "
        "(decode + NMS per frame, over the latest 1024 frames); yolov8-seg: masks, "
-       "masks-empty, masks-full, masks-invalid, masks-dropped",
+       "masks-empty, masks-full, masks-invalid, masks-dropped; invalid (yolov8-obb "
+       "candidates dropped for a non-finite or empty box or angle)",
        GST_TYPE_STRUCTURE, f); },
    nullptr, get_stats},
   ready<&Settings::suppress_contained>(PROP_SUPPRESS_CONTAINED, [](GParamFlags f) {
@@ -135,7 +139,7 @@ GstStructure* stats_structure(const Status& s) {
   gst_structure_set(st, "masks", G_TYPE_UINT64, s.masks, "masks-empty", G_TYPE_UINT64,
                     s.masks_empty, "masks-full", G_TYPE_UINT64, s.masks_full, "masks-invalid",
                     G_TYPE_UINT64, s.masks_invalid, "masks-dropped", G_TYPE_UINT64, s.masks_dropped,
-                    nullptr);
+                    "invalid", G_TYPE_UINT64, s.invalid, nullptr);
   return st;
 }
 

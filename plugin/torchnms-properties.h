@@ -37,6 +37,7 @@ enum GstTorchNmsDecoder {
   GST_TORCHNMS_DECODER_SSD,
   GST_TORCHNMS_DECODER_CLASSIFICATION,
   GST_TORCHNMS_DECODER_YOLOV8_SEG,
+  GST_TORCHNMS_DECODER_YOLOV8_OBB,
 };
 
 constexpr double kDefaultConfidence = 0.25;
@@ -65,6 +66,7 @@ struct Status {
   guint64 detections = 0;
   guint64 frames = 0;     // frames decoded
   guint64 contained = 0;  // detections dropped as lying inside another (suppress-contained)
+  guint64 invalid = 0;    // yolov8-obb: confident anchors with a non-finite or empty box/angle
   LatencyWindow decode_ms;
   // yolov8-seg: masks attached; of them, masks with no pixel set, with
   // every pixel of the box set, and with NaN/infinite values (empty).

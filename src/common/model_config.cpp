@@ -144,6 +144,8 @@ const char* to_string(Decoder v) {
       return "classification";
     case Decoder::kYolov8Seg:
       return "yolov8-seg";
+    case Decoder::kYolov8Obb:
+      return "yolov8-obb";
   }
   return "?";
 }
@@ -309,6 +311,7 @@ void parse_decoder_keys(const json& j, const std::string& origin, ModelConfig& c
                                      {"ssd", Decoder::kSsd},
                                      {"classification", Decoder::kClassification},
                                      {"yolov8-seg", Decoder::kYolov8Seg}});
+                                     {"yolov8-obb", Decoder::kYolov8Obb}});
   for (const char* key : {"confidence_threshold", "iou_threshold"}) {
     if (!j.contains(key)) continue;
     const json& v = j.at(key);

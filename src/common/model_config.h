@@ -15,7 +15,7 @@ enum class Activation { kSoftmax, kSigmoid, kNone };
 // What the model file holds (written by models/quantize.py), not a request.
 enum class ModelPrecision { kFp32, kInt8 };
 // How torchnms turns output tensors into results (src/decode/detection.h).
-enum class Decoder { kYolov5, kYolov8, kSsd, kClassification, kYolov8Seg };
+enum class Decoder { kYolov5, kYolov8, kSsd, kClassification, kYolov8Seg, kYolov8Obb };
 // The input tensor's layout forward() expects: [N,C,H,W] (PyTorch's
 // convention) or [N,H,W,C] (models converted from TensorFlow/Keras).
 enum class InputLayout { kNCHW, kNHWC };

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "decode/yolov8_obb.h"
+
 namespace torchinfer {
 namespace {
 
@@ -10,9 +12,15 @@ bool inside(const std::vector<Detection>& dets, std::size_t i, std::size_t k, do
   const Detection& s = dets[i];
   const Detection& b = dets[k];
   if (s.label_id != b.label_id) return false;
-  const double as = s.box().area(), ab = b.box().area();
+  // Rotated boxes (yolov8-obb) by their own outlines: their axis-aligned
+  // bounds hold much background and would swallow neighbours.
+  const bool turned = s.rotated && b.rotated;
+  const double as = turned ? s.rotated->area() : s.box().area();
+  const double ab = turned ? b.rotated->area() : b.box().area();
   if (as > ab || (as == ab && i < k) || as <= 0) return false;
-  return intersection_area(s.box(), b.box()) >= fraction * as;
+  const double inter = turned ? rotated_intersection_area(*s.rotated, *b.rotated)
+                              : intersection_area(s.box(), b.box());
+  return inter >= fraction * as;
 }
 
 }  // namespace

@@ -16,7 +16,8 @@ namespace torchinfer {
 // Removes from `dets` (order kept) each box of which at least `fraction` of
 // the area lies inside a bigger box of the same label_id (for two boxes of
 // the same area, the later one goes: detections come best first). fraction
-// <= 0 turns it off. Returns how many were removed.
+// <= 0 turns it off. Two rotated boxes (Detection::rotated) compare their
+// own outlines, not their bounds. Returns how many were removed.
 std::size_t suppress_contained(std::vector<Detection>& dets, double fraction);
 
 }  // namespace torchinfer

@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "decode/yolov8_seg.h"
+#include "decode/yolov8_obb.h"
 
 namespace torchinfer {
 namespace {
@@ -232,11 +233,14 @@ void check_detection_layout(Decoder decoder, const std::vector<TensorView>& outp
     case Decoder::kYolov8Seg:
       segment_tensors(outputs);
       return;
+    case Decoder::kYolov8Obb:
+      return check_obb_layout(outputs);
   }
 }
 
 std::vector<Detection> decode_detections(Decoder decoder, const std::vector<TensorView>& outputs,
                                          const DetectionOptions& o, const FrameMapping& m) {
+  if (decoder == Decoder::kYolov8Obb) return decode_yolov8_obb(outputs, o, m);
   check_detection_layout(decoder, outputs);
   if (!(m.scale_x > 0) || !(m.scale_y > 0) || m.frame_width < 1 || m.frame_height < 1)
     throw Error(ErrorKind::kStreamData, "invalid frame-to-model transform");
@@ -260,6 +264,8 @@ std::vector<Detection> decode_detections(Decoder decoder, const std::vector<Tens
       c = decode_yolov8(*s.head, o.confidence_threshold, s.classes);
       break;
     }
+    case Decoder::kYolov8Obb:
+      break;  // decoded above
   }
   std::vector<Detection> out;
   for (int i : run_nms(c, o)) {

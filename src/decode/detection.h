@@ -8,6 +8,8 @@
 //   yolov8-seg  two tensors: [1, 4+C+M, A] decoded as yolov8 over its C
 //           class channels, and prototypes [1, M, h, w] for the masks
 //           (decode/yolov8_seg.h).
+//   yolov8-obb  one tensor [1, 4+C+1, A]: as yolov8 plus the angle in
+//           radians; rotated boxes and rotated NMS (decode/yolov8_obb.h).
 //   ssd     two tensors, "boxes" [1, A, 4] and "scores" [1, A, C] (by name, else
 //           the first two outputs in that order): boxes are x_min, y_min,
 //           x_max, y_max normalised to the model input (0..1); scores are
@@ -21,11 +23,13 @@
 // max_detections best kept, highest confidence first.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/box.h"
 #include "common/model_config.h"
+#include "common/rotated_box.h"
 #include "common/tensor.h"
 
 namespace torchinfer {
@@ -39,6 +43,9 @@ struct Detection {
   // coefficients are); -1 when not decoded from a tensor.
   long long anchor = -1;
   Box box() const { return {x_min, y_min, x_max, y_max}; }
+  // yolov8-obb only (decode/yolov8_obb.h): the rotated box, frame pixels,
+  // unclipped; the box above is its bounds clipped to the frame.
+  std::optional<RotatedBox> rotated;
 };
 
 struct DetectionOptions {

@@ -189,6 +189,13 @@ json detection_json(const DetectionRecord& d, const std::optional<double>& mm_pe
   if (d.anomaly) jd["anomaly"] = anomaly(*d.anomaly);
   if (d.code) jd["code"] = code_json(*d.code);
   if (d.mask) jd["mask"] = mask_json(*d.mask, mm_per_pixel);
+  // yolov8-obb: frame pixels, angle in degrees clockwise in image coordinates.
+  if (const auto& r = d.box.rotated)
+    jd["rotated_box"] = {{"cx", number(r->cx)},
+                         {"cy", number(r->cy)},
+                         {"width", number(r->width)},
+                         {"height", number(r->height)},
+                         {"angle", number(r->angle)}};
   return jd;
 }
 

@@ -95,6 +95,17 @@ void draw_caption(cv::Mat& m, const std::string& text, cv::Point p0, cv::Point p
               font_thick, line_type);
 }
 
+// A rotated box: its corners rounded to the pixel grid, joined (LINE_8, no
+// anti-aliasing: YUV frames draw colour indices).
+void draw_outline(cv::Mat& m, const std::vector<std::pair<double, double>>& corners,
+                  const cv::Scalar& c, int thick) {
+  std::vector<cv::Point> pts;
+  for (const auto& [x, y] : corners)
+    pts.emplace_back(static_cast<int>(std::lround(std::clamp(x, -1e6, 1e6))),
+                     static_cast<int>(std::lround(std::clamp(y, -1e6, 1e6))));
+  cv::polylines(m, pts, true, c, thick, cv::LINE_8);
+}
+
 // Draws the scene with colour indices turned into Scalars by `colour`.
 void draw_scene(cv::Mat& m, const OverlayScene& s, const std::function<cv::Scalar(int)>& colour,
                 int line_type) {
@@ -109,7 +120,9 @@ void draw_scene(cv::Mat& m, const OverlayScene& s, const std::function<cv::Scala
                        static_cast<int>(std::floor(b.y_min)));
     const cv::Point p1(static_cast<int>(std::ceil(b.x_max)) - 1,
                        static_cast<int>(std::ceil(b.y_max)) - 1);
-    if (b.dashed)
+    if (!b.outline.empty())
+      draw_outline(m, b.outline, colour(ci), thick);
+    else if (b.dashed)
       dashed_rectangle(m, p0, p1, colour(ci), thick);
     else
       cv::rectangle(m, p0, p1, colour(ci), thick, cv::LINE_8);

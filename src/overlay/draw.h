@@ -35,6 +35,9 @@ struct OverlayBox {
   std::string text;                                   // e.g. "bolt 0.87"; empty = no tag
   bool dashed = false;  // outline in dashes (a tracker's predicted box, not a detection)
   std::string caption;  // under the box, white on black (a part's code); empty = none
+  // A rotated box's four corners in order (frame pixels): drawn as that
+  // outline instead of the box above (whose corner still places the tag).
+  std::vector<std::pair<double, double>> outline;
 };
 
 // A torchanalytics line (two points) or zone (a closed polygon), frame

@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "preprocess/bayer.h"
+#include "preprocess/deskew.h"
 #include "preprocess/lattice_rows.h"
 #include "preprocess/resample.h"
 #include "preprocess/row_output.h"
@@ -472,6 +473,8 @@ FrameTransform Preprocessor::run_impl(const FrameView& f, const Crop& crop, Out*
   if (!dst) throw Error(ErrorKind::kInvalidArgument, "no output buffer");
   const PixelLayout& L = layout_of(f.format);
   const Geometry g = checked_geometry(opts_, f, crop);
+  if (crop.rotated)
+    return deskew_rows(opts_, f, *crop.rotated, dst, row_begin, row_end, saturation_);
   const Region& r = g.r;
   const int new_w = g.new_w, new_h = g.new_h, off_x = g.off_x, off_y = g.off_y;
 

@@ -6,8 +6,10 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "common/model_config.h"
+#include "common/rotated_box.h"
 #include "preprocess/frame.h"
 #include "preprocess/saturation.h"
 
@@ -23,7 +25,12 @@ const char* to_string(ResizeMethod m);
 // to even, within the frame's whole cells (an odd frame's last column or row,
 // half a cell, is not read).
 struct Crop {
+  Crop() = default;
+  Crop(int x_, int y_, int width_, int height_) : x(x_), y(y_), width(width_), height(height_) {}
   int x = 0, y = 0, width = 0, height = 0;
+  // Set: a deskewed crop of this rotated box (frame pixels; x..height are
+  // then its bounds clipped to the frame), resampled upright (deskew.h).
+  std::optional<RotatedBox> rotated;
 };
 
 // kFloat32: normalised values; kUInt8: rounded pixel values for models that

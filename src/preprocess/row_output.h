@@ -1,7 +1,7 @@
 // The last per-pixel step of preprocessing, shared by every layout's path:
 // resampled component rows (0..255 pixel units) written as model channels
 // (float or byte, in the model's order, scaled and offset). Only
-// preprocess.cpp includes it: everything here is inline so that the
+// preprocess.cpp and deskew.cpp include it: everything here is inline so that the
 // per-pixel code compiles into its row loops.
 #pragma once
 

@@ -38,6 +38,33 @@ const char* to_string(RegionFate f) {
   return "?";
 }
 
+namespace {
+
+// The rotated box grown by `padding` of its own width and height per side;
+// the crop's pixel box becomes its bounds (outwards to whole pixels),
+// clipped. A box whose bounds miss the frame keeps the axis-aligned crop
+// (which passed the checks above).
+void deskew_region(const RotatedBox& rotated, double padding, std::int64_t W, std::int64_t H,
+                   RegionResult& r) {
+  RotatedBox b = rotated;
+  b.width *= 1 + 2 * padding;
+  b.height *= 1 + 2 * padding;
+  if (!(b.width > 0) || !(b.height > 0) || !std::isfinite(b.area()) || !std::isfinite(b.cx) ||
+      !std::isfinite(b.cy) || !std::isfinite(b.angle))
+    return;
+  const Box bb = b.bounds();
+  const double x0 = std::clamp(std::floor(bb.x_min), 0.0, static_cast<double>(W));
+  const double y0 = std::clamp(std::floor(bb.y_min), 0.0, static_cast<double>(H));
+  const double x1 = std::clamp(std::ceil(bb.x_max), 0.0, static_cast<double>(W));
+  const double y1 = std::clamp(std::ceil(bb.y_max), 0.0, static_cast<double>(H));
+  if (!(x1 > x0) || !(y1 > y0)) return;
+  r.box.x = static_cast<int>(x0), r.box.y = static_cast<int>(y0);
+  r.box.width = static_cast<int>(x1 - x0), r.box.height = static_cast<int>(y1 - y0);
+  r.box.rotated = b;
+}
+
+}  // namespace
+
 RegionResult plan_region(const RegionOfInterest& roi, const RegionOptions& opts, int frame_width,
                          int frame_height) {
   RegionResult r;
@@ -70,9 +97,10 @@ RegionResult plan_region(const RegionOfInterest& roi, const RegionOptions& opts,
   const std::int64_t by0 = clampd(std::floor(roi.y - py), H);
   const std::int64_t bx1 = clampd(std::ceil(static_cast<double>(roi.x + roi.width) + px), W);
   const std::int64_t by1 = clampd(std::ceil(static_cast<double>(roi.y + roi.height) + py), H);
-  r.box = Crop{static_cast<int>(bx0), static_cast<int>(by0), static_cast<int>(bx1 - bx0),
-               static_cast<int>(by1 - by0)};
+  r.box.x = static_cast<int>(bx0), r.box.y = static_cast<int>(by0);
+  r.box.width = static_cast<int>(bx1 - bx0), r.box.height = static_cast<int>(by1 - by0);
   r.fate = RegionFate::kInferred;
+  if (opts.deskew && roi.rotated) deskew_region(*roi.rotated, opts.padding, W, H, r);
   return r;
 }
 

@@ -25,6 +25,9 @@ struct RegionOfInterest {
   std::string label;                      // what object-class filters on
   std::optional<std::int64_t> object_id;  // the tracker's id, if any
   int roi_id = -1;                        // the owner's id of the region (its ROI meta's)
+  // The detection's rotated box (torchnms yolov8-obb), frame pixels; the
+  // axis-aligned box above is around it.
+  std::optional<RotatedBox> rotated;
 };
 
 struct RegionOptions {
@@ -32,6 +35,7 @@ struct RegionOptions {
   int min_size = 0;                  // both sides of the clipped box, pixels
   double padding = 0;                // each side grows by padding x the box's size
   int reclassify_interval = 1;       // tracked objects: infer every Nth frame
+  bool deskew = true;                // a region with a rotated box: its deskewed crop
 };
 
 // Parses object-class ("a, b,c"): labels trimmed, empty ones dropped.
@@ -51,7 +55,8 @@ const char* to_string(RegionFate f);
 
 struct RegionResult {
   RegionFate fate = RegionFate::kFiltered;
-  Crop box;  // pixels fed to the model: padded, clipped (kInferred and kReuse)
+  Crop box;  // pixels fed to the model: padded, clipped (kInferred and kReuse);
+             // deskewed (box.rotated set) for a rotated region with deskew
   std::optional<std::int64_t> object_id;
   int roi_id = -1;  // RegionOfInterest::roi_id
   // Index into FrameInference::slots of the result to attach (-1: none):

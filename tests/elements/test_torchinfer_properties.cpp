@@ -81,6 +81,7 @@ const ExpectedProperty kExpected[] = {
     {"tile-width", "gint", 'r'},
     {"tile-height", "gint", 'r'},
     {"tile-overlap", "gdouble", 'r'},
+    {"deskew", "gboolean", 'r'},
 };
 
 // A valid value, different from the default, for each string property.
@@ -128,7 +129,7 @@ TEST(TorchInferProperties, EveryWritablePropertyRoundTrips) {
   GstElement* e = make();
   WarningCatcher w;
   const int written = round_trip_writable(e, kStringValues);
-  EXPECT_EQ(written, 48);
+  EXPECT_EQ(written, 49);
   EXPECT_TRUE(w.messages().empty()) << w.messages().front();
   gst_object_unref(e);
 }
@@ -160,7 +161,7 @@ TEST(TorchInferPropertiesErrors, ReadyOnlyPropertiesRefusedWhilePlaying) {
   GstHarness* h = torchinfer_harness("model=" + model("tiny_classifier.pt"),
                                      "video/x-raw,format=RGB,width=640,height=480,framerate=30/1");
   ASSERT_NE(h, nullptr);
-  EXPECT_EQ(expect_ready_only_refused(h->element, kStringValues), 47);
+  EXPECT_EQ(expect_ready_only_refused(h->element, kStringValues), 48);
   gst_harness_teardown(h);
 }
 

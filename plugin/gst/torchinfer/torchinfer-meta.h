@@ -295,6 +295,30 @@ const GstStructure* gst_torch_roi_get_code(GstVideoRegionOfInterestMeta* roi);
 /* The ROI's "mask" param, or NULL. It belongs to the ROI meta. */
 const GstStructure* gst_torch_roi_get_mask(GstVideoRegionOfInterestMeta* roi);
 
+/* Rotated boxes (torchnms decoder=yolov8-obb): each such detection ROI
+ * also gets a param GstStructure named "rotated_box" with "cx", "cy"
+ * (centre, frame pixels), "width", "height" (frame pixels, along the box's
+ * own axes; the width axis is the box's x axis) and "angle" (degrees,
+ * clockwise in image coordinates, i.e. from +x towards +y, in [-90, 90)),
+ * all doubles. The ROI's pixel box and the "detection" box are the
+ * axis-aligned bounds of the rotated box, clipped to the frame; the rotated
+ * box itself is not clipped. torchinfer inference-region=roi-list cuts a
+ * deskewed crop of it (docs/elements.md). */
+#define GST_TORCH_ROTATED_BOX_STRUCTURE_NAME "rotated_box"
+
+typedef struct {
+  gdouble cx, cy, width, height, angle;
+} GstTorchRotatedBox;
+
+/* Adds the "rotated_box" param; FALSE (nothing added) for a non-finite
+ * value or a width or height not above 0. */
+gboolean gst_torch_roi_add_rotated_box(GstVideoRegionOfInterestMeta* roi,
+                                       const GstTorchRotatedBox* box);
+
+/* Fills out from the ROI's "rotated_box" param; FALSE if it has none, or a
+ * field is missing, not finite, or a size not above 0. */
+gboolean gst_torch_roi_get_rotated_box(GstVideoRegionOfInterestMeta* roi, GstTorchRotatedBox* out);
+
 G_END_DECLS
 
 #endif
