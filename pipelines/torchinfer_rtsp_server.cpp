@@ -22,7 +22,6 @@ struct Options {
   std::string address = "127.0.0.1", mount = "/stream", model = "models/demo/parts_classifier.pt",
               pipeline;
   int port = 8554, width = 320, height = 240, fps = 15;
-  gboolean per_client = FALSE;
 };
 
 bool parse_args(int argc, char** argv, Options& o) {
@@ -40,9 +39,6 @@ bool parse_args(int argc, char** argv, Options& o) {
       {"width", 0, 0, G_OPTION_ARG_INT, &o.width, "Default pipeline: frame width (320)", "W"},
       {"height", 0, 0, G_OPTION_ARG_INT, &o.height, "Default pipeline: frame height (240)", "H"},
       {"fps", 0, 0, G_OPTION_ARG_INT, &o.fps, "Default pipeline: frames per second (15)", "N"},
-      {"per-client", 0, 0, G_OPTION_ARG_NONE, &o.per_client,
-       "One pipeline per client, each from its start (default: one shared by all clients)",
-       nullptr},
       {nullptr, 0, 0, G_OPTION_ARG_NONE, nullptr, nullptr, nullptr}};
   const bool ok =
       app::parse_options(&argc, &argv, entries, "- serve an annotated stream over RTSP", "error: ");
@@ -150,10 +146,8 @@ int main(int argc, char** argv) {
   GstRTSPMountPoints* mounts = gst_rtsp_server_get_mount_points(server);
   GstRTSPMediaFactory* factory = gst_rtsp_media_factory_new();
   gst_rtsp_media_factory_set_launch(factory, ("( " + desc + " )").c_str());
-  // One pipeline (one model, one encoder) however many clients watch; with
-  // --per-client each client plays its own from the start (a file served
-  // to N clients as N cameras, each getting every frame).
-  gst_rtsp_media_factory_set_shared(factory, !opt.per_client);
+  // One pipeline (one model, one encoder) however many clients watch.
+  gst_rtsp_media_factory_set_shared(factory, TRUE);
   g_signal_connect(factory, "media-configure", G_CALLBACK(on_media_configure), nullptr);
   gst_rtsp_mount_points_add_factory(mounts, opt.mount.c_str(), factory);
   g_object_unref(mounts);
