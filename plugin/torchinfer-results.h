@@ -12,6 +12,7 @@
 
 #include "common/burst_report.h"
 #include "common/tensor.h"
+#include "gst/torchinfer/torchinfer-meta.h"
 #include "preprocess/frame.h"
 #include "preprocess/preprocess.h"
 #include "stream/stream_session.h"

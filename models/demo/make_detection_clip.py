@@ -29,6 +29,8 @@ line.truth.json:
             pixels clipped to the frame, part (the physical part id, on
             every object: a defect carries the id of the part it lies on,
             inside that part's box), ignore (mostly out of view)
+line.masks.json: each defect's truth mask per frame (defect_masks.py; the
+pixels of line.mkv do not depend on it). --masks-only writes just that file.
 The part ids are the objects' identities for tracking scores (MOTA, IDF1:
 src/eval/mot_metrics.h); the verdicts score a QA app's per-part decisions
 (src/eval/verdict_score.h). Both are read by src/eval/truth_file.h.
@@ -45,6 +47,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 import make_clip  # noqa: E402  (reuses its gst-launch encode/decode)
+import defect_masks  # noqa: E402
 import make_detection_data as md  # noqa: E402
 import make_frames as mf  # noqa: E402
 
@@ -179,12 +182,18 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out-dir", default=HERE)
     ap.add_argument("--quality", type=int, default=60, help="JPEG quality")
+    ap.add_argument("--masks-only", action="store_true", help="write line.masks.json only")
     args = ap.parse_args()
     mkv = os.path.join(args.out_dir, "line.mkv")
 
     parts = make_parts()
     scenes = [frame_scene(parts, t) for t in range(FRAMES)]
     frame_objects = [md.annotate(s) for s in scenes]
+    n = defect_masks.write_clip_masks(os.path.join(args.out_dir, "line.masks.json"), "line.mkv",
+                                      scenes, frame_objects, md.CLASSES)
+    print(f"wrote line.masks.json: {n} defect masks")
+    if args.masks_only:
+        return 0
 
     def frames():
         for s in scenes:
