@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "camera_analytics.h"
+#include "camera_inference.h"
 #include "gst/torchinfer/torchinfer-helpers.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "server/jpeg_snapshot.h"
@@ -66,6 +67,7 @@ void set_analysis(GstElement* infer, const ModelSpec& model, const StreamSpec& s
                              std::to_string(spec.roi->height);
     g_object_set(infer, "crop", crop.c_str(), nullptr);
   }
+  set_gate_and_tiles(infer, spec.inference);
 }
 
 }  // namespace
