@@ -58,7 +58,7 @@ struct Settings {
   std::string labels_file, model_config;
   guint stats_interval_ms = 0;
   double suppress_contained = kDefaultSuppressContained;  // 0: off
-  double mask_threshold = kDefaultMaskThreshold;          // yolov8-seg
+  std::optional<double> mask_threshold;                   // yolov8-seg
 };
 
 // The element's live figures, since start.
