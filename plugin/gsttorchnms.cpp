@@ -329,15 +329,7 @@ static void add_rotated_box(GstVideoRegionOfInterestMeta* roi, const RotatedBox&
 
 static void detect(GstTorchNms* self, GstBuffer* buf, const GstTorchTensorMeta* meta,
                    const Resolved& r, const std::vector<TensorView>& views, Clock::time_point t0) {
-  FrameMapping m;
-  m.scale_x = meta->transform.scale_x;
-  m.scale_y = meta->transform.scale_y;
-  m.offset_x = meta->transform.offset_x;
-  m.offset_y = meta->transform.offset_y;
-  m.frame_width = static_cast<int>(meta->frame_width);
-  m.frame_height = static_cast<int>(meta->frame_height);
-  m.input_width = static_cast<int>(meta->input_width);
-  m.input_height = static_cast<int>(meta->input_height);
+  const FrameMapping m = nms::mapping_of(meta);
   ObbCounts obb;
   std::vector<Detection> dets = *r.decoder == Decoder::kYolov8Obb
                                     ? decode_yolov8_obb(views, r.options, m, &obb)

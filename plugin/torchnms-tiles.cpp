@@ -21,8 +21,6 @@ std::vector<const GstTorchTensorMeta*> tile_metas(GstBuffer* buf) {
   return out;
 }
 
-namespace {
-
 FrameMapping mapping_of(const GstTorchTensorMeta* meta) {
   FrameMapping m;
   m.scale_x = meta->transform.scale_x;
@@ -35,6 +33,8 @@ FrameMapping mapping_of(const GstTorchTensorMeta* meta) {
   m.input_height = static_cast<int>(meta->input_height);
   return m;
 }
+
+namespace {
 
 // The frame pixels the model input of a tile covers: the tile itself for a
 // tile of the model's shape (tiles start and end on whole pixels; the

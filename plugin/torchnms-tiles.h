@@ -12,6 +12,10 @@
 
 namespace torchinfer::gst::nms {
 
+// The model input -> frame mapping a tensor meta carries (a tile's or a
+// whole frame's).
+FrameMapping mapping_of(const GstTorchTensorMeta* meta);
+
 // The frame's tile metas (tile_count > 0) in tile order; empty if none.
 std::vector<const GstTorchTensorMeta*> tile_metas(GstBuffer* buf);
 

@@ -7,8 +7,9 @@
 #include <opencv2/dnn.hpp>
 
 #include "common/error.h"
-#include "decode/yolov8_seg.h"
+#include "decode/tensor_read.h"
 #include "decode/yolov8_obb.h"
+#include "decode/yolov8_seg.h"
 
 namespace torchinfer {
 namespace {
@@ -24,28 +25,14 @@ struct Candidates {
   std::vector<long long> anchors;  // index in the model output
 };
 
+using tensor_read::frame_dims;
+using tensor_read::is_float;
+
 // Reads element i of a float32/float64 tensor as double.
 struct Values {
   const TensorView& t;
-  double operator[](std::size_t i) const {
-    return t.dtype == DType::kFloat32 ? static_cast<const float*>(t.data)[i]
-                                      : static_cast<const double*>(t.data)[i];
-  }
+  double operator[](std::size_t i) const { return tensor_read::value(t, i); }
 };
-
-// The dims without a leading batch dimension of 1.
-std::vector<std::int64_t> frame_dims(const TensorView& t) {
-  std::vector<std::int64_t> d = t.dims;
-  if (d.size() == 3 && d[0] == 1) d.erase(d.begin());
-  return d;
-}
-
-// Float, and its memory covers its dims.
-bool is_float(const TensorView& t) {
-  if (t.dtype != DType::kFloat32 && t.dtype != DType::kFloat64) return false;
-  const std::size_t n = t.elements();
-  return n == 0 || (t.data != nullptr && t.bytes >= n * element_size(t.dtype));
-}
 
 std::string describe_all(const std::vector<TensorView>& outputs) {
   if (outputs.empty()) return "no output tensors";

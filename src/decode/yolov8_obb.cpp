@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "common/error.h"
+#include "decode/tensor_read.h"
 
 namespace torchinfer {
 namespace {
@@ -14,24 +15,9 @@ namespace {
 using Point = std::array<double, 2>;
 using Polygon = std::vector<Point>;
 
-// Element i of a float32/float64 tensor.
-double value(const TensorView& t, std::size_t i) {
-  return t.dtype == DType::kFloat32 ? static_cast<const float*>(t.data)[i]
-                                    : static_cast<const double*>(t.data)[i];
-}
-
-// [channels, anchors] with or without the leading batch dimension of 1.
-std::vector<std::int64_t> frame_dims(const TensorView& t) {
-  std::vector<std::int64_t> d = t.dims;
-  if (d.size() == 3 && d[0] == 1) d.erase(d.begin());
-  return d;
-}
-
-bool is_float(const TensorView& t) {
-  if (t.dtype != DType::kFloat32 && t.dtype != DType::kFloat64) return false;
-  const std::size_t n = t.elements();
-  return n == 0 || (t.data != nullptr && t.bytes >= n * element_size(t.dtype));
-}
+using tensor_read::frame_dims;  // [channels, anchors], batch of 1 or not
+using tensor_read::is_float;
+using tensor_read::value;
 
 [[noreturn]] void layout_error(const std::string& expected,
                                const std::vector<TensorView>& outputs) {
