@@ -310,7 +310,7 @@ void parse_decoder_keys(const json& j, const std::string& origin, ModelConfig& c
                                      {"yolov8", Decoder::kYolov8},
                                      {"ssd", Decoder::kSsd},
                                      {"classification", Decoder::kClassification},
-                                     {"yolov8-seg", Decoder::kYolov8Seg}});
+                                     {"yolov8-seg", Decoder::kYolov8Seg},
                                      {"yolov8-obb", Decoder::kYolov8Obb}});
   for (const char* key : {"confidence_threshold", "iou_threshold"}) {
     if (!j.contains(key)) continue;
