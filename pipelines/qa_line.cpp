@@ -68,6 +68,9 @@ void report(App& app, const std::vector<torchinfer::QaDecision>& decisions) {
     char top[160] = "";
     if (!d.anomaly) std::snprintf(top, sizeof top, "no evidence");
     if (!d.top.empty()) std::snprintf(top, sizeof top, "%s %.2f", d.top.c_str(), d.top_score);
+    if (const auto a = d.defect_area_mm2.find(d.top); a != d.defect_area_mm2.end())
+      std::snprintf(top + std::strlen(top), sizeof top - std::strlen(top), ", area %.2f mm2",
+                    a->second);
     if (d.anomaly)
       std::snprintf(top + std::strlen(top), sizeof top - std::strlen(top),
                     "%sanomaly %.3f (median, threshold %.2f)%s", *top ? "; " : "", d.anomaly->score,

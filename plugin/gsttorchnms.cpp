@@ -246,11 +246,26 @@ static gboolean gst_torchnms_sink_event(GstBaseTransform* trans, GstEvent* event
   return GST_BASE_TRANSFORM_CLASS(gst_torchnms_parent_class)->sink_event(trans, event);
 }
 
+// The full-frame result of the torchinfer whose model-instance-id is `id`.
+static GstTorchTensorMeta* meta_of_instance(GstBuffer* buf, const std::string& id) {
+  gpointer iter = nullptr;
+  while (GstMeta* m =
+             gst_buffer_iterate_meta_filtered(buf, &iter, GST_TORCH_TENSOR_META_API_TYPE)) {
+    auto* t = reinterpret_cast<GstTorchTensorMeta*>(m);
+    if (t->roi_id < 0 && t->tile_count == 0 && g_strcmp0(t->model_instance_id, id.c_str()) == 0)
+      return t;
+  }
+  return nullptr;
+}
+
 // False (after the once-per-run warning) when the frame has no usable
-// result: no torchinfer upstream, or NaN/infinite outputs.
+// result: no torchinfer upstream (with model-instance-id: none of that
+// instance), or NaN/infinite outputs.
 static GstTorchTensorMeta* usable_meta(GstTorchNms* self, GstBuffer* buf) {
   State& st = *self->state;
-  GstTorchTensorMeta* meta = gst_buffer_get_torch_tensor_meta(buf);
+  GstTorchTensorMeta* meta = st.active.model_instance_id.empty()
+                                 ? gst_buffer_get_torch_tensor_meta(buf)
+                                 : meta_of_instance(buf, st.active.model_instance_id);
   if (!meta) {
     // Once per run as a bus warning (a pipeline without torchinfer upstream
     // is a mistake worth seeing); later frames only in the debug log, since
@@ -407,7 +422,8 @@ static GstFlowReturn gst_torchnms_transform_ip(GstBaseTransform* trans, GstBuffe
         return fail_decode(
             self,
             "No decoder for model '" + model +
-                "': set decoder=yolov5|yolov8|yolov8-seg|yolov8-obb|ssd|classification on torchnms or "
+                "': set decoder=yolov5|yolov8|yolov8-seg|yolov8-obb|ssd|classification on torchnms "
+                "or "
                 "\"decoder\" in the model's sidecar.",
             model);
       if (*st.resolved->decoder != Decoder::kClassification)
