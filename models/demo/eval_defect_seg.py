@@ -10,6 +10,11 @@
       judged part by defect area (median over the frames it is whole of
       the detected defect pixels inside its truth box; reject at
       >= --reject-area px). Exit status 1 if a verdict is wrong.
+  eval_defect_seg.py jsonl RESULTS [--reject-area 100]
+      the same figures for the masks the plugin gave (torchnms yolov8-seg
+      through torchmetaconvert, e.g. out/demo-segment/results.jsonl of
+      ./scripts/demo.sh --segment): each detection with a "mask" (rle
+      inside its x, y, width, height) against line.masks.json
   eval_defect_seg.py heldout [--count 200] [--seed 8500000]
       the same mask figures on held-out scenes (seg_data.py, never trained on)
   eval_defect_seg.py latency --model A.pt [--model B.pt --size 320x240 ...]
@@ -195,6 +200,42 @@ def clip(args):
     return 0 if verdicts(dets, truth, args.reject_area) else 1
 
 
+def jsonl_dets(path):
+    """Per frame of a torchmetaconvert results file, its masked detections
+    as decode() gives them: [(class, score, box, bool HxW mask)]."""
+    frames = {}
+    with open(path) as f:
+        for line in f:
+            rec = json.loads(line)
+            dets = []
+            for d in rec.get("detections", []):
+                m = d.get("mask")
+                if m is None:
+                    continue
+                x, y, w, h = m["x"], m["y"], m["width"], m["height"]
+                full = dmk.paste((x, y, dmk.decode_rle(m["rle"], w, h)))
+                b = d["box"]
+                dets.append((sd.CLASSES.index(d["label"]), d["confidence"],
+                             [b["x_min"], b["y_min"], b["x_max"], b["y_max"]], full))
+            frames[rec["frame"]] = dets
+    return frames
+
+
+def jsonl(args):
+    truth = json.load(open(os.path.join(HERE, "line.truth.json")))
+    tmasks = clip_truth(os.path.join(HERE, "line.masks.json"))
+    frames = jsonl_dets(args.results)
+    if sorted(frames) != list(range(len(tmasks))):
+        sys.exit(f"{args.results}: frames {min(frames)}..{max(frames)} ({len(frames)}), "
+                 f"the clip has {len(tmasks)}: not a whole run on line.mkv")
+    dets = [frames[t] for t in range(len(tmasks))]
+    stats = new_stats()
+    for tr, dt in zip(tmasks, dets):
+        match_frame([(c, m, ig) for c, m, ig, _ in tr], dt, stats)
+    report(f"plugin masks of {args.results}", stats)
+    return 0 if verdicts(dets, truth, args.reject_area) else 1
+
+
 def heldout(args):
     torch.set_num_threads(2)
     model = torch.jit.load(args.model).eval()
@@ -246,6 +287,9 @@ def main():
     c.add_argument("--model", default=DEFAULT_MODEL)
     c.add_argument("--conf", type=float, default=0.25)
     c.add_argument("--reject-area", type=float, default=100.0)
+    js = sub.add_parser("jsonl")
+    js.add_argument("results")
+    js.add_argument("--reject-area", type=float, default=100.0)
     h = sub.add_parser("heldout")
     h.add_argument("--model", default=DEFAULT_MODEL)
     h.add_argument("--conf", type=float, default=0.25)
@@ -256,7 +300,7 @@ def main():
     lt.add_argument("--size", action="append", default=[], help="WxH per --model (640x480)")
     lt.add_argument("--iters", type=int, default=50)
     args = ap.parse_args()
-    return {"clip": clip, "heldout": heldout, "latency": latency}[args.cmd](args)
+    return {"clip": clip, "jsonl": jsonl, "heldout": heldout, "latency": latency}[args.cmd](args)
 
 
 if __name__ == "__main__":

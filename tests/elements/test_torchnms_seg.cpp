@@ -429,3 +429,33 @@ TEST(TorchNmsSeg, MasksPastTheRunBudgetAreDroppedCountedAndWarnedOnce) {
   gst_harness_teardown(h);
   gst_object_unref(bus);
 }
+
+// Two full-frame models on one stream (the QA app's detector and
+// --segmenter): torchnms model-instance-id decodes only that torchinfer's
+// result; unset, the first one on the buffer, as before.
+TEST(TorchNmsSeg, ModelInstanceIdPicksWhichFullFrameResultIsDecoded) {
+  const std::string caps = caps_of(128, 128);
+  auto two_models = [&](const std::string& nms_props) {
+    const std::string line = "torchinfer precision=fp32 model=" + model("yolo_candidates.pt") +
+                             " model-instance-id=det ! torchinfer precision=fp32 model=" +
+                             model("seg_fixed.pt") +
+                             " model-instance-id=seg ! torchnms name=nms " + nms_props;
+    GstHarness* h = gst_harness_new_parse(line.c_str());
+    gst_harness_set_src_caps_str(h, caps.c_str());
+    return h;
+  };
+  GstHarness* seg = two_models("model-instance-id=seg");
+  expect_exact(one_frame(seg, caps, 128, 128),
+               read_json("seg_fixed.expected.json")["stretch_128x128"]["detections"]);
+  gst_harness_teardown(seg);
+  // Unset: the detector's result, decoded as its sidecar says (yolov5: no masks).
+  GstHarness* first = two_models("");
+  const auto got = one_frame(first, caps, 128, 128);
+  ASSERT_FALSE(got.empty());
+  for (const auto& d : got) EXPECT_FALSE(d.has_mask);
+  gst_harness_teardown(first);
+  // An id no torchinfer upstream has: frames pass without detections.
+  GstHarness* none = two_models("model-instance-id=nobody");
+  EXPECT_TRUE(one_frame(none, caps, 128, 128).empty());
+  gst_harness_teardown(none);
+}

@@ -20,10 +20,26 @@ std::string seg_model() {
 
 // The demo's --segment arguments, `views` for --defect-area-views.
 Result segment_run(const std::string& views) {
-  return run({qa_app(), "--clip", qa_clip(), "--model", qa_model(), "--truth", qa_truth_path(),
-              "--quiet", "--classifier", "none", "--segmenter", seg_model(), "--defect-threshold",
-              "0.25", "--mm-per-pixel", "0.1", "--max-defect-area-mm2", "0.995",
-              "--defect-area-views", views});
+  return run({qa_app(),
+              "--clip",
+              qa_clip(),
+              "--model",
+              qa_model(),
+              "--truth",
+              qa_truth_path(),
+              "--quiet",
+              "--classifier",
+              "none",
+              "--segmenter",
+              seg_model(),
+              "--defect-threshold",
+              "0.25",
+              "--mm-per-pixel",
+              "0.1",
+              "--max-defect-area-mm2",
+              "0.995",
+              "--defect-area-views",
+              views});
 }
 
 std::vector<std::string> verdicts(const QaOutput& o) {
