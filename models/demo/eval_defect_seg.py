@@ -24,10 +24,13 @@
 
 Decoding (what torchnms' yolov8-seg decoder does, written here from the
 layout, not from Ultralytics' code): score = max class score >= --conf,
-per-class NMS at IoU 0.45, at most 100; mask = sigmoid(coefficients .
-prototypes), upsampled bilinearly (align_corners false) x4 to the 640x480
-input (= the frame: no resize), cut to the box (pixels whose centre lies in
-it), > 0.5. Matching: per frame and class, truth and detections paired
+per-class NMS at IoU 0.45, at most 100; mask = coefficients . prototypes,
+upsampled bilinearly (align_corners false) x4 to the 640x480 input (= the
+frame: no resize), cut to the box (pixels whose centre lies in it), > 0,
+i.e. sigmoid > 0.5 of the interpolated value: torchnms interpolates the
+linear values, not the sigmoid (models/seg_reference.py); interpolating
+sigmoid probabilities instead, as this script first did, gives masks a
+little smaller and mean mask IoU 0.782 on the clip instead of 0.826. Matching: per frame and class, truth and detections paired
 greedily by mask IoU, highest first (pairs with IoU > 0 only); a detection
 overlapping an ignored truth defect is neither a hit nor a false one.
 """
@@ -50,7 +53,8 @@ import make_frames as mf  # noqa: E402
 import seg_data as sd  # noqa: E402
 
 DEFAULT_MODEL = os.path.join(HERE, "defect_seg.pt")
-IOU_NMS, MAX_DET, MASK_T = 0.45, 100, 0.5
+IOU_NMS, MAX_DET = 0.45, 100
+MASK_LOGIT = 0.0  # sigmoid > 0.5
 
 
 def preprocess(img):
@@ -70,13 +74,13 @@ def decode(dets, protos, conf, height=mf.HEIGHT, width=mf.WIDTH):
     order = torchvision.ops.batched_nms(boxes, scores[keep], cls[keep], IOU_NMS)[:MAX_DET]
     keep, boxes = keep[order], boxes[order]
     coef = dets[4 + nc:, keep].t()
-    prob = torch.sigmoid(coef @ protos.flatten(1)).view(-1, 1, *protos.shape[1:])
-    prob = F.interpolate(prob, size=(height, width), mode="bilinear", align_corners=False)[:, 0]
+    val = (coef @ protos.flatten(1)).view(-1, 1, *protos.shape[1:])
+    val = F.interpolate(val, size=(height, width), mode="bilinear", align_corners=False)[:, 0]
     ys = torch.arange(height, dtype=torch.float32)[None, :, None] + 0.5
     xs = torch.arange(width, dtype=torch.float32)[None, None, :] + 0.5
     inbox = ((xs >= boxes[:, 0, None, None]) & (xs <= boxes[:, 2, None, None]) &
              (ys >= boxes[:, 1, None, None]) & (ys <= boxes[:, 3, None, None]))
-    masks = (prob > MASK_T) & inbox
+    masks = (val > MASK_LOGIT) & inbox
     return [(int(cls[k]), float(scores[k]), boxes[i].tolist(), masks[i].numpy())
             for i, k in enumerate(keep.tolist())]
 
