@@ -63,8 +63,9 @@ struct ReadRules {
   std::optional<QaAnomalyView> (*anomaly_view)(GstBuffer*, GstVideoRegionOfInterestMeta*) = nullptr;
   bool codes = false;       // torchcodes' code on the parts' ROIs
   double mm_per_pixel = 0;  // > 0: defect boxes' mask areas in mm² (QaDefectBox::area_mm2)
-  // --segmenter: the defect boxes are the segmenter's (the ROIs with a mask,
-  // on frames it inferred); the detector's own defect boxes are not used.
+  // --segmenter: the defect boxes are the segmenter's (its torchnms names
+  // kSegmenterId in their detection param), on frames it inferred; the
+  // detector's own defect boxes are not used.
   bool segmenter = false;
 };
 

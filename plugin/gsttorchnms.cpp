@@ -329,6 +329,16 @@ static void add_rotated_box(GstVideoRegionOfInterestMeta* roi, const RotatedBox&
   gst_torch_roi_add_rotated_box(roi, &b);
 }
 
+// model-instance-id set: the detection param names it, so that readers
+// downstream tell this torchnms' detections from another's.
+static void tag_instance(GstVideoRegionOfInterestMeta* roi, GstTorchNms* self) {
+  GstStructure* s =
+      gst_video_region_of_interest_meta_get_param(roi, GST_TORCH_DETECTION_STRUCTURE_NAME);
+  if (s)
+    gst_structure_set(s, "model-instance-id", G_TYPE_STRING,
+                      self->state->active.model_instance_id.c_str(), nullptr);
+}
+
 static void detect(GstTorchNms* self, GstBuffer* buf, const GstTorchTensorMeta* meta,
                    const Resolved& r, const std::vector<TensorView>& views, Clock::time_point t0) {
   FrameMapping m;
@@ -358,6 +368,7 @@ static void detect(GstTorchNms* self, GstBuffer* buf, const GstTorchTensorMeta* 
         buf, d.label.c_str(), d.label_id, d.confidence, d.x_min, d.y_min, d.x_max, d.y_max,
         meta->frame_width, meta->frame_height);
     if (roi && seg && !masks[i].dropped) gst::add_mask_param(roi, masks[i], threshold);
+    if (roi && !self->state->active.model_instance_id.empty()) tag_instance(roi, self);
     if (roi && d.rotated) add_rotated_box(roi, *d.rotated);
   }
   if (counts.dropped > 0 && !self->state->warned_dropped_masks) {

@@ -131,3 +131,32 @@ TEST(QaLineSegment, CommandLineErrors) {
     EXPECT_EQ(r.out, "");
   }
 }
+
+// On test models (build/tests/seg_part.pt: one bracket with a 256-pixel
+// scratch mask, as detector and as segmenter): the area comes from the
+// segmenter's mask only, once per view, and a segmenter whose outputs are
+// NaN (seg_nan.pt) judges nothing, counted in the summary, exit status 4.
+TEST(QaLineSegment, SegmenterMasksOnTestModelsAndInvalidResultsCounted) {
+  const std::string models = env_or("TORCHINFER_TEST_MODELS", "build/tests");
+  auto judge = [&](const std::string& segmenter) {
+    return run({qa_app(), "--model", models + "/seg_part.pt", "--segmenter",
+                models + "/" + segmenter, "--classifier", "none", "--part-classes", "bracket",
+                "--source", "videotestsrc num-buffers=12 ! video/x-raw,width=128,height=128",
+                "--max-defect-area-mm2", "2.5", "--mm-per-pixel", "0.1"});
+  };
+  const Result r = judge("seg_part.pt");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const QaOutput o = parse_qa_output(r.out);
+  ASSERT_EQ(o.parts.size(), 1u);
+  EXPECT_EQ(o.parts[0]["verdict"], "reject");
+  ASSERT_EQ(o.parts[0]["defects"].size(), 1u) << o.parts[0];
+  EXPECT_NEAR(o.parts[0]["defects"][0]["area_mm2"].get<double>(), 2.56, 1e-9);
+  EXPECT_EQ(o.summary["invalid_results"], json::parse(R"({"detector": 0, "segmenter": 0})"));
+  const Result nan = judge("seg_nan.pt");
+  EXPECT_EQ(nan.exit_code, 4) << nan.err;
+  const QaOutput n = parse_qa_output(nan.out);
+  ASSERT_EQ(n.parts.size(), 1u);
+  EXPECT_EQ(n.parts[0]["verdict"], "pass") << "no mask judged: " << n.parts[0];
+  EXPECT_EQ(n.summary["invalid_results"], json::parse(R"({"detector": 0, "segmenter": 12})"));
+  EXPECT_NE(nan.err.find("12 of the segmenter"), std::string::npos) << nan.err;
+}
