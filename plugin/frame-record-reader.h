@@ -31,4 +31,12 @@ struct StreamContext {
 FrameRecord read_frame_record(GstBuffer* buf, StreamContext& ctx, bool include_tensors,
                               bool anomaly_regions = false);
 
+// The exporters' "mm-per-pixel" property, described once: the camera's
+// calibration, so that a mask's "area_mm2" is the same in the JSON lines
+// and over MQTT.
+GParamSpec* mm_per_pixel_param_spec(GParamFlags flags);
+
+// The calibration on the record (masks then get "area_mm2"); 0 = none.
+void set_mm_per_pixel(FrameRecord& r, double mm_per_pixel);
+
 }  // namespace torchinfer::gst

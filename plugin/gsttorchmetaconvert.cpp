@@ -171,7 +171,7 @@ static GstFlowReturn gst_torchmetaconvert_transform_ip(GstBaseTransform* trans, 
   }
   try {
     FrameRecord r = gst::read_frame_record(buf, st.stream, s.include_tensors, s.anomaly_regions);
-    if (s.mm_per_pixel > 0) r.mm_per_pixel = s.mm_per_pixel;
+    gst::set_mm_per_pixel(r, s.mm_per_pixel);
     const std::string line = to_json_line(r, s.include_tensors, s.max_tensor_elements) + "\n";
     if (std::fwrite(line.data(), 1, line.size(), st.out) != line.size() ||
         std::fflush(st.out) != 0) {

@@ -56,7 +56,19 @@ struct Resolved {
   DetectionOptions options;
   int top_k = 5;
   Activation activation = Activation::kSoftmax;
+  double mask_threshold = kDefaultMaskThreshold;  // yolov8-seg
 };
+
+// yolov8-seg's mask threshold, property over sidecar over default, and
+// where it came from for the start log (as torchinfer's contract says).
+void resolve_mask_threshold(GstTorchNms* self, const Settings& s, const ModelConfig& cfg,
+                            Resolved& r) {
+  const char* from = s.mask_threshold ? "property" : cfg.mask_threshold ? "sidecar" : "default";
+  r.mask_threshold = s.mask_threshold.value_or(cfg.mask_threshold.value_or(kDefaultMaskThreshold));
+  if (r.decoder == Decoder::kYolov8Seg)
+    GST_INFO_OBJECT(self, "model %s: mask-threshold %g (%s)", r.model.c_str(), r.mask_threshold,
+                    from);
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -185,6 +197,7 @@ static Resolved resolve(GstTorchNms* self, const std::string& model) {
   r.options.labels = st.labels.empty() ? cfg.labels : st.labels;
   r.top_k = cfg.top_k;
   r.activation = cfg.output_activation;
+  resolve_mask_threshold(self, s, cfg, r);
   GST_INFO_OBJECT(self,
                   "model %s: decoder %s, confidence >= %g, IoU > %g suppresses, at most %d, "
                   "%s NMS, %zu labels (config: %s)",
@@ -358,7 +371,7 @@ static void detect(GstTorchNms* self, GstBuffer* buf, const GstTorchTensorMeta* 
   const std::size_t contained = suppress_contained(dets, self->state->active.suppress_contained);
   // Masks of the detections kept (after NMS and suppress-contained) only.
   const bool seg = *r.decoder == Decoder::kYolov8Seg;
-  const double threshold = self->state->active.mask_threshold;
+  const double threshold = r.mask_threshold;
   MaskCounts counts;
   const std::vector<Mask> masks =
       seg ? decode_masks(views, dets, m, threshold, &counts) : std::vector<Mask>();

@@ -23,7 +23,6 @@
 #include "common/rotated_box.h"
 #include "gst/torchinfer/torchinfer-helpers.h"
 #include "gst/torchinfer/torchinfer-meta.h"
-#include "gsttorchtrack.h"
 #include "mask-param.h"
 #include "overlay/draw.h"
 #include "torchoverlay-properties.h"
@@ -95,13 +94,12 @@ void add_boxes(GstBuffer* buf, int width, int height, const Settings& s, Overlay
       b.text = label;
     // torchtrack's id goes with the label ("#3 bolt 0.91"); its predicted
     // boxes (frames not inferred) are dashed, telling guesses from sightings.
-    if (const GstStructure* id = gst_video_region_of_interest_meta_get_param(
-            roi, GST_TORCHTRACK_OBJECT_ID_STRUCTURE_NAME)) {
-      int object_id = 0;
-      gboolean predicted = FALSE;
-      if (s.show_labels && gst_structure_get_int(id, "id", &object_id))
+    gint object_id = 0;
+    gboolean predicted = FALSE;
+    if (gst_torch_roi_get_object_id(roi, &object_id, &predicted)) {
+      if (s.show_labels)
         b.text = "#" + std::to_string(object_id) + (b.text.empty() ? "" : " ") + b.text;
-      b.dashed = gst_structure_get_boolean(id, "predicted", &predicted) && predicted;
+      b.dashed = predicted;
     }
     // Classifiers run on the region (torchinfer roi-list): "#3 bolt 0.90: worn 0.97".
     gpointer state = nullptr;

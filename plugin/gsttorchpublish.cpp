@@ -343,7 +343,11 @@ static GstFlowReturn gst_torchpublish_transform_ip(GstBaseTransform* trans, GstB
   State& st = *self->state;
   if (!st.out) return GST_FLOW_OK;
   try {
-    const FrameRecord r = gst::read_frame_record(buf, st.stream, false);
+    FrameRecord r = gst::read_frame_record(buf, st.stream, false);
+    {
+      std::lock_guard<std::mutex> lock(st.lock);
+      gst::set_mm_per_pixel(r, st.settings.mm_per_pixel);
+    }
     if (wanted(st.mode, st.filter, r)) st.out->publish(st.topic, to_json_line(r, false, 0));
     report_progress(self);
   } catch (const std::exception& e) {

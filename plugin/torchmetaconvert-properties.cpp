@@ -2,6 +2,8 @@
 // property-table.h).
 #include "torchmetaconvert-properties.h"
 
+#include "frame-record-reader.h"
+
 namespace torchinfer::gst::metaconvert {
 namespace {
 
@@ -37,11 +39,7 @@ constexpr Entry kEntries[] = {
       "Also write the anomalous regions of anomaly results (task=anomaly): boxes in frame "
       "pixels around the connected areas of the anomaly map at or above its threshold, largest "
       "first (at most 32, with \"regions_total\" when there were more)", FALSE, f); }),
-  setting<&Settings::mm_per_pixel>(PROP_MM_PER_PIXEL, Access::kPlaying, [](GParamFlags f) {
-    return g_param_spec_double("mm-per-pixel", "Millimetres per pixel",
-      "Camera calibration: the size of one frame pixel in mm on the object plane; masks "
-      "(torchnms decoder=yolov8-seg) then also get \"area_mm2\". 0 = not calibrated",
-      0.0, 1e6, 0.0, f); }),
+  setting<&Settings::mm_per_pixel>(PROP_MM_PER_PIXEL, Access::kPlaying, mm_per_pixel_param_spec),
 };
 // clang-format on
 

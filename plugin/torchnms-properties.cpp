@@ -116,10 +116,10 @@ constexpr Entry kEntries[] = {
       "Drop a box of which at least this fraction lies inside a bigger box of the same class "
       "(a detector's box of part of an object inside the box of the whole); 0 = off",
       0.0, 1.0, kDefaultSuppressContained, f); }),
-  ready<&Settings::mask_threshold>(PROP_MASK_THRESHOLD, [](GParamFlags f) {
+  override<&Settings::mask_threshold, kDefaultMaskThreshold>(PROP_MASK_THRESHOLD, [](GParamFlags f) {
     return g_param_spec_double("mask-threshold", "Mask threshold",
       "decoder yolov8-seg: a frame pixel of a detection's box is in its mask when the sigmoid "
-      "of its mask value is above this",
+      "of its mask value is above this; unset = sidecar's mask_threshold, else 0.5",
       0.0, 1.0, kDefaultMaskThreshold, f); }),
   ready<&Settings::model_instance_id>(PROP_MODEL_INSTANCE_ID, [](GParamFlags f) {
     return g_param_spec_string("model-instance-id", "Model instance id",

@@ -59,7 +59,7 @@ struct Settings {
   std::string labels_file, model_config;
   guint stats_interval_ms = 0;
   double suppress_contained = kDefaultSuppressContained;  // 0: off
-  double mask_threshold = kDefaultMaskThreshold;          // yolov8-seg
+  std::optional<double> mask_threshold;                   // yolov8-seg
   // Decode only the full-frame result of the torchinfer with this
   // model-instance-id (two detectors on one frame); empty: the first one.
   std::string model_instance_id;

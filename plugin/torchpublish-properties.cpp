@@ -5,6 +5,8 @@
 #include <cstring>
 #include <type_traits>
 
+#include "frame-record-reader.h"
+
 namespace torchinfer::gst::publish {
 namespace {
 
@@ -248,12 +250,14 @@ constexpr Entry kEntries[] = {
     return g_param_spec_uint("max-message-size", "Max message size",
       "Largest message payload to send, bytes; larger ones are counted in 'failed' with a "
       "warning (0: no limit but the broker's)", 0, G_MAXINT, 0, f); }),
+  {PROP_MM_PER_PIXEL, Access::kPlaying, gst::mm_per_pixel_param_spec,
+   set_field<&Settings::mm_per_pixel>, get_field<&Settings::mm_per_pixel>},
 };
 // clang-format on
 
 constexpr PropertyTable<Settings, Status> kTable{"torchpublish", kEntries};
 static_assert(kTable.in_id_order(), "kEntries lists every Prop once, in id order");
-static_assert(kTable.size() == PROP_MAX_MESSAGE_SIZE, "every Prop has an entry");
+static_assert(kTable.size() == PROP_MM_PER_PIXEL, "every Prop has an entry");
 
 }  // namespace
 

@@ -39,17 +39,19 @@ enum Prop {
   PROP_STATS_INTERVAL,
   PROP_PROTOCOL_VERSION,
   PROP_MAX_MESSAGE_SIZE,
+  PROP_MM_PER_PIXEL,
 };
 
 enum Mode { PUBLISH_MODE_FRAME, PUBLISH_MODE_DETECTIONS, PUBLISH_MODE_EVENTS };
 
-// The settings: stats-interval applies from the next frame, the others from
-// the next start.
+// The settings: stats-interval and mm-per-pixel apply from the next frame,
+// the others from the next start.
 struct Settings {
   MqttOptions mqtt;
   std::string topic;
   Mode mode = PUBLISH_MODE_FRAME;
   guint stats_interval_ms = 0;
+  double mm_per_pixel = 0;  // from the next frame; 0: not calibrated
 };
 
 // What the read-only properties (and client-id) read: the running

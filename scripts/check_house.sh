@@ -9,6 +9,9 @@
 #  3. no function longer than 60 lines in src/, plugin/ or pipelines/
 #     (universal-ctags gives each definition's first and last line).
 #  4. no source file longer than 600 lines there (split it by concern).
+#  5. ROI metas are read through the helper API (torchinfer-helpers.h:
+#     gst_torch::foreach_roi/foreach_detection, gst_torch_roi_get_object_id),
+#     not by a hand-written meta loop or object_id param lookup.
 # What breaks a rule today is listed in scripts/house/*.txt with its size;
 # a listed item may shrink but not grow, and a mended one must leave the
 # list, so the lists only get shorter.
@@ -87,6 +90,18 @@ check_files() {
   compare_sized "$long" "$lists/long-files.txt" "$max_file_lines"
 }
 
+# "file:line" of each hand-written ROI meta loop or torchtrack id lookup
+# (the call and its argument may be split over two lines).
+check_roi_readers() {
+  local bad
+  bad=$(sources plugin pipelines | grep -v '^plugin/torchinfer-helpers\.cpp$' | xargs awk '
+    FNR == 1 { prev = "" }
+    { two = prev $0; prev = $0 }
+    two ~ /gst_buffer_iterate_meta/ && $0 ~ /GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE/ { print FILENAME ":" FNR; next }
+    two ~ /region_of_interest_meta_get_param/ && $0 ~ /OBJECT_ID_STRUCTURE_NAME|"object_id"/ { print FILENAME ":" FNR }')
+  [ -z "$bad" ] || fail "a hand-written ROI reader (use torchinfer-helpers.h):" $bad
+}
+
 # Items that break a rule must all be listed; listed ones must still break it.
 compare_list() {
   local found=$1 list=$2 what=$3 item
@@ -125,6 +140,7 @@ check_layers
 check_cycles
 check_functions
 check_files
+check_roi_readers
 if [ "$failures" -gt 0 ]; then
   echo "house-rules: $failures problem(s); the rules are in scripts/check_house.sh"
   exit 1

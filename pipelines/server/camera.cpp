@@ -6,6 +6,8 @@
 #include <cstring>
 
 #include "camera_analytics.h"
+#include "camera_inference.h"
+#include "gst/torchinfer/torchinfer-helpers.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "server/jpeg_snapshot.h"
 #include "server/source_check.h"
@@ -65,6 +67,7 @@ void set_analysis(GstElement* infer, const ModelSpec& model, const StreamSpec& s
                              std::to_string(spec.roi->height);
     g_object_set(infer, "crop", crop.c_str(), nullptr);
   }
+  set_gate_and_tiles(infer, spec.inference);
 }
 
 }  // namespace
@@ -453,15 +456,11 @@ void Camera::take_sample(GstSample* sample) {
   std::vector<std::string> labels;
   nlohmann::json result = nlohmann::json::array();
   if (inferred) {
-    gpointer iter = nullptr;
-    while (GstMeta* m = gst_buffer_iterate_meta_filtered(
-               buf, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
-      GstTorchDetection d;
-      if (gst_torch_detection_from_roi(reinterpret_cast<GstVideoRegionOfInterestMeta*>(m), &d)) {
-        labels.emplace_back(d.label ? d.label : "?");
-        result.push_back({{"label", labels.back()}, {"confidence", d.confidence}});
-      }
-    }
+    gst_torch::foreach_detection(
+        buf, [&](GstVideoRegionOfInterestMeta*, const GstTorchDetection& d) {
+          labels.emplace_back(d.label ? d.label : "?");
+          result.push_back({{"label", labels.back()}, {"confidence", d.confidence}});
+        });
   }
   if (restream_) restream_->push(buf, gst_sample_get_caps(sample));
   // A sample of our own: appsink reuses the one it hands out, and changes

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "gst/torchinfer/torchinfer-helpers.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "lineio/line_output.h"
 
@@ -59,19 +60,14 @@ nlohmann::json code_json(const GstStructure* s, int track) {
 // whole frame's (GstTorchCodesMeta).
 nlohmann::json frame_codes(GstBuffer* buf) {
   nlohmann::json out = nlohmann::json::array();
-  gpointer iter = nullptr;
-  while (GstMeta* m = gst_buffer_iterate_meta_filtered(
-             buf, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
-    auto* roi = reinterpret_cast<GstVideoRegionOfInterestMeta*>(m);
+  gst_torch::foreach_roi(buf, [&](GstVideoRegionOfInterestMeta* roi) {
     const GstStructure* code =
         gst_video_region_of_interest_meta_get_param(roi, GST_TORCH_CODE_STRUCTURE_NAME);
-    if (!code) continue;
-    int track = -1;
-    if (const GstStructure* t = gst_video_region_of_interest_meta_get_param(
-            roi, "object_id"))  // torchtrack's (qa_frames.cpp reads it so too)
-      gst_structure_get_int(t, "id", &track);
+    if (!code) return;
+    gint track = -1;  // torchtrack's id, when the part is tracked
+    if (!gst_torch_roi_get_object_id(roi, &track, nullptr)) track = -1;
     out.push_back(code_json(code, track));
-  }
+  });
   GstCustomMeta* cm = gst_buffer_get_custom_meta(buf, GST_TORCH_CODES_META_NAME);
   const GValue* list =
       cm ? gst_structure_get_value(gst_custom_meta_get_structure(cm), "codes") : nullptr;

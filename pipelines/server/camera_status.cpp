@@ -9,6 +9,7 @@
 
 #include "camera.h"
 #include "camera_analytics.h"
+#include "gst/torchinfer/torchinfer-helpers.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "server/jpeg_snapshot.h"
 #include "server/stream_analytics.h"
@@ -71,15 +72,12 @@ nlohmann::json health_json(const CameraVerdict& v) {
 
 std::vector<SnapshotBox> boxes_of(GstBuffer* buf) {
   std::vector<SnapshotBox> boxes;
-  gpointer iter = nullptr;
-  while (GstMeta* m = gst_buffer_iterate_meta_filtered(
-             buf, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
-    auto* roi = reinterpret_cast<GstVideoRegionOfInterestMeta*>(m);
+  gst_torch::foreach_roi(buf, [&](GstVideoRegionOfInterestMeta* roi) {
     GstTorchDetection d;
     const bool det = gst_torch_detection_from_roi(roi, &d);
     boxes.push_back({static_cast<int>(roi->x), static_cast<int>(roi->y), static_cast<int>(roi->w),
                      static_cast<int>(roi->h), det && d.label ? d.label : ""});
-  }
+  });
   return boxes;
 }
 

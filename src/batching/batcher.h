@@ -72,14 +72,21 @@ using FrameCallback = std::function<void(FrameResult&&)>;
 using SlotPrepare = std::function<std::string(void* dst, const LoadedModel& model, int worker,
                                               int band, int bands)>;
 
+// Frames the batch buffers may hold in all when more than two buffers are
+// used (options().buffers says what a batcher kept).
+constexpr int kMaxQueuedSlots = 32;
+
 struct BatcherOptions {
   int batch_size = 1;
   std::chrono::microseconds timeout{40000};
   // Batch buffers at most (allocated when first needed). The batcher keeps
   // fewer when batches are large: no more than kMaxQueuedSlots frames in
   // all beyond lanes + 1 buffers, since every stream's queue and the
-  // upstream buffer pool are sized for what the buffers can hold.
-  int buffers = 8;
+  // upstream buffer pool are sized for what the buffers can hold. At batch
+  // 1 and 2 the queue budget, not the buffers, bounds the queue: with 8
+  // buffers a burst of 8 cameras behind two busy lanes had 2 frames
+  // skipped every period while the lanes then sat idle (issue 37).
+  int buffers = kMaxQueuedSlots;
   // A new batch may open when at most one buffer per lane is in use (one
   // running per lane, one filling), or behind q closed ones waiting to run
   // when q / lanes x the batch time is within this budget: a model slower
@@ -90,10 +97,6 @@ struct BatcherOptions {
   // (LoadedModel::batch_ms; 0 = not measured: no queueing).
   std::chrono::microseconds queue_budget{40000};
 };
-
-// Frames the batch buffers may hold in all when more than two buffers are
-// used (options().buffers says what a batcher kept).
-constexpr int kMaxQueuedSlots = 32;
 
 class Batcher {
  public:

@@ -239,7 +239,8 @@ void refuse_unknown_keys(const json& j, const std::string& origin) {
       "top_k",         "input_dtype",   "output_activation",
       "name",          "precision",     "quantization",
       "description",   "decoder",       "confidence_threshold",
-      "iou_threshold", "max_detections", "input_layout"};
+      "iou_threshold", "max_detections", "input_layout",
+      "mask_threshold"};
   // clang-format on
   // anomalib's metadata.json read as the sidecar: its own keys too.
   const bool anomalib = is_anomalib_metadata(j);
@@ -312,13 +313,14 @@ void parse_decoder_keys(const json& j, const std::string& origin, ModelConfig& c
                                      {"classification", Decoder::kClassification},
                                      {"yolov8-seg", Decoder::kYolov8Seg},
                                      {"yolov8-obb", Decoder::kYolov8Obb}});
-  for (const char* key : {"confidence_threshold", "iou_threshold"}) {
+  for (const auto& [key, field] : {std::pair{"confidence_threshold", &cfg.confidence_threshold},
+                                   std::pair{"iou_threshold", &cfg.iou_threshold},
+                                   std::pair{"mask_threshold", &cfg.mask_threshold}}) {
     if (!j.contains(key)) continue;
     const json& v = j.at(key);
     if (!v.is_number() || v.get<double>() < 0.0 || v.get<double>() > 1.0)
       fail(origin, key, "expected a number between 0 and 1");
-    (std::string(key) == "iou_threshold" ? cfg.iou_threshold : cfg.confidence_threshold) =
-        v.get<double>();
+    *field = v.get<double>();
   }
   if (j.contains("max_detections")) {
     const json& v = j.at("max_detections");

@@ -81,6 +81,7 @@ struct ModelConfig {
   std::optional<Decoder> decoder;
   std::optional<double> confidence_threshold, iou_threshold;
   std::optional<int> max_detections;
+  std::optional<double> mask_threshold;  // yolov8-seg, 0..1
   AnomalyConfig anomaly;
   InputContract contract;
   std::string source;  // sidecar path it came from, empty for defaults

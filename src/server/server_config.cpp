@@ -360,6 +360,59 @@ void parse_line(const Fields& f, const std::vector<ModelSpec>& models, const std
            "or GRAY8, and these cameras' Bayer/GRAY16 frames go to the analysis as they come");
 }
 
+// "inference_gate" and "inference_region" with their values
+// (server/inference_settings.h); a value without its mode is refused, so
+// a camera never runs with a setting that does nothing.
+InferenceSettings parse_inference(const Fields& f, const StreamSpec& s) {
+  InferenceSettings in;
+  const std::string gate = f.str("inference_gate", false, "none");
+  if (gate != "none" && gate != "motion") f.fail("inference_gate", "give \"none\" or \"motion\"");
+  in.motion_gate = gate == "motion";
+  const std::string region = f.str("inference_region", false, "full-frame");
+  if (region != "full-frame" && region != "tiles")
+    f.fail("inference_region", "give \"full-frame\" or \"tiles\"");
+  in.tiles = region == "tiles";
+  for (const char* k :
+       {"motion_threshold", "motion_min_area", "motion_hold", "motion_keyframe_interval"})
+    if (f.has(k) && !in.motion_gate) f.fail(k, "applies with \"inference_gate\": \"motion\" only");
+  for (const char* k : {"tile_width", "tile_height", "tile_overlap"})
+    if (f.has(k) && !in.tiles) f.fail(k, "applies with \"inference_region\": \"tiles\" only");
+  if (in.tiles && s.roi)
+    f.fail("roi",
+           "\"roi\" and \"inference_region\": \"tiles\" exclude each other: the tiles "
+           "cover the whole frame");
+  const auto opt_num = [&](const char* k, double lo, double hi) {
+    return f.has(k) ? std::optional<double>(f.number(k, 0, lo, hi)) : std::nullopt;
+  };
+  const auto opt_int = [&](const char* k, int lo, int hi) {
+    return f.has(k) ? std::optional<int>(static_cast<int>(f.integer(k, 0, lo, hi))) : std::nullopt;
+  };
+  in.motion_threshold = opt_num("motion_threshold", 0.0, 255.0);
+  in.motion_min_area = opt_num("motion_min_area", 0.0, 1.0);
+  in.motion_hold = opt_int("motion_hold", 0, 1000000);
+  in.motion_keyframe_interval = opt_int("motion_keyframe_interval", 1, 1000000);
+  in.tile_width = opt_int("tile_width", 0, 65535);
+  in.tile_height = opt_int("tile_height", 0, 65535);
+  in.tile_overlap = opt_num("tile_overlap", 0.0, 0.9);
+  return in;
+}
+
+void add_inference_json(const InferenceSettings& in, json& j) {
+  // The defaults stay implicit, as the element's unset properties do.
+  if (in.motion_gate) j["inference_gate"] = "motion";
+  if (in.tiles) j["inference_region"] = "tiles";
+  const auto put = [&j](const char* k, const auto& v) {
+    if (v) j[k] = *v;
+  };
+  put("motion_threshold", in.motion_threshold);
+  put("motion_min_area", in.motion_min_area);
+  put("motion_hold", in.motion_hold);
+  put("motion_keyframe_interval", in.motion_keyframe_interval);
+  put("tile_width", in.tile_width);
+  put("tile_height", in.tile_height);
+  put("tile_overlap", in.tile_overlap);
+}
+
 }  // namespace
 
 StreamSpec parse_stream_spec(const json& j, const std::vector<ModelSpec>& models,
@@ -370,7 +423,9 @@ StreamSpec parse_stream_spec(const json& j, const std::vector<ModelSpec>& models
            {"id", "uri", "model", "loop", "confidence_threshold", "iou_threshold",
             "inference_interval", "roi", "track", "json", "mqtt_topic", "restream",
             "pixel_format", "exposure_us", "gain_db", "packet_size", "trigger", "lines",
-            "zones", "evidence", "parts", "plc", "codes"});
+            "zones", "evidence", "parts", "plc", "codes", "inference_gate", "motion_threshold",
+            "motion_min_area", "motion_hold", "motion_keyframe_interval", "inference_region",
+            "tile_width", "tile_height", "tile_overlap"});
   // clang-format on
   StreamSpec s;
   s.id = f.str("id", true);
@@ -388,6 +443,7 @@ StreamSpec parse_stream_spec(const json& j, const std::vector<ModelSpec>& models
   if (f.has("iou_threshold")) s.iou_threshold = f.number("iou_threshold", 0, 0.0, 1.0);
   s.inference_interval = static_cast<int>(f.integer("inference_interval", 1, 1, 1000));
   if (f.has("roi")) s.roi = parse_roi(f, origin);
+  s.inference = parse_inference(f, s);
   s.track = f.boolean("track", false);
   s.json = f.boolean("json", true);
   s.mqtt_topic = f.str("mqtt_topic", false);
@@ -518,6 +574,7 @@ json to_json(const StreamSpec& s) {
   if (s.parts) j["parts"] = to_json(*s.parts);
   if (s.plc) j["plc"] = s.plc->settings;
   if (s.codes) j["codes"] = to_json(*s.codes);
+  add_inference_json(s.inference, j);
   return j;
 }
 

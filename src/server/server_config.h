@@ -17,6 +17,7 @@
 #include "server/camera_settings.h"
 #include "server/codes_spec.h"
 #include "server/evidence_spec.h"
+#include "server/inference_settings.h"
 #include "server/line_spec.h"
 
 namespace torchinfer::server {
@@ -72,6 +73,8 @@ struct StreamSpec {
   std::optional<PlcSpec> plc;
   // torchcodes after the tracking (server/codes_spec.h).
   std::optional<CodesSpec> codes;
+  // torchinfer's motion gate and tiles (server/inference_settings.h).
+  InferenceSettings inference;
 };
 
 struct MqttSpec {

@@ -498,8 +498,8 @@ TEST(PropertyTable, StreamFiguresComeFromTheSnapshot) {
   EXPECT_TRUE(gst_structure_get_uint64(st, "frames-in", &frames_in));
   EXPECT_EQ(frames_in, 11u);
   // frames-invalid, frames-saturated, frames-in-flight, its limit and the
-  // four frames-skipped-<reason> included
-  EXPECT_EQ(gst_structure_n_fields(st), 27);
+  // five frames-skipped-<reason> (still: inference-gate=motion) included
+  EXPECT_EQ(gst_structure_n_fields(st), 28);
   guint64 limit = 0;
   EXPECT_TRUE(gst_structure_get_uint64(st, "frames-in-flight-limit", &limit));
   EXPECT_EQ(limit, 42u);

@@ -479,3 +479,59 @@ TEST(TorchNmsSeg, ModelInstanceIdPicksWhichFullFrameResultIsDecoded) {
   EXPECT_TRUE(one_frame(none, caps, 128, 128).empty());
   gst_harness_teardown(none);
 }
+
+namespace {
+
+// torchnms' start log lines that name the mask threshold.
+std::vector<std::string>* g_mask_log = nullptr;
+
+void collect_mask_log(GstDebugCategory* cat, GstDebugLevel, const gchar*, const gchar*, gint,
+                      GObject*, GstDebugMessage* message, gpointer) {
+  const gchar* text = gst_debug_message_get(message);
+  if (g_mask_log && std::string(gst_debug_category_get_name(cat)) == "torchnms" && text &&
+      std::string(text).find("mask-threshold") != std::string::npos)
+    g_mask_log->push_back(text);
+}
+
+// seg_fixed's sidecar with "mask_threshold": 0, for torchnms model-config.
+std::string sidecar_with_zero_threshold() {
+  json j = read_json("seg_fixed.json");
+  j["mask_threshold"] = 0.0;
+  const std::string path = testing::TempDir() + "seg_fixed_mask0.json";
+  std::ofstream(path) << j.dump();
+  return path;
+}
+
+}  // namespace
+
+// The sidecar's mask_threshold applies unless mask-threshold is set; the
+// start log says which: 0 from the sidecar fills every box (as the property
+// 0 does above), the property 0.5 over it gives the reference masks.
+TEST(TorchNmsSeg, SidecarMaskThresholdAppliesUnlessThePropertyIsSet) {
+  std::vector<std::string> log;
+  g_mask_log = &log;
+  gst_debug_set_threshold_for_name("torchnms", GST_LEVEL_INFO);
+  gst_debug_add_log_function(collect_mask_log, nullptr, nullptr);
+  const std::string caps = caps_of(128, 128);
+  const std::string config = "model-config=" + sidecar_with_zero_threshold();
+  GstHarness* h = chain("seg_fixed.pt", caps, "", config);
+  const auto from_sidecar = one_frame(h, caps, 128, 128);
+  GstStructure* s = nms_stats(h);
+  EXPECT_EQ(stat(s, "masks-full"), 4u);
+  gst_structure_free(s);
+  gst_harness_teardown(h);
+  ASSERT_EQ(from_sidecar.size(), 4u);
+  EXPECT_EQ(from_sidecar[0].area, 48u * 32);
+  EXPECT_EQ(from_sidecar[2].area, 24u * 16);
+
+  GstHarness* p = chain("seg_fixed.pt", caps, "", config + " mask-threshold=0.5");
+  expect_exact(one_frame(p, caps, 128, 128),
+               read_json("seg_fixed.expected.json")["stretch_128x128"]["detections"]);
+  gst_harness_teardown(p);
+  gst_debug_remove_log_function(collect_mask_log);
+  gst_debug_unset_threshold_for_name("torchnms");
+  g_mask_log = nullptr;
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_NE(log[0].find("mask-threshold 0 (sidecar)"), std::string::npos) << log[0];
+  EXPECT_NE(log[1].find("mask-threshold 0.5 (property)"), std::string::npos) << log[1];
+}

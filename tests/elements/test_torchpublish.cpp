@@ -182,6 +182,50 @@ TEST_P(TorchPublishQos, OneMessagePerFrameEqualToTheJsonLine) {
 
 INSTANTIATE_TEST_SUITE_P(Qos, TorchPublishQos, testing::Values(0, 1));
 
+// mm-per-pixel as torchmetaconvert's: the masks of a segmentation model
+// (seg_fixed.pt, torchnms decoder yolov8-seg from its sidecar) get
+// "area_mm2" = area x 0.25^2 over MQTT, the message byte for byte the line;
+// uncalibrated (the default, 0) they get none.
+TEST(TorchPublish, MmPerPixelGivesMasksTheirAreaInMm2LikeTheJsonLine) {
+  Broker broker;
+  ASSERT_TRUE(broker.start());
+  Subscriber sub(broker.port(), "seg");
+  ASSERT_TRUE(sub.wait_subscribed());
+  const std::string path = testing::TempDir() + "pub_seg.jsonl";
+  const char* caps = "video/x-raw,format=RGB,width=128,height=128,framerate=30/1";
+  Chain c("torchinfer precision=fp32 model=" + model("seg_fixed.pt") +
+              " ! torchnms ! torchmetaconvert mm-per-pixel=0.25 location=" + path + " ! " +
+              pub_props(broker.port(), "seg", "mm-per-pixel=0.25"),
+          caps);
+  const GstVideoInfo info = info_of(caps);
+  GstBuffer* b = gst_buffer_new_allocate(nullptr, GST_VIDEO_INFO_SIZE(&info), nullptr);
+  gst_buffer_memset(b, 0, 128, GST_VIDEO_INFO_SIZE(&info));
+  c.push(timed(b, 0));
+  ASSERT_TRUE(sub.wait_for(1));
+  g_object_set(c.pub, "mm-per-pixel", 0.0, nullptr);
+  GstBuffer* plain = gst_buffer_new_allocate(nullptr, GST_VIDEO_INFO_SIZE(&info), nullptr);
+  gst_buffer_memset(plain, 0, 128, GST_VIDEO_INFO_SIZE(&info));
+  c.push(timed(plain, 1));
+  ASSERT_TRUE(sub.wait_for(2));
+  c.stop();
+  const auto lines = read_lines(path);
+  const auto msgs = sub.messages();
+  ASSERT_EQ(msgs.size(), 2u);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(msgs[0], lines[0]);
+  const json calibrated = json::parse(msgs[0])["detections"];
+  const json uncalibrated = json::parse(msgs[1])["detections"];
+  ASSERT_EQ(calibrated.size(), 4u) << msgs[0];  // seg_fixed.expected.json
+  ASSERT_EQ(uncalibrated.size(), 4u) << msgs[1];
+  for (std::size_t i = 0; i < calibrated.size(); ++i) {
+    const json& m = calibrated[i]["mask"];
+    EXPECT_DOUBLE_EQ(m["area_mm2"].get<double>(), m["area"].get<double>() * 0.0625) << i;
+    EXPECT_EQ(uncalibrated[i]["mask"]["area"], m["area"]) << i;
+    EXPECT_FALSE(uncalibrated[i]["mask"].contains("area_mm2")) << msgs[1];
+  }
+  EXPECT_TRUE(json::parse(lines[1])["detections"][0]["mask"].contains("area_mm2"));
+}
+
 // Candidate 4 of yolo_candidates scores the frame's red at the centre: over
 // 0.96 only it survives, on white frames only.
 TEST(TorchPublish, DetectionsModeSendsOnlyFramesWithDetections) {

@@ -46,6 +46,7 @@ const ExpectedProperty kExpected[] = {
     {"stats-interval", "guint", 'p'},
     {"protocol-version", "GstTorchPublishProtocol", 'r'},
     {"max-message-size", "guint", 'r'},
+    {"mm-per-pixel", "gdouble", 'p'},
 };
 
 // A valid value, different from the default, for each string property.
@@ -90,7 +91,7 @@ TEST(TorchPublishProperties, NamesTypesAndAccessAreTheFixedList) {
 
 TEST(TorchPublishProperties, FreshElementReadsTheParamSpecDefaults) {
   GstElement* e = make();
-  EXPECT_EQ(expect_defaults(e), 26);
+  EXPECT_EQ(expect_defaults(e), 27);
   EXPECT_EQ(read(e, "host"), "\"127.0.0.1\"");
   EXPECT_EQ(read(e, "port"), "1883");
   EXPECT_EQ(read(e, "max-queued"), "1000");
@@ -104,7 +105,7 @@ TEST(TorchPublishProperties, EveryWritablePropertyRoundTrips) {
   GstElement* e = make();
   WarningCatcher w;
   const int written = round_trip_writable(e, kStringValues);
-  EXPECT_EQ(written, 20);
+  EXPECT_EQ(written, 21);
   EXPECT_TRUE(w.messages().empty()) << w.messages().front();
   gst_object_unref(e);
 }

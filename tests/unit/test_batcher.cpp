@@ -223,7 +223,8 @@ TEST(Batcher, TwoBuffersAlwaysServeASlowModelAsBefore) {
 
 TEST(Batcher, LargeBatchesKeepFewerBuffers) {
   FakeModel fake;
-  const std::vector<std::pair<int, int>> expected{{1, 8}, {4, 8}, {8, 4}, {16, 2}, {64, 2}};
+  const std::vector<std::pair<int, int>> expected{{1, 32}, {2, 16}, {4, 8},
+                                                  {8, 4},  {16, 2}, {64, 2}};
   for (auto [batch, buffers] : expected) {
     Batcher b(fake.make(), opts(batch));
     EXPECT_EQ(b.options().buffers, buffers) << "batch " << batch;

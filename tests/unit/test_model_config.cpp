@@ -247,7 +247,22 @@ TEST(ModelConfig, DetectionFields) {
   }
   const ModelConfig none = parse_model_config_text("{}", "m.json");
   EXPECT_FALSE(none.decoder || none.confidence_threshold || none.iou_threshold ||
-               none.max_detections);
+               none.max_detections || none.mask_threshold);
+}
+
+TEST(ModelConfig, MaskThreshold) {
+  const ModelConfig c =
+      parse_model_config_text(R"({"decoder": "yolov8-seg", "mask_threshold": 0.3})", "m.json");
+  ASSERT_TRUE(c.mask_threshold.has_value());
+  EXPECT_DOUBLE_EQ(*c.mask_threshold, 0.3);
+  EXPECT_DOUBLE_EQ(*parse_model_config_text(R"({"mask_threshold": 0})", "m.json").mask_threshold,
+                   0.0);
+  EXPECT_DOUBLE_EQ(*parse_model_config_text(R"({"mask_threshold": 1})", "m.json").mask_threshold,
+                   1.0);
+  expect_field_error(R"({"mask_threshold": 1.01})", "mask_threshold");
+  expect_field_error(R"({"mask_threshold": -0.5})", "mask_threshold");
+  expect_field_error(R"({"mask_threshold": "0.5"})", "mask_threshold");
+  expect_field_error(R"({"mask_treshold": 0.5})", "mask_treshold");
 }
 
 TEST(ModelConfigErrors, DetectionFields) {

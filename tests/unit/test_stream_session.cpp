@@ -320,10 +320,10 @@ TEST_F(StreamSessionTest, EveryFrameIsInferredSkippedDroppedOrInFlight) {
   fake.wait_inside(1);
   StatsSnapshot snap = session.snapshot(false);
   EXPECT_TRUE(test::frames_add_up(test::counts_of(snap)));
-  // 8 batch buffers of 2 frames, every 2nd frame inferred, 8 events; plus
+  // 16 batch buffers of 2 frames, every 2nd frame inferred, 8 events; plus
   // the frame being submitted and the one being sent.
-  EXPECT_EQ(session.capacity(), 8u * 2 * 2 + 8);
-  EXPECT_EQ(snap.in_flight_limit, 8u * 2 * 2 + 8 + 2);
+  EXPECT_EQ(session.capacity(), 16u * 2 * 2 + 8);
+  EXPECT_EQ(snap.in_flight_limit, 16u * 2 * 2 + 8 + 2);
   EXPECT_EQ(snap.frames_in, 3u);
   EXPECT_EQ(snap.in_flight, 3u) << "a skipped frame counts when it leaves, in order";
   EXPECT_EQ(snap.inferred + snap.skipped + snap.dropped, 0u);
