@@ -71,6 +71,7 @@ const char* model_of(const GstTorchTensorMeta* tm, const std::string& detector) 
   if (g_strcmp0(tm->model_instance_id, detector.c_str()) == 0) return "detector";
   if (g_strcmp0(tm->model_instance_id, "qa-classifier") == 0) return "classifier";
   if (g_strcmp0(tm->model_instance_id, "qa-anomaly") == 0) return "anomaly";
+  if (g_strcmp0(tm->model_instance_id, kSegmenterId) == 0) return "segmenter";
   return nullptr;
 }
 
@@ -123,6 +124,14 @@ std::optional<double> mask_area_mm2(GstVideoRegionOfInterestMeta* roi, double mm
   return static_cast<double>(area) * mm_per_pixel * mm_per_pixel;
 }
 
+// A detection of the --segmenter's torchnms (its detection param names
+// the segmenter's model-instance-id).
+bool from_segmenter(GstVideoRegionOfInterestMeta* roi) {
+  const GstStructure* s =
+      gst_video_region_of_interest_meta_get_param(roi, GST_TORCH_DETECTION_STRUCTURE_NAME);
+  return s && g_strcmp0(gst_structure_get_string(s, "model-instance-id"), kSegmenterId) == 0;
+}
+
 }  // namespace
 
 FrameResults read_frame(GstBuffer* buf, std::int64_t index, const ReadRules& rules) {
@@ -139,6 +148,10 @@ FrameResults read_frame(GstBuffer* buf, std::int64_t index, const ReadRules& rul
   r.frame.width = static_cast<int>(tm->frame_width);
   r.frame.height = static_cast<int>(tm->frame_height);
   std::vector<QaDefectBox> defects;
+  // Defect boxes judge on frames the model that gave them inferred: the
+  // detector's, or with --segmenter the segmenter's.
+  const GstTorchTensorMeta* seg = rules.segmenter ? detector_meta(buf, kSegmenterId) : nullptr;
+  const bool defects_inferred = rules.segmenter ? seg && seg->inferred && seg->valid : tm->inferred;
   gst_torch::foreach_detection(
       buf, [&](GstVideoRegionOfInterestMeta* roi, const GstTorchDetection& d) {
         auto scored = scored_box(roi, d, tm->frame_width, tm->frame_height);
@@ -162,10 +175,12 @@ FrameResults read_frame(GstBuffer* buf, std::int64_t index, const ReadRules& rul
           if (rules.anomaly && rules.anomaly_view) p.anomaly = rules.anomaly_view(buf, roi);
           if (rules.codes) p.code = part_code(roi);
           r.frame.parts.push_back(std::move(p));
-        } else if (!part && rules.defect_boxes && !b.predicted && tm->inferred) {
+        } else if (!part && rules.defect_boxes && !b.predicted && defects_inferred &&
+                   rules.segmenter == from_segmenter(roi)) {
           defects.push_back({b.label, b.confidence, b.box, mask_area_mm2(roi, rules.mm_per_pixel)});
         }
-        r.boxes.push_back(std::move(b));
+        // The boxes scored against the truth are the detector's.
+        if (!rules.segmenter || !from_segmenter(roi)) r.boxes.push_back(std::move(b));
       });
   if (rules.defect_boxes) attach_defect_boxes(r.frame.parts, defects);
   std::stable_sort(r.boxes.begin(), r.boxes.end(), [](const ScoredBox& a, const ScoredBox& b) {

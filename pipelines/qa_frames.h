@@ -22,6 +22,8 @@ namespace torchinfer::qa {
 constexpr const char* kDetectorId = "qa-detector";
 constexpr const char* kClassifierElement = "classify";
 constexpr const char* kCodesElement = "codes";
+// --segmenter: its torchinfer's and torchnms' model-instance-id.
+constexpr const char* kSegmenterId = "qa-seg";
 
 struct ScoredBox {
   long long id = -1;  // torchtrack's object id, -1 if not (yet) tracked
@@ -39,7 +41,7 @@ struct FrameResults {
   double detector_ms = 0;          // its forward() time (inferred frames)
   // Results of this frame with NaN/infinite outputs (torchinfer's valid =
   // FALSE: they judge nothing), by model: "detector", "classifier",
-  // "anomaly" (one per part view in region mode).
+  // "anomaly" (one per part view in region mode), "segmenter".
   std::map<std::string, std::int64_t> invalid;
 };
 
@@ -59,8 +61,12 @@ struct ReadRules {
   // Reads a part's anomaly view (the QA app: read_anomaly_view, which needs
   // the core's decoder); null: no anomaly model, nothing read.
   std::optional<QaAnomalyView> (*anomaly_view)(GstBuffer*, GstVideoRegionOfInterestMeta*) = nullptr;
-  bool codes = false;         // torchcodes' code on the parts' ROIs
-  double mm_per_pixel = 0;    // > 0: defect boxes' mask areas in mm² (QaDefectBox::area_mm2)
+  bool codes = false;       // torchcodes' code on the parts' ROIs
+  double mm_per_pixel = 0;  // > 0: defect boxes' mask areas in mm² (QaDefectBox::area_mm2)
+  // --segmenter: the defect boxes are the segmenter's (its torchnms names
+  // kSegmenterId in their detection param), on frames it inferred; the
+  // detector's own defect boxes are not used.
+  bool segmenter = false;
 };
 
 // `index` is the frame's number in the stream. The frame size comes from

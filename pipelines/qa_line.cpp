@@ -68,6 +68,9 @@ void report(App& app, const std::vector<torchinfer::QaDecision>& decisions) {
     char top[160] = "";
     if (!d.anomaly) std::snprintf(top, sizeof top, "no evidence");
     if (!d.top.empty()) std::snprintf(top, sizeof top, "%s %.2f", d.top.c_str(), d.top_score);
+    if (const auto a = d.defect_area_mm2.find(d.top); a != d.defect_area_mm2.end())
+      std::snprintf(top + std::strlen(top), sizeof top - std::strlen(top), ", area %.2f mm2",
+                    a->second);
     if (d.anomaly)
       std::snprintf(top + std::strlen(top), sizeof top - std::strlen(top),
                     "%sanomaly %.3f (median, threshold %.2f)%s", *top ? "; " : "", d.anomaly->score,
@@ -361,10 +364,11 @@ bool invalid_results(const App& app, nlohmann::ordered_json& facts) {
   auto& j = facts["invalid_results"] = nlohmann::ordered_json::object();
   std::int64_t total = 0;
   std::string by;
-  for (const char* model : {"detector", "classifier", "anomaly"}) {
-    const bool in_run =
-        std::string(model) == "detector" ||
-        (std::string(model) == "classifier" ? app.read.classifier : app.read.anomaly);
+  for (const char* model : {"detector", "classifier", "anomaly", "segmenter"}) {
+    const std::string m = model;
+    const bool in_run = m == "detector" || (m == "classifier" ? app.read.classifier
+                                            : m == "anomaly"  ? app.read.anomaly
+                                                              : app.read.segmenter);
     const auto it = app.invalid.find(model);
     const std::int64_t n = it != app.invalid.end() ? it->second : 0;
     if (in_run) j[model] = n;

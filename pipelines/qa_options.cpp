@@ -22,8 +22,8 @@ namespace {
 struct Strings {
   gchar *clip = nullptr, *device = nullptr, *source = nullptr, *model = nullptr, *output = nullptr,
         *parts = nullptr, *defects = nullptr, *classifier = nullptr, *anomaly = nullptr,
-        *tracking = nullptr, *truth = nullptr, *out_dir = nullptr, *mqtt_host = nullptr,
-        *mqtt_topic = nullptr;
+        *segmenter = nullptr, *area_views = nullptr, *tracking = nullptr, *truth = nullptr,
+        *out_dir = nullptr, *mqtt_host = nullptr, *mqtt_topic = nullptr;
   // A string: an int option has no "not given" that a user cannot also type.
   gchar* reclassify_interval = nullptr;
   gchar* gate = nullptr;  // parsed in check_values
@@ -54,6 +54,11 @@ void add_input_entries(Options& o, Strings& s, std::vector<GOptionEntry>& e) {
        "is rejected when the median score of its views is anomalous, or the classifier rejects "
        "it; with --classifier none the anomaly model alone judges",
        "FILE"},
+      {"segmenter", 0, 0, G_OPTION_ARG_FILENAME, &s.segmenter,
+       "segmentation model of the whole frame (decoder yolov8-seg, e.g. "
+       "models/demo/defect_seg.pt): its defect masks, not the detector's defect boxes, judge the "
+       "parts by area (needs --classifier none and --max-defect-area-mm2)",
+       "FILE"},
       {"inference-interval", 'i', 0, G_OPTION_ARG_INT, &o.inference_interval,
        "run the detector on every Nth frame; torchtrack follows the parts between (default 1)",
        "N"},
@@ -80,11 +85,17 @@ void add_judge_entries(Options& o, Strings& s, std::vector<GOptionEntry>& e) {
       {"require-code", 0, 0, G_OPTION_ARG_NONE, &s.require_code,
        "reject a part without a readable code (defect no_code); implies --codes", nullptr},
       {"max-defect-area-mm2", 0, 0, G_OPTION_ARG_DOUBLE, &o.max_defect_area_mm2,
-       "with --classifier none and a segmentation detector (decoder yolov8-seg): reject a part "
-       "only for a defect whose mask is larger than this many square mm (needs --mm-per-pixel)",
+       "with --classifier none and a segmentation detector (decoder yolov8-seg) or --segmenter: "
+       "reject a part only for a defect whose mask is larger than this many square mm (needs "
+       "--mm-per-pixel)",
        "MM2"},
       {"mm-per-pixel", 0, 0, G_OPTION_ARG_DOUBLE, &o.mm_per_pixel,
-       "the camera's calibration: one frame pixel is this many mm on the belt", "MM"}};
+       "the camera's calibration: one frame pixel is this many mm on the belt", "MM"},
+      {"defect-area-views", 0, 0, G_OPTION_ARG_STRING, &s.area_views,
+       "with --max-defect-area-mm2: a defect's area over the part's judged whole views, max "
+       "(the largest, default) or median (0 on views without it: a false mask on a few views "
+       "does not reject)",
+       "max|median"}};
   e.insert(e.end(), std::begin(entries), std::end(entries));
 }
 
@@ -165,6 +176,9 @@ void take_strings(Strings& s, Options& o, std::optional<std::string>& reclassify
   app::take(s.classifier, o.classifier);
   o.anomaly_given = s.anomaly != nullptr;
   app::take(s.anomaly, o.anomaly);
+  o.segmenter_given = s.segmenter != nullptr;
+  app::take(s.segmenter, o.segmenter);
+  app::take(s.area_views, o.defect_area_views);
   app::take(s.tracking, o.tracking_type);
   app::take(s.truth, o.truth);
   app::take(s.out_dir, o.out_dir);
@@ -261,6 +275,17 @@ bool check_values(const std::optional<std::string>& reclassify,
   // An empty path would quietly judge without the anomaly model.
   if (o.anomaly_given && o.anomaly.empty()) {
     g_printerr("qa-line: --anomaly '': give the anomaly model's file, or leave the option out\n");
+    return false;
+  }
+  if (o.defect_area_views != "max" && o.defect_area_views != "median") {
+    g_printerr("qa-line: --defect-area-views '%s': give max or median\n",
+               o.defect_area_views.c_str());
+    return false;
+  }
+  if (o.segmenter_given && o.segmenter.empty()) {
+    g_printerr(
+        "qa-line: --segmenter '': give the segmentation model's file, or leave the option "
+        "out\n");
     return false;
   }
   // An empty host would quietly publish nothing.

@@ -80,9 +80,24 @@ void on_parts(GstElement* e, const Options& o, const QaRules& rules, const std::
   set_arg(e, "reclassify-interval", std::to_string(o.reclassify_interval));
 }
 
-// detector ! torchnms ! torchtrack [! classifier on the part ROIs (by
-// default each part classified as often as the detector runs)] [! anomaly
-// model on the same ROIs].
+// --segmenter: a second full-frame model and its torchnms after the tracker
+// (the defect boxes are not tracked), each torchnms decoding only its own
+// model's result (model-instance-id). suppress-contained off: every defect
+// mask counts, as in models/demo/eval_defect_seg.py.
+bool add_segmenter(Builder& b, const Options& o, std::vector<GstElement*>& chain) {
+  GstElement* infer = b.add("torchinfer", "segment");
+  GstElement* nms = b.add("torchnms", "segment-nms");
+  if (b.failed()) return false;
+  g_object_set(infer, "model", o.segmenter.c_str(), "model-instance-id", kSegmenterId, nullptr);
+  g_object_set(nms, "model-instance-id", kSegmenterId, "suppress-contained", 0.0, nullptr);
+  chain.push_back(infer);
+  chain.push_back(nms);
+  return true;
+}
+
+// detector ! torchnms ! torchtrack [! segmenter ! torchnms] [! classifier
+// on the part ROIs (by default each part classified as often as the
+// detector runs)] [! anomaly model on the same ROIs].
 std::vector<GstElement*> analysis(Builder& b, const Options& o, const QaRules& rules) {
   GstElement* infer = b.add("torchinfer", "infer");
   GstElement* nms = b.add("torchnms", "nms");
@@ -93,12 +108,15 @@ std::vector<GstElement*> analysis(Builder& b, const Options& o, const QaRules& r
   g_object_set(infer, "model", o.model.c_str(), "model-instance-id", kDetectorId, nullptr);
   set_arg(infer, "inference-interval", std::to_string(o.inference_interval));
   // torchnms keeps the weaker of the two thresholds; part boxes below
-  // --part-threshold are then tracked but not judged.
-  g_object_set(nms, "confidence-threshold", std::min(rules.defect_threshold, o.part_threshold),
-               nullptr);
+  // --part-threshold are then tracked but not judged. With --segmenter the
+  // detector's defect boxes judge nothing: the parts' threshold alone.
+  const double keep =
+      o.has_segmenter() ? o.part_threshold : std::min(rules.defect_threshold, o.part_threshold);
+  g_object_set(nms, "confidence-threshold", keep, "model-instance-id", kDetectorId, nullptr);
   set_arg(track, "tracking-type", o.tracking_type);
   set_arg(track, "min-hits", std::to_string(min_hits(o.inference_interval)));
   std::vector<GstElement*> chain = {infer, nms, track};
+  if (o.has_segmenter() && !add_segmenter(b, o, chain)) return {};
   if (o.codes) {
     GstElement* codes = code_reader(b, rules);
     if (!codes) return {};

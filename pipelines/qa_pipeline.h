@@ -5,7 +5,8 @@
 // definition, and becomes one bin.
 //
 //   source ! torchinfer name=infer (detector) ! torchnms name=nms
-//   ! torchtrack name=track [! torchinfer name=classify (roi-list)]
+//   ! torchtrack name=track [! torchinfer name=segment ! torchnms (--segmenter)]
+//   [! torchinfer name=classify (roi-list)]
 //   [! torchinfer name=anomaly (roi-list)] [! torchanalytics name=gate (--gate)]
 //   ! identity name=analysed
 //   ! fakesink | torchmetaconvert ! torchoverlay ! videoconvert ! BGR

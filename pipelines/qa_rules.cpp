@@ -96,9 +96,9 @@ bool is_anomaly_model(const std::string& path, const ModelFacts& f) {
 }
 
 // --max-defect-area-mm2 judges defect masks: they come from a segmentation
-// detector's defect boxes, in mm through the calibration. Alone, either
-// option would quietly change nothing.
-bool defect_area_options(const Options& o, const ModelFacts& detector) {
+// detector's defect boxes or the --segmenter's (`masks`: that model's facts), in mm through the
+// calibration. Alone, either option would quietly change nothing.
+bool defect_area_options(const Options& o, const ModelFacts& masks) {
   const char* why = nullptr;
   if (o.has_defect_area_limit() && !(o.mm_per_pixel > 0))
     why = "--max-defect-area-mm2 needs --mm-per-pixel MM (the size of one frame pixel on the belt)";
@@ -106,15 +106,22 @@ bool defect_area_options(const Options& o, const ModelFacts& detector) {
     why = "--mm-per-pixel calibrates --max-defect-area-mm2: give both, or neither";
   else if (o.has_defect_area_limit() && o.has_classifier())
     why = "--max-defect-area-mm2 judges the detector's defect masks: add --classifier none";
+  else if (o.defect_area_views != "max" && !o.has_defect_area_limit())
+    why = "--defect-area-views judges the --max-defect-area-mm2 rule: give the limit too";
+  else if (o.has_segmenter() && !o.has_defect_area_limit())
+    why = "--segmenter judges parts by defect area: add --max-defect-area-mm2 and --mm-per-pixel";
   if (why) {
     g_printerr("qa-line: %s\n", why);
     return false;
   }
-  if (!o.has_defect_area_limit() || detector.decoder == Decoder::kYolov8Seg) return true;
+  if (!o.has_defect_area_limit() || masks.decoder == Decoder::kYolov8Seg) return true;
+  const std::string& model = o.has_segmenter() ? o.segmenter : o.model;
   g_printerr(
-      "qa-line: --max-defect-area-mm2: the detector %s gives no masks (model config '%s' has no "
-      "\"decoder\": \"yolov8-seg\"); give a segmentation detector\n",
-      o.model.c_str(), detector.sidecar.empty() ? "none" : detector.sidecar.c_str());
+      "qa-line: --max-defect-area-mm2: the %s %s gives no masks (model config '%s' has no "
+      "\"decoder\": \"yolov8-seg\"); give a segmentation %s\n",
+      o.has_segmenter() ? "segmenter" : "detector", model.c_str(),
+      masks.sidecar.empty() ? "none" : masks.sidecar.c_str(),
+      o.has_segmenter() ? "model" : "detector or --segmenter");
   return false;
 }
 
@@ -127,6 +134,7 @@ void set_classes(const Options& o, const std::vector<std::string>& detector_labe
   r.codes = o.codes;
   r.require_code = o.require_code;
   if (o.has_defect_area_limit()) r.max_defect_area_mm2 = o.max_defect_area_mm2;
+  r.defect_area_median = o.defect_area_views == "median";
   if (!o.part_classes.empty()) r.part_classes = split_classes(o.part_classes);
   if (!o.defect_classes.empty()) {
     r.defect_classes = split_classes(o.defect_classes);
@@ -142,9 +150,10 @@ void set_classes(const Options& o, const std::vector<std::string>& detector_labe
 // Part classes are the detector's; defect classes the classifier's (its
 // other labels, e.g. "ok", are good), or the detector's without one.
 bool make_rules(const Options& o, QaRules& rules, ReadRules& read) {
-  ModelFacts detector, classifier, anomaly;
+  ModelFacts detector, classifier, anomaly, segmenter;
   try {
     detector = read_model(o.model);
+    if (o.has_segmenter()) segmenter = read_model(o.segmenter);
     if (o.has_classifier()) classifier = read_model(o.classifier);
     if (o.has_anomaly()) anomaly = read_model(o.anomaly);
   } catch (const std::exception& e) {
@@ -153,12 +162,14 @@ bool make_rules(const Options& o, QaRules& rules, ReadRules& read) {
   }
   if (o.has_classifier() && !is_classifier(o.classifier, classifier)) return false;
   if (o.has_anomaly() && !is_anomaly_model(o.anomaly, anomaly)) return false;
-  if (!defect_area_options(o, detector)) return false;
+  const ModelFacts& masks = o.has_segmenter() ? segmenter : detector;
+  if (!defect_area_options(o, masks)) return false;
   if (!(o.part_threshold >= 0 && o.part_threshold <= 1)) {
     g_printerr("qa-line: part threshold must lie in 0..1\n");
     return false;
   }
-  set_classes(o, detector.labels, rules);
+  // With --segmenter the defect classes are its labels.
+  set_classes(o, masks.labels, rules);
   try {
     validate(rules);
   } catch (const std::exception& e) {
@@ -167,9 +178,10 @@ bool make_rules(const Options& o, QaRules& rules, ReadRules& read) {
   }
   const bool judged_by_classifier = o.has_classifier();
   if (!known_classes(rules.part_classes, detector.labels, o.model) ||
-      !known_classes(rules.defect_classes,
-                     judged_by_classifier ? classifier.labels : detector.labels,
-                     judged_by_classifier ? o.classifier : o.model))
+      !known_classes(rules.defect_classes, judged_by_classifier ? classifier.labels : masks.labels,
+                     judged_by_classifier ? o.classifier
+                     : o.has_segmenter()  ? o.segmenter
+                                          : o.model))
     return false;
   read.part_classes.assign(rules.part_classes.begin(), rules.part_classes.end());
   read.part_threshold = o.part_threshold;
@@ -179,6 +191,7 @@ bool make_rules(const Options& o, QaRules& rules, ReadRules& read) {
   read.anomaly_view = read_anomaly_view;
   read.codes = rules.codes;
   read.mm_per_pixel = o.mm_per_pixel;
+  read.segmenter = o.has_segmenter();
   return true;
 }
 

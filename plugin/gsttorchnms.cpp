@@ -259,11 +259,26 @@ static gboolean gst_torchnms_sink_event(GstBaseTransform* trans, GstEvent* event
   return GST_BASE_TRANSFORM_CLASS(gst_torchnms_parent_class)->sink_event(trans, event);
 }
 
+// The full-frame result of the torchinfer whose model-instance-id is `id`.
+static GstTorchTensorMeta* meta_of_instance(GstBuffer* buf, const std::string& id) {
+  gpointer iter = nullptr;
+  while (GstMeta* m =
+             gst_buffer_iterate_meta_filtered(buf, &iter, GST_TORCH_TENSOR_META_API_TYPE)) {
+    auto* t = reinterpret_cast<GstTorchTensorMeta*>(m);
+    if (t->roi_id < 0 && t->tile_count == 0 && g_strcmp0(t->model_instance_id, id.c_str()) == 0)
+      return t;
+  }
+  return nullptr;
+}
+
 // False (after the once-per-run warning) when the frame has no usable
-// result: no torchinfer upstream, or NaN/infinite outputs.
+// result: no torchinfer upstream (with model-instance-id: none of that
+// instance), or NaN/infinite outputs.
 static GstTorchTensorMeta* usable_meta(GstTorchNms* self, GstBuffer* buf) {
   State& st = *self->state;
-  GstTorchTensorMeta* meta = gst_buffer_get_torch_tensor_meta(buf);
+  GstTorchTensorMeta* meta = st.active.model_instance_id.empty()
+                                 ? gst_buffer_get_torch_tensor_meta(buf)
+                                 : meta_of_instance(buf, st.active.model_instance_id);
   if (!meta) {
     // Once per run as a bus warning (a pipeline without torchinfer upstream
     // is a mistake worth seeing); later frames only in the debug log, since
@@ -327,6 +342,16 @@ static void add_rotated_box(GstVideoRegionOfInterestMeta* roi, const RotatedBox&
   gst_torch_roi_add_rotated_box(roi, &b);
 }
 
+// model-instance-id set: the detection param names it, so that readers
+// downstream tell this torchnms' detections from another's.
+static void tag_instance(GstVideoRegionOfInterestMeta* roi, GstTorchNms* self) {
+  GstStructure* s =
+      gst_video_region_of_interest_meta_get_param(roi, GST_TORCH_DETECTION_STRUCTURE_NAME);
+  if (s)
+    gst_structure_set(s, "model-instance-id", G_TYPE_STRING,
+                      self->state->active.model_instance_id.c_str(), nullptr);
+}
+
 static void detect(GstTorchNms* self, GstBuffer* buf, const GstTorchTensorMeta* meta,
                    const Resolved& r, const std::vector<TensorView>& views, Clock::time_point t0) {
   const FrameMapping m = nms::mapping_of(meta);
@@ -348,6 +373,7 @@ static void detect(GstTorchNms* self, GstBuffer* buf, const GstTorchTensorMeta* 
         buf, d.label.c_str(), d.label_id, d.confidence, d.x_min, d.y_min, d.x_max, d.y_max,
         meta->frame_width, meta->frame_height);
     if (roi && seg && !masks[i].dropped) gst::add_mask_param(roi, masks[i], threshold);
+    if (roi && !self->state->active.model_instance_id.empty()) tag_instance(roi, self);
     if (roi && d.rotated) add_rotated_box(roi, *d.rotated);
   }
   if (counts.dropped > 0 && !self->state->warned_dropped_masks) {
@@ -412,7 +438,8 @@ static GstFlowReturn gst_torchnms_transform_ip(GstBaseTransform* trans, GstBuffe
         return fail_decode(
             self,
             "No decoder for model '" + model +
-                "': set decoder=yolov5|yolov8|yolov8-seg|yolov8-obb|ssd|classification on torchnms or "
+                "': set decoder=yolov5|yolov8|yolov8-seg|yolov8-obb|ssd|classification on torchnms "
+                "or "
                 "\"decoder\" in the model's sidecar.",
             model);
       if (*st.resolved->decoder != Decoder::kClassification)

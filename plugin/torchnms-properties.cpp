@@ -121,12 +121,18 @@ constexpr Entry kEntries[] = {
       "decoder yolov8-seg: a frame pixel of a detection's box is in its mask when the sigmoid "
       "of its mask value is above this; unset = sidecar's mask_threshold, else 0.5",
       0.0, 1.0, kDefaultMaskThreshold, f); }),
+  ready<&Settings::model_instance_id>(PROP_MODEL_INSTANCE_ID, [](GParamFlags f) {
+    return g_param_spec_string("model-instance-id", "Model instance id",
+      "Decode only the full-frame result of the torchinfer with this model-instance-id (two "
+      "full-frame models on one stream, each with its torchnms); unset = the first full-frame "
+      "result on the buffer",
+      nullptr, f); }),
 };
 // clang-format on
 
 constexpr PropertyTable<Settings, Status> kTable{"torchnms", kEntries};
 static_assert(kTable.in_id_order(), "kEntries lists every Prop once, in id order");
-static_assert(kTable.size() == PROP_MASK_THRESHOLD, "every Prop has an entry");
+static_assert(kTable.size() == PROP_MODEL_INSTANCE_ID, "every Prop has an entry");
 
 }  // namespace
 

@@ -27,6 +27,7 @@ enum Prop {
   PROP_STATS,
   PROP_SUPPRESS_CONTAINED,
   PROP_MASK_THRESHOLD,
+  PROP_MODEL_INSTANCE_ID,
 };
 
 // Property values; 0 = take it from the model's sidecar.
@@ -59,6 +60,9 @@ struct Settings {
   guint stats_interval_ms = 0;
   double suppress_contained = kDefaultSuppressContained;  // 0: off
   std::optional<double> mask_threshold;                   // yolov8-seg
+  // Decode only the full-frame result of the torchinfer with this
+  // model-instance-id (two detectors on one frame); empty: the first one.
+  std::string model_instance_id;
 };
 
 // The element's live figures, since start.

@@ -15,6 +15,16 @@
 # and the annotated video (out/demo-anomaly/) shows heat maps on the
 # anomalous views. Add --classifier models/demo/defect_classifier.pt to
 # judge with both (reject if either says defective).
+#
+# --segment (first argument): the parts are judged by defect area: the
+# segmentation model models/demo/defect_seg.pt runs on the whole frame
+# beside the detector, and a part is rejected when a defect's mask on it,
+# median over its whole views, is 100 px or more (models/demo/
+# eval_defect_seg.py's rule and limit); the clip has no calibration, so the demo
+# takes 0.1 mm per pixel: the limit is 0.995 mm² (100 px = 1.00 mm²).
+# Each part's line gives its defect areas (evidence.defect_area_mm2);
+# out/demo-segment/results.jsonl has the masks (models/demo/
+# eval_defect_seg.py jsonl scores them against the truth masks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Only what the demo runs: the plugin, the runtime it loads, the QA app.
@@ -27,6 +37,11 @@ if [[ "${1:-}" == --anomaly ]]; then
   shift
   out=out/demo-anomaly
   judge=(--classifier none --anomaly models/demo/part_anomaly.pt)
+elif [[ "${1:-}" == --segment ]]; then
+  shift
+  out=out/demo-segment
+  judge=(--classifier none --segmenter models/demo/defect_seg.pt --defect-threshold 0.25
+    --mm-per-pixel 0.1 --max-defect-area-mm2 0.995 --defect-area-views median)
 fi
 mkdir -p "$out"
 exec ./build/pipelines/torchinfer-qa-line \

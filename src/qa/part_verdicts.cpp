@@ -163,10 +163,24 @@ void PartVerdicts::add_whole_view(Part& t, const QaPart& p, std::int64_t frame) 
     s->second = rules_.rule == QaRule::kVote ? s->second + c : std::max(s->second, c);
   }
   for (const auto& [label, a] : p.defect_area_mm2) {
+    if (rules_.defect_area_median) t.area_views[label].push_back(a);
     auto [s, added] = t.d.defect_area_mm2.emplace(label, a);
     if (!added) s->second = std::max(s->second, a);
   }
 }
+
+namespace {
+
+// The median of `areas` padded with zeros to `views` values (the views
+// without the defect); of an even count, the mean of the middle two.
+double median_area(std::vector<double> areas, int views) {
+  areas.resize(std::max<std::size_t>(areas.size(), static_cast<std::size_t>(views)), 0.0);
+  std::sort(areas.begin(), areas.end());
+  const std::size_t n = areas.size();
+  return n % 2 ? areas[n / 2] : (areas[n / 2 - 1] + areas[n / 2]) / 2;
+}
+
+}  // namespace
 
 // Crossings first: a track that crosses and ends on one frame was at the gate.
 void PartVerdicts::gate_and_ends(const QaFrame& f, std::vector<QaDecision>& out) {
@@ -225,7 +239,11 @@ void PartVerdicts::decide_anomaly(Part& p) {
 
 // The largest mask of a defect class found (defect_threshold) and larger
 // than the limit rejects, as one defect "defect_area".
-void PartVerdicts::decide_defect_area(QaDecision& d) const {
+void PartVerdicts::decide_defect_area(Part& p) const {
+  QaDecision& d = p.d;
+  if (rules_.defect_area_median)
+    for (auto& [label, area] : d.defect_area_mm2)
+      area = median_area(p.area_views[label], p.supervised_views);
   double worst = -1;
   for (const auto& [label, area] : d.defect_area_mm2) {
     const auto s = d.scores.find(label);
@@ -271,7 +289,7 @@ void PartVerdicts::decide(Part& p, const std::string& reason, std::vector<QaDeci
   if (rules_.rule == QaRule::kVote) {
     if (rules_.defect_classes.count(d.top)) d.defects.emplace_back(d.top, d.top_score);
   } else if (rules_.max_defect_area_mm2) {
-    decide_defect_area(d);
+    decide_defect_area(p);
   } else {
     for (const auto& [label, s] : d.scores)
       if (rules_.defect_classes.count(label) && s >= rules_.defect_threshold)

@@ -54,6 +54,9 @@
 //   over the part's judged whole views, is larger than max_defect_area_mm2
 //   (QaDecision::defect_area_mm2); one defect "defect_area" with the
 //   largest such area rejects the part. Smaller defects pass.
+//   With defect_area_median a class's area is instead the median over the
+//   part's judged whole views (0 on a view without it: a false mask on a
+//   view or two does not reject, as models/demo/eval_defect_seg.py judges).
 // - Verdict: "incomplete" if never judged whole; else reject / pass.
 #pragma once
 
@@ -85,6 +88,7 @@ struct QaRules {
   bool require_code = false;  // codes only: a judged part without a code is rejected
   // kMax: reject on defect masks larger than this (mm², see the rules above).
   std::optional<double> max_defect_area_mm2;
+  bool defect_area_median = false;  // the area rule on the median view, not the largest
 };
 
 // Throws std::invalid_argument on rules that cannot work (thresholds outside
@@ -173,7 +177,7 @@ struct QaDecision {
   std::optional<QaAnomalyVerdict> anomaly;  // QaRules::anomaly and a view judged
   std::optional<QaCode> code;               // QaRules::codes: the first code read on the track
   // max_defect_area_mm2: per defect class, its largest mask over the judged
-  // whole views (mm²).
+  // whole views (mm²; with defect_area_median, the median over them).
   std::map<std::string, double> defect_area_mm2;
 };
 
@@ -220,6 +224,7 @@ class PartVerdicts {
     std::map<std::string, double> sum;  // kVote: summed confidences; kMax: max
     int supervised_views = 0;           // views the supervised judge gave evidence on
     std::vector<std::pair<std::int64_t, QaAnomalyView>> anomaly_views;  // frame, view
+    std::map<std::string, std::vector<double>> area_views;  // defect_area_median: per class
   };
   void decide(Part& p, const std::string& reason, std::vector<QaDecision>& out);
   void drop_uncrossed(Part& p);
@@ -234,7 +239,7 @@ class PartVerdicts {
   void add_whole_view(Part& t, const QaPart& p, std::int64_t frame);
   void add_anomaly(Part& t, const QaAnomalyView& v, std::int64_t frame);
   void decide_anomaly(Part& p);
-  void decide_defect_area(QaDecision& d) const;
+  void decide_defect_area(Part& p) const;
 
   QaRules rules_;
   std::map<int, Part> open_;

@@ -430,6 +430,56 @@ TEST(TorchNmsSeg, MasksPastTheRunBudgetAreDroppedCountedAndWarnedOnce) {
   gst_object_unref(bus);
 }
 
+// Two full-frame models on one stream (the QA app's detector and
+// --segmenter): torchnms model-instance-id decodes only that torchinfer's
+// result; unset, the first one on the buffer, as before.
+TEST(TorchNmsSeg, ModelInstanceIdPicksWhichFullFrameResultIsDecoded) {
+  const std::string caps = caps_of(128, 128);
+  auto two_models = [&](const std::string& nms_props) {
+    const std::string line =
+        "torchinfer precision=fp32 model=" + model("yolo_candidates.pt") +
+        " model-instance-id=det ! torchinfer precision=fp32 model=" + model("seg_fixed.pt") +
+        " model-instance-id=seg ! torchnms name=nms " + nms_props;
+    GstHarness* h = gst_harness_new_parse(line.c_str());
+    gst_harness_set_src_caps_str(h, caps.c_str());
+    return h;
+  };
+  GstHarness* seg = two_models("model-instance-id=seg");
+  GstBuffer* out = gst_harness_push_and_pull(seg, frame_of(caps));
+  expect_exact(read_rois(out, 128, 128),
+               read_json("seg_fixed.expected.json")["stretch_128x128"]["detections"]);
+  // Each detection names the instance it came from.
+  gpointer iter = nullptr;
+  while (GstMeta* m = gst_buffer_iterate_meta_filtered(
+             out, &iter, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
+    const GstStructure* s = gst_video_region_of_interest_meta_get_param(
+        reinterpret_cast<GstVideoRegionOfInterestMeta*>(m), GST_TORCH_DETECTION_STRUCTURE_NAME);
+    ASSERT_NE(s, nullptr);
+    EXPECT_STREQ(gst_structure_get_string(s, "model-instance-id"), "seg");
+  }
+  gst_buffer_unref(out);
+  gst_harness_teardown(seg);
+  // Unset: the detector's result, decoded as its sidecar says (yolov5: no masks).
+  GstHarness* first = two_models("");
+  const auto got = one_frame(first, caps, 128, 128);
+  ASSERT_FALSE(got.empty());
+  for (const auto& d : got) EXPECT_FALSE(d.has_mask);
+  gst_harness_teardown(first);
+  GstHarness* plain = chain("seg_fixed.pt", caps);  // without the property: no such field
+  GstBuffer* b = gst_harness_push_and_pull(plain, frame_of(caps));
+  GstVideoRegionOfInterestMeta* roi = gst_buffer_get_video_region_of_interest_meta_id(b, 0);
+  ASSERT_NE(roi, nullptr);
+  EXPECT_FALSE(gst_structure_has_field(
+      gst_video_region_of_interest_meta_get_param(roi, GST_TORCH_DETECTION_STRUCTURE_NAME),
+      "model-instance-id"));
+  gst_buffer_unref(b);
+  gst_harness_teardown(plain);
+  // An id no torchinfer upstream has: frames pass without detections.
+  GstHarness* none = two_models("model-instance-id=nobody");
+  EXPECT_TRUE(one_frame(none, caps, 128, 128).empty());
+  gst_harness_teardown(none);
+}
+
 namespace {
 
 // torchnms' start log lines that name the mask threshold.

@@ -99,3 +99,50 @@ TEST(DefectArea, BoxesWithoutMasksGiveNoArea) {
   EXPECT_TRUE(f.parts[0].defect_area_mm2.empty());
   EXPECT_DOUBLE_EQ(f.parts[0].evidence.at("scratch"), 0.9);
 }
+
+// defect_area_median (the QA app's --defect-area-views median): a class's
+// area is the median over the judged whole views, 0 on views without it,
+// so a false mask on a few views does not reject.
+static QaFrame clean_view(std::int64_t i) {
+  QaFrame f = view(i, 0.9, 0.1);
+  f.parts[0].evidence.clear();
+  f.parts[0].defect_area_mm2.clear();
+  return f;
+}
+
+TEST(DefectArea, MedianOverViewsIgnoresAFewLargeFalseMasks) {
+  QaRules rules = area_rules(0.5);
+  rules.defect_area_median = true;
+  PartVerdicts v(rules);
+  v.add_frame(view(0, 0.9, 3.0));  // one large mask among five views
+  for (int i = 1; i < 5; ++i) v.add_frame(clean_view(i));
+  const auto out = v.flush();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].verdict, QaVerdict::kPass);
+  EXPECT_TRUE(out[0].defects.empty());
+  EXPECT_DOUBLE_EQ(out[0].defect_area_mm2.at("scratch"), 0.0);  // median of 3, 0, 0, 0, 0
+  rules.defect_area_median = false;
+  PartVerdicts largest(rules);
+  largest.add_frame(view(0, 0.9, 3.0));
+  for (int i = 1; i < 5; ++i) largest.add_frame(clean_view(i));
+  EXPECT_EQ(largest.flush().at(0).verdict, QaVerdict::kReject);
+}
+
+TEST(DefectArea, MedianOfAnEvenCountIsTheMeanOfTheMiddleTwo) {
+  QaRules rules = area_rules(0.5);
+  rules.defect_area_median = true;
+  // Areas 0.25, 0.75, 1.5 and a view without the defect (0): (0.25 + 0.75) / 2.
+  PartVerdicts v(rules);
+  v.add_frame(view(0, 0.9, 0.25));
+  v.add_frame(view(1, 0.9, 1.5));
+  v.add_frame(clean_view(2));
+  v.add_frame(view(3, 0.9, 0.75));
+  const auto out = v.flush();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_DOUBLE_EQ(out[0].defect_area_mm2.at("scratch"), 0.5);
+  EXPECT_EQ(out[0].verdict, QaVerdict::kPass);  // 0.5 is not larger than 0.5
+  const QaDecision d = judge(rules, {{0.9, 0.5}, {0.9, 0.75}, {0.9, 1.0}});
+  EXPECT_EQ(d.verdict, QaVerdict::kReject);
+  ASSERT_EQ(d.defects.size(), 1u);
+  EXPECT_DOUBLE_EQ(d.defects[0].second, 0.75);
+}
