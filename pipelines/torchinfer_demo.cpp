@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "app/app_options.h"
 #include "app/builder.h"
-#include "app_options.h"
 #include "common/box.h"
 #include "common/file_check.h"
 #include "common/json_file.h"

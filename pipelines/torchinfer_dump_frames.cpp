@@ -17,8 +17,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "app/app_numbers.h"
 #include "app/builder.h"
-#include "app_numbers.h"
 #include "common/aligned_buffer.h"
 #include "common/file_check.h"
 #include "common/model_config.h"

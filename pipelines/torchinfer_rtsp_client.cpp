@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "app/app_numbers.h"
+#include "app/app_options.h"
 #include "app/builder.h"
-#include "app_numbers.h"
-#include "app_options.h"
 #include "rtsp_source.h"
 
 namespace app = torchinfer::app;

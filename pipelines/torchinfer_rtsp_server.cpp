@@ -12,9 +12,9 @@
 #include <cstdio>
 #include <string>
 
+#include "app/app_numbers.h"
+#include "app/app_options.h"
 #include "app/builder.h"
-#include "app_numbers.h"
-#include "app_options.h"
 
 namespace app = torchinfer::app;
 

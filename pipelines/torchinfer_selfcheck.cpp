@@ -17,7 +17,7 @@
 #include <optional>
 #include <string>
 
-#include "app_numbers.h"
+#include "app/app_numbers.h"
 #include "common/aligned_buffer.h"
 #include "common/cpu_set.h"
 #include "common/model_config.h"

@@ -318,14 +318,6 @@ FrameRecord read_frame_record(GstBuffer* buf, StreamContext& ctx, bool include_t
   return r;
 }
 
-GParamSpec* mm_per_pixel_param_spec(GParamFlags flags) {
-  return g_param_spec_double(
-      "mm-per-pixel", "Millimetres per pixel",
-      "Camera calibration: the size of one frame pixel in mm on the object plane; masks "
-      "(torchnms decoder=yolov8-seg) then also get \"area_mm2\". 0 = not calibrated",
-      0.0, 1e6, 0.0, flags);
-}
-
 void set_mm_per_pixel(FrameRecord& r, double mm_per_pixel) {
   if (mm_per_pixel > 0)
     r.mm_per_pixel = mm_per_pixel;

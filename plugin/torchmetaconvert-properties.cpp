@@ -4,6 +4,20 @@
 
 #include "frame-record-reader.h"
 
+namespace torchinfer::gst {
+
+// Here, with the property tables (not in frame-record-reader.cpp): the
+// tables are built into the property-table tests without the readers.
+GParamSpec* mm_per_pixel_param_spec(GParamFlags flags) {
+  return g_param_spec_double(
+      "mm-per-pixel", "Millimetres per pixel",
+      "Camera calibration: the size of one frame pixel in mm on the object plane; masks "
+      "(torchnms decoder=yolov8-seg) then also get \"area_mm2\". 0 = not calibrated",
+      0.0, 1e6, 0.0, flags);
+}
+
+}  // namespace torchinfer::gst
+
 namespace torchinfer::gst::metaconvert {
 namespace {
 

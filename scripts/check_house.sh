@@ -3,7 +3,12 @@
 # `house-rules`; by hand: ./scripts/check_house.sh [SOURCE_ROOT]):
 #  1. includes point down only: src/ never includes plugin/ or pipelines/;
 #     plugin/ never pipelines/; pipelines/ takes from plugin/ only its
-#     installed headers (plugin/gst/torchinfer/).
+#     installed headers (plugin/gst/torchinfer/). Inside pipelines/, the
+#     apps (qa/, server/) never include each other, the shared app
+#     libraries (app/, eval/, evidence/, lineio/, parts/) include no app, and a core/
+#     folder, eval/ or lineio/ has no GStreamer (no <gst/...>, no plugin/ header). One
+#     include prefix names one folder: no folder of src/ is also one of
+#     pipelines/ (docs/architecture.md, "The house").
 #  2. no include cycle between the folders of src/ (model -> batching ->
 #     model would make the two one library in all but name).
 #  3. no function longer than 60 lines in src/, plugin/ or pipelines/
@@ -57,7 +62,18 @@ check_layers() {
     $1 ~ /^src\// && $3 !~ /^src\//                               { print; next }
     $1 ~ /^plugin\// && $3 ~ /^pipelines\//                      { print; next }
     $1 ~ /^pipelines\// && $3 ~ /^plugin\// && $3 !~ /^plugin\/gst\/torchinfer\// { print }')
-  compare_list "$bad" "$lists/include-exceptions.txt" "an include that points up or into a private header"
+  bad+=$(echo "$edges" | awk '
+    $1 ~ /^pipelines\/qa\// && $3 ~ /^pipelines\/server\//                   { print "\n" $0; next }
+    $1 ~ /^pipelines\/server\// && $3 ~ /^pipelines\/qa\//                   { print "\n" $0; next }
+    $1 ~ /^pipelines\/(app|eval|evidence|lineio|parts)\// && $3 ~ /^pipelines\/(qa|server)\// { print "\n" $0; next }
+    $1 ~ /^pipelines\/([a-z_]+\/core|eval|lineio)\// && $3 ~ /^plugin\//             { print "\n" $0 }')
+  bad+=$(for f in $(sources pipelines/*/core pipelines/eval pipelines/lineio); do
+    grep -l '^[[:space:]]*#[[:space:]]*include[[:space:]]*<gst/' "$f" | sed 's/$/ -> <gst\/...>/; s/^/\n/'
+  done)
+  bad+=$(comm -12 <(cd src && ls -d */ | sort) <(cd pipelines && ls -d */ | sort) |
+    sed 's|/$||; s|.*|\nsrc/& and pipelines/& (one include prefix, two folders)|')
+  compare_list "$(echo -e "$bad" | sed '/^$/d')" "$lists/include-exceptions.txt" \
+    "an include that points up, across apps, or into a private header"
 }
 
 # Folder-level graph of src/: "model batching" for src/model/* -> src/batching/*.

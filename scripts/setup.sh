@@ -23,7 +23,7 @@ PACKAGES=(
   gstreamer1.0-plugins-bad libgstrtspserver-1.0-dev  # RTSP: openh264enc/dec, h264parse; gst-rtsp-server
   gstreamer1.0-libav gstreamer1.0-plugins-ugly  # tests/bench/rtsp_density.py: avdec_h264 (the decoder the field benchmarks), x264enc for its clip
   libopencv-dev libtorch-dev libdnnl-dev nlohmann-json3-dev zlib1g-dev
-  libzip-dev  # the TorchScript archive checks (src/common/zip_check.cpp)
+  libzip-dev  # the TorchScript archive checks (src/engine/zip_check.cpp)
   libgtest-dev libgmock-dev libbenchmark-dev
   libmosquitto-dev mosquitto mosquitto-clients  # mosquitto_sub in docs/elements.md
   python3-torch python3-torchvision python3-numpy python3-pil

@@ -32,8 +32,8 @@ line.truth.json:
 line.masks.json: each defect's truth mask per frame (defect_masks.py; the
 pixels of line.mkv do not depend on it). --masks-only writes just that file.
 The part ids are the objects' identities for tracking scores (MOTA, IDF1:
-src/eval/mot_metrics.h); the verdicts score a QA app's per-part decisions
-(src/eval/verdict_score.h). Both are read by src/eval/truth_file.h.
+pipelines/eval/mot_metrics.h); the verdicts score a QA app's per-part decisions
+(pipelines/eval/verdict_score.h). Both are read by pipelines/eval/truth_file.h.
 """
 import argparse
 import json

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Independent Python reference for the tracking scores of src/eval/mot_metrics.h.
+"""Independent Python reference for the tracking scores of pipelines/eval/mot_metrics.h.
 
 CLEAR-MOT (MOTA, MOTP as mean IoU, id switches) and IDF1 with the
 definitions of py-motmetrics (not installed here), matching with scipy's

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "evidence/encoded_ring.h"
+#include "evidence/core/encoded_ring.h"
 
 namespace torchinfer::evidence {
 

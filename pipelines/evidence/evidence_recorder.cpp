@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "evidence/clip_writer.h"
-#include "server/jpeg_snapshot.h"
+#include "evidence/core/jpeg_snapshot.h"
 
 namespace torchinfer {
 

@@ -30,8 +30,8 @@
 #include <thread>
 #include <vector>
 
-#include "evidence/encoded_ring.h"
-#include "evidence/evidence_store.h"
+#include "evidence/core/encoded_ring.h"
+#include "evidence/core/evidence_store.h"
 
 namespace torchinfer {
 

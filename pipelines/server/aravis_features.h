@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "server/camera_settings.h"
+#include "server/core/camera_settings.h"
 
 namespace torchinfer::server::aravis {
 

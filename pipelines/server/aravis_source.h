@@ -51,9 +51,9 @@
 #include <string>
 #include <thread>
 
-#include "server/camera_health.h"
-#include "server/camera_settings.h"
-#include "server/frame_loss.h"
+#include "server/core/camera_health.h"
+#include "server/core/camera_settings.h"
+#include "server/core/frame_loss.h"
 
 typedef struct _ArvBuffer ArvBuffer;  // <arv.h> stays out of the glue's other files
 

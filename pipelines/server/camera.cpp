@@ -7,11 +7,11 @@
 
 #include "camera_analytics.h"
 #include "camera_inference.h"
+#include "evidence/core/jpeg_snapshot.h"
 #include "gst/torchinfer/torchinfer-helpers.h"
 #include "gst/torchinfer/torchinfer-meta.h"
-#include "server/jpeg_snapshot.h"
-#include "server/source_check.h"
-#include "server/stream_analytics.h"
+#include "server/core/source_check.h"
+#include "server/core/stream_analytics.h"
 
 namespace torchinfer::server {
 

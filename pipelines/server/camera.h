@@ -55,9 +55,9 @@
 #include "camera_parts.h"
 #include "restream.h"
 #include "rtsp_source.h"
-#include "server/metrics_text.h"
-#include "server/server_config.h"
-#include "server/stream_health.h"
+#include "server/core/metrics_text.h"
+#include "server/core/server_config.h"
+#include "server/core/stream_health.h"
 
 namespace torchinfer::server {
 

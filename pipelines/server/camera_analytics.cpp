@@ -3,7 +3,7 @@
 #include <glib/gstdio.h>
 
 #include "gst/torchinfer/torchinfer-helpers.h"
-#include "server/stream_analytics.h"
+#include "server/core/stream_analytics.h"
 
 namespace torchinfer::server {
 

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "server/metrics_text.h"
-#include "server/server_config.h"
+#include "server/core/metrics_text.h"
+#include "server/core/server_config.h"
 
 namespace torchinfer::server {
 

@@ -16,10 +16,10 @@
 #include <set>
 #include <string>
 
+#include "evidence/core/evidence_store.h"
 #include "evidence/evidence_recorder.h"
-#include "evidence/evidence_store.h"
-#include "server/evidence_spec.h"
-#include "server/metrics_text.h"
+#include "server/core/evidence_spec.h"
+#include "server/core/metrics_text.h"
 
 namespace torchinfer::server {
 

@@ -4,7 +4,7 @@
 
 #include <gst/gst.h>
 
-#include "server/inference_settings.h"
+#include "server/core/inference_settings.h"
 
 namespace torchinfer::server {
 

@@ -3,7 +3,7 @@
 #include <stdexcept>
 
 #include "lineio/line_output.h"
-#include "qa/decision_json.h"
+#include "parts/core/decision_json.h"
 
 namespace torchinfer::server {
 

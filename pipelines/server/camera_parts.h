@@ -1,7 +1,7 @@
 // A camera's part verdicts and their way to the PLC ("parts" and "plc" in
 // its config, server/line_spec.h; docs/server.md "Parts and the PLC"). The
 // same code as torchinfer-qa-line's: the frame's parts read off the
-// metadata (qa_frames.h), one verdict per track (qa/part_verdicts.h), each
+// metadata (qa_frames.h), one verdict per track (parts/core/part_verdicts.h), each
 // decided part to the belt scheduler and the Modbus output (qa_plc.h).
 //
 //   ... ! torchtrack ! torchanalytics [! torchinfer name=classify (roi-list
@@ -24,11 +24,11 @@
 #include <string>
 #include <vector>
 
-#include "qa/part_verdicts.h"
-#include "qa_frames.h"
-#include "qa_plc.h"
-#include "server/metrics_text.h"
-#include "server/server_config.h"
+#include "parts/core/part_verdicts.h"
+#include "parts/qa_frames.h"
+#include "parts/qa_plc.h"
+#include "server/core/metrics_text.h"
+#include "server/core/server_config.h"
 
 namespace torchinfer::server {
 

@@ -9,10 +9,10 @@
 
 #include "camera.h"
 #include "camera_analytics.h"
+#include "evidence/core/jpeg_snapshot.h"
 #include "gst/torchinfer/torchinfer-helpers.h"
 #include "gst/torchinfer/torchinfer-meta.h"
-#include "server/jpeg_snapshot.h"
-#include "server/stream_analytics.h"
+#include "server/core/stream_analytics.h"
 
 namespace torchinfer::server {
 namespace {

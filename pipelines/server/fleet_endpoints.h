@@ -1,7 +1,7 @@
 // What torchinfer-server needs to run as one of many (docs/deployment.md
 // "Many boxes"): the probes /livez, /readyz and /startupz, GET /shard, the
 // shard check on POST /streams, and the shard label on /metrics. The rules
-// are in src/server/shard.h and probes.h; this is their glue to ServerApp.
+// are in pipelines/server/core/shard.h and probes.h; this is their glue to ServerApp.
 #pragma once
 
 #include <glib.h>
@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "server/probes.h"
-#include "server/server_config.h"
-#include "server/shard.h"
-#include "server/shard_plan.h"
+#include "server/core/probes.h"
+#include "server/core/server_config.h"
+#include "server/core/shard.h"
+#include "server/core/shard_plan.h"
 #include "server_app.h"
 
 namespace torchinfer::server {

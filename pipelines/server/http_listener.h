@@ -19,7 +19,7 @@
 #include <map>
 #include <string>
 
-#include "server/http_limits.h"
+#include "server/core/http_limits.h"
 
 namespace torchinfer::server {
 

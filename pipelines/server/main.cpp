@@ -18,14 +18,14 @@
 #include <string>
 #include <thread>
 
-#include "../app_numbers.h"
-#include "../app_options.h"
+#include "app/app_numbers.h"
+#include "app/app_options.h"
 #include "common/file_check.h"
 #include "common/json_file.h"
 #include "fleet_endpoints.h"
 #include "http_api.h"
-#include "server/http_limits.h"
-#include "server/token_file.h"
+#include "server/core/http_limits.h"
+#include "server/core/token_file.h"
 #include "server_app.h"
 
 namespace app = torchinfer::app;

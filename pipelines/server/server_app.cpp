@@ -4,9 +4,9 @@
 
 #include "common/json_file.h"
 #include "common/utf8.h"
-#include "server/line_metrics.h"
-#include "server/source_check.h"
-#include "server/stream_analytics.h"
+#include "server/core/line_metrics.h"
+#include "server/core/source_check.h"
+#include "server/core/stream_analytics.h"
 
 namespace torchinfer::server {
 

@@ -17,8 +17,8 @@
 
 #include "camera.h"
 #include "restream.h"
-#include "server/server_config.h"
-#include "server/stream_registry.h"
+#include "server/core/server_config.h"
+#include "server/core/stream_registry.h"
 
 namespace torchinfer::server {
 

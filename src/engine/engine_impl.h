@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "common/error.h"
-#include "common/precision_choice.h"
 #include "engine/engine.h"
 #include "engine/engine_thread.h"
 #include "engine/input_quant.h"
+#include "engine/precision_choice.h"
 
 namespace torchinfer {
 

@@ -9,9 +9,9 @@
 
 #include "common/error.h"
 #include "common/memory_error.h"
-#include "common/zip_check.h"
 #include "engine/engine_impl.h"
 #include "engine/libtorch_messages.h"
+#include "engine/zip_check.h"
 
 namespace torchinfer {
 namespace {

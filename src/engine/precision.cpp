@@ -13,11 +13,11 @@
 
 #include "common/error.h"
 #include "common/memory_error.h"
-#include "common/precision_choice.h"
 #include "common/sysinfo.h"
 #include "engine/batch_output.h"
 #include "engine/engine_impl.h"
 #include "engine/libtorch_messages.h"
+#include "engine/precision_choice.h"
 
 namespace torchinfer {
 namespace {

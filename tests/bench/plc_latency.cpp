@@ -22,7 +22,7 @@
 #include "lineio/line_output.h"
 #include "lineio/modbus_output.h"
 #include "lineio/plc_settings.h"
-#include "qa_plc.h"
+#include "parts/qa_plc.h"
 
 namespace {
 

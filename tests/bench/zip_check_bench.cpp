@@ -1,4 +1,4 @@
-// What the TorchScript archive check (common/zip_check.h) adds to a model's
+// What the TorchScript archive check (engine/zip_check.h) adds to a model's
 // load, per bundled model: every entry read to its end and checked. Figures
 // and the old-vs-new comparison in docs/tuning.md.
 //   build/tests/bench/zip-check-bench --benchmark_repetitions=9
@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "common/zip_check.h"
+#include "engine/zip_check.h"
 
 namespace {
 

@@ -3,7 +3,7 @@
 and the PLC") against a real Modbus TCP PLC on 127.0.0.1
 (tests/bench/line_sim_plc.py: pymodbus, a belt encoder whose speed varies
 +-50 %). The camera is added over REST with the QA app's station settings
-(the same as tests/pipelines/qa_plc_test.py). Each case exits 1 with what
+(the same as tests/pipelines/qa/qa_plc_test.py). Each case exits 1 with what
 was wrong.
 
   demo    the demo clip once: 13 parts decided as the truth says (9 reject,

@@ -13,8 +13,8 @@
 #include <sstream>
 
 #include "raw_http.h"
-#include "server/shard.h"
-#include "server/shard_plan.h"
+#include "server/core/shard.h"
+#include "server/core/shard_plan.h"
 #include "server_process.h"
 
 using nlohmann::json;

@@ -1,14 +1,14 @@
-// A machine-vision camera's health beyond its connection (src/server/
+// A machine-vision camera's health beyond its connection (pipelines/server/core/
 // camera_health.h): degraded and stalled from its counters and a clock, the
 // series /metrics gives them, and an aravis:// URI with a query.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "server/camera_health.h"
-#include "server/metrics_text.h"
-#include "server/server_config.h"
-#include "server/stream_health.h"
+#include "server/core/camera_health.h"
+#include "server/core/metrics_text.h"
+#include "server/core/server_config.h"
+#include "server/core/stream_health.h"
 
 using nlohmann::json;
 using namespace torchinfer::server;

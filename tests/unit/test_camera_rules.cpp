@@ -1,5 +1,5 @@
 // Machine-vision cameras' rules that need neither Aravis nor GStreamer
-// (src/server): the aravis:// schema and its fields, the pixel format
+// (pipelines/server/core): the aravis:// schema and its fields, the pixel format
 // table, lost frames told from frame ids, the camera health series, the
 // snapshot of Bayer/mono frames, a camera that is ready before its first
 // frame.
@@ -9,12 +9,12 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "server/camera_settings.h"
-#include "server/frame_loss.h"
-#include "server/jpeg_snapshot.h"
-#include "server/metrics_text.h"
-#include "server/server_config.h"
-#include "server/stream_health.h"
+#include "evidence/core/jpeg_snapshot.h"
+#include "server/core/camera_settings.h"
+#include "server/core/frame_loss.h"
+#include "server/core/metrics_text.h"
+#include "server/core/server_config.h"
+#include "server/core/stream_health.h"
 
 using nlohmann::json;
 using namespace torchinfer::server;

@@ -12,9 +12,9 @@
 #include "common/cpu_set.h"
 #include "common/error.h"
 #include "common/memory_error.h"
-#include "common/precision_choice.h"
 #include "common/sysinfo.h"
 #include "engine/engine.h"
+#include "engine/precision_choice.h"
 #include "model/model_loader.h"
 #include "test_paths.h"
 

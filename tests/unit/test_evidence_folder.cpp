@@ -1,4 +1,4 @@
-// The evidence folder opened once (src/evidence/evidence_folder.h): a folder
+// The evidence folder opened once (pipelines/evidence/core/evidence_folder.h): a folder
 // replaced by a symbolic link (or by another folder) after the start gets
 // nothing written through the link, retention deletes nothing there, and
 // every refused file is counted saying why. And an event's snapshot: a
@@ -12,8 +12,8 @@
 #include <opencv2/imgcodecs.hpp>
 #include <set>
 
-#include "evidence/evidence_store.h"
-#include "server/jpeg_snapshot.h"
+#include "evidence/core/evidence_store.h"
+#include "evidence/core/jpeg_snapshot.h"
 
 namespace ev = torchinfer::evidence;
 namespace fs = std::filesystem;

@@ -1,4 +1,4 @@
-// EncodedRing (src/evidence/encoded_ring.h): eviction by span and by bytes,
+// EncodedRing (pipelines/evidence/core/encoded_ring.h): eviction by span and by bytes,
 // clips from the keyframe before, frames lost early counted, one writer and
 // readers at once.
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "evidence/encoded_ring.h"
+#include "evidence/core/encoded_ring.h"
 
 namespace ev = torchinfer::evidence;
 

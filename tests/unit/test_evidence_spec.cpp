@@ -1,12 +1,12 @@
-// A server camera's "evidence" setting (src/server/evidence_spec.h) through
+// A server camera's "evidence" setting (pipelines/server/core/evidence_spec.h) through
 // parse_stream_spec, as the config file and POST /streams give it, and the
-// evidence metric families (src/server/metrics_text.h).
+// evidence metric families (pipelines/server/core/metrics_text.h).
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "server/metrics_text.h"
-#include "server/server_config.h"
+#include "server/core/metrics_text.h"
+#include "server/core/server_config.h"
 
 using nlohmann::json;
 using namespace torchinfer::server;

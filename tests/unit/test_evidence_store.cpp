@@ -1,4 +1,4 @@
-// The evidence store (src/evidence/evidence_store.h): settings as hostile
+// The evidence store (pipelines/evidence/core/evidence_store.h): settings as hostile
 // input, the folder's checks, numbering across runs, atomic writes,
 // retention by count and by bytes, and write failures counted, never thrown.
 #include <dirent.h>
@@ -15,7 +15,7 @@
 #include <set>
 #include <thread>
 
-#include "evidence/evidence_store.h"
+#include "evidence/core/evidence_store.h"
 
 namespace ev = torchinfer::evidence;
 namespace fs = std::filesystem;

@@ -1,4 +1,4 @@
-// Many boxes (src/server/shard.h, probes.h): the stable hash, rendezvous
+// Many boxes (pipelines/server/core/shard.h, probes.h): the stable hash, rendezvous
 // ownership and how little of it moves when the fleet grows, the K/N and
 // host name parsers, the shard label on Prometheus text, and /readyz's
 // rules with their grace period.
@@ -9,10 +9,10 @@
 #include <set>
 
 #include "common/error.h"
-#include "server/metrics_text.h"
-#include "server/probes.h"
-#include "server/server_config.h"
-#include "server/shard.h"
+#include "server/core/metrics_text.h"
+#include "server/core/probes.h"
+#include "server/core/server_config.h"
+#include "server/core/shard.h"
 
 namespace torchinfer::server {
 namespace {

@@ -21,8 +21,8 @@
 #include "common/error.h"
 #include "common/model_config.h"
 #include "common/utf8.h"
-#include "common/zip_check.h"
 #include "engine/engine.h"
+#include "engine/zip_check.h"
 #include "test_paths.h"
 #include "zip_layout.h"
 

@@ -18,7 +18,7 @@
 #include "common/json_file.h"
 #include "common/model_config.h"
 #include "common/utf8.h"
-#include "common/zip_check.h"
+#include "engine/zip_check.h"
 #include "test_paths.h"
 #include "zip_layout.h"
 

@@ -1,4 +1,4 @@
-// The line's pure logic (src/lineio): encoder wrap-around, the belt clock,
+// The line's pure logic (pipelines/lineio): encoder wrap-around, the belt clock,
 // the belt scheduler (where a part reaches the ejector, late parts, one
 // decision per track id) and the pulse queue.
 #include <gtest/gtest.h>

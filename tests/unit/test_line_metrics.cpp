@@ -1,11 +1,11 @@
-// The cameras' part and PLC families on /metrics (src/server/line_metrics.h)
-// and a camera's "parts" object (src/server/line_spec.h): exact text, and
+// The cameras' part and PLC families on /metrics (pipelines/server/core/line_metrics.h)
+// and a camera's "parts" object (pipelines/server/core/line_spec.h): exact text, and
 // nothing written for streams without them.
 #include <gtest/gtest.h>
 
 #include "common/field_error.h"
-#include "server/line_metrics.h"
-#include "server/line_spec.h"
+#include "server/core/line_metrics.h"
+#include "server/core/line_spec.h"
 
 namespace torchinfer::server {
 namespace {

@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "qa/decision_json.h"
-#include "qa/part_verdicts.h"
+#include "parts/core/decision_json.h"
+#include "parts/core/part_verdicts.h"
 
 using namespace torchinfer;
 

@@ -7,8 +7,8 @@
 #include <optional>
 #include <stdexcept>
 
-#include "qa/decision_json.h"
-#include "qa/part_verdicts.h"
+#include "parts/core/decision_json.h"
+#include "parts/core/part_verdicts.h"
 
 using namespace torchinfer;
 

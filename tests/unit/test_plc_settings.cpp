@@ -1,4 +1,4 @@
-// A station's PLC settings by name (src/lineio/plc_settings.h), the one
+// A station's PLC settings by name (pipelines/lineio/plc_settings.h), the one
 // parser of torchinfer-qa-line's flags and station file and the server's
 // per-camera "plc": values, the JSON object, what finishing requires.
 #include <gtest/gtest.h>

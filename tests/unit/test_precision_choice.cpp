@@ -1,4 +1,4 @@
-#include "common/precision_choice.h"
+#include "engine/precision_choice.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-// The QA app's anomaly figures (pipelines/qa_scores.h): AUROC as the share
+// The QA app's anomaly figures (pipelines/qa/qa_scores.h): AUROC as the share
 // of positive-negative pairs ordered right (ties half, -1 without both
 // classes), and anomaly_figures() on a hand-made truth whose figures are
 // counted by hand.
@@ -7,7 +7,7 @@
 #include <map>
 #include <vector>
 
-#include "qa_scores.h"
+#include "qa/qa_scores.h"
 
 namespace torchinfer::qa {
 namespace {

@@ -1,4 +1,4 @@
-// torchinfer-server's lines and zones (src/server/stream_analytics.h): the
+// torchinfer-server's lines and zones (pipelines/server/core/stream_analytics.h): the
 // stream fields and the PUT body in both forms through torchanalytics' one
 // parser, the errors naming the field, the "track" rule, the counts' JSON and
 // their Prometheus series.
@@ -6,9 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/metrics_text.h"
-#include "server/server_config.h"
-#include "server/stream_analytics.h"
+#include "server/core/metrics_text.h"
+#include "server/core/server_config.h"
+#include "server/core/stream_analytics.h"
 
 using nlohmann::json;
 using namespace torchinfer;

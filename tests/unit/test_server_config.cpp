@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/server_config.h"
+#include "server/core/server_config.h"
 
 using nlohmann::json;
 using namespace torchinfer::server;

@@ -2,8 +2,8 @@
 // registry (ids, limit), without GStreamer.
 #include <gtest/gtest.h>
 
-#include "server/stream_health.h"
-#include "server/stream_registry.h"
+#include "server/core/stream_health.h"
+#include "server/core/stream_registry.h"
 
 using namespace torchinfer::server;
 

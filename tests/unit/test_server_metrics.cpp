@@ -4,8 +4,8 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include "common/error.h"
-#include "server/jpeg_snapshot.h"
-#include "server/metrics_text.h"
+#include "evidence/core/jpeg_snapshot.h"
+#include "server/core/metrics_text.h"
 
 using namespace torchinfer::server;
 

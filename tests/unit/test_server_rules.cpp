@@ -1,4 +1,4 @@
-// torchinfer-server's rules that need no GStreamer (src/server): removed
+// torchinfer-server's rules that need no GStreamer (pipelines/server/core): removed
 // cameras in the registry, the token file, what a file:// camera may name,
 // the connection book, the Content-Length rule and the open files limit.
 #include <gtest/gtest.h>
@@ -10,11 +10,11 @@
 #include <fstream>
 
 #include "common/error.h"
-#include "server/http_limits.h"
-#include "server/server_config.h"
-#include "server/source_check.h"
-#include "server/stream_registry.h"
-#include "server/token_file.h"
+#include "server/core/http_limits.h"
+#include "server/core/server_config.h"
+#include "server/core/source_check.h"
+#include "server/core/stream_registry.h"
+#include "server/core/token_file.h"
 
 using namespace torchinfer;
 using namespace torchinfer::server;

@@ -1,4 +1,4 @@
-// The balanced split of a shared camera list (src/server/shard_plan.h):
+// The balanced split of a shared camera list (pipelines/server/core/shard_plan.h):
 // every shard holds at most ceil(N/K) cameras, a change of K moves about
 // 1/K of them, the plan is a pure function of the set of ids and K, and
 // the camera list's hash names the set.
@@ -9,8 +9,8 @@
 #include <cstdio>
 #include <random>
 
-#include "server/shard.h"
-#include "server/shard_plan.h"
+#include "server/core/shard.h"
+#include "server/core/shard_plan.h"
 
 namespace torchinfer::server {
 namespace {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "common/zip_check.h"
+#include "engine/zip_check.h"
 #include "test_paths.h"
 
 using namespace torchinfer;
