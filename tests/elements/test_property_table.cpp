@@ -77,7 +77,8 @@ struct Nms {
     return s;
   }
   static std::map<std::string, std::string> strings() {
-    return {{"labels", "/models/labels.txt"}, {"model-config", "/models/det.json"}};
+    return {{"labels", "/models/labels.txt"}, {"model-config", "/models/det.json"},
+            {"model-instance-id", "qa-seg"}};
   }
 };
 
