@@ -24,7 +24,7 @@ import numpy as np
 import zxingcpp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_proc import Server, metric, promtool_problems  # noqa: E402
+from server_proc import Server, metric, promtool_problems, refusal_problem  # noqa: E402
 
 WIDTH, HEIGHT, MODULE = 640, 480, 8
 TEXTS = ["SN-0001", "SN-0002", "SN-0003"]
@@ -99,10 +99,9 @@ def read(work):
 
 
 def refused(server, body, field, *words):
-    status, text = server.call("POST", "/streams", body)
-    j = json.loads(text) if text.startswith("{") else {}
-    if status != 400 or j.get("field") != field or not all(w in j.get("error", "") for w in words):
-        fail(f"{json.dumps(body)}: {status} {text}, want 400 naming {field} {words}")
+    why = refusal_problem(server, body, field, *words)
+    if why:
+        fail(why)
 
 
 def config(work):

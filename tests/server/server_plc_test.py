@@ -31,7 +31,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_proc import SRC, Server, free_port, metric, promtool_problems, stop  # noqa: E402
+from server_proc import (SRC, Server, free_port, metric, promtool_problems,  # noqa: E402
+                         refusal_problem, stop)
 CLIP = os.path.join(SRC, "models", "demo", "line.mkv")
 TRUTH = os.path.join(SRC, "models", "demo", "line.truth.json")
 PLC = os.path.join(SRC, "tests", "bench", "line_sim_plc.py")
@@ -210,10 +211,9 @@ def down(work):
 
 
 def refused(server, body, field, *words):
-    status, text = server.call("POST", "/streams", body)
-    j = json.loads(text) if text.startswith("{") else {}
-    if status != 400 or j.get("field") != field or not all(w in j.get("error", "") for w in words):
-        fail(f"{json.dumps(body)}: {status} {text}, want 400 naming {field} {words}")
+    why = refusal_problem(server, body, field, *words)
+    if why:
+        fail(why)
 
 
 def config(work):

@@ -94,3 +94,13 @@ def promtool_problems(text):
     r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True,
                        text=True, timeout=60)
     return (r.stdout + r.stderr).strip() or ("" if r.returncode == 0 else f"exit {r.returncode}")
+
+
+def refusal_problem(server, body, field, *words):
+    """'' when POST /streams answers 400 naming `field`, with each of `words`
+    in its error; otherwise what it answered."""
+    status, text = server.call("POST", "/streams", body)
+    j = json.loads(text) if text.startswith("{") else {}
+    if status != 400 or j.get("field") != field or not all(w in j.get("error", "") for w in words):
+        return f"{json.dumps(body)}: {status} {text}, want 400 naming {field} {words}"
+    return ""
