@@ -120,6 +120,20 @@ def run(args, work):
     return analyse(work, summary, args)
 
 
+def rt_priority(value, auto):
+    """--rt/--plc-rt: a number, or auto: the priority where chrt -f works
+    (root or CAP_SYS_NICE), else 0, said on stderr so a run without it is
+    not mistaken for one with it."""
+    if value != "auto":
+        return int(value)
+    ok = subprocess.run(["chrt", "-f", "1", "true"], stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL, check=False).returncode == 0
+    if not ok:
+        print("line_sim: real-time priority not allowed here; running without it",
+              file=sys.stderr)
+    return auto if ok else 0
+
+
 def check(out):
     s, d = out["sync"], out["driver"]["sync"]
     bad = [k for k in ("missed_rejects", "extra_rejects", "missed_passes", "extra_passes", "late")
@@ -145,14 +159,18 @@ def main():
     p.add_argument("--distance", type=float, default=300.0, help="reference line -> ejector, counts")
     p.add_argument("--lead-ms", type=float, default=20.0)
     p.add_argument("--mode", choices=("fire", "queue"), default="fire")
-    p.add_argument("--rt", type=int, default=0,
-                   help="the app's output threads at this SCHED_FIFO priority (0: none)")
-    p.add_argument("--plc-rt", type=int, default=0,
-                   help="the simulated PLC under chrt -f at this priority (0: none)")
+    p.add_argument("--rt", default="0",
+                   help="the app's output threads at this SCHED_FIFO priority (0: none; "
+                   "auto: 10 where this machine allows real-time priority)")
+    p.add_argument("--plc-rt", default="0",
+                   help="the simulated PLC under chrt -f at this priority (0: none; "
+                   "auto: 20 where allowed)")
     p.add_argument("--check", action="store_true")
     p.add_argument("--json", help="write the figures here too")
     p.add_argument("--keep", help="a folder for the run's files (pulses, parts, belt), kept")
     args = p.parse_args()
+    args.rt = rt_priority(args.rt, 10)
+    args.plc_rt = rt_priority(args.plc_rt, 20)
     with tempfile.TemporaryDirectory(prefix="line-sim-") as work:
         out = run(args, work if not args.keep else args.keep)
     out["config"] = vars(args)
