@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import json
 import math
+import os
 import random
 import signal
 import sys
@@ -170,11 +171,25 @@ def parse():
     p.add_argument("--record", required=True, help="JSON lines: one per pulse")
     p.add_argument("--params", required=True, help="the belt's function (JSON)")
     p.add_argument("--resume", help="a --params file of a PLC before: the same belt goes on")
+    p.add_argument("--realtime", action="store_true",
+                   help="run SCHED_FIFO (priority 20) where allowed: a real PLC is a real-time "
+                   "device, a busy test machine should not delay its scan; said on stderr if refused")
     return p.parse_args()
+
+
+def go_realtime():
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(20))
+    except (PermissionError, OSError) as e:
+        print(f"line_sim_plc: real-time priority refused ({e}); running without it",
+              file=sys.stderr)
 
 
 if __name__ == "__main__":
     logging_quiet = __import__("logging")
     logging_quiet.getLogger("pymodbus").setLevel(logging_quiet.CRITICAL)
-    asyncio.run(main(parse()))
+    ARGS = parse()
+    if ARGS.realtime:
+        go_realtime()
+    asyncio.run(main(ARGS))
     sys.exit(0)

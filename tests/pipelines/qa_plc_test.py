@@ -57,7 +57,7 @@ def free_port():
 
 
 def start_plc(work, port, name, resume=None, queue=False):
-    cmd = [sys.executable, PLC, "--port", str(port), "--speed", "25",
+    cmd = [sys.executable, PLC, "--port", str(port), "--speed", "25", "--realtime",
            "--record", os.path.join(work, name + ".jsonl"),
            "--params", os.path.join(work, name + ".params.json")]
     if resume:

@@ -48,7 +48,7 @@ def fail(why):
 
 
 def start_plc(work, port, name, resume=None):
-    cmd = [sys.executable, PLC, "--port", str(port), "--speed", "25",
+    cmd = [sys.executable, PLC, "--port", str(port), "--speed", "25", "--realtime",
            "--record", os.path.join(work, name + ".jsonl"),
            "--params", os.path.join(work, name + ".params.json")]
     if resume:
