@@ -125,10 +125,11 @@ std::vector<std::string> base_args() {
 TEST(QaLineEvidence, EveryRejectHasADecodableSnapshotCropAndClip) {
   const std::string dir = scratch("all");
   const std::string port = std::to_string(free_port());
-  Child broker({"/usr/sbin/mosquitto", "-p", port});
+  Child broker({"/usr/sbin/mosquitto", "-v", "-p", port});
   ASSERT_NE(broker.wait_line(true, "running", 20), "") << broker.err();
   Child sub({"mosquitto_sub", "-p", port, "-t", "qa/evidence", "-q", "1", "-C", "14"});
-  g_usleep(500000);
+  // Subscribed before the first decision: the broker (-v) logs the SUBSCRIBE.
+  ASSERT_NE(broker.wait_line(true, "Received SUBSCRIBE", 20), "") << broker.err() << sub.err();
   auto args = base_args();
   for (const char* a : {"--evidence", dir.c_str(), "--evidence-pre-s", "1", "--evidence-post-s",
                         "0.5", "--mqtt-host", "127.0.0.1", "--mqtt-topic", "qa/evidence"})

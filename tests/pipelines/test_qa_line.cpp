@@ -43,10 +43,11 @@ Output parse_output(const std::string& text) {
 // mosquitto_sub, which exits after the 14 lines of the run.
 TEST(QaLine, DetectorOnlyThresholdDecidesFromTheBestViews) {
   const std::string port = std::to_string(free_port());
-  Child broker({"/usr/sbin/mosquitto", "-p", port});
+  Child broker({"/usr/sbin/mosquitto", "-v", "-p", port});
   ASSERT_NE(broker.wait_line(true, "running", 20), "") << broker.err();
   Child sub({"mosquitto_sub", "-p", port, "-t", "line1/qa", "-q", "1", "-C", "14"});
-  g_usleep(500000);  // subscribed before the first decision (~2 s into the clip)
+  // Subscribed before the first decision: the broker (-v) logs the SUBSCRIBE.
+  ASSERT_NE(broker.wait_line(true, "Received SUBSCRIBE", 20), "") << broker.err() << sub.err();
   const Result r = run({app(), "--clip", clip(), "--model", model(), "--classifier", "none",
                         "--quiet", "--defect-threshold", "0.9", "--mqtt-host", "127.0.0.1",
                         "--mqtt-port", port, "--mqtt-topic", "line1/qa"});

@@ -278,6 +278,7 @@ TEST(Utf8, Validator) {
 TEST(HostileZip, FlipInADeflatedEntryIsNamed) {
   const std::string model = test::model_path("hostile_net.pt");
   const auto good = read_all(model);
+  ASSERT_FALSE(good.empty()) << model << ": the hostile test models are built with the tests";
   int deflated = 0;
   for (const Entry& e : entries_of(good)) {
     if (e.method != 8 || e.comp < 8) continue;
