@@ -39,6 +39,7 @@ or ignored.
 
 Usage: tests/bench/tiles_recall.py [--build build] [--frames 5] [--reps 3]
                                    [--layouts dense,nests] [--iou 0.3] [--keep DIR]
+       tests/bench/tiles_recall.py --smoke   (meson test bench-smoke-tiles-recall)
 """
 import argparse
 import json
@@ -208,12 +209,13 @@ def bench(a, work, layout):
     # Untimed, once per configuration: the registry, the frames and the
     # model into the page cache, precision=auto's choice per batch size into
     # its cache (docs/tuning.md), so no timed run pays a one-off.
-    for n in names:
+    for n in names if not a.smoke else []:
         run(work, layout, 1, n, os.path.join(work, "one.jsonl"))
     cpu = {n: [] for n in names}
     for rep in range(a.reps):
         for n in names:
-            one = run(work, layout, 1, n, os.path.join(work, "one.jsonl"))
+            # (--smoke: one run each; its "CPU" includes the start-up)
+            one = 0.0 if a.smoke else run(work, layout, 1, n, os.path.join(work, "one.jsonl"))
             many = run(work, layout, a.frames, n, os.path.join(work, f"{layout}-{n}.jsonl"))
             cpu[n].append((many - one) / (a.frames - 1))
             print(f"rep {rep + 1} {n}: {cpu[n][-1] * 1000:.0f} ms/frame", flush=True)
@@ -226,6 +228,10 @@ def bench(a, work, layout):
         cls = " ".join(f"{k} {v[0]}/{v[1]}" for k, v in per.items())
         print(f"{n:16} {CONFIGS[n][1]:>5} {m * 1000:12.0f} {m / base:7.2f} "
               f"{100.0 * f / max(c, 1):6.1f}% {f:>3}/{c:<3} {false / a.frames:11.1f}  {cls}")
+    if a.smoke:  # works, not how fast: the windows find what the model finds
+        f, c, _, _ = score(truth, os.path.join(work, f"{layout}-nests.jsonl"), a.iou)
+        if 2 * f < c:
+            sys.exit(f"smoke: the nest windows found {f} of {c} defects")
     print("CPU runs (ms/frame): " +
           "; ".join(f"{n} " + ",".join(f"{v * 1000:.0f}" for v in cpu[n]) for n in names))
 
@@ -238,7 +244,14 @@ def main():
     ap.add_argument("--iou", type=float, default=0.3)
     ap.add_argument("--layouts", default="dense,nests")
     ap.add_argument("--keep", help="keep the frames and outputs in this folder")
+    ap.add_argument("--smoke", action="store_true",
+                    help="a seconds-long run so the script cannot rot (meson test "
+                         "bench-smoke-tiles-recall): nests layout, whole frame and nest "
+                         "windows, 2 frames, 1 rep, no warm-up; never a figure")
     a = ap.parse_args()
+    if a.smoke:
+        a.frames, a.reps, a.layouts = 2, 1, "nests"
+        LAYOUTS["nests"] = ["full", "nests"]
     if a.frames < 2:
         ap.error("--frames must be >= 2 (CPU per frame is a difference)")
     layouts = a.layouts.split(",")
