@@ -173,6 +173,10 @@ static void reset_run_state(GstTorchInfer* self, const Settings& s, const Loaded
     record_load_stats(st, model);
   }
   st->run = s;
+  // The tiles' settings as resolved against the sidecar (read at start).
+  st->run.tile_width = contract.tile_width.value;
+  st->run.tile_height = contract.tile_height.value;
+  st->run.tile_overlap = contract.tile_overlap.value;
   gchar* name = gst_element_get_name(self);
   st->name = name;
   g_free(name);

@@ -240,7 +240,12 @@ void post_contract(GstElement* self, const ResolvedContract& c) {
                     G_TYPE_STRING, to_string(c.resize.from), "pad-value", G_TYPE_INT,
                     c.pad_value.value, "pad-value-from", G_TYPE_STRING, to_string(c.pad_value.from),
                     "object-class", G_TYPE_STRING, classes.c_str(), "object-class-from",
-                    G_TYPE_STRING, to_string(c.object_classes.from), nullptr)));
+                    G_TYPE_STRING, to_string(c.object_classes.from), "tile-width", G_TYPE_INT,
+                    c.tile_width.value, "tile-width-from", G_TYPE_STRING,
+                    to_string(c.tile_width.from), "tile-height", G_TYPE_INT, c.tile_height.value,
+                    "tile-height-from", G_TYPE_STRING, to_string(c.tile_height.from),
+                    "tile-overlap", G_TYPE_DOUBLE, c.tile_overlap.value, "tile-overlap-from",
+                    G_TYPE_STRING, to_string(c.tile_overlap.from), nullptr)));
 }
 
 void post_model_reloaded(GstElement* self, const LoadedModel& m) {

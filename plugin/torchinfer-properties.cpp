@@ -71,6 +71,16 @@ void get_object_class(const Settings& s, const Status&, GValue* v) {
 void get_object_padding(const Settings& s, const Status&, GValue* v) {
   g_value_set_double(v, s.object_padding.value_or(0.0));
 }
+// Unset tile settings read as their defaults (the sidecar's apply at start).
+void get_tile_width(const Settings& s, const Status&, GValue* v) {
+  g_value_set_int(v, s.tile_width.value_or(0));
+}
+void get_tile_height(const Settings& s, const Status&, GValue* v) {
+  g_value_set_int(v, s.tile_height.value_or(0));
+}
+void get_tile_overlap(const Settings& s, const Status&, GValue* v) {
+  g_value_set_double(v, s.tile_overlap.value_or(0.2));
+}
 
 // The read-only figures: milliseconds, rates.
 GParamSpec* nonnegative_double(const char* name, const char* nick, const char* blurb,
@@ -349,19 +359,22 @@ constexpr Entry kProperties[] = {
       "inference-gate=motion: the most frames (counted among those due by inference-interval) "
       "in a row without inference: a still scene is inferred once every this many frames",
       1, 1000000, 30, f); }),
-  ready<&Settings::tile_width>(PROP_TILE_WIDTH, [](GParamFlags f) {
-    return g_param_spec_int("tile-width", "Tile width",
-      "inference-region=tiles: width of a tile in frame pixels (cut to the frame's); 0 = the "
-      "model's input width", 0, 65535, 0, f); }),
-  ready<&Settings::tile_height>(PROP_TILE_HEIGHT, [](GParamFlags f) {
-    return g_param_spec_int("tile-height", "Tile height",
-      "inference-region=tiles: height of a tile in frame pixels (cut to the frame's); 0 = the "
-      "model's input height", 0, 65535, 0, f); }),
-  ready<&Settings::tile_overlap>(PROP_TILE_OVERLAP, [](GParamFlags f) {
-    return g_param_spec_double("tile-overlap", "Tile overlap",
-      "inference-region=tiles: fraction of a tile shared with its neighbour (rounded to whole "
-      "pixels); an object cut by one tile's border lies whole in the next when it is smaller "
-      "than the overlap", 0.0, 0.9, 0.2, f); }),
+  {PROP_TILE_WIDTH, Access::kReady, [](GParamFlags f) {
+     return g_param_spec_int("tile-width", "Tile width",
+       "inference-region=tiles: width of a tile in frame pixels (cut to the frame's); 0 = the "
+       "model's input width. Unset: the sidecar's \"tile_width\", else 0", 0, 65535, 0, f); },
+   set_field<&Settings::tile_width>, get_tile_width},
+  {PROP_TILE_HEIGHT, Access::kReady, [](GParamFlags f) {
+     return g_param_spec_int("tile-height", "Tile height",
+       "inference-region=tiles: height of a tile in frame pixels (cut to the frame's); 0 = the "
+       "model's input height. Unset: the sidecar's \"tile_height\", else 0", 0, 65535, 0, f); },
+   set_field<&Settings::tile_height>, get_tile_height},
+  {PROP_TILE_OVERLAP, Access::kReady, [](GParamFlags f) {
+     return g_param_spec_double("tile-overlap", "Tile overlap",
+       "inference-region=tiles: fraction of a tile shared with its neighbour (rounded to whole "
+       "pixels); an object cut by one tile's border lies whole in the next when it is smaller "
+       "than the overlap. Unset: the sidecar's \"tile_overlap\", else 0.2", 0.0, 0.9, 0.2, f); },
+   set_field<&Settings::tile_overlap>, get_tile_overlap},
   ready<&Settings::deskew>(PROP_DESKEW, [](GParamFlags f) {
     return g_param_spec_boolean("deskew", "Deskew",
       "roi-list: a ROI with a rotated box (torchnms decoder=yolov8-obb) is cut along the box and "

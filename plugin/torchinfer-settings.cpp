@@ -38,6 +38,9 @@ ContractOverrides Settings::contract_overrides() const {
   o.keep_aspect_ratio = keep_aspect_ratio;
   o.pad_value = pad_value;
   if (object_class) o.object_classes = parse_class_list(*object_class);
+  o.tile_width = tile_width;
+  o.tile_height = tile_height;
+  o.tile_overlap = tile_overlap;
   return o;
 }
 

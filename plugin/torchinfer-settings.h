@@ -143,8 +143,10 @@ struct Settings {
   double motion_min_area = 0.0;
   int motion_hold = 3;
   int motion_keyframe_interval = 30;
-  int tile_width = 0, tile_height = 0;      // inference-region=tiles; 0 = the model's input
-  double tile_overlap = 0.2;
+  // inference-region=tiles; unset = the sidecar's tile_*, else 0 (the
+  // model's input) and 0.2. The run's copy holds the resolved values.
+  std::optional<int> tile_width, tile_height;
+  std::optional<double> tile_overlap;
   bool deskew = true;                       // roi-list: rotated boxes cut upright
 
   ConfigOverrides overrides() const;

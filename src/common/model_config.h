@@ -57,6 +57,10 @@ struct InputContract {
   std::optional<ResizeMode> resize;
   std::optional<int> pad_value;                            // letterbox fill, 0..255
   std::optional<std::vector<std::string>> object_classes;  // region labels it judges
+  // inference-region=tiles: the tile the model was fitted on, in frame
+  // pixels (0 = the model's input size), and the overlap fraction.
+  std::optional<int> tile_width, tile_height;
+  std::optional<double> tile_overlap;
 };
 
 struct ModelConfig {

@@ -64,6 +64,30 @@ std::vector<std::string> read_classes(const json& v, const std::string& origin) 
   return out;
 }
 
+// The tile keys take what the tile properties take (0 = the model's input).
+void read_tiles(const json& j, const std::string& origin, InputContract& c) {
+  for (const char* key : {"tile_width", "tile_height"}) {
+    if (!j.contains(key)) continue;
+    const json& v = j.at(key);
+    if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() > 65535)
+      fail(origin, key,
+           "expected an integer between 0 and 65535 (frame pixels; 0 = the model's input "
+           "size), found " +
+               quote(v));
+    (std::string(key) == "tile_width" ? c.tile_width : c.tile_height) = v.get<int>();
+  }
+  if (j.contains("tile_overlap")) {
+    const json& v = j.at("tile_overlap");
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0.0 ||
+        v.get<double>() > 0.9)
+      fail(origin, "tile_overlap",
+           "expected a number between 0 and 0.9 (the fraction of a tile shared with its "
+           "neighbour), found " +
+               quote(v));
+    c.tile_overlap = v.get<double>();
+  }
+}
+
 template <typename T>
 Sourced<T> pick(const std::optional<T>& property, const std::optional<T>& sidecar, T fallback) {
   if (property) return {*property, ValueSource::kProperty};
@@ -98,8 +122,9 @@ const char* to_string(ValueSource s) {
 }
 
 const std::set<std::string>& contract_sidecar_keys() {
-  static const std::set<std::string> keys = {"object_padding", "resize", "pad_value",
-                                             "object_classes"};
+  static const std::set<std::string> keys = {"object_padding", "resize",      "pad_value",
+                                             "object_classes", "tile_width",  "tile_height",
+                                             "tile_overlap"};
   return keys;
 }
 
@@ -117,6 +142,7 @@ void parse_contract_keys(const json& j, const std::string& origin, ModelConfig& 
     c.pad_value = v.get<int>();
   }
   if (j.contains("object_classes")) c.object_classes = read_classes(j.at("object_classes"), origin);
+  read_tiles(j, origin, c);
 }
 
 ResolvedContract resolve_contract(const InputContract& sidecar, const ContractOverrides& props) {
@@ -128,6 +154,9 @@ ResolvedContract resolve_contract(const InputContract& sidecar, const ContractOv
   r.resize = pick(resize_prop, sidecar.resize, ResizeMode::kStretch);
   r.pad_value = pick(props.pad_value, sidecar.pad_value, 114);
   r.object_classes = pick(props.object_classes, sidecar.object_classes, {});
+  r.tile_width = pick(props.tile_width, sidecar.tile_width, 0);
+  r.tile_height = pick(props.tile_height, sidecar.tile_height, 0);
+  r.tile_overlap = pick(props.tile_overlap, sidecar.tile_overlap, 0.2);
   return r;
 }
 
@@ -137,10 +166,16 @@ std::string describe(const ResolvedContract& c) {
   std::string classes;
   for (const std::string& l : c.object_classes.value) classes += (classes.empty() ? "" : ",") + l;
   auto from = [](ValueSource s) { return std::string(" (") + to_string(s) + ")"; };
+  auto tile = [](int v) { return v > 0 ? std::to_string(v) : std::string("input"); };
+  char overlap[32];
+  std::snprintf(overlap, sizeof overlap, "%g", c.tile_overlap.value);
   return std::string("object-padding ") + padding + from(c.object_padding.from) + ", resize " +
          to_string(c.resize.value) + from(c.resize.from) + ", pad-value " +
          std::to_string(c.pad_value.value) + from(c.pad_value.from) + ", object-class " +
-         (classes.empty() ? "(every region)" : classes) + from(c.object_classes.from);
+         (classes.empty() ? "(every region)" : classes) + from(c.object_classes.from) +
+         ", tile-width " + tile(c.tile_width.value) + from(c.tile_width.from) + ", tile-height " +
+         tile(c.tile_height.value) + from(c.tile_height.from) + ", tile-overlap " + overlap +
+         from(c.tile_overlap.from);
 }
 
 }  // namespace torchinfer

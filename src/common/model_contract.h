@@ -17,7 +17,8 @@ namespace torchinfer {
 // Sidecar keys of the contract (model_config.cpp accepts them).
 const std::set<std::string>& contract_sidecar_keys();
 
-// Reads object_padding, resize, pad_value and object_classes into
+// Reads object_padding, resize, pad_value, object_classes, tile_width,
+// tile_height and tile_overlap into
 // cfg.contract. Throws kConfigInvalid naming `origin` and the key.
 void parse_contract_keys(const nlohmann::json& j, const std::string& origin, ModelConfig& cfg);
 
@@ -27,6 +28,8 @@ struct ContractOverrides {
   std::optional<bool> keep_aspect_ratio;  // true letterbox, false stretch
   std::optional<int> pad_value;
   std::optional<std::vector<std::string>> object_classes;  // empty: every region
+  std::optional<int> tile_width, tile_height;                // 0 = the model's input
+  std::optional<double> tile_overlap;
 };
 
 enum class ValueSource { kDefault, kSidecar, kProperty };
@@ -43,6 +46,8 @@ struct ResolvedContract {
   Sourced<ResizeMode> resize{ResizeMode::kStretch};
   Sourced<int> pad_value{114};
   Sourced<std::vector<std::string>> object_classes{{}};  // empty: every region
+  Sourced<int> tile_width{0}, tile_height{0};           // 0 = the model's input
+  Sourced<double> tile_overlap{0.2};
 };
 
 // Property over sidecar over default, per value.
@@ -50,7 +55,8 @@ ResolvedContract resolve_contract(const InputContract& sidecar, const ContractOv
 
 // One line for the start log: "object-padding 0.1 (sidecar), resize
 // stretch (default), pad-value 114 (default), object-class bracket,washer
-// (property)".
+// (property), tile-width 640 (sidecar), tile-height 480 (sidecar),
+// tile-overlap 0.2 (default)"; a tile size of 0 reads "input".
 std::string describe(const ResolvedContract& c);
 
 }  // namespace torchinfer

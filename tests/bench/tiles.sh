@@ -15,8 +15,9 @@
 # (scratch, spot, missing_hole, chip) overlaps it with IoU >= 0.1 or holds
 # its centre. The demo detector was trained on 640x480 QA-line scenes whose
 # defects are 23-112 px on parts, not on bare 4-16 px defects: its recall
-# here says nothing about tiling (no trained small-defect model exists in
-# the project); the CPU ratios are the figure. Not a test: load printed.
+# here says nothing about tiling; the CPU ratios are the figure. Recall
+# against cost with a model that finds the defects it is shown:
+# tests/bench/tiles_recall.py (docs/tuning.md). Not a test: load printed.
 set -euo pipefail
 reps=3 build=build model=models/demo/parts_detector.pt
 while [ $# -gt 0 ]; do

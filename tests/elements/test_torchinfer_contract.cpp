@@ -1,5 +1,5 @@
 // A model's preprocessing contract in its sidecar (object_padding, resize,
-// pad_value, object_classes): torchinfer applies it unless the matching
+// pad_value, object_classes, tile_width/tile_height/tile_overlap): torchinfer applies it unless the matching
 // property is set, and says at start where each value came from (the
 // "torchinfer-contract" message). roi_identity.pt returns exactly what it
 // saw, so the transform and the pixels show what was fed.
@@ -58,10 +58,13 @@ void start(Element& e, const std::string& props, const std::string& caps) {
   GstMessage* m = wait_element_message(e.bus, "torchinfer-contract");
   ASSERT_NE(m, nullptr) << "no torchinfer-contract message";
   const GstStructure* s = gst_message_get_structure(m);
-  double padding = -1;
-  int pad = -1;
+  double padding = -1, overlap = -1;
+  int pad = -1, tile_w = -1, tile_h = -1;
   EXPECT_TRUE(gst_structure_get_double(s, "object-padding", &padding));
   EXPECT_TRUE(gst_structure_get_int(s, "pad-value", &pad));
+  EXPECT_TRUE(gst_structure_get_int(s, "tile-width", &tile_w));
+  EXPECT_TRUE(gst_structure_get_int(s, "tile-height", &tile_h));
+  EXPECT_TRUE(gst_structure_get_double(s, "tile-overlap", &overlap));
   e.contract = {{"object-padding", padding},
                 {"object-padding-from", gst_structure_get_string(s, "object-padding-from")},
                 {"resize", gst_structure_get_string(s, "resize")},
@@ -69,7 +72,13 @@ void start(Element& e, const std::string& props, const std::string& caps) {
                 {"pad-value", pad},
                 {"pad-value-from", gst_structure_get_string(s, "pad-value-from")},
                 {"object-class", gst_structure_get_string(s, "object-class")},
-                {"object-class-from", gst_structure_get_string(s, "object-class-from")}};
+                {"object-class-from", gst_structure_get_string(s, "object-class-from")},
+                {"tile-width", tile_w},
+                {"tile-width-from", gst_structure_get_string(s, "tile-width-from")},
+                {"tile-height", tile_h},
+                {"tile-height-from", gst_structure_get_string(s, "tile-height-from")},
+                {"tile-overlap", overlap},
+                {"tile-overlap-from", gst_structure_get_string(s, "tile-overlap-from")}};
   gst_message_unref(m);
 }
 
@@ -288,7 +297,10 @@ TEST(TorchInferContract, BadSidecarKeyFailsTheStartNamingFileAndKey) {
     std::string field, why;
   } cases[] = {{{{"object_padding", 2}}, "object_padding", "between 0 and 1"},
                {{{"resize", "fit"}}, "resize", "stretch, letterbox, center_crop"},
-               {{{"object_classes", json::array()}}, "object_classes", "1 to 1000"}};
+               {{{"object_classes", json::array()}}, "object_classes", "1 to 1000"},
+               {{{"tile_width", -640}}, "tile_width", "between 0 and 65535"},
+               {{{"tile_height", "480"}}, "tile_height", "between 0 and 65535"},
+               {{{"tile_overlap", 1.0}}, "tile_overlap", "between 0 and 0.9"}};
   for (const Case& c : cases) {
     const std::string config = sidecar_with(kRoiIdentity, "bad_" + c.field, c.keys);
     GstElement* el = gst_element_factory_make("torchinfer", nullptr);
@@ -301,5 +313,69 @@ TEST(TorchInferContract, BadSidecarKeyFailsTheStartNamingFileAndKey) {
         << text;
     EXPECT_NE(text.find(c.why), std::string::npos) << text;
     gst_object_unref(el);
+  }
+}
+
+// (tile_index, tile_count) of each tensor meta, in the buffer's order; the
+// first one's x scale in *scale_x.
+static std::vector<std::pair<int, int>> tiles_of(GstBuffer* buf, double* scale_x) {
+  std::vector<std::pair<int, int>> out;
+  gpointer iter = nullptr;
+  while (GstMeta* m =
+             gst_buffer_iterate_meta_filtered(buf, &iter, GST_TORCH_TENSOR_META_API_TYPE)) {
+    const auto* t = reinterpret_cast<GstTorchTensorMeta*>(m);
+    if (out.empty()) *scale_x = t->transform.scale_x;
+    out.push_back({t->tile_index, static_cast<int>(t->tile_count)});
+  }
+  return out;
+}
+
+// The sidecar's tile_width/tile_height/tile_overlap cut the frame unless
+// the matching property is set (even to its default). bright_box.pt has a
+// 64x64 input; the frame is 160x64. Sidecar 200x100 tiles: one tile (cut to
+// the frame), x scale 64/160. Sidecar overlap 0.9 at 64x64: step 64 - 58 = 6,
+// ceil(96 / 6) + 1 = 17 tiles; tile-overlap=0.25: step 48, 3 tiles;
+// tile-overlap=0.2 (the default, set): step 51, 3 tiles.
+TEST(TorchInferContract, SidecarTileSettingsCutTheFrameUnlessThePropertyIsSet) {
+  const std::string caps = rgb_caps(160, 64);
+  const std::string big =
+      sidecar_with("bright_box", "tiles_big", {{"tile_width", 200}, {"tile_height", 100}});
+  const std::string dense = sidecar_with("bright_box", "tiles_dense", {{"tile_overlap", 0.9}});
+  struct Case {
+    std::string config, extra;
+    int tiles;
+    json want;
+  } cases[] = {
+      {big, "", 1, {{"tile-width", 200}, {"tile-width-from", "sidecar"}, {"tile-height", 100},
+                    {"tile-height-from", "sidecar"}, {"tile-overlap", 0.2},
+                    {"tile-overlap-from", "default"}}},
+      {big, "tile-width=0 tile-height=64", 3,
+       {{"tile-width", 0}, {"tile-width-from", "property"}, {"tile-height", 64},
+        {"tile-height-from", "property"}}},
+      {dense, "", 17, {{"tile-width", 0}, {"tile-width-from", "default"}, {"tile-overlap", 0.9},
+                       {"tile-overlap-from", "sidecar"}}},
+      {dense, "tile-overlap=0.25", 3, {{"tile-overlap", 0.25}, {"tile-overlap-from", "property"}}},
+      {dense, "tile-overlap=0.2", 3, {{"tile-overlap", 0.2}, {"tile-overlap-from", "property"}}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.config + " " + c.extra);
+    Element e;
+    start(e,
+          "model=" + model("bright_box.pt") + " model-config=" + c.config +
+              " inference-region=tiles batch-size=17 " + c.extra,
+          caps);
+    for (const auto& [k, v] : c.want.items()) EXPECT_EQ(e.contract[k], v) << k << e.contract;
+    GstBuffer* out = gst_harness_push_and_pull(e.h, white(caps));
+    ASSERT_NE(out, nullptr);
+    double scale_x = 0;
+    const auto tiles = tiles_of(out, &scale_x);
+    gst_buffer_unref(out);
+    ASSERT_EQ(tiles.size(), static_cast<std::size_t>(c.tiles));
+    for (int i = 0; i < c.tiles; ++i) EXPECT_EQ(tiles[i], std::make_pair(i, c.tiles));
+    EXPECT_DOUBLE_EQ(scale_x, c.tiles == 1 ? 64.0 / 160.0 : 1.0);
+    // The property reads what was set, else its default (not the sidecar's).
+    int height = -1;
+    g_object_get(e.h->element, "tile-height", &height, nullptr);
+    EXPECT_EQ(height, c.extra.find("tile-height=64") == std::string::npos ? 0 : 64);
   }
 }

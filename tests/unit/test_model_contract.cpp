@@ -1,5 +1,5 @@
 // The preprocessing contract in a sidecar (object_padding, resize,
-// pad_value, object_classes): parsed and checked with errors naming the file
+// pad_value, object_classes, tile_width/tile_height/tile_overlap): parsed and checked with errors naming the file
 // and the key, resolved against the element's properties with each value's
 // source, and center_crop's cut in the preprocessing.
 #include <gtest/gtest.h>
@@ -42,6 +42,17 @@ TEST(ModelContract, SidecarKeysAreRead) {
   EXPECT_EQ(c.contract.resize, ResizeMode::kLetterbox);
   EXPECT_EQ(c.contract.pad_value, 0);
   EXPECT_EQ(c.contract.object_classes, (std::vector<std::string>{"bracket", "washer"}));
+  const ModelConfig t = parse_model_config_text(
+      R"({"tile_width": 640, "tile_height": 480, "tile_overlap": 0.25})", "m.json");
+  EXPECT_EQ(t.contract.tile_width, 640);
+  EXPECT_EQ(t.contract.tile_height, 480);
+  EXPECT_EQ(t.contract.tile_overlap, 0.25);
+  // The ends of the properties' ranges (0 = the model's input size).
+  const ModelConfig e = parse_model_config_text(
+      R"({"tile_width": 0, "tile_height": 65535, "tile_overlap": 0.9})", "m.json");
+  EXPECT_EQ(e.contract.tile_width, 0);
+  EXPECT_EQ(e.contract.tile_height, 65535);
+  EXPECT_EQ(e.contract.tile_overlap, 0.9);
   for (const auto& [text, mode] :
        {std::pair{"stretch", ResizeMode::kStretch}, {"center_crop", ResizeMode::kCenterCrop}})
     EXPECT_EQ(parse_model_config_text(std::string(R"({"resize": ")") + text + "\"}", "m.json")
@@ -55,6 +66,9 @@ TEST(ModelContract, AbsentKeysLeaveTheContractUnset) {
   EXPECT_FALSE(c.contract.resize);
   EXPECT_FALSE(c.contract.pad_value);
   EXPECT_FALSE(c.contract.object_classes);
+  EXPECT_FALSE(c.contract.tile_width);
+  EXPECT_FALSE(c.contract.tile_height);
+  EXPECT_FALSE(c.contract.tile_overlap);
 }
 
 TEST(ModelContract, BadValuesAreRefusedNamingTheFileAndTheKey) {
@@ -78,9 +92,15 @@ TEST(ModelContract, BadValuesAreRefusedNamingTheFileAndTheKey) {
   std::string many = R"({"object_classes": [)";
   for (int i = 0; i < 1001; ++i) many += (i ? ",\"c" : "\"c") + std::to_string(i) + "\"";
   expect_refused(many + "]}", "object_classes", "1 to 1000");
+  for (const char* k : {"tile_width", "tile_height"})
+    for (const char* v : {"-1", "65536", "640.5", "\"640\"", "null", "[640]", "true"})
+      expect_refused(std::string("{\"") + k + "\": " + v + "}", k, "between 0 and 65535");
+  for (const char* v : {"-0.1", "0.95", "1", "\"0.2\"", "null", "[0.2]", "false"})
+    expect_refused(std::string(R"({"tile_overlap": )") + v + "}", "tile_overlap",
+                   "between 0 and 0.9");
   // Near misses of the new keys stay unknown (typos).
-  for (const char* k :
-       {"object-padding", "objectPadding", "object_class", "padding", "resize_mode"})
+  for (const char* k : {"object-padding", "objectPadding", "object_class", "padding",
+                        "resize_mode", "tile-width", "tile_size", "tileOverlap", "tile_w"})
     expect_refused(std::string("{\"") + k + "\": 0}", k, "unknown field");
 }
 
@@ -91,28 +111,40 @@ TEST(ModelContract, PropertyBeatsSidecarBeatsDefaultAndSaysSo) {
   EXPECT_EQ(r.resize.value, ResizeMode::kStretch);
   EXPECT_EQ(r.pad_value.value, 114);
   EXPECT_TRUE(r.object_classes.value.empty());
+  EXPECT_EQ(r.tile_width.value, 0);
+  EXPECT_EQ(r.tile_height.value, 0);
+  EXPECT_EQ(r.tile_overlap.value, 0.2);
   EXPECT_EQ(describe(r),
             "object-padding 0 (default), resize stretch (default), pad-value 114 (default), "
-            "object-class (every region) (default)");
+            "object-class (every region) (default), tile-width input (default), tile-height "
+            "input (default), tile-overlap 0.2 (default)");
 
   sidecar.object_padding = 0.1;
   sidecar.resize = ResizeMode::kLetterbox;
   sidecar.pad_value = 0;
   sidecar.object_classes = std::vector<std::string>{"bracket", "washer"};
+  sidecar.tile_width = 640;
+  sidecar.tile_height = 480;
+  sidecar.tile_overlap = 0.1;
   r = resolve_contract(sidecar, {});
   EXPECT_EQ(describe(r),
             "object-padding 0.1 (sidecar), resize letterbox (sidecar), pad-value 0 (sidecar), "
-            "object-class bracket,washer (sidecar)");
+            "object-class bracket,washer (sidecar), tile-width 640 (sidecar), tile-height 480 "
+            "(sidecar), tile-overlap 0.1 (sidecar)");
 
   ContractOverrides props;
   props.object_padding = 0.0;
   props.keep_aspect_ratio = false;
   props.pad_value = 7;
   props.object_classes = std::vector<std::string>{};  // object-class="": every region
+  props.tile_width = 0;  // set to its default: still the property's
+  props.tile_height = 320;
+  props.tile_overlap = 0.2;
   r = resolve_contract(sidecar, props);
   EXPECT_EQ(describe(r),
             "object-padding 0 (property), resize stretch (property), pad-value 7 (property), "
-            "object-class (every region) (property)");
+            "object-class (every region) (property), tile-width input (property), tile-height "
+            "320 (property), tile-overlap 0.2 (property)");
   props.keep_aspect_ratio = true;
   sidecar.resize = ResizeMode::kCenterCrop;
   EXPECT_EQ(resolve_contract(sidecar, props).resize.value, ResizeMode::kLetterbox);
