@@ -21,7 +21,8 @@ with those ROIs go through one pipeline, appsrc ! torchinfer
 inference-region=roi-list deskew=true ! torchinfer ... deskew=false !
 appsink, model models/demo/defect_classifier.pt (its sidecar's
 object_padding 0.1 and object_classes apply); the tool also times both crops
-of every ROI with the core preprocessing (median per crop).
+of every ROI with the core preprocessing, from the frames as RGB, NV12 and
+YUY2 (median per crop).
 
 numpy (the figure before the plugin could run it; --no-plugin for it alone):
   axis-aligned  the rotated part's bounds, padded 0.1 per side, clipped,

@@ -10,7 +10,8 @@
 //
 // and prints each ROI's two classifications; then times the two crops of
 // every ROI with the core preprocessing alone (the element's own crop
-// plan, src/stream/regions.h), interleaved, and prints the medians.
+// plan, src/stream/regions.h), interleaved, from the frames as RGB, NV12
+// and YUY2, and prints the medians.
 //
 //   obb-deskew-bench --frames F.rgb --rois R.txt --model M.pt --out P.txt
 //       [--width 640] [--height 480] [--batch 4] [--threads 2] [--iters 5]
@@ -41,6 +42,7 @@
 
 #include "bench_args.h"
 #include "common/aligned_buffer.h"
+#include "frames.h"
 #include "preprocess/preprocess.h"
 #include "stream/regions.h"
 
@@ -189,45 +191,55 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// The element's two crops of every ROI (its own plan: padding 0.1 as the
-// sidecar says, clipping, deskew), each preprocessed to 96x96 with the same
-// core code, interleaved; medians per crop.
+// The element's crop plan for one ROI (padding 0.1 as the sidecar says,
+// clipping, deskew).
+RegionResult plan(const Roi& r, bool deskew, int w, int h) {
+  RegionOfInterest roi;
+  roi.x = static_cast<std::int64_t>(std::floor(r.x0));
+  roi.y = static_cast<std::int64_t>(std::floor(r.y0));
+  roi.width = static_cast<std::int64_t>(std::ceil(r.x1)) - roi.x;
+  roi.height = static_cast<std::int64_t>(std::ceil(r.y1)) - roi.y;
+  roi.rotated =
+      RotatedBox{r.rotated.cx, r.rotated.cy, r.rotated.width, r.rotated.height, r.rotated.angle};
+  RegionOptions opts;
+  opts.padding = 0.1;
+  opts.deskew = deskew;
+  return plan_region(roi, opts, w, h);
+}
+
+// Both crops of every ROI, each preprocessed to 96x96 by the same core code
+// from the frame in `format` (made from the RGB frame as a camera would
+// send it, tests/common/frames.h), interleaved; medians per crop.
 void time_crops(const std::vector<std::uint8_t>& frames, const std::vector<Roi>& rois, int w,
-                int h) {
+                int h, PixelFormat format) {
   PreprocessOptions o;
   o.out_width = o.out_height = 96;
   Preprocessor pre(o);
   AlignedBuffer dst(o.slot_bytes());
   auto* d = static_cast<float*>(dst.data());
-  std::vector<double> axis_ms, deskew_ms;
-  for (int it = 0; it < args.num("iters", 5); ++it) {
-    for (const Roi& r : rois) {
-      FrameView f;
-      f.format = PixelFormat::kRGB, f.width = w, f.height = h, f.strides[0] = w * 3;
-      f.planes[0] = frames.data() + static_cast<std::size_t>(r.frame) * w * h * 3;
-      RegionOfInterest roi;
-      roi.x = static_cast<std::int64_t>(std::floor(r.x0));
-      roi.y = static_cast<std::int64_t>(std::floor(r.y0));
-      roi.width = static_cast<std::int64_t>(std::ceil(r.x1)) - roi.x;
-      roi.height = static_cast<std::int64_t>(std::ceil(r.y1)) - roi.y;
-      roi.rotated = RotatedBox{r.rotated.cx, r.rotated.cy, r.rotated.width, r.rotated.height,
-                               r.rotated.angle};
-      RegionOptions opts;
-      opts.padding = 0.1;
-      for (bool deskew : {false, true}) {
-        opts.deskew = deskew;
-        const RegionResult plan = plan_region(roi, opts, w, h);
-        const auto t = Clock::now();
-        pre.run(f, plan.box, d);
-        (deskew ? deskew_ms : axis_ms)
-            .push_back(std::chrono::duration<double, std::milli>(Clock::now() - t).count());
-      }
-    }
+  std::vector<double> ms[2];
+  const std::size_t frame_bytes = static_cast<std::size_t>(w) * h * 3;
+  for (std::size_t a = 0; a < rois.size();) {
+    std::size_t b = a;
+    while (b < rois.size() && rois[b].frame == rois[a].frame) ++b;
+    // make_frame only reads the image.
+    const cv::Mat rgb(h, w, CV_8UC3,
+                      const_cast<std::uint8_t*>(frames.data() + rois[a].frame * frame_bytes));
+    const test::OwnedFrame f = test::make_frame(rgb, format);
+    for (int it = 0; it < args.num("iters", 5); ++it)
+      for (std::size_t k = a; k < b; ++k)
+        for (bool deskew : {false, true}) {
+          const RegionResult p = plan(rois[k], deskew, w, h);
+          const auto t = Clock::now();
+          pre.run(f.view, p.box, d);
+          ms[deskew].push_back(std::chrono::duration<double, std::milli>(Clock::now() - t).count());
+        }
+    a = b;
   }
-  std::printf("crop to 96x96 per ROI (RGB %dx%d, %zu crops each, medians): axis-aligned %.4f ms | "
+  std::printf("crop to 96x96 per ROI (%s %dx%d, %zu crops each, medians): axis-aligned %.4f ms | "
               "deskewed %.4f ms | deskewed / axis-aligned %.2f\n",
-              w, h, axis_ms.size(), median(axis_ms), median(deskew_ms),
-              median(deskew_ms) / median(axis_ms));
+              to_string(format), w, h, ms[0].size(), median(ms[0]), median(ms[1]),
+              median(ms[1]) / median(ms[0]));
 }
 
 }  // namespace
@@ -251,7 +263,9 @@ int main(int argc, char** argv) {
     const int lines = run_pipeline(frames, rois, w, h, out);
     std::fclose(out);
     std::printf("%d ROIs classified both ways (%zu given)\n", lines, rois.size());
-    if (args.num("iters", 5) > 0) time_crops(frames, rois, w, h);
+    if (args.num("iters", 5) > 0)
+      for (PixelFormat f : {PixelFormat::kRGB, PixelFormat::kNV12, PixelFormat::kYUY2})
+        time_crops(frames, rois, w, h, f);
     return lines == static_cast<int>(rois.size()) ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "obb-deskew-bench: %s\n", e.what());
