@@ -144,14 +144,13 @@ void sample_row(const Mapping& m, const Grid* grids, int components, bool bayer,
 }
 
 // Box-axis offsets of the sample columns, u * n + si (see sample_row).
-std::vector<double> column_offsets(const Mapping& m) {
+void column_offsets(const Mapping& m, std::vector<double>* bu) {
   const double inv_n = 1.0 / m.n;
-  std::vector<double> bu(static_cast<std::size_t>(m.new_w) * m.n);
+  bu->resize(static_cast<std::size_t>(m.new_w) * m.n);
   for (int u = 0; u < m.new_w; ++u)
     for (int si = 0; si < m.n; ++si)
-      bu[static_cast<std::size_t>(u) * m.n + si] =
+      (*bu)[static_cast<std::size_t>(u) * m.n + si] =
           ((u + (si + 0.5) * inv_n) / m.new_w - 0.5) * m.span_w;
-  return bu;
 }
 
 }  // namespace
@@ -179,10 +178,13 @@ FrameTransform deskew_rows(const PreprocessOptions& o, const FrameView& f, const
          i < static_cast<std::size_t>(o.out_width) * row_end; ++i)
       for (int c = 0; c < C; ++c) dst[i * C + c] = pad[c];
   }
-  std::vector<float> q[3];
+  // Per-thread rows that keep their capacity: no allocation per crop once
+  // a thread has cut one as wide.
+  thread_local std::vector<float> q[3];
+  thread_local std::vector<double> bu;
   for (auto& r : q) r.assign(static_cast<std::size_t>(m.new_w), 0.f);
   const RowScale scale = row_output::row_scale(L, f, o.input_bits);
-  const std::vector<double> bu = column_offsets(m);
+  column_offsets(m, &bu);
   const int v_end = std::min(m.new_h, row_end - m.off_y);
   for (int v = std::max(0, row_begin - m.off_y); v < v_end; ++v) {
     sample_row(m, grids, components, bayer, v, bu, q);
