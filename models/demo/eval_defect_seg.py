@@ -15,6 +15,10 @@
       through torchmetaconvert, e.g. out/demo-segment/results.jsonl of
       ./scripts/demo.sh --segment): each detection with a "mask" (rle
       inside its x, y, width, height) against line.masks.json
+  eval_defect_seg.py false [--iou 0.3]
+      where the clip's false detections lie, per class: a second detection
+      on a truth defect, a drilled hole, a washer's bore, other material of
+      a part (whole or cut by the frame edge), off the parts; their scores
   eval_defect_seg.py heldout [--count 200] [--seed 8500000]
       the same mask figures on held-out scenes (seg_data.py, never trained on)
   eval_defect_seg.py latency --model A.pt [--model B.pt --size 320x240 ...]
@@ -24,7 +28,7 @@
 
 Decoding (what torchnms' yolov8-seg decoder does, written here from the
 layout, not from Ultralytics' code): score = max class score >= --conf,
-per-class NMS at IoU 0.45, at most 100; mask = coefficients . prototypes,
+per-class NMS at the sidecar's IoU (0.3; --iou), at most 100; mask = coefficients . prototypes,
 upsampled bilinearly (align_corners false) x4 to the 640x480 input (= the
 frame: no resize), cut to the box (pixels whose centre lies in it), > 0,
 i.e. sigmoid > 0.5 of the interpolated value: torchnms interpolates the
@@ -53,7 +57,7 @@ import make_frames as mf  # noqa: E402
 import seg_data as sd  # noqa: E402
 
 DEFAULT_MODEL = os.path.join(HERE, "defect_seg.pt")
-IOU_NMS, MAX_DET = 0.45, 100
+IOU_NMS, MAX_DET = json.load(open(os.path.join(HERE, "defect_seg.json")))["iou_threshold"], 100
 MASK_LOGIT = 0.0  # sigmoid > 0.5
 
 
@@ -62,7 +66,7 @@ def preprocess(img):
     return x.contiguous(memory_format=torch.channels_last)
 
 
-def decode(dets, protos, conf, height=mf.HEIGHT, width=mf.WIDTH):
+def decode(dets, protos, conf, height=mf.HEIGHT, width=mf.WIDTH, iou=IOU_NMS):
     """One image's outputs -> [(class, score, box [x0,y0,x1,y1], bool HxW mask)]."""
     nc = dets.shape[0] - 4 - protos.shape[0]
     scores, cls = dets[4:4 + nc].max(0)
@@ -71,7 +75,7 @@ def decode(dets, protos, conf, height=mf.HEIGHT, width=mf.WIDTH):
         return []
     cx, cy, w, h = dets[:4, keep]
     boxes = torch.stack([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], 1)
-    order = torchvision.ops.batched_nms(boxes, scores[keep], cls[keep], IOU_NMS)[:MAX_DET]
+    order = torchvision.ops.batched_nms(boxes, scores[keep], cls[keep], iou)[:MAX_DET]
     keep, boxes = keep[order], boxes[order]
     coef = dets[4 + nc:, keep].t()
     val = (coef @ protos.flatten(1)).view(-1, 1, *protos.shape[1:])
@@ -85,20 +89,23 @@ def decode(dets, protos, conf, height=mf.HEIGHT, width=mf.WIDTH):
             for i, k in enumerate(keep.tolist())]
 
 
-def run_model(model, frames, conf):
+def run_model(model, frames, conf, iou=IOU_NMS):
     out = []
     with torch.no_grad():
         for img in frames:
             dets, protos = model(preprocess(img))
-            out.append(decode(dets[0], protos[0], conf))
+            out.append(decode(dets[0], protos[0], conf, iou=iou))
     return out
 
 
 def match_frame(truths, dets, stats):
-    """truths: [(class, bool mask, ignore)]; updates stats per class."""
+    """truths: [(class, bool mask, ignore)]; updates stats per class.
+    Returns the indices (into dets) of the false detections."""
+    false_dets = []
     for c in range(len(sd.CLASSES)):
         tr = [(m, ig) for k, m, ig in truths if k == c]
-        dt = [m for k, _, _, m in dets if k == c]
+        di = [j for j, (k, _, _, _) in enumerate(dets) if k == c]
+        dt = [dets[j][3] for j in di]
         iou = np.zeros((len(tr), len(dt)))
         for i, (tm, _) in enumerate(tr):
             for j, dm in enumerate(dt):
@@ -122,6 +129,8 @@ def match_frame(truths, dets, stats):
             if not ig and i not in used_t:
                 stats[c]["iou"].append(0.0)
         stats[c]["false"] += sum(j not in used_d for j in range(len(dt)))
+        false_dets += [di[j] for j in range(len(dt)) if j not in used_d]
+    return false_dets
 
 
 def report(title, stats):
@@ -195,13 +204,91 @@ def clip(args):
     truth = json.load(open(os.path.join(HERE, "line.truth.json")))
     tmasks = clip_truth(os.path.join(HERE, "line.masks.json"))
     t0 = time.time()
-    dets = run_model(model, frames, args.conf)
+    dets = run_model(model, frames, args.conf, args.iou)
     print(f"{len(frames)} frames in {time.time() - t0:.0f} s")
     stats = new_stats()
     for tr, dt in zip(tmasks, dets):
         match_frame([(c, m, ig) for c, m, ig, _ in tr], dt, stats)
-    report(f"{os.path.basename(args.model)} on the decoded line.mkv (conf {args.conf})", stats)
+    report(f"{os.path.basename(args.model)} on the decoded line.mkv (conf {args.conf}, "
+           f"NMS IoU {args.iou})", stats)
     return 0 if verdicts(dets, truth, args.reject_area) else 1
+
+
+def _where(part, x, y):
+    """Where frame point (x, y) lies on `part`: "drilled hole" (within 3 px of
+    a hole the part has), "washer bore", "material" (inside the outline) or
+    None (off the part)."""
+    a = np.radians(part.angle)
+    dx, dy = x - part.cx, y - part.cy
+    u, v = np.cos(a) * dx + np.sin(a) * dy, -np.sin(a) * dx + np.cos(a) * dy
+    u = -u if part.mirror else u
+    for i, (hu, hv, hr) in enumerate(part.holes):
+        drilled = not (part.defect == "missing_hole" and i == part.defect_params["hole"])
+        if drilled and np.hypot(u - hu, v - hv) <= hr + 3:
+            return "drilled hole"
+    if part.kind == "washer" and np.hypot(u, v) <= part.dims["r_in"] + 3:
+        return "washer bore"
+    return "material" if mf._outline_sdf(part, np.array(u), np.array(v)) <= 2 else None
+
+
+def false_places(args):
+    """Where the clip's false detections lie, per class, with their scores."""
+    import make_detection_clip as mdc
+    torch.set_num_threads(2)
+    model = torch.jit.load(args.model).eval()
+    frames = make_clip.decode(os.path.join(HERE, "line.mkv"))
+    tmasks = clip_truth(os.path.join(HERE, "line.masks.json"))
+    dets = run_model(model, frames, args.conf, args.iou)
+    parts = mdc.make_parts()
+    rows, kept_scores, drilled_seen = [], [], 0
+    for t, (tr, dt) in enumerate(zip(tmasks, dets)):
+        false = set(match_frame([(c, m, ig) for c, m, ig, _ in tr], dt, new_stats()))
+        scene = mdc.frame_scene(parts, t)
+        for p in scene.parts:
+            x0, y0, x1, y1 = mf.part_bbox(p)
+            if p.kind != "washer" and x0 >= 0 and x1 <= mf.WIDTH:
+                drilled_seen += len(p.holes) - (p.defect == "missing_hole")
+        for j, (c, score, box, m) in enumerate(dt):
+            if j not in false:
+                kept_scores.append((c, score))
+                continue
+            ys, xs = np.nonzero(m)
+            x, y = (xs.mean() + 0.5, ys.mean() + 0.5) if xs.size else (
+                (box[0] + box[2]) / 2, (box[1] + box[3]) / 2)
+            place = "off parts"
+            if any(k == c and (m & tm).any() for k, tm, _, _ in tr):
+                place = "second detection on a truth defect of its class"
+            elif any((m & tm).any() for _, tm, _, _ in tr):
+                place = "on a truth defect of another class"
+            else:
+                for p in scene.parts:
+                    w = _where(p, x, y)
+                    if w:
+                        whole = mf.part_bbox(p)[0] >= 0 and mf.part_bbox(p)[2] <= mf.WIDTH
+                        place = f"{w} ({p.kind}{'' if whole else ', cut by the frame edge'})"
+                        break
+            rows.append((sd.CLASSES[c], place, score, t))
+    print(f"false detections on the decoded line.mkv (conf {args.conf}), by class and place "
+          f"(mask centroid), score median [min, max]:")
+    for c in sd.CLASSES:
+        mine = [r for r in rows if r[0] == c]
+        print(f"  {c}: {len(mine)}")
+        for place in sorted({r[1] for r in mine}):
+            sc = np.array([r[2] for r in mine if r[1] == place])
+            fr = sorted({r[3] for r in mine if r[1] == place})
+            print(f"    {place:48s} {sc.size:4d}  score {np.median(sc):.2f} [{sc.min():.2f}, "
+                  f"{sc.max():.2f}]  frames {fr[0]}-{fr[-1]} ({len(fr)})")
+        right = np.array([s for k, s in kept_scores if sd.CLASSES[k] == c])
+        if right.size:
+            print(f"    (matched or on ignored truth: {right.size}, score median "
+                  f"{np.median(right):.2f} [{right.min():.2f}, {right.max():.2f}])")
+    print(f"drilled bracket holes in view on whole brackets, summed over frames: {drilled_seen}")
+    for th in args.thresholds:
+        f_mh = sum(1 for r in rows if r[0] == "missing_hole" and r[2] >= th)
+        print(f"  at conf >= {th:.2f}: {f_mh} false missing_hole, "
+              + ", ".join(f"{c} {sum(1 for r in rows if r[0] == c and r[2] >= th)}"
+                          for c in sd.CLASSES if c != "missing_hole"))
+    return 0
 
 
 def jsonl_dets(path):
@@ -247,9 +334,9 @@ def heldout(args):
     for seed in range(args.seed, args.seed + args.count):
         scene, img = sd._render(seed)
         truths = [(c, dmk.paste((x0, y0, m)), ig) for c, x0, y0, m, ig in sd.frame_instances(scene)]
-        match_frame(truths, run_model(model, [img], args.conf)[0], stats)
+        match_frame(truths, run_model(model, [img], args.conf, args.iou)[0], stats)
     report(f"{os.path.basename(args.model)} on {args.count} held-out frames "
-           f"(seeds {args.seed}+, conf {args.conf})", stats)
+           f"(seeds {args.seed}+, conf {args.conf}, NMS IoU {args.iou})", stats)
     return 0
 
 
@@ -290,6 +377,7 @@ def main():
     c = sub.add_parser("clip")
     c.add_argument("--model", default=DEFAULT_MODEL)
     c.add_argument("--conf", type=float, default=0.25)
+    c.add_argument("--iou", type=float, default=IOU_NMS)
     c.add_argument("--reject-area", type=float, default=100.0)
     js = sub.add_parser("jsonl")
     js.add_argument("results")
@@ -297,14 +385,21 @@ def main():
     h = sub.add_parser("heldout")
     h.add_argument("--model", default=DEFAULT_MODEL)
     h.add_argument("--conf", type=float, default=0.25)
+    h.add_argument("--iou", type=float, default=IOU_NMS)
     h.add_argument("--seed", type=int, default=sd.HELDOUT_SEED)
     h.add_argument("--count", type=int, default=200)
+    fp = sub.add_parser("false")
+    fp.add_argument("--model", default=DEFAULT_MODEL)
+    fp.add_argument("--conf", type=float, default=0.25)
+    fp.add_argument("--iou", type=float, default=IOU_NMS)
+    fp.add_argument("--thresholds", type=float, nargs="*", default=[0.25, 0.4, 0.5, 0.6])
     lt = sub.add_parser("latency")
     lt.add_argument("--model", action="append", required=True)
     lt.add_argument("--size", action="append", default=[], help="WxH per --model (640x480)")
     lt.add_argument("--iters", type=int, default=50)
     args = ap.parse_args()
-    return {"clip": clip, "jsonl": jsonl, "heldout": heldout, "latency": latency}[args.cmd](args)
+    return {"clip": clip, "jsonl": jsonl, "heldout": heldout, "latency": latency,
+            "false": false_places}[args.cmd](args)
 
 
 if __name__ == "__main__":

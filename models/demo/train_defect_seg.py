@@ -231,7 +231,10 @@ def export(model, out_dir):
             "input_width": IN_W, "input_height": IN_H, "channel_order": "rgb",
             "mean": [0.0, 0.0, 0.0], "std": [1.0, 1.0, 1.0], "resize": "stretch",
             "task": "detection", "decoder": "yolov8-seg", "labels": NAME + ".labels",
-            "confidence_threshold": 0.25, "iou_threshold": 0.45}
+            # NMS IoU 0.3, not 0.45: the head often gives one defect twice,
+            # from neighbouring cells, boxes ~10 px apart at box IoU 0.25-0.45
+            # (models/README.md, "Where the false detections lie").
+            "confidence_threshold": 0.25, "iou_threshold": 0.3}
     with open(os.path.join(out_dir, NAME + ".json"), "w") as f:
         json.dump(meta, f, indent=2)
         f.write("\n")

@@ -13,29 +13,45 @@ namespace {
 using row_output::RowScale;
 using row_output::Writer;
 
+// Where a frame point falls on a component's grid: the four nodes around
+// it and the bilinear weights. Components on the same grid (packed RGB's
+// three, YUV's two chroma) share one.
+struct Tap {
+  int i, j, i1, j1;
+  float tx, ty;
+};
+
 // One component's samples: node (i, j) sits at frame point (x0 + i * dx,
 // y0 + j * dy) and is read at base + j * stride + i * step + offset.
 struct Grid {
   const std::uint8_t* base = nullptr;
   int stride = 0, step = 1, offset = 0, w = 1, h = 1;
   double x0 = 0.5, y0 = 0.5, dx = 1, dy = 1;
-  bool wide = false;  // 16-bit little-endian samples
+  double inv_dx = 1, inv_dy = 1;  // 1 / dx, 1 / dy: exact, dx and dy are 1 or 2
+  bool wide = false;              // 16-bit little-endian samples
 
   float at(int i, int j) const {
     const std::uint8_t* p =
         base + static_cast<std::size_t>(j) * stride + static_cast<std::size_t>(i) * step + offset;
     return wide ? static_cast<float>(p[0] | (p[1] << 8)) : static_cast<float>(p[0]);
   }
-  // Bilinear at frame point (x, y), the nearest edge sample outside.
-  float sample(double x, double y) const {
-    const double fx = std::clamp((x - x0) / dx, 0.0, static_cast<double>(w - 1));
-    const double fy = std::clamp((y - y0) / dy, 0.0, static_cast<double>(h - 1));
+  bool same_nodes(const Grid& o) const {
+    return x0 == o.x0 && y0 == o.y0 && dx == o.dx && dy == o.dy && w == o.w && h == o.h;
+  }
+  // Frame point (x, y) on this grid, the nearest edge node outside.
+  Tap locate(double x, double y) const {
+    const double fx = std::clamp((x - x0) * inv_dx, 0.0, static_cast<double>(w - 1));
+    const double fy = std::clamp((y - y0) * inv_dy, 0.0, static_cast<double>(h - 1));
     const int i = std::min(static_cast<int>(fx), w - 1), j = std::min(static_cast<int>(fy), h - 1);
-    const int i1 = std::min(i + 1, w - 1), j1 = std::min(j + 1, h - 1);
-    const float tx = static_cast<float>(fx - i), ty = static_cast<float>(fy - j);
-    const float top = at(i, j) + (at(i1, j) - at(i, j)) * tx;
-    const float bottom = at(i, j1) + (at(i1, j1) - at(i, j1)) * tx;
-    return top + (bottom - top) * ty;
+    return {i, j, std::min(i + 1, w - 1), std::min(j + 1, h - 1), static_cast<float>(fx - i),
+            static_cast<float>(fy - j)};
+  }
+  // Bilinear at a located point.
+  float sample(const Tap& t) const {
+    const float a = at(t.i, t.j), b = at(t.i1, t.j), c = at(t.i, t.j1), d = at(t.i1, t.j1);
+    const float top = a + (b - a) * t.tx;
+    const float bottom = c + (d - c) * t.tx;
+    return top + (bottom - top) * t.ty;
   }
 };
 
@@ -61,6 +77,7 @@ Grid grid_of(const PixelLayout& L, const FrameView& f, int c, bool second = fals
     if (L.plane_half_h[k.plane]) g.h = (f.height + 1) / 2, g.y0 = 1.0, g.dy = 2;
   }
   g.w = std::max(1, g.w), g.h = std::max(1, g.h);
+  g.inv_dx = 1 / g.dx, g.inv_dy = 1 / g.dy;
   return g;
 }
 
@@ -97,27 +114,43 @@ Mapping mapping_of(const PreprocessOptions& o, const RotatedBox& b) {
   return m;
 }
 
-// Output row v of the area into q (one row per component).
+// Output row v of the area into q (one row per component); bu holds the
+// box-axis offset of every sample column (u * n + si), the same for all rows.
 void sample_row(const Mapping& m, const Grid* grids, int components, bool bayer, int v,
-                std::vector<float>* q) {
+                const std::vector<double>& bu, std::vector<float>* q) {
   const double inv_n = 1.0 / m.n;
+  bool shared[3] = {false, false, false};  // component c on c-1's grid
+  for (int c = 1; c < components; ++c) shared[c] = !bayer && grids[c].same_nodes(grids[c - 1]);
+  double bv[4];
+  for (int sj = 0; sj < m.n; ++sj) bv[sj] = ((v + (sj + 0.5) * inv_n) / m.new_h - 0.5) * m.span_h;
   for (int u = 0; u < m.new_w; ++u) {
     float acc[3] = {0, 0, 0};
     for (int sj = 0; sj < m.n; ++sj)
       for (int si = 0; si < m.n; ++si) {
-        const double bu = ((u + (si + 0.5) * inv_n) / m.new_w - 0.5) * m.span_w;
-        const double bv = ((v + (sj + 0.5) * inv_n) / m.new_h - 0.5) * m.span_h;
-        const double x = m.cx + bu * m.cos_a - bv * m.sin_a;
-        const double y = m.cy + bu * m.sin_a + bv * m.cos_a;
+        const double b_u = bu[static_cast<std::size_t>(u) * m.n + si];
+        const double x = m.cx + b_u * m.cos_a - bv[sj] * m.sin_a;
+        const double y = m.cy + b_u * m.sin_a + bv[sj] * m.cos_a;
+        Tap t{};
         for (int c = 0; c < components; ++c) {
-          float s = grids[c].sample(x, y);
-          if (bayer && c == 1) s = 0.5f * (s + grids[3].sample(x, y));  // G's two lattices
+          if (!shared[c]) t = grids[c].locate(x, y);
+          float s = grids[c].sample(t);
+          if (bayer && c == 1) s = 0.5f * (s + grids[3].sample(grids[3].locate(x, y)));
           acc[c] += s;
         }
       }
     const float k = static_cast<float>(inv_n * inv_n);
     for (int c = 0; c < components; ++c) q[c][u] = acc[c] * k;
   }
+}
+
+// Box-axis offsets of the sample columns, u * n + si (see sample_row).
+void column_offsets(const Mapping& m, std::vector<double>* bu) {
+  const double inv_n = 1.0 / m.n;
+  bu->resize(static_cast<std::size_t>(m.new_w) * m.n);
+  for (int u = 0; u < m.new_w; ++u)
+    for (int si = 0; si < m.n; ++si)
+      (*bu)[static_cast<std::size_t>(u) * m.n + si] =
+          ((u + (si + 0.5) * inv_n) / m.new_w - 0.5) * m.span_w;
 }
 
 }  // namespace
@@ -145,12 +178,16 @@ FrameTransform deskew_rows(const PreprocessOptions& o, const FrameView& f, const
          i < static_cast<std::size_t>(o.out_width) * row_end; ++i)
       for (int c = 0; c < C; ++c) dst[i * C + c] = pad[c];
   }
-  std::vector<float> q[3];
+  // Per-thread rows that keep their capacity: no allocation per crop once
+  // a thread has cut one as wide.
+  thread_local std::vector<float> q[3];
+  thread_local std::vector<double> bu;
   for (auto& r : q) r.assign(static_cast<std::size_t>(m.new_w), 0.f);
   const RowScale scale = row_output::row_scale(L, f, o.input_bits);
+  column_offsets(m, &bu);
   const int v_end = std::min(m.new_h, row_end - m.off_y);
   for (int v = std::max(0, row_begin - m.off_y); v < v_end; ++v) {
-    sample_row(m, grids, components, bayer, v, q);
+    sample_row(m, grids, components, bayer, v, bu, q);
     Out* d = dst + (static_cast<std::size_t>(v + m.off_y) * o.out_width + m.off_x) * C;
     row_output::write_row(w, L, o.order, scale, q[0].data(), q[1].data(), q[2].data(), m.new_w, C,
                           d, sat);
