@@ -1,4 +1,4 @@
-"""DataMatrix serials marked on the demo parts (tests/bench/codes_clip.py).
+"""DataMatrix serials marked on the demo parts (make_detection_clip.py).
 
 Each part can carry a laser-etched DataMatrix with its serial (six digits:
 a 10x10 symbol), drawn by make_frames in the part's own coordinates so it
@@ -10,10 +10,13 @@ are turned on the part, some smudged (a grease blob that washes part of
 the symbol out), one is damaged beyond reading on purpose (a third of its
 modules flipped).
 
-The shipped clip (make_detection_clip.py) has no marks: the shipped
-detector, defect classifier and anomaly model were fitted on bare parts and
-call a readable mark a defect (docs/elements.md, torchcodes figures). The
-bench renders a marked copy of the clip to measure reading.
+The shipped clip (make_detection_clip.py) carries them: 70 % dark, 4 px
+modules (the largest of 3.6/3.3/3 px that fits a washer's ring), on the
+part's leading side so a part entering the view shows its mark first.
+Fitted on bare parts, the demo models called a readable mark a defect, so
+they were fine-tuned on scenes with random_mark's marks (docs/elements.md,
+torchcodes figures; models/README.md). tests/bench/codes_clip.py measures
+reading (--render: a copy with other marks).
 
 Importable:
   symbol(text)                the module matrix (bool, True = dark)
