@@ -3,7 +3,10 @@
 # what the first run costs), then run the two-stage QA-line demo headless
 # on the bundled models and clip: the detector finds the parts, torchtrack
 # gives each an id, the defect classifier judges each part's crop, one
-# verdict per part id. Prints the decisions, then the scores against the
+# verdict per part id, and torchcodes reads each part's DataMatrix serial
+# once per track (--codes: the clip's parts each carry one, one damaged on
+# purpose; add --require-code to reject a part without a readable code,
+# defect no_code). Prints the decisions, each with its code, then the scores against the
 # clip's truth (detection recall/precision, MOTA, IDF1, id switches, count
 # error, verdict accuracy); writes out/demo/{decisions.jsonl,results.jsonl,
 # annotated.mkv,snapshot.png}. Extra arguments go to torchinfer-qa-line
@@ -50,4 +53,4 @@ exec ./build/pipelines/torchinfer-qa-line \
   --clip models/demo/line.mkv \
   --truth models/demo/line.truth.json \
   --output "$out/decisions.jsonl" \
-  --out "$out" "$@"
+  --codes --out "$out" "$@"

@@ -8,7 +8,10 @@ tint, gradient, vignette, lighting level over the clip's whole range
 including its passing shadows, focus blur, motion blur at the belt speed,
 sensor noise, JPEG quality 60), with new parts, kinds, angles, positions and
 belt phase drawn from the seed. The clip itself is never used to fit or to
-set thresholds: it is the test set.
+set thresholds: it is the test set. Every part carries a DataMatrix serial
+as the clip's station etches them (part_codes.station_mark: placed as the
+clip's, turned anywhere, some smudged, a few damaged): the mark is part of
+a good part.
 
 Only parts lying wholly in view are cropped (a QA app judges whole parts);
 crops are cut as torchinfer's inference-region=roi-list cuts a detection
@@ -41,6 +44,7 @@ import defect_crops as dc  # noqa: E402
 import make_clip  # noqa: E402
 import make_detection_data as md  # noqa: E402
 import make_frames as mf  # noqa: E402
+import part_codes  # noqa: E402
 
 GOOD = [1.0, 0.0, 0.0, 0.0, 0.0]   # label_p: good parts only
 JPEG_QUALITY = 60                  # the line clip's MJPEG quality
@@ -80,6 +84,9 @@ def station_scene(seed, label_p):
                 break
     scene = mf.Scene(parts=parts, belt_offset=float(rng.uniform(0, mf.BELT_PERIOD)),
                      **station_lighting(rng))
+    mark_rng = np.random.default_rng([seed, 35])  # its own stream: the scene is as unmarked
+    for part in parts:
+        part.code = part_codes.station_mark(part, mark_rng, mf._part_sdf)
     return scene, labels
 
 

@@ -89,9 +89,10 @@ def random_defect_part(rng, label):
     return mf.random_part(rng, f"{family}_{state}", defect=None if label == "ok" else label)
 
 
-def random_crop_scene(seed, label_p=LABEL_P):
+def random_crop_scene(seed, label_p=LABEL_P, marks=0.0):
     """(Scene, labels per part): 1-4 parts, boxes 4+ px apart; label_p
-    (P of each of LABELS) [1, 0, 0, 0, 0] gives good parts only."""
+    (P of each of LABELS) [1, 0, 0, 0, 0] gives good parts only; `marks`:
+    the share of parts carrying a DataMatrix (make_detection_data.add_marks)."""
     rng = np.random.default_rng(seed)
     want = int(rng.choice([1, 2, 3, 4], p=[0.15, 0.3, 0.35, 0.2]))
     parts, boxes, labels = [], [], []
@@ -118,15 +119,16 @@ def random_crop_scene(seed, label_p=LABEL_P):
                 break
     scene = mf.Scene(parts=parts, belt_offset=float(rng.uniform(0, mf.BELT_PERIOD)),
                      **mf.random_lighting(rng))
+    md.add_marks(scene.parts, seed, marks)
     return scene, labels
 
 
-def scene_samples(seed, crops_per_part=1, label_p=LABEL_P):
+def scene_samples(seed, crops_per_part=1, label_p=LABEL_P, marks=0.0):
     """[(crop float32 SIZE x SIZE x 3, label index, kind)] of every part of
     scene `seed` whose defect (if any) lies wholly in view; 70 % of the
     frames go through JPEG (quality 50-95) first, as the MJPEG clip does.
-    label_p as random_crop_scene's."""
-    scene, labels = random_crop_scene(seed, label_p)
+    label_p and marks as random_crop_scene's."""
+    scene, labels = random_crop_scene(seed, label_p, marks)
     img, _ = mf.render(scene)
     rng = np.random.default_rng(seed + 55)
     if rng.random() < 0.7:

@@ -9,7 +9,9 @@ preprocessed as the plugin does) and a simple QA verdict per part.
 
 The belt moves left to right at SPEED px per frame; 14 parts ride on it in
 single file with varying height, angle and spacing, about half defective,
-each defect type on both part families where the renderer allows. Lighting
+each defect type on both part families where the renderer allows; each
+carries a DataMatrix serial (part_codes.py: some turned, some smudged, one
+damaged beyond reading on purpose). Lighting
 drifts slowly with two short dips (a passing shadow), focus blur and sensor
 noise vary a little, and motion blur follows the belt speed.
 
@@ -24,7 +26,10 @@ line.truth.json:
             never) -- a QA app judges parts it has seen whole, so its pass
             and reject counts are those of the parts with first_full set --
             and verdict: the QA decision it must get, "reject" if defective,
-            "pass" if not, null if never seen whole (not judged)
+            "pass" if not, null if never seen whole (not judged); code: the
+            DataMatrix serial etched on it (part_codes.py: format, text --
+            what a reader must give, null on the one damaged on purpose --,
+            marked, modules, module_px, rotation, smudged, damaged)
   "frames": per frame "objects": class, class_id, bbox [x0,y0,x1,y1] in
             pixels clipped to the frame, part (the physical part id, on
             every object: a defect carries the id of the part it lies on,
@@ -50,6 +55,7 @@ import make_clip  # noqa: E402  (reuses its gst-launch encode/decode)
 import defect_masks  # noqa: E402
 import make_detection_data as md  # noqa: E402
 import make_frames as mf  # noqa: E402
+import part_codes  # noqa: E402
 
 FPS = make_clip.FPS
 FRAMES = 300
@@ -64,8 +70,9 @@ SEQUENCE = [("bracket_rect", None), ("washer", "chip"), ("bracket_l", "missing_h
             ("washer", "chip"), ("bracket_rect", None)]
 
 
-def make_parts():
-    """Parts at their frame-0 positions; the first is just entering."""
+def make_parts(marks=True):
+    """Parts at their frame-0 positions; the first is just entering. Each
+    carries its DataMatrix serial (part_codes.mark) unless marks=False."""
     rng = np.random.default_rng(4242)
     parts, right_edge = [], 40.0  # x1 of the first part at frame 0
     for kind, defect in SEQUENCE:
@@ -80,6 +87,8 @@ def make_parts():
                                     min(mf.HEIGHT - hy - 2, mf.BELT_Y1 - hy + 8)))
         parts.append(part)
         right_edge = part.cx - hx - float(rng.uniform(50, 140))  # gap to the next part
+    if marks:
+        part_codes.mark(parts, mf._part_sdf)
     return parts
 
 
@@ -110,6 +119,8 @@ def part_table(parts, frame_objects):
                       "first_seen": seen[0] if seen else None, "last_seen": seen[-1] if seen else None,
                       "first_full": full[0] if full else None, "last_full": full[-1] if full else None,
                       "verdict": None if not full else "reject" if p.defect else "pass"})
+        if p.code is not None:
+            table[-1]["code"] = part_codes.truth(p.code)
     return table
 
 
@@ -212,7 +223,9 @@ def main():
                     "never seen whole, not judged). frames[].objects: bbox [x0,y0,x1,y1] pixels "
                     "clipped to the frame; part: physical part id, the object's identity for "
                     "tracking (a defect carries its part's id and lies inside its box); "
-                    "ignore: mostly out of view (not scored)",
+                    "ignore: mostly out of view (not scored); code: the part's DataMatrix "
+                    "(text: what a reader must give, null when damaged on purpose; marked: the "
+                    "serial etched; how it is marked)",
             "parts": table}
     entries = [json.dumps({"frame": i, "objects": o}) for i, o in enumerate(frame_objects)]
     text = json.dumps(head, indent=1)[:-2] + ',\n "frames": [\n  ' + ",\n  ".join(entries) + "\n ]\n}\n"

@@ -125,10 +125,11 @@ def _overlaps(a, b, gap):
     return not (a[2] + gap <= b[0] or b[2] + gap <= a[0] or a[3] + gap <= b[1] or b[3] + gap <= a[1])
 
 
-def random_detection_scene(seed):
+def random_detection_scene(seed, marks=0.0):
     """0-4 parts (fewer when they do not fit), each OK (45%) or with one
     random defect; boxes never overlap; a part may be cut by the left or
-    right edge, as when it enters or leaves the camera's view."""
+    right edge, as when it enters or leaves the camera's view. `marks`: the
+    share of parts that carry a DataMatrix (add_marks); not a defect."""
     rng = np.random.default_rng(seed)
     want = int(rng.choice([0, 1, 2, 3, 4], p=[0.06, 0.22, 0.3, 0.26, 0.16]))
     parts, boxes = [], []
@@ -148,8 +149,23 @@ def random_detection_scene(seed):
                 parts.append(part)
                 boxes.append(box)
                 break
-    return mf.Scene(parts=parts, belt_offset=float(rng.uniform(0, mf.BELT_PERIOD)),
-                    **mf.random_lighting(rng))
+    scene = mf.Scene(parts=parts, belt_offset=float(rng.uniform(0, mf.BELT_PERIOD)),
+                     **mf.random_lighting(rng))
+    add_marks(scene.parts, seed, marks)
+    return scene
+
+
+def add_marks(parts, seed, share):
+    """Each part gets a random DataMatrix marking (part_codes.random_mark)
+    with probability `share`, from a stream of its own (seeded by the
+    scene's seed), so the scene is otherwise the same as without marks."""
+    if share <= 0:
+        return
+    import part_codes  # noqa: E402  (needs python3-zxing-cpp)
+    rng = np.random.default_rng([seed, 35])
+    for part in parts:
+        if rng.random() < share:
+            part.code = part_codes.random_mark(part, rng, mf._part_sdf)
 
 
 def jpeg_roundtrip(img, quality):
@@ -158,11 +174,11 @@ def jpeg_roundtrip(img, quality):
     return np.asarray(Image.open(buf).convert("RGB"))
 
 
-def render_sample(seed, jpeg=False):
+def render_sample(seed, jpeg=False, marks=0.0):
     """(640x480 RGB uint8, objects) for scene `seed`; with jpeg=True half the
     frames (chosen by seed) also go through JPEG at quality 60-95, as the
-    MJPEG demo clip does."""
-    scene = random_detection_scene(seed)
+    MJPEG demo clip does; `marks` as random_detection_scene's."""
+    scene = random_detection_scene(seed, marks)
     img, _ = mf.render(scene)
     rng = np.random.default_rng(seed + 77)
     if jpeg and rng.random() < 0.5:

@@ -36,6 +36,9 @@ BOX_PAD = 2        # px each side around a mask: a box a pixel off does not cut 
 MIN_IN_VIEW = 0.5  # a defect with less of its mask in the crop/frame is "ignore"
 
 
+MARKS = 0.0  # share of parts carrying a DataMatrix (train_defect_seg.py --marks): not a defect
+
+
 def random_seg_scene(seed):
     rng = np.random.default_rng(seed)
     want = int(rng.choice([0, 1, 2, 3, 4], p=[0.04, 0.22, 0.32, 0.26, 0.16]))
@@ -56,8 +59,10 @@ def random_seg_scene(seed):
                 parts.append(part)
                 boxes.append(box)
                 break
-    return mf.Scene(parts=parts, belt_offset=float(rng.uniform(0, mf.BELT_PERIOD)),
-                    **mf.random_lighting(rng))
+    scene = mf.Scene(parts=parts, belt_offset=float(rng.uniform(0, mf.BELT_PERIOD)),
+                     **mf.random_lighting(rng))
+    md.add_marks(scene.parts, seed, MARKS)
+    return scene
 
 
 def instance_box(x0, y0, mask, width, height):

@@ -13,7 +13,11 @@ detected part (defect_crops.py: jittered box, object-padding 0.1, clipped,
 INTER_AREA to 96x96, stretched), from frames rendered by make_frames.py
 (70 % through JPEG). Training scenes: seeds 5,000,000+; held out: seeds
 6,000,000+ (disjoint; eval_defect_classifier.py heldout reproduces them);
-int8 calibration: 5,500,000+ (not trained on). Exit status 1 if held-out
+int8 calibration: 5,500,000+ (not trained on). --marks S gives that share
+of the training parts a random DataMatrix marking (part_codes.random_mark;
+not a defect: such a part keeps its label); the shipped model was
+fine-tuned that way from the bare-part one (--init, --first-seed, --lr;
+models/README.md). Exit status 1 if held-out
 accuracy is below --min-accuracy or a judged part of the clip gets the
 wrong verdict.
 """
@@ -35,17 +39,19 @@ from defect_classifier_net import DefectNet  # noqa: E402
 import train_loop  # noqa: E402
 
 TRAIN_SEED = 5_000_000
+MARKS = 0.0  # share of training parts carrying a DataMatrix (--marks; set before rendering)
 
 
 def _train_samples(seed):
     # Two differently jittered crops per part: cheap (one render) and it
     # teaches that the box is approximate.
-    return [(np.round(c).astype(np.uint8), y) for c, y, _ in dc.scene_samples(seed, 2)]
+    return [(np.round(c).astype(np.uint8), y) for c, y, _ in
+            dc.scene_samples(seed, 2, marks=MARKS)]
 
 
-def render_train(count, workers):
+def render_train(count, workers, first=TRAIN_SEED):
     with multiprocessing.Pool(workers) as pool:
-        chunks = pool.map(_train_samples, range(TRAIN_SEED, TRAIN_SEED + count), chunksize=16)
+        chunks = pool.map(_train_samples, range(first, first + count), chunksize=16)
     samples = [s for c in chunks for s in c]
     x = torch.from_numpy(np.stack([s[0] for s in samples])).permute(0, 3, 1, 2).contiguous()
     return x, torch.tensor([s[1] for s in samples])
@@ -115,12 +121,19 @@ def main():
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--workers", type=int, default=2, help="render processes")
     ap.add_argument("--min-accuracy", type=float, default=0.97)
+    ap.add_argument("--marks", type=float, default=0.0,
+                    help="share of training parts with a DataMatrix marking (not a defect)")
+    ap.add_argument("--first-seed", type=int, default=TRAIN_SEED, help="first training seed")
+    ap.add_argument("--init", help="start from these weights (a saved defect_classifier.pt)")
+    ap.add_argument("--lr", type=float, default=3e-3, help="peak learning rate")
     args = ap.parse_args()
+    global MARKS
+    MARKS = args.marks
 
     torch.set_num_threads(2)
     torch.manual_seed(0)
     t0 = time.time()
-    x_tr, y_tr = render_train(args.train, args.workers)
+    x_tr, y_tr = render_train(args.train, args.workers, args.first_seed)
     x_ho, y_ho, kinds = render_heldout(args.heldout, args.workers)
     t1 = time.time()
     counts = np.bincount(y_tr.numpy(), minlength=len(dc.LABELS)).tolist()
@@ -128,8 +141,11 @@ def main():
           f"held-out crops in {t1 - t0:.0f}s", flush=True)
 
     model = DefectNet(len(dc.LABELS)).to(memory_format=torch.channels_last)
+    if args.init:
+        model.load_state_dict(torch.jit.load(args.init).state_dict())
+        print(f"fine-tuning from {args.init}")
     print(f"DefectNet: {sum(p.numel() for p in model.parameters())} parameters")
-    train_loop.train(model, x_tr, y_tr, args.epochs, args.batch, dc.normalise)
+    train_loop.train(model, x_tr, y_tr, args.epochs, args.batch, dc.normalise, args.lr)
     t2 = time.time()
     print(f"trained in {t2 - t1:.0f}s; total {t2 - t0:.0f}s")
     path = save(model, args.out_dir)

@@ -19,7 +19,9 @@ positive the mask BCE of sigmoid(coefficients . protos), upsampled x2 (to
 stride 2: half the cost of full resolution, and still finer than a
 scratch's width) against the truth mask area-averaged to stride 2, inside
 the truth box (mean over the box), as YOLOv8-seg does. Random horizontal/vertical flips. AdamW with one-cycle
-LR; fixed seeds, 2 threads.
+LR; fixed seeds, 2 threads. --marks S gives that share of the parts a random
+DataMatrix marking (part_codes.random_mark; no mask: not a defect); the
+shipped model was fine-tuned that way (--init, models/README.md).
 """
 import argparse
 import json
@@ -252,7 +254,10 @@ def main():
     ap.add_argument("--lr", type=float, default=4e-3)
     ap.add_argument("--first-seed", type=int, default=sd.TRAIN_SEED)
     ap.add_argument("--init", help="start from this exported model's weights (a second stage)")
+    ap.add_argument("--marks", type=float, default=0.0,
+                    help="share of parts with a DataMatrix marking (not a defect: no mask)")
     args = ap.parse_args()
+    sd.MARKS = args.marks  # before the render processes fork
     cw, ch = (int(v) for v in args.crop.split("x"))
     if cw % 16 or ch % 16:
         ap.error("--crop sides must be multiples of 16")

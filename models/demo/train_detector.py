@@ -19,6 +19,12 @@ of positives; objects marked "ignore" (mostly out of view) switch the
 objectness loss off in their cells. Random horizontal/vertical flips.
 AdamW with one-cycle LR; fixed seeds, 2 threads.
 
+Marked parts: --marks S gives that share of the training parts a random
+DataMatrix marking (part_codes.random_mark: any serial, turn, smudge; not
+a defect, no box), so the detector learns a mark is not a scratch or spot.
+The shipped model was fine-tuned that way from the bare-part one
+(models/README.md: --init, --first-seed, --lr).
+
 Exit status 1 if held-out mAP@0.5 (200 frames, eval seeds) is below --min-map.
 That figure is on 8-bit-rounded inputs, as trained; eval_detector.py
 resizes in float like the plugin and gives the figures to compare with it.
@@ -60,8 +66,11 @@ def prepare(img, objects):
     return small, boxes
 
 
+MARKS = 0.0  # share of training parts carrying a DataMatrix (--marks; set before rendering)
+
+
 def render_train(seed):
-    return prepare(*md.render_sample(seed, jpeg=True))
+    return prepare(*md.render_sample(seed, jpeg=True, marks=MARKS))
 
 
 def render_plain(seed):
@@ -132,11 +141,11 @@ def flip_boxes(boxes, h_flip, v_flip):
     return out
 
 
-def train(model, x, targets, epochs, batch, classes, log_every=25):
+def train(model, x, targets, epochs, batch, classes, lr=3e-3):
     gen = torch.Generator().manual_seed(0)
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=5e-4)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=5e-4)
     steps = epochs * (len(x) // batch)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=3e-3, total_steps=steps, pct_start=0.15)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.15)
     step = 0
     for epoch in range(epochs):
         model.train()
@@ -246,13 +255,20 @@ def main():
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--workers", type=int, default=2, help="render processes")
     ap.add_argument("--min-map", type=float, default=0.5)
+    ap.add_argument("--marks", type=float, default=0.0,
+                    help="share of training parts with a DataMatrix marking (not a defect)")
+    ap.add_argument("--first-seed", type=int, default=md.TRAIN_SEED, help="first training seed")
+    ap.add_argument("--init", help="start from these weights (a saved parts_detector.pt): fine-tune")
+    ap.add_argument("--lr", type=float, default=3e-3, help="peak learning rate")
     args = ap.parse_args()
+    global MARKS
+    MARKS = args.marks
 
     torch.set_num_threads(2)
     torch.manual_seed(0)
     classes = md.CLASSES
     t0 = time.time()
-    x_tr, y_tr = render_set(render_train, md.TRAIN_SEED, args.train, args.workers)
+    x_tr, y_tr = render_set(render_train, args.first_seed, args.train, args.workers)
     x_ho, y_ho = render_set(render_plain, md.HELDOUT_SEED, args.heldout, args.workers)
     t1 = time.time()
     nobj = sum(len(y) for y in y_tr)
@@ -260,8 +276,11 @@ def main():
           f"in {t1 - t0:.0f}s", flush=True)
 
     model = PartsDetector(len(classes), IN_W, IN_H).to(memory_format=torch.channels_last)
+    if args.init:
+        model.load_state_dict(torch.jit.load(args.init).state_dict())
+        print(f"fine-tuning from {args.init}")
     print(f"PartsDetector: {sum(p.numel() for p in model.parameters())} parameters")
-    train(model, x_tr, y_tr, args.epochs, args.batch, len(classes))
+    train(model, x_tr, y_tr, args.epochs, args.batch, len(classes), args.lr)
     t2 = time.time()
     m, aps, npos = evaluate(model, x_ho, y_ho, classes)
     print(f"trained in {t2 - t1:.0f}s; total {t2 - t0:.0f}s")

@@ -7,13 +7,13 @@ import torch
 import torch.nn.functional as F
 
 
-def train(model, x, y, epochs, batch, normalise):
+def train(model, x, y, epochs, batch, normalise, lr=3e-3):
     """x: uint8 NCHW images, y: class indices; normalise maps a uint8 batch
-    to the model's input."""
+    to the model's input; lr: the one-cycle schedule's peak."""
     gen = torch.Generator().manual_seed(0)
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=1e-4)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=1e-4)
     steps = epochs * (len(x) // batch)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=3e-3, total_steps=steps)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps)
     for epoch in range(epochs):
         model.train()
         order = torch.randperm(len(x), generator=gen)

@@ -1,10 +1,10 @@
 #!/usr/bin/python3
 """Code reading on the demo clip with a DataMatrix serial on every part.
 
-Renders a marked copy of models/demo/line.mkv (the same parts, belt,
-lighting and motion; each part carries models/demo/part_codes.py's mark:
-some turned, some smudged, one damaged on purpose) into OUT, then reads it
-through the plugin: decoded to YUY2 as the QA app does, the shipped
+Reads models/demo/line.mkv (each part carries models/demo/part_codes.py's
+mark: some turned, some smudged, one damaged on purpose), or with --render
+a copy with other marks (--depth, --module; the same parts, belt, lighting
+and motion) rendered into OUT, through the plugin: decoded to YUY2 as the QA app does, the shipped
 detector, torchnms, and torchcodes on every part box of every frame (no
 tracker, so each view is read on its own and nothing is carried). Each
 part box is matched to its truth part (IoU >= 0.5); prints per part and in
@@ -12,7 +12,7 @@ total the views read, right and wrong (a text other than the part's
 serial; any text on the damaged one is wrong), and whether the part was
 read at all (what "once per track" needs: one good view).
 
-  tests/bench/codes_clip.py [--out DIR] [--depth 0.6] [--module 3] [--keep]
+  tests/bench/codes_clip.py [--out DIR] [--render [--depth 0.7] [--module 4] [--keep]]
 
 Needs build/plugin (GST_PLUGIN_PATH is set to it) and python3-zxing-cpp.
 """
@@ -53,11 +53,11 @@ def render(out, depth, module):
     return truth
 
 
-def read_views(out):
+def read_views(out, clip):
     """torchcodes on every part box of every frame; the per-frame JSON."""
     env = dict(os.environ, GST_PLUGIN_PATH=os.path.join(ROOT, "build", "plugin"))
     results = os.path.join(out, "results.jsonl")
-    cmd = ["gst-launch-1.0", "-q", "filesrc", f"location={out}/line.mkv", "!", "matroskademux",
+    cmd = ["gst-launch-1.0", "-q", "filesrc", f"location={clip}", "!", "matroskademux",
            "!", "jpegdec", "!", "videoconvert", "!", "video/x-raw,format=YUY2", "!",
            "torchinfer", f"model={DEMO}/parts_detector.pt", "!",
            "torchnms", "confidence-threshold=0.5", "!",
@@ -107,17 +107,20 @@ def score(truth, frames):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="/tmp/torchinfer-codes-clip")
-    ap.add_argument("--depth", type=float, default=0.6, help="how much a mark darkens the metal")
-    ap.add_argument("--module", type=float, default=3.0, help="module size, pixels")
-    ap.add_argument("--keep", action="store_true", help="reuse OUT's clip if there")
+    ap.add_argument("--depth", type=float, default=0.7, help="how much a mark darkens the metal")
+    ap.add_argument("--module", type=float, default=4.0, help="module size, pixels")
+    ap.add_argument("--render", action="store_true",
+                    help="read a copy marked with --depth/--module instead of the shipped clip")
+    ap.add_argument("--keep", action="store_true", help="with --render: reuse OUT's clip if there")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    truth_path = os.path.join(args.out, "line.truth.json")
-    if args.keep and os.path.exists(truth_path):
+    clip_dir = args.out if args.render else DEMO
+    truth_path = os.path.join(clip_dir, "line.truth.json")
+    if not args.render or (args.keep and os.path.exists(truth_path)):
         truth = json.load(open(truth_path))
     else:
         truth = render(args.out, args.depth, args.module)
-    frames = read_views(args.out)
+    frames = read_views(args.out, os.path.join(clip_dir, "line.mkv"))
     per = score(truth, frames)
     print(f"{'part':>4} {'kind':12} {'serial':8} {'mark':22} {'views':>5} {'right':>5} "
           f"{'wrong':>5}  read")

@@ -6,9 +6,9 @@ with --codes, the summary's codes figures.
 
   tests/bench/codes_demo_cost.py [--clip models/demo/line.mkv] [--rounds 3]
 
-The shipped clip has no marks, so every part is tried on every view (the
-worst case: nothing is ever read); tests/bench/codes_clip.py --out DIR
-renders a marked copy (DIR/line.mkv) where a read part is not tried again.
+The shipped clip's parts carry DataMatrix serials: a read part is not
+tried again, the damaged one on every view; tests/bench/codes_clip.py
+--render --out DIR renders a copy with other marks (DIR/line.mkv).
 """
 import argparse
 import json

@@ -82,18 +82,19 @@ TEST(QaLineSegment, DemoClipJudgedByMedianDefectArea) {
       << o.summary["scores"]["detection"];
 }
 
-// The largest mask over the views (the default rule) also rejects good
-// parts on which the model found a false defect on a view or two (on this
-// machine: a chip of 468 px on track 19, and with the detector in fp32 a
-// missing_hole of 805 px on track 12; precision=auto picks fp32 or bf16 by
-// timing, so which of the two is not fixed). Every true reject still rejects.
-TEST(QaLineSegment, LargestViewRejectsGoodPartsOnFalseMasks) {
+// The largest mask over the views (the default rule) also rejects a good
+// part on which the model finds a false defect on a single view: the model
+// before the fine-tune on marked parts did on one or two (a chip of 468 px
+// on track 19, a missing_hole of 805 px on track 12; precision=auto picks
+// fp32 or bf16 by timing, so which was not fixed); the shipped one found
+// none on this machine (13/13). Every true reject rejects; a wrong verdict
+// can only be a good part rejected.
+TEST(QaLineSegment, LargestViewRejectsEveryDefectivePart) {
   const Result r = segment_run("max");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const QaOutput o = parse_qa_output(r.out);
   const json& v = o.summary["scores"]["verdicts"];
   EXPECT_EQ(v["judged"], 13) << v;
-  EXPECT_LE(v["correct"].get<int>(), 12) << v;
   EXPECT_GE(v["correct"].get<int>(), 11) << v;
   EXPECT_EQ(v["correct"].get<int>() + o.summary["rejected"].get<int>(), 9 + 13)
       << "every wrong verdict is a good part rejected: " << o.summary;
