@@ -195,8 +195,8 @@ def main():
                     help="rounds of the crop timing over all ROIs (0: none)")
     ap.add_argument("--check", action="store_true",
                     help="exit 1 unless the plugin predicts what the numpy crops do, every part, "
-                         "both ways, confidences within 1e-4, on frames where the two crops "
-                         "differ in class (meson test bench-smoke-obb-deskew)")
+                         "both ways, confidences within 1e-4, on frames where the two crops' "
+                         "confidences differ by over 0.01 (meson test bench-smoke-obb-deskew)")
     args = ap.parse_args()
     torch.set_num_threads(2)
     model = torch.jit.load(os.path.join(ROOT, "models", "demo", "defect_classifier.pt")).eval()
@@ -222,9 +222,11 @@ def main():
     if not args.check:
         return 0
     # Exact up to float rounding, and on frames where the two crops give
-    # different classes (else a plugin that ignored deskew would pass).
+    # different confidences (else a plugin that ignored deskew would pass;
+    # a different class is not asked: the classifier refitted on marked
+    # parts gives the same classes both ways on these 4 frames).
     ok = (min(same) == len(truth) and max(np.abs(gca - ca).max(), np.abs(gcd - ct).max()) < 1e-4
-          and (pa != pt).any())
+          and np.abs(ct - ca).max() > 1e-2)
     print("check:", "plugin crops = numpy crops" if ok else "FAILED")
     return 0 if ok else 1
 
