@@ -85,7 +85,7 @@ class Server:
         desc = (f"filesrc location={clip} ! qtdemux ! h264parse ! "
                 "rtph264pay name=pay0 pt=96 config-interval=-1")
         self.p = subprocess.Popen(
-            [os.path.join(ROOT, "build/pipelines/torchinfer-rtsp-server"), "--port", "0",
+            [os.path.join(args.build, "pipelines/torchinfer-rtsp-server"), "--port", "0",
              "--pipeline", desc], stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL, text=True, cwd=ROOT, env=gst_env(args))
         line = self.p.stdout.readline().strip()
