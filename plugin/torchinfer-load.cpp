@@ -231,21 +231,21 @@ void post_contract(GstElement* self, const ResolvedContract& c) {
   std::string classes;
   for (const std::string& l : c.object_classes.value) classes += (classes.empty() ? "" : ",") + l;
   gst_element_post_message(
-      self, gst_message_new_element(
-                GST_OBJECT(self),
-                gst_structure_new(
-                    "torchinfer-contract", "object-padding", G_TYPE_DOUBLE, c.object_padding.value,
-                    "object-padding-from", G_TYPE_STRING, to_string(c.object_padding.from),
-                    "resize", G_TYPE_STRING, to_string(c.resize.value), "resize-from",
-                    G_TYPE_STRING, to_string(c.resize.from), "pad-value", G_TYPE_INT,
-                    c.pad_value.value, "pad-value-from", G_TYPE_STRING, to_string(c.pad_value.from),
-                    "object-class", G_TYPE_STRING, classes.c_str(), "object-class-from",
-                    G_TYPE_STRING, to_string(c.object_classes.from), "tile-width", G_TYPE_INT,
-                    c.tile_width.value, "tile-width-from", G_TYPE_STRING,
-                    to_string(c.tile_width.from), "tile-height", G_TYPE_INT, c.tile_height.value,
-                    "tile-height-from", G_TYPE_STRING, to_string(c.tile_height.from),
-                    "tile-overlap", G_TYPE_DOUBLE, c.tile_overlap.value, "tile-overlap-from",
-                    G_TYPE_STRING, to_string(c.tile_overlap.from), nullptr)));
+      self,
+      gst_message_new_element(
+          GST_OBJECT(self),
+          gst_structure_new(
+              "torchinfer-contract", "object-padding", G_TYPE_DOUBLE, c.object_padding.value,
+              "object-padding-from", G_TYPE_STRING, to_string(c.object_padding.from), "resize",
+              G_TYPE_STRING, to_string(c.resize.value), "resize-from", G_TYPE_STRING,
+              to_string(c.resize.from), "pad-value", G_TYPE_INT, c.pad_value.value,
+              "pad-value-from", G_TYPE_STRING, to_string(c.pad_value.from), "object-class",
+              G_TYPE_STRING, classes.c_str(), "object-class-from", G_TYPE_STRING,
+              to_string(c.object_classes.from), "tile-width", G_TYPE_INT, c.tile_width.value,
+              "tile-width-from", G_TYPE_STRING, to_string(c.tile_width.from), "tile-height",
+              G_TYPE_INT, c.tile_height.value, "tile-height-from", G_TYPE_STRING,
+              to_string(c.tile_height.from), "tile-overlap", G_TYPE_DOUBLE, c.tile_overlap.value,
+              "tile-overlap-from", G_TYPE_STRING, to_string(c.tile_overlap.from), nullptr)));
 }
 
 void post_model_reloaded(GstElement* self, const LoadedModel& m) {

@@ -147,7 +147,7 @@ struct Settings {
   // model's input) and 0.2. The run's copy holds the resolved values.
   std::optional<int> tile_width, tile_height;
   std::optional<double> tile_overlap;
-  bool deskew = true;                       // roi-list: rotated boxes cut upright
+  bool deskew = true;  // roi-list: rotated boxes cut upright
 
   ConfigOverrides overrides() const;
   ContractOverrides contract_overrides() const;

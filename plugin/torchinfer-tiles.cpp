@@ -12,7 +12,8 @@ void tile_regions(const Settings& run, const ModelConfig& model, int frame_width
                          run.tile_height.value_or(0) > 0 ? *run.tile_height : model.input_height};
   if (want == *key && !out->empty()) return;
   const std::vector<Crop> tiles =
-      tile_grid(frame_width, frame_height, {want.tile_width, want.tile_height, run.tile_overlap.value_or(0.2)});
+      tile_grid(frame_width, frame_height,
+                {want.tile_width, want.tile_height, run.tile_overlap.value_or(0.2)});
   out->assign(tiles.size(), RegionOfInterest{});
   for (std::size_t i = 0; i < tiles.size(); ++i) {
     RegionOfInterest& r = (*out)[i];

@@ -122,8 +122,8 @@ const char* to_string(ValueSource s) {
 }
 
 const std::set<std::string>& contract_sidecar_keys() {
-  static const std::set<std::string> keys = {"object_padding", "resize",      "pad_value",
-                                             "object_classes", "tile_width",  "tile_height",
+  static const std::set<std::string> keys = {"object_padding", "resize",     "pad_value",
+                                             "object_classes", "tile_width", "tile_height",
                                              "tile_overlap"};
   return keys;
 }

@@ -28,7 +28,7 @@ struct ContractOverrides {
   std::optional<bool> keep_aspect_ratio;  // true letterbox, false stretch
   std::optional<int> pad_value;
   std::optional<std::vector<std::string>> object_classes;  // empty: every region
-  std::optional<int> tile_width, tile_height;                // 0 = the model's input
+  std::optional<int> tile_width, tile_height;              // 0 = the model's input
   std::optional<double> tile_overlap;
 };
 
@@ -46,7 +46,7 @@ struct ResolvedContract {
   Sourced<ResizeMode> resize{ResizeMode::kStretch};
   Sourced<int> pad_value{114};
   Sourced<std::vector<std::string>> object_classes{{}};  // empty: every region
-  Sourced<int> tile_width{0}, tile_height{0};           // 0 = the model's input
+  Sourced<int> tile_width{0}, tile_height{0};            // 0 = the model's input
   Sourced<double> tile_overlap{0.2};
 };
 

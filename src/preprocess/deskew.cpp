@@ -43,7 +43,11 @@ struct Grid {
     const double fx = std::clamp((x - x0) * inv_dx, 0.0, static_cast<double>(w - 1));
     const double fy = std::clamp((y - y0) * inv_dy, 0.0, static_cast<double>(h - 1));
     const int i = std::min(static_cast<int>(fx), w - 1), j = std::min(static_cast<int>(fy), h - 1);
-    return {i, j, std::min(i + 1, w - 1), std::min(j + 1, h - 1), static_cast<float>(fx - i),
+    return {i,
+            j,
+            std::min(i + 1, w - 1),
+            std::min(j + 1, h - 1),
+            static_cast<float>(fx - i),
             static_cast<float>(fy - j)};
   }
   // Bilinear at a located point.

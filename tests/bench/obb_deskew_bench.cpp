@@ -30,8 +30,8 @@
 #include <gst/torchinfer/torchinfer-meta.h>
 
 #include <algorithm>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -107,9 +107,9 @@ GstBuffer* frame_buffer(const std::vector<std::uint8_t>& frames, const std::vect
   GST_BUFFER_DURATION(buf) = GST_SECOND / 30;
   for (const Roi& r : rois) {
     if (r.frame != k) continue;
-    GstVideoRegionOfInterestMeta* roi = gst_buffer_add_torch_detection(
-        buf, r.label.c_str(), 0, 1.0, r.x0, r.y0, r.x1, r.y1, static_cast<guint>(w),
-        static_cast<guint>(h));
+    GstVideoRegionOfInterestMeta* roi =
+        gst_buffer_add_torch_detection(buf, r.label.c_str(), 0, 1.0, r.x0, r.y0, r.x1, r.y1,
+                                       static_cast<guint>(w), static_cast<guint>(h));
     if (!roi || !gst_torch_roi_add_rotated_box(roi, &r.rotated))
       throw std::runtime_error("cannot attach ROI on frame " + std::to_string(k));
   }
@@ -120,7 +120,8 @@ void classification_of(GstVideoRegionOfInterestMeta* roi, const char* element, i
                        double* conf) {
   const GstStructure* s = gst_torch_roi_get_classification(roi, element);
   *id = -1, *conf = 0;
-  if (s && gst_structure_get_int(s, "label_id", id)) gst_structure_get_double(s, "confidence", conf);
+  if (s && gst_structure_get_int(s, "label_id", id))
+    gst_structure_get_double(s, "confidence", conf);
 }
 
 // Pulls every frame from the sink and writes its ROIs' two results.
@@ -128,8 +129,8 @@ int write_results(GstElement* sink, std::FILE* out) {
   int lines = 0;
   while (GstSample* sample = gst_app_sink_pull_sample(GST_APP_SINK(sink))) {
     GstBuffer* buf = gst_sample_get_buffer(sample);
-    const int frame = static_cast<int>(
-        gst_util_uint64_scale_round(GST_BUFFER_PTS(buf), 30, GST_SECOND));
+    const int frame =
+        static_cast<int>(gst_util_uint64_scale_round(GST_BUFFER_PTS(buf), 30, GST_SECOND));
     int n = 0;
     gst_torch::foreach_roi(buf, [&](GstVideoRegionOfInterestMeta* roi) {
       int di, ai;
@@ -150,9 +151,9 @@ int run_pipeline(const std::vector<std::uint8_t>& frames, const std::vector<Roi>
   GstElement* pipe = gst_pipeline_new("obb-deskew");
   GstElement* src = make("appsrc", "src");
   GstElement* sink = make("appsink", "sink");
-  GstCaps* caps = gst_caps_new_simple("video/x-raw", "format", G_TYPE_STRING, "RGB", "width",
-                                      G_TYPE_INT, w, "height", G_TYPE_INT, h, "framerate",
-                                      GST_TYPE_FRACTION, 30, 1, nullptr);
+  GstCaps* caps =
+      gst_caps_new_simple("video/x-raw", "format", G_TYPE_STRING, "RGB", "width", G_TYPE_INT, w,
+                          "height", G_TYPE_INT, h, "framerate", GST_TYPE_FRACTION, 30, 1, nullptr);
   g_object_set(src, "caps", caps, "format", GST_FORMAT_TIME, "block", TRUE, "max-bytes",
                static_cast<guint64>(8) * w * h * 3, nullptr);
   gst_caps_unref(caps);
@@ -210,8 +211,8 @@ RegionResult plan(const Roi& r, bool deskew, int w, int h) {
 // Both crops of every ROI, each preprocessed to 96x96 by the same core code
 // from the frame in `format` (made from the RGB frame as a camera would
 // send it, tests/common/frames.h), interleaved; medians per crop.
-void time_crops(const std::vector<std::uint8_t>& frames, const std::vector<Roi>& rois, int w,
-                int h, PixelFormat format) {
+void time_crops(const std::vector<std::uint8_t>& frames, const std::vector<Roi>& rois, int w, int h,
+                PixelFormat format) {
   PreprocessOptions o;
   o.out_width = o.out_height = 96;
   Preprocessor pre(o);
@@ -236,10 +237,11 @@ void time_crops(const std::vector<std::uint8_t>& frames, const std::vector<Roi>&
         }
     a = b;
   }
-  std::printf("crop to 96x96 per ROI (%s %dx%d, %zu crops each, medians): axis-aligned %.4f ms | "
-              "deskewed %.4f ms | deskewed / axis-aligned %.2f\n",
-              to_string(format), w, h, ms[0].size(), median(ms[0]), median(ms[1]),
-              median(ms[1]) / median(ms[0]));
+  std::printf(
+      "crop to 96x96 per ROI (%s %dx%d, %zu crops each, medians): axis-aligned %.4f ms | "
+      "deskewed %.4f ms | deskewed / axis-aligned %.2f\n",
+      to_string(format), w, h, ms[0].size(), median(ms[0]), median(ms[1]),
+      median(ms[1]) / median(ms[0]));
 }
 
 }  // namespace
@@ -251,8 +253,9 @@ int main(int argc, char** argv) {
   args.parse(argc + 1, argv_with_mode.data());
   const int w = args.num("width", 640), h = args.num("height", 480);
   if (!args.has("frames") || !args.has("rois") || !args.has("model") || !args.has("out")) {
-    std::fprintf(stderr, "usage: obb-deskew-bench --frames F.rgb --rois R.txt --model M.pt "
-                         "--out P.txt [--width 640 --height 480 --batch 4 --threads 2 --iters 5]\n");
+    std::fprintf(stderr,
+                 "usage: obb-deskew-bench --frames F.rgb --rois R.txt --model M.pt "
+                 "--out P.txt [--width 640 --height 480 --batch 4 --threads 2 --iters 5]\n");
     return 2;
   }
   try {

@@ -1,8 +1,8 @@
 // A model's preprocessing contract in its sidecar (object_padding, resize,
-// pad_value, object_classes, tile_width/tile_height/tile_overlap): torchinfer applies it unless the matching
-// property is set, and says at start where each value came from (the
-// "torchinfer-contract" message). roi_identity.pt returns exactly what it
-// saw, so the transform and the pixels show what was fed.
+// pad_value, object_classes, tile_width/tile_height/tile_overlap): torchinfer applies it unless the
+// matching property is set, and says at start where each value came from (the "torchinfer-contract"
+// message). roi_identity.pt returns exactly what it saw, so the transform and the pixels show what
+// was fed.
 #include <gst/check/gstharness.h>
 #include <gst/video/video.h>
 #include <gtest/gtest.h>
@@ -346,14 +346,29 @@ TEST(TorchInferContract, SidecarTileSettingsCutTheFrameUnlessThePropertyIsSet) {
     int tiles;
     json want;
   } cases[] = {
-      {big, "", 1, {{"tile-width", 200}, {"tile-width-from", "sidecar"}, {"tile-height", 100},
-                    {"tile-height-from", "sidecar"}, {"tile-overlap", 0.2},
-                    {"tile-overlap-from", "default"}}},
-      {big, "tile-width=0 tile-height=64", 3,
-       {{"tile-width", 0}, {"tile-width-from", "property"}, {"tile-height", 64},
+      {big,
+       "",
+       1,
+       {{"tile-width", 200},
+        {"tile-width-from", "sidecar"},
+        {"tile-height", 100},
+        {"tile-height-from", "sidecar"},
+        {"tile-overlap", 0.2},
+        {"tile-overlap-from", "default"}}},
+      {big,
+       "tile-width=0 tile-height=64",
+       3,
+       {{"tile-width", 0},
+        {"tile-width-from", "property"},
+        {"tile-height", 64},
         {"tile-height-from", "property"}}},
-      {dense, "", 17, {{"tile-width", 0}, {"tile-width-from", "default"}, {"tile-overlap", 0.9},
-                       {"tile-overlap-from", "sidecar"}}},
+      {dense,
+       "",
+       17,
+       {{"tile-width", 0},
+        {"tile-width-from", "default"},
+        {"tile-overlap", 0.9},
+        {"tile-overlap-from", "sidecar"}}},
       {dense, "tile-overlap=0.25", 3, {{"tile-overlap", 0.25}, {"tile-overlap-from", "property"}}},
       {dense, "tile-overlap=0.2", 3, {{"tile-overlap", 0.2}, {"tile-overlap-from", "property"}}},
   };

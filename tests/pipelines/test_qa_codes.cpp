@@ -37,8 +37,8 @@ const json& truth_part_of(const json& truth, const json& d) {
 }
 
 Result run_codes(const char* flag) {
-  return run({qa_app(), "--clip", qa_clip(), "--model", qa_model(), "--classifier",
-              qa_classifier(), "--truth", qa_truth_path(), "--quiet", flag});
+  return run({qa_app(), "--clip", qa_clip(), "--model", qa_model(), "--classifier", qa_classifier(),
+              "--truth", qa_truth_path(), "--quiet", flag});
 }
 
 }  // namespace

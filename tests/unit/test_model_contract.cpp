@@ -1,7 +1,7 @@
 // The preprocessing contract in a sidecar (object_padding, resize,
-// pad_value, object_classes, tile_width/tile_height/tile_overlap): parsed and checked with errors naming the file
-// and the key, resolved against the element's properties with each value's
-// source, and center_crop's cut in the preprocessing.
+// pad_value, object_classes, tile_width/tile_height/tile_overlap): parsed and checked with errors
+// naming the file and the key, resolved against the element's properties with each value's source,
+// and center_crop's cut in the preprocessing.
 #include <gtest/gtest.h>
 
 #include <opencv2/core.hpp>
@@ -99,8 +99,8 @@ TEST(ModelContract, BadValuesAreRefusedNamingTheFileAndTheKey) {
     expect_refused(std::string(R"({"tile_overlap": )") + v + "}", "tile_overlap",
                    "between 0 and 0.9");
   // Near misses of the new keys stay unknown (typos).
-  for (const char* k : {"object-padding", "objectPadding", "object_class", "padding",
-                        "resize_mode", "tile-width", "tile_size", "tileOverlap", "tile_w"})
+  for (const char* k : {"object-padding", "objectPadding", "object_class", "padding", "resize_mode",
+                        "tile-width", "tile_size", "tileOverlap", "tile_w"})
     expect_refused(std::string("{\"") + k + "\": 0}", k, "unknown field");
 }
 
@@ -137,7 +137,7 @@ TEST(ModelContract, PropertyBeatsSidecarBeatsDefaultAndSaysSo) {
   props.keep_aspect_ratio = false;
   props.pad_value = 7;
   props.object_classes = std::vector<std::string>{};  // object-class="": every region
-  props.tile_width = 0;  // set to its default: still the property's
+  props.tile_width = 0;                               // set to its default: still the property's
   props.tile_height = 320;
   props.tile_overlap = 0.2;
   r = resolve_contract(sidecar, props);
