@@ -9,11 +9,13 @@
 // PASSIVE (shared) — src/engine/wait_policy.h — then load the runtime.
 #include <gmodule.h>
 #include <gst/gst.h>
+#include <malloc.h>
 #include <sched.h>
 
 #include <string>
 #include <vector>
 
+#include "engine/malloc_tuning.h"
 #include "engine/wait_policy.h"
 
 #ifndef PACKAGE
@@ -69,6 +71,11 @@ static gboolean plugin_init(GstPlugin* plugin) {
   const torchinfer::WaitPolicyChoice wait = torchinfer::choose_wait_policy(
       policy, spin, policy || spin ? std::nullopt : sample_core_load());
   if (!wait.variable.empty()) g_setenv(wait.variable.c_str(), wait.value.c_str(), FALSE);
+  // Freed frames and activations kept for the next frame (malloc_tuning.h).
+  torchinfer::MallocChoice heap = torchinfer::choose_malloc_tuning(g_getenv);
+  if (heap.apply && !(mallopt(M_MMAP_THRESHOLD, torchinfer::kMallocMmapThreshold) &&
+                      mallopt(M_TRIM_THRESHOLD, torchinfer::kMallocTrimThreshold)))
+    heap.reason = "glibc's own (mallopt refused the thresholds)";
   gchar* path = runtime_path(plugin);
   {
     // The elements live in the runtime, not in this file: without this, a
@@ -97,8 +104,9 @@ static gboolean plugin_init(GstPlugin* plugin) {
     g_free(path);
     return FALSE;
   }
-  GST_INFO("runtime %s; OpenMP wait policy: %s (OMP_WAIT_POLICY=%s, GOMP_SPINCOUNT=%s)", path,
-           wait.reason.c_str(), g_getenv("OMP_WAIT_POLICY"), g_getenv("GOMP_SPINCOUNT"));
+  GST_INFO("runtime %s; OpenMP wait policy: %s (OMP_WAIT_POLICY=%s, GOMP_SPINCOUNT=%s); malloc: %s",
+           path, wait.reason.c_str(), g_getenv("OMP_WAIT_POLICY"), g_getenv("GOMP_SPINCOUNT"),
+           heap.reason.c_str());
   g_free(path);
   return register_elements(plugin);
 }

@@ -4,8 +4,10 @@
 #include <gst/gst.h>
 #include <gst/video/video.h>
 #include <gtest/gtest.h>
+#include <malloc.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 
@@ -313,6 +315,26 @@ TEST(TorchInfer, EveryPropertyHasABlurb) {
   EXPECT_GE(ours, 20);
   g_free(specs);
   gst_object_unref(e);
+}
+
+// The loader keeps freed frames and activations in the process
+// (src/engine/malloc_tuning.h): a 6 MB block comes from the heap, not a
+// mapping of its own, and stays there once freed. glibc's defaults (128 KiB
+// thresholds, raised only after a large mapped block is freed) would map
+// it and give it back.
+TEST(TorchInferLoader, FreedFramesStayInTheProcess) {
+  GstElement* e = gst_element_factory_make("torchinfer", nullptr);  // loads the plugin
+  ASSERT_NE(e, nullptr);
+  gst_object_unref(e);
+  ASSERT_EQ(g_getenv("GLIBC_TUNABLES"), nullptr) << "the test needs glibc's defaults";
+  constexpr std::size_t kBlock = 6u << 20;
+  const std::size_t mapped = mallinfo2().hblks;
+  void* p = std::malloc(kBlock);
+  ASSERT_NE(p, nullptr);
+  std::memset(p, 1, kBlock);
+  EXPECT_EQ(mallinfo2().hblks, mapped);
+  std::free(p);
+  EXPECT_GE(mallinfo2().fordblks, kBlock);
 }
 
 // ---- negative -------------------------------------------------------------
