@@ -172,6 +172,31 @@ const std::vector<TensorView>& BatchOutput::tensors() const {
 double BatchOutput::inference_ms() const {
   return impl_->inference_ms;
 }
+int BatchOutput::batch() const {
+  return impl_->batch;
+}
+
+std::shared_ptr<const BatchOutput> BatchOutput::frame_copy(int k) const {
+  if (k < 0 || k >= impl_->batch)
+    throw Error(ErrorKind::kInvalidArgument, "frame index out of range");
+  auto impl = std::make_unique<Impl>();
+  impl->batch = 1;
+  impl->inference_ms = impl_->inference_ms;
+  impl->finite.assign(1, impl_->finite[static_cast<std::size_t>(k)]);
+  for (std::size_t i = 0; i < impl_->owned.size(); ++i) {
+    const at::Tensor& t = impl_->owned[i];
+    // A batch of one may have an output without a batch dimension.
+    at::Tensor c = impl_->batch > 1 ? t.narrow(0, k, 1).clone() : t.clone();
+    TensorView v = impl_->views[i];
+    v.dims.assign(c.sizes().begin(), c.sizes().end());
+    v.data = c.data_ptr();
+    v.bytes = static_cast<std::size_t>(c.numel()) * c.element_size();
+    impl->views.push_back(std::move(v));
+    impl->owned.push_back(std::move(c));
+  }
+  return std::make_shared<BatchOutput>(std::move(impl));
+}
+
 bool BatchOutput::frame_finite(int k) const {
   if (k < 0 || k >= impl_->batch)
     throw Error(ErrorKind::kInvalidArgument, "frame index out of range");

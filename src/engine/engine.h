@@ -123,6 +123,12 @@ class BatchOutput {
   // (integer outputs are always finite); such a result means nothing.
   bool frame_finite(int k) const;
   double inference_ms() const;
+  int batch() const;
+  // Frame k's outputs copied into a batch of one: a result kept for later
+  // frames (a tile, a tracked object) then keeps only its own frame's
+  // tensors, not the whole batch's. Throws Error(kInvalidArgument) for k
+  // out of range.
+  std::shared_ptr<const BatchOutput> frame_copy(int k) const;
 
  private:
   std::unique_ptr<Impl> impl_;

@@ -95,6 +95,13 @@ struct FrameRecord : FrameInference {
            !band_peak.compare_exchange_weak(seen, s.peak, std::memory_order_relaxed)) {
     }
   }
+  // Once the frame has left: its outputs live on in the frame's metas
+  // (which hold them themselves), so the record need not. A pooled record
+  // would otherwise keep a frame's outputs until it is reused -- dozens of
+  // frames, and a 12 MP frame's tiles are 100+ MB each.
+  void release_outputs() {
+    for (SlotResult& s : slots) s.result.output.reset();
+  }
   // Keeps the vectors' capacity: a reused record allocates nothing.
   void clear() {
     frame_width = frame_height = 0;

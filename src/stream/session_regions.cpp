@@ -3,9 +3,21 @@
 // object's latest result and the regions' statistics (output thread).
 #include <algorithm>
 
+#include "engine/engine.h"
 #include "stream/stream_session.h"
 
 namespace torchinfer {
+// With its own frame's outputs only, so that a kept result from a batch of
+// many regions (tiles, objects) does not keep the whole batch's outputs.
+StreamSession::CachedResult StreamSession::cached(const SlotResult& slot, std::uint64_t pts) {
+  CachedResult c{slot, pts};
+  const FrameResult& r = slot.result;
+  if (r.output && r.output->batch() > 1) {
+    c.slot.result.output = r.output->frame_copy(r.index);
+    c.slot.result.index = 0;
+  }
+  return c;
+}
 
 void StreamSession::plan_regions(FrameInference& rec, bool infer, InStream& stream,
                                  std::uint64_t frame_no,
@@ -49,8 +61,7 @@ void StreamSession::resolve_regions(FrameInference& rec, OutStream& stream) {
   for (RegionResult& r : rec.regions) {
     if (r.fate == RegionFate::kInferred && r.slot >= 0 && rec.slots[r.slot].delivered) {
       r.result_pts = rec.pts;
-      if (r.object_id)
-        stream.results.put(*r.object_id, frame, CachedResult{rec.slots[r.slot], rec.pts});
+      if (r.object_id) stream.results.put(*r.object_id, frame, cached(rec.slots[r.slot], rec.pts));
       continue;
     }
     if (!r.object_id) continue;

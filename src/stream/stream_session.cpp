@@ -254,6 +254,7 @@ bool StreamSession::drain() {
 
 std::optional<StreamOutput> StreamSession::pop() {
   ThreadOwner::Scope owner(out_owner_);
+  let_leave();
   std::optional<Item> item = queue_->pop();
   if (!item) return std::nullopt;
   StreamOutput out;
@@ -265,6 +266,7 @@ std::optional<StreamOutput> StreamSession::pop() {
   if (rec->epoch != out_epoch_) {
     // The first frame after a resume(): a seek starts afresh.
     out_streams_.for_each([](OutStream& s) {
+      if (s.last) s.last->release_outputs();
       s.last.reset();
       s.results.clear();
     });
@@ -277,12 +279,15 @@ std::optional<StreamOutput> StreamSession::pop() {
   if (rec->region_mode) {
     out.inferred = rec->ok();
     resolve_regions(*rec, stream);
-    out.results = std::move(rec);
+    out.results = rec;
+    leaving_ = std::move(rec);
     return out;
   }
   if (rec->ok()) {
     out.inferred = true;
     out.results = rec;
+    // The frames that carried the previous result have all left.
+    if (stream.last) stream.last->release_outputs();
     stream.last = std::move(rec);
   } else if (stream.last && stream.last->frame_width == rec->frame_width &&
              stream.last->frame_height == rec->frame_height) {
@@ -293,6 +298,11 @@ std::optional<StreamOutput> StreamSession::pop() {
 
 std::optional<StatsSnapshot> StreamSession::finish(const StreamOutput& out, bool valid) {
   ThreadOwner::Scope owner(out_owner_);
+  // After the counting below (and outside the stats lock).
+  struct Leave {
+    StreamSession* session;
+    ~Leave() { session->let_leave(); }
+  } leave{this};
   if (out.is_event) return std::nullopt;  // frames are counted, events are not
   const auto now = Clock::now();
   std::lock_guard<std::mutex> lock(stats_mu_);
@@ -322,6 +332,13 @@ std::optional<StatsSnapshot> StreamSession::finish(const StreamOutput& out, bool
 void StreamSession::discard(const StreamOutput& out) {
   ThreadOwner::Scope owner(out_owner_);
   if (!out.is_event) count_dropped(1);
+  let_leave();
+}
+
+void StreamSession::let_leave() {
+  if (!leaving_) return;
+  leaving_->release_outputs();
+  leaving_.reset();
 }
 
 void StreamSession::set_flushing() {

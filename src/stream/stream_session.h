@@ -211,6 +211,8 @@ class StreamSession {
     SlotResult slot;
     std::uint64_t pts = kNoTimestamp;
   };
+  // A region's result as the stream keeps it for later frames.
+  static CachedResult cached(const SlotResult& slot, std::uint64_t pts);
   // The streaming half's state of one stream.
   struct InStream {
     std::string id;
@@ -223,7 +225,7 @@ class StreamSession {
   };
   // The output half's state of one stream.
   struct OutStream {
-    std::shared_ptr<const FrameInference> last;  // latest full-frame result
+    std::shared_ptr<FrameRecord> last;  // latest full-frame result
     ObjectMemory<CachedResult> results{300, kMaxRememberedObjects};
     std::uint64_t frames = 0;  // region-mode frames out (the memory's clock)
   };
@@ -250,6 +252,10 @@ class StreamSession {
   bool judge_tiles(InStream& stream, FramePixels* pixels,
                    const std::vector<RegionOfInterest>& tiles);
   OutStream& out_stream(std::uint64_t stream);
+  // The region-mode frame popped last, whose outputs go once it is
+  // finished or discarded (FrameRecord::release_outputs).
+  std::shared_ptr<FrameRecord> leaving_;
+  void let_leave();
   // Counts a frame that will never leave; the stats lock is not held.
   void count_dropped(std::uint64_t n);
   std::size_t frames_among(const std::vector<Item>& items) const;
