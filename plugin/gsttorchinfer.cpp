@@ -142,6 +142,7 @@ static SessionOptions session_options(const Settings& s, const LoadedModel& mode
   so.stats_interval = std::chrono::milliseconds(s.stats_interval_ms);
   so.preprocess_for = [s](const ModelConfig& config) { return preprocess_options(s, config); };
   so.region_mode = s.inference_region != REGION_FULL_FRAME;
+  so.tiles = s.inference_region == REGION_TILES;
   // Tiles are regions without a label, an id or padding (the roi-list options do not apply).
   if (s.inference_region == REGION_ROI_LIST) {
     so.regions.classes = contract.object_classes.value;

@@ -30,8 +30,8 @@
 #include "decode/classification.h"
 #include "decode/containment.h"
 #include "decode/detection.h"
-#include "decode/yolov8_seg.h"
 #include "decode/yolov8_obb.h"
+#include "decode/yolov8_seg.h"
 #include "element-errors.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "mask-param.h"
@@ -81,6 +81,7 @@ struct State {
   Settings active;                  // copied at start
   std::vector<std::string> labels;  // from the labels property
   std::optional<Resolved> resolved;
+  nms::TileDecodeCache tile_cache;  // inference-region=tiles: tiles carried over
   bool warned_no_meta = false;
   bool warned_dropped_masks = false;  // yolov8-seg masks past the frame's run budget
   bool warned_invalid = false;        // yolov8-obb anchors dropped (counted in status.invalid)
@@ -148,6 +149,7 @@ static gboolean gst_torchnms_start(GstBaseTransform* trans) {
     st.last_stats_post = Clock::now();
   }
   st.resolved.reset();
+  st.tile_cache = {};
   st.labels.clear();
   st.warned_no_meta = false;
   st.warned_dropped_masks = false;
@@ -395,7 +397,8 @@ static void detect(GstTorchNms* self, GstBuffer* buf, const GstTorchTensorMeta* 
 static void detect_tiles(GstTorchNms* self, GstBuffer* buf,
                          const std::vector<const GstTorchTensorMeta*>& tiles, const Resolved& r,
                          Clock::time_point t0) {
-  std::vector<Detection> dets = decode_tiles(*r.decoder, tiles, r.options);
+  std::vector<Detection> dets =
+      decode_tiles(*r.decoder, tiles, r.options, &self->state->tile_cache);
   const std::size_t contained = suppress_contained(dets, self->state->active.suppress_contained);
   for (const Detection& d : dets)
     gst_buffer_add_torch_detection(buf, d.label.c_str(), d.label_id, d.confidence, d.x_min, d.y_min,
@@ -434,6 +437,7 @@ static GstFlowReturn gst_torchnms_transform_ip(GstBaseTransform* trans, GstBuffe
     const std::vector<TensorView> views = gst::tensor_views(meta);
     if (!st.resolved || st.resolved->model != model) {
       st.resolved = resolve(self, model);
+      st.tile_cache = {};  // decoded with the old model's settings
       if (!st.resolved->decoder)
         return fail_decode(
             self,

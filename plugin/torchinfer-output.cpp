@@ -76,7 +76,9 @@ static bool attach(GstTorchInfer* self, OutputState& state, GstBuffer* buf,
   try {
     std::size_t not_classified = 0;
     if (st->run.inference_region == REGION_TILES) {
-      attach_tile_results(buf, *out.results, st->run.model_instance_id);
+      attach_tile_results(buf, *out.results,
+                          out.inferred ? std::nullopt : std::optional<SkipReason>(out.skip),
+                          st->run.model_instance_id);
       return true;
     }
     const bool scores =

@@ -26,7 +26,20 @@ void tile_regions(const Settings& run, const ModelConfig& model, int frame_width
   *key = want;
 }
 
+// Why a tile carries a result it was not inferred on: the gate judged it
+// still, else the frame's reason (not due, or all still), else its batch
+// slot was dropped (busy).
+static GstTorchSkipReason tile_skip(const RegionResult& region, std::optional<SkipReason> frame) {
+  SkipReason why = SkipReason::kBusy;
+  if (region.still)
+    why = SkipReason::kStill;
+  else if (frame)
+    why = *frame;
+  return static_cast<GstTorchSkipReason>(static_cast<int>(why) + 1);
+}
+
 void attach_tile_results(GstBuffer* buf, const FrameInference& rec,
+                         std::optional<SkipReason> frame_skip,
                          const std::string& model_instance_id) {
   for (std::size_t i = 0; i < rec.regions.size(); ++i) {
     const RegionResult& region = rec.regions[i];
@@ -36,6 +49,8 @@ void attach_tile_results(GstBuffer* buf, const FrameInference& rec,
     TensorMetaInfo info;
     info.valid = slot.result.output->frame_finite(slot.result.index);
     info.result_pts = region.result_pts;
+    info.inferred = !region.reused;
+    if (region.reused) info.skip = tile_skip(region, frame_skip);
     info.tile_index = static_cast<gint>(i);
     info.tile_count = static_cast<guint>(rec.regions.size());
     add_tensor_meta(buf, rec, slot, info, model_instance_id);

@@ -5,6 +5,7 @@
 
 #include <gst/gst.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,11 +32,15 @@ struct TileGridKey {
 void tile_regions(const Settings& run, const ModelConfig& model, int frame_width, int frame_height,
                   TileGridKey* key, std::vector<RegionOfInterest>* out);
 
-// One tensor meta per tile inferred on this frame (roi_id -1, tile_index,
-// tile_count = the frame's tiles). Tiles attach no classification: a
-// detector's tiles are decoded and merged by torchnms. Tiles whose batch
-// slot was dropped (busy) get no meta. Throws like add_tensor_meta.
+// One tensor meta per tile with a result (roi_id -1, tile_index,
+// tile_count = the frame's tiles): inferred on this frame, or carried from
+// the tile's latest inference (inferred FALSE, result_pts that frame's,
+// skip_reason still when the tile gate judged it still, else frame_skip,
+// else busy). Tiles attach no classification: a detector's tiles are
+// decoded and merged by torchnms. A tile with no result yet gets no meta.
+// Throws like add_tensor_meta.
 void attach_tile_results(GstBuffer* buf, const FrameInference& rec,
+                         std::optional<SkipReason> frame_skip,
                          const std::string& model_instance_id);
 
 }  // namespace torchinfer::gst

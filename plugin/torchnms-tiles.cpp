@@ -53,7 +53,7 @@ Box tile_box(const FrameMapping& m) {
 
 std::vector<Detection> decode_tiles(Decoder decoder,
                                     const std::vector<const GstTorchTensorMeta*>& tiles,
-                                    const DetectionOptions& options) {
+                                    const DetectionOptions& options, TileDecodeCache* cache) {
   std::vector<TileDetections> decoded;
   decoded.reserve(tiles.size());
   TileMergeOptions merge;
@@ -66,7 +66,20 @@ std::vector<Detection> decode_tiles(Decoder decoder,
     const FrameMapping m = mapping_of(t);
     merge.frame_width = m.frame_width;
     merge.frame_height = m.frame_height;
+    TileDecodeCache::Entry* e = nullptr;
+    if (cache && t->tile_index >= 0) {
+      const auto k = static_cast<std::size_t>(t->tile_index);
+      if (cache->tiles.size() <= k) cache->tiles.resize(k + 1);
+      e = &cache->tiles[k];
+    }
+    if (e && !t->inferred && e->set && e->result_pts == t->result_pts &&
+        e->tile_count == t->tile_count) {
+      ++cache->reused;
+      decoded.push_back(e->decoded);
+      continue;
+    }
     decoded.push_back({tile_box(m), decode_detections(decoder, tensor_views(t), options, m)});
+    if (e) *e = {true, t->result_pts, t->tile_count, decoded.back()};
   }
   return merge_tile_detections(decoded, merge);
 }

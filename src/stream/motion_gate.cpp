@@ -14,9 +14,6 @@ constexpr int ceil_div(int a, int b) {
   return (a + b - 1) / b;
 }
 
-// The frame row or column of sample i: the middle of its 8-pixel stretch,
-// clipped to the frame (the last stretch may be shorter); always even, so
-// that a Bayer mosaic is read at one colour site.
 inline int at(int i, int size) {
   return std::min(i * MotionGate::kStep + MotionGate::kStep / 2, size - 1) & ~1;
 }
@@ -60,62 +57,88 @@ void sample_row(const FrameView& f, int y, int cols, int gray16_shift, std::uint
 
 }  // namespace
 
+int luma_sample_at(int i, int size) {
+  return at(i, size);
+}
+
+bool sample_luma(const FrameView& f, int input_bits, std::vector<std::uint8_t>* out, int* cols,
+                 int* rows) {
+  *cols = *rows = 0;
+  if (f.width <= 0 || f.height <= 0 || !f.planes[0]) return false;
+  *cols = ceil_div(f.width, MotionGate::kStep);
+  *rows = ceil_div(f.height, MotionGate::kStep);
+  out->resize(static_cast<std::size_t>(*cols) * *rows);
+  const int shift = input_bits - 8;
+  for (int j = 0; j < *rows; ++j)
+    sample_row(f, at(j, f.height), *cols, shift, out->data() + static_cast<std::size_t>(j) * *cols);
+  return true;
+}
+
 MotionGate::MotionGate(const MotionGateOptions& options) : opts_(options) {
-  if (!(opts_.threshold >= 0 && opts_.threshold <= 255))
+  check_gate_options(opts_);
+}
+
+void check_gate_options(const MotionGateOptions& o) {
+  if (!(o.threshold >= 0 && o.threshold <= 255))
     throw Error(ErrorKind::kInvalidArgument,
                 "motion-threshold must be 0..255 (mean luma levels per cell)");
-  if (!(opts_.min_area >= 0 && opts_.min_area <= 1))
+  if (!(o.min_area >= 0 && o.min_area <= 1))
     throw Error(ErrorKind::kInvalidArgument, "motion-min-area must be a fraction 0..1");
-  if (opts_.hold < 0) throw Error(ErrorKind::kInvalidArgument, "motion-hold must be >= 0");
-  if (opts_.keyframe_interval < 1)
+  if (o.hold < 0) throw Error(ErrorKind::kInvalidArgument, "motion-hold must be >= 0");
+  if (o.keyframe_interval < 1)
     throw Error(ErrorKind::kInvalidArgument, "motion-keyframe-interval must be >= 1");
-  if (opts_.input_bits < 8 || opts_.input_bits > 16)
+  if (o.input_bits < 8 || o.input_bits > 16)
     throw Error(ErrorKind::kInvalidArgument, "input-bits must be 8..16");
 }
 
 bool MotionGate::sample(const FrameView& f) {
   cur_width_ = cur_height_ = 0;
-  if (f.width <= 0 || f.height <= 0 || !f.planes[0]) return false;
+  if (!sample_luma(f, opts_.input_bits, &current_, &cols_, &rows_)) return false;
   cur_width_ = f.width;
   cur_height_ = f.height;
-  cols_ = ceil_div(f.width, kStep);
-  rows_ = ceil_div(f.height, kStep);
   cells_x_ = ceil_div(cols_, kCell);
   cells_y_ = ceil_div(rows_, kCell);
-  current_.resize(static_cast<std::size_t>(cols_) * rows_);
-  const int shift = opts_.input_bits - 8;
-  for (int j = 0; j < rows_; ++j)
-    sample_row(f, at(j, f.height), cols_, shift,
-               current_.data() + static_cast<std::size_t>(j) * cols_);
   return true;
 }
 
-int MotionGate::count_changed() {
-  std::vector<int>& sums = sums_;
-  sums.assign(static_cast<std::size_t>(cells_x_) * cells_y_, 0);
-  for (int j = 0; j < rows_; ++j) {
-    const std::uint8_t* a = reference_.data() + static_cast<std::size_t>(j) * cols_;
-    const std::uint8_t* b = current_.data() + static_cast<std::size_t>(j) * cols_;
-    int* cell_row = sums.data() + static_cast<std::size_t>(j / kCell) * cells_x_;
-    for (int i = 0; i < cols_; ++i) cell_row[i / kCell] += std::abs(int(a[i]) - int(b[i]));
+int changed_cells(const std::uint8_t* reference, int reference_stride, const std::uint8_t* current,
+                  int current_stride, int cols, int rows, double threshold,
+                  std::vector<int>* sums) {
+  const int cells_x = ceil_div(cols, MotionGate::kCell),
+            cells_y = ceil_div(rows, MotionGate::kCell);
+  sums->assign(static_cast<std::size_t>(cells_x) * cells_y, 0);
+  for (int j = 0; j < rows; ++j) {
+    const std::uint8_t* a = reference + static_cast<std::ptrdiff_t>(j) * reference_stride;
+    const std::uint8_t* b = current + static_cast<std::ptrdiff_t>(j) * current_stride;
+    int* cell_row = sums->data() + static_cast<std::size_t>(j / MotionGate::kCell) * cells_x;
+    for (int i = 0; i < cols; ++i)
+      cell_row[i / MotionGate::kCell] += std::abs(int(a[i]) - int(b[i]));
   }
   int changed = 0;
-  for (int cy = 0; cy < cells_y_; ++cy)
-    for (int cx = 0; cx < cells_x_; ++cx) {
-      const int n = (std::min(cols_, (cx + 1) * kCell) - cx * kCell) *
-                    (std::min(rows_, (cy + 1) * kCell) - cy * kCell);
-      if (sums[static_cast<std::size_t>(cy) * cells_x_ + cx] >= opts_.threshold * n) ++changed;
+  for (int cy = 0; cy < cells_y; ++cy)
+    for (int cx = 0; cx < cells_x; ++cx) {
+      const int k = MotionGate::kCell;
+      const int n =
+          (std::min(cols, (cx + 1) * k) - cx * k) * (std::min(rows, (cy + 1) * k) - cy * k);
+      if ((*sums)[static_cast<std::size_t>(cy) * cells_x + cx] >= threshold * n) ++changed;
     }
   return changed;
+}
+
+int cells_needed(double min_area, int cells) {
+  return std::max(1, static_cast<int>(std::ceil(min_area * cells - 1e-9)));
+}
+
+int MotionGate::count_changed() {
+  return torchinfer::changed_cells(reference_.data(), cols_, current_.data(), cols_, cols_, rows_,
+                                   opts_.threshold, &sums_);
 }
 
 GateDecision MotionGate::decide(const FrameView& frame) {
   changed_ = 0;
   if (!sample(frame) || cur_width_ != width_ || cur_height_ != height_) return GateDecision::kFirst;
   changed_ = count_changed();
-  const int needed =
-      std::max(1, static_cast<int>(std::ceil(opts_.min_area * cells_x_ * cells_y_ - 1e-9)));
-  if (changed_ >= needed) {
+  if (changed_ >= cells_needed(opts_.min_area, cells_x_ * cells_y_)) {
     hold_left_ = opts_.hold;
     return GateDecision::kMotion;
   }

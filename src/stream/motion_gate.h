@@ -58,6 +58,31 @@ enum class GateDecision {
   kStill,     // not inferred
 };
 
+// The frame row or column of luma sample i: the middle of its kStep-pixel
+// stretch, clipped to the frame (the last stretch may be shorter); always
+// even, so that a Bayer mosaic is read at one colour site.
+int luma_sample_at(int i, int size);
+
+// The frame's luma samples (every 8th pixel of every 8th row, as the gate
+// reads them; see above) into `out`, row by row: *cols per row, *rows rows.
+// GRAY16_LE keeps the top 8 of input_bits. False, with *cols = *rows = 0,
+// for a frame without pixels.
+bool sample_luma(const FrameView& frame, int input_bits, std::vector<std::uint8_t>* out, int* cols,
+                 int* rows);
+
+// Of the cols x rows samples at `current` (rows current_stride apart), the
+// cells of kCell x kCell samples (the last ones may be smaller) whose mean
+// absolute difference to the same samples at `reference` reaches
+// `threshold`. `sums` is scratch (kept so that a frame allocates nothing).
+int changed_cells(const std::uint8_t* reference, int reference_stride, const std::uint8_t* current,
+                  int current_stride, int cols, int rows, double threshold, std::vector<int>* sums);
+
+// Changed cells that make motion: min_area of `cells`, at least one.
+int cells_needed(double min_area, int cells);
+
+// Throws Error(kInvalidArgument), naming the property, for options out of range.
+void check_gate_options(const MotionGateOptions& options);
+
 class MotionGate {
  public:
   static constexpr int kStep = 8;  // sample every kStep-th pixel and row
@@ -86,7 +111,7 @@ class MotionGate {
 
   MotionGateOptions opts_;
   std::vector<std::uint8_t> reference_, current_;
-  std::vector<int> sums_;  // per cell; kept so that a frame allocates nothing
+  std::vector<int> sums_;       // per cell; kept so that a frame allocates nothing
   int width_ = 0, height_ = 0;  // of the reference (0: none)
   int cur_width_ = 0, cur_height_ = 0;
   int cols_ = 0, rows_ = 0;  // samples per row, sample rows

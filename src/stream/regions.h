@@ -64,6 +64,9 @@ struct RegionResult {
   // result (reused = true).
   int slot = -1;
   bool reused = false;
+  // inference-region=tiles with inference-gate=motion: the tile gate
+  // judged this tile still (it carries its latest result).
+  bool still = false;
   std::uint64_t result_pts = ~std::uint64_t{0};  // PTS of the frame the result was computed on
 };
 

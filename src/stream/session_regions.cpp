@@ -14,9 +14,18 @@ void StreamSession::plan_regions(FrameInference& rec, bool infer, InStream& stre
   if (!regions) return;
   const int every = std::max(1, opts_.regions.reclassify_interval);
   rec.regions.reserve(regions->size());
-  for (const RegionOfInterest& roi : *regions) {
+  const std::vector<GateDecision>* gate =
+      stream.tiles_judged ? &stream.tile_gate.decisions() : nullptr;
+  for (std::size_t i = 0; i < regions->size(); ++i) {
+    const RegionOfInterest& roi = (*regions)[i];
     RegionResult r = plan_region(roi, opts_.regions, rec.frame_width, rec.frame_height);
-    if (r.fate == RegionFate::kInferred) {
+    if (opts_.tiles) {
+      // A tile is remembered by its index (roi_id); reclassify-interval is
+      // for tracked objects, not tiles.
+      r.object_id = roi.roi_id;
+      r.still = gate && i < gate->size() && (*gate)[i] == GateDecision::kStill;
+      if (r.fate == RegionFate::kInferred && (!infer || r.still)) r.fate = RegionFate::kReuse;
+    } else if (r.fate == RegionFate::kInferred) {
       if (!infer) {
         r.fate = r.object_id ? RegionFate::kReuse : RegionFate::kNotInferred;
       } else if (r.object_id) {

@@ -97,6 +97,7 @@ StreamSession::InStream& StreamSession::in_stream() {
     InStream s;
     s.submitted = ObjectMemory<std::uint64_t>(forget, kMaxRememberedObjects);
     if (gate) s.gate = MotionGate(*gate);
+    if (gate) s.tile_gate = TileGate(*gate);
     return s;
   });
 }
@@ -109,6 +110,23 @@ GateDecision StreamSession::judge_motion(InStream& stream, FramePixels* pixels) 
   // word from this thread once it is queued.
   pixels->unmap();
   return d;
+}
+
+bool StreamSession::gate_frame(InStream& stream, FramePixels* pixels,
+                               const std::vector<RegionOfInterest>* regions) {
+  if (opts_.tiles && regions) return judge_tiles(stream, pixels, *regions);
+  return judge_motion(stream, pixels) != GateDecision::kStill;
+}
+
+bool StreamSession::judge_tiles(InStream& stream, FramePixels* pixels,
+                                const std::vector<RegionOfInterest>& tiles) {
+  FrameView view;
+  const bool mapped = pixels && pixels->map(&view);
+  // Unreadable: every tile kFirst (the fill path reports it).
+  const std::vector<GateDecision>& d = stream.tile_gate.decide(mapped ? view : FrameView{}, tiles);
+  if (mapped) pixels->unmap();
+  stream.tiles_judged = true;
+  return std::any_of(d.begin(), d.end(), [](GateDecision g) { return g != GateDecision::kStill; });
 }
 
 StreamSession::OutStream& StreamSession::out_stream(std::uint64_t stream) {
@@ -172,6 +190,7 @@ SubmitResult StreamSession::submit_frame(OwnedRef frame, int width, int height, 
     in_streams_.for_each([](InStream& s) {
       s.submitted.clear();
       s.gate.reset();
+      s.tile_gate.reset();
     });
     in_epoch_ = epoch;
   }
@@ -179,7 +198,8 @@ SubmitResult StreamSession::submit_frame(OwnedRef frame, int width, int height, 
   const std::uint64_t frame_no = stream.frames++;
   bool infer = frame_no % opts_.inference_interval == 0;
   const bool gated = infer && opts_.gate.enabled;
-  if (gated) infer = judge_motion(stream, pixels.get()) != GateDecision::kStill;
+  stream.tiles_judged = false;
+  if (gated) infer = gate_frame(stream, pixels.get(), regions);
   const bool skip_when_busy = skip_when_busy_;
 
   Item item;
@@ -205,7 +225,12 @@ SubmitResult StreamSession::submit_frame(OwnedRef frame, int width, int height, 
   SubmitResult r = fill(rec, stream, frame_no, std::move(pixels), skip_when_busy);
   // Only a frame that went to the model is what later frames are compared
   // with: one skipped as busy leaves the reference as it was.
-  if (gated && r.status == SubmitStatus::kQueued) stream.gate.commit();
+  if (gated && r.status == SubmitStatus::kQueued) {
+    if (stream.tiles_judged)
+      stream.tile_gate.commit();
+    else
+      stream.gate.commit();
+  }
   return r;
 }
 

@@ -48,6 +48,7 @@
 #include "stream/per_stream.h"
 #include "stream/queued_frame.h"
 #include "stream/regions.h"
+#include "stream/tile_gate.h"
 
 namespace torchinfer {
 
@@ -62,6 +63,11 @@ struct SessionOptions {
   // the whole frame (the preprocessing's own crop is not used).
   bool region_mode = false;
   RegionOptions regions;
+  // inference-region=tiles (region_mode too): the regions are the frame's
+  // tiles, the same on every frame of a size. A tile not inferred on a
+  // frame carries its latest result (RegionFate::kReuse), and the motion
+  // gate judges each tile on its own (stream/tile_gate.h).
+  bool tiles = false;
   // Preprocessing runs on the model's inference threads just before each
   // batch's forward() (Batcher SlotPrepare) instead of on the streaming
   // thread: for when those threads take every core, where a streaming
@@ -211,7 +217,9 @@ class StreamSession {
     std::uint64_t frames = 0;  // submitted since start (inference-interval)
     // Frame number at which each tracked object was last sent to the model.
     ObjectMemory<std::uint64_t> submitted{300, kMaxRememberedObjects};
-    MotionGate gate;  // inference-gate=motion
+    MotionGate gate;            // inference-gate=motion
+    TileGate tile_gate;         // the same, per tile (Options::tiles)
+    bool tiles_judged = false;  // this frame's tiles have tile_gate decisions
   };
   // The output half's state of one stream.
   struct OutStream {
@@ -233,6 +241,14 @@ class StreamSession {
   // inference-gate=motion: reads the frame's luma and judges it (a frame
   // that cannot be mapped is inferred: the fill path reports it).
   GateDecision judge_motion(InStream& stream, FramePixels* pixels);
+  // inference-gate=motion on a frame due: whether it goes to the model
+  // (judge_motion, or judge_tiles for tiles).
+  bool gate_frame(InStream& stream, FramePixels* pixels,
+                  const std::vector<RegionOfInterest>* regions);
+  // The same per tile (Options::tiles): true if any tile is due; the
+  // decisions stay in stream.tile_gate for plan_regions.
+  bool judge_tiles(InStream& stream, FramePixels* pixels,
+                   const std::vector<RegionOfInterest>& tiles);
   OutStream& out_stream(std::uint64_t stream);
   // Counts a frame that will never leave; the stats lock is not held.
   void count_dropped(std::uint64_t n);

@@ -202,6 +202,10 @@ def probe(args, model, n, batch, decode_only=False):
         raise RuntimeError(f"{len(stats)} of {n} cameras posted stats: {model}")
     med = lambda d, k: sorted(s[k] for s in d.values())[len(d) // 2] if d else 0.0  # noqa: E731
     inferred = [s["frames-inferred"] for s in stats.values()]
+    # Frames that never reached torchinfer (lost on the network or by the
+    # decoder) against frames torchinfer skipped: different causes.
+    r["lost_before"] = args.frames - min(s["frames-in"] for s in stats.values())
+    r["skipped_busy"] = sum(s.get("frames-skipped-busy", 0) for s in stats.values())
     r.update({"min_inferred_frac": min(inferred) / args.frames,
               "inferred": sum(inferred), "frames_in": sum(s["frames-in"] for s in stats.values()),
               "p99_ms": max(s["total-ms-p99"] for s in stats.values()),
@@ -215,7 +219,9 @@ def probe(args, model, n, batch, decode_only=False):
     r["pass"] = (r["min_inferred_frac"] >= args.min_inferred and
                  (args.max_p99 <= 0 or r["p99_ms"] <= args.max_p99))
     log(f"rtsp_density: {os.path.basename(model)} b{batch} n={n}: worst stream inferred "
-        f"{100 * r['min_inferred_frac']:.1f}% p99 {r['p99_ms']:.0f} ms fill {r['fill']:.2f} "
+        f"{100 * r['min_inferred_frac']:.1f}% (worst stream: {r['lost_before']:.0f} frames never "
+        f"reached torchinfer; all streams: {r['skipped_busy']:.0f} skipped busy) "
+        f"p99 {r['p99_ms']:.0f} ms fill {r['fill']:.2f} "
         f"cores used {cores:.2f} (+ server {server_cores:.2f}) "
         f"{r['cpu_ms_per_frame']:.1f} core-ms/frame -> {'pass' if r['pass'] else 'fail'} "
         f"(load {r['load']:.1f})")

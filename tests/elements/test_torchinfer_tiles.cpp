@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstring>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,32 @@ std::vector<std::pair<int, int>> tiles_of(GstBuffer* buf) {
     const auto* t = reinterpret_cast<GstTorchTensorMeta*>(m);
     EXPECT_EQ(t->roi_id, -1);
     out.push_back({t->tile_index, static_cast<int>(t->tile_count)});
+  }
+  return out;
+}
+
+// What each tile's tensor meta says of its result, in the buffer's order.
+struct TileResult {
+  int index;
+  bool inferred;
+  int skip;                 // GstTorchSkipReason
+  GstClockTime result_pts;  // the frame it was computed on
+  bool operator==(const TileResult& o) const {
+    return index == o.index && inferred == o.inferred && skip == o.skip &&
+           result_pts == o.result_pts;
+  }
+};
+std::ostream& operator<<(std::ostream& os, const TileResult& t) {
+  return os << "{" << t.index << " " << t.inferred << " " << t.skip << " " << t.result_pts << "}";
+}
+
+std::vector<TileResult> tile_results(GstBuffer* buf) {
+  std::vector<TileResult> out;
+  gpointer iter = nullptr;
+  while (GstMeta* m =
+             gst_buffer_iterate_meta_filtered(buf, &iter, GST_TORCH_TENSOR_META_API_TYPE)) {
+    const auto* t = reinterpret_cast<GstTorchTensorMeta*>(m);
+    out.push_back({t->tile_index, t->inferred != FALSE, t->skip_reason, t->result_pts});
   }
   return out;
 }
@@ -167,6 +194,65 @@ TEST(TorchInferTiles, TileSizeFromThePropertiesAndOneTileWhenLarger) {
   EXPECT_EQ(boxes_of(out), (std::vector<std::array<double, 4>>{{40, 20, 70, 40}}));
   gst_buffer_unref(out);
   EXPECT_EQ(stat_of(h, "regions-inferred"), 1u);
+  gst_harness_teardown(h);
+}
+
+// inference-gate=motion with tiles: each tile is judged on its own; the
+// tiles that did not move carry their latest result, so torchnms still
+// gives every box, and only the moved tile is inferred again.
+TEST(TorchInferTiles, MotionGateInfersOnlyTheTilesThatMovedAndCarriesTheRest) {
+  const std::string caps = caps_of("RGB", 160, 64);
+  const GstVideoInfo info = info_of(caps);
+  GstHarness* h = tiles_harness(
+      "tile-overlap=0.25 batch-size=3 inference-gate=motion motion-hold=0 motion-threshold=2 "
+      "motion-keyframe-interval=100",
+      caps);
+  const GstClockTime t[] = {0, GST_SECOND / 30, 2 * GST_SECOND / 30};
+  // The spot of tile 2 alone moves on the third frame: tiles 0 and 1 still.
+  const std::vector<Rect> moved{kSpots[0], {130, 30, 10, 10}};
+  const std::vector<std::vector<Rect>> frames{kSpots, kSpots, moved};
+  for (int i = 0; i < 3; ++i)
+    ASSERT_EQ(gst_harness_push(h, frame_with(info, frames[i], t[i])), GST_FLOW_OK);
+  const int still = GST_TORCH_SKIP_STILL, none = GST_TORCH_SKIP_NONE;
+  const std::vector<std::vector<TileResult>> want{
+      {{0, true, none, t[0]}, {1, true, none, t[0]}, {2, true, none, t[0]}},
+      {{0, false, still, t[0]}, {1, false, still, t[0]}, {2, false, still, t[0]}},
+      {{0, false, still, t[0]}, {1, false, still, t[0]}, {2, true, none, t[2]}}};
+  const std::vector<std::vector<std::array<double, 4>>> boxes{
+      kBoxes, kBoxes, {{40, 20, 70, 40}, {130, 30, 140, 40}}};
+  for (int i = 0; i < 3; ++i) {
+    SCOPED_TRACE(i);
+    GstBuffer* out = gst_harness_pull(h);
+    ASSERT_NE(out, nullptr);
+    EXPECT_EQ(GST_BUFFER_PTS(out), t[i]);
+    EXPECT_EQ(tile_results(out), want[i]);
+    EXPECT_EQ(boxes_of(out), boxes[i]);
+    gst_buffer_unref(out);
+  }
+  EXPECT_EQ(stat_of(h, "frames-out"), 3u);
+  EXPECT_EQ(stat_of(h, "frames-skipped-still"), 1u);
+  EXPECT_EQ(stat_of(h, "regions-inferred"), 4u);
+  EXPECT_EQ(stat_of(h, "regions-reused"), 5u);
+  gst_harness_teardown(h);
+}
+
+TEST(TorchInferTiles, AFrameNotDueCarriesEveryTilesLatestResult) {
+  const std::string caps = caps_of("GRAY8", 160, 64);
+  const GstVideoInfo info = info_of(caps);
+  GstHarness* h = tiles_harness("tile-overlap=0.25 batch-size=3 inference-interval=2", caps);
+  ASSERT_EQ(gst_harness_push(h, frame_with(info, kSpots, 0)), GST_FLOW_OK);
+  // Not due: its own spots are not looked at, the first frame's boxes stay.
+  ASSERT_EQ(gst_harness_push(h, frame_with(info, {}, 10)), GST_FLOW_OK);
+  gst_buffer_unref(gst_harness_pull(h));
+  GstBuffer* out = gst_harness_pull(h);
+  ASSERT_NE(out, nullptr);
+  const int interval = GST_TORCH_SKIP_INTERVAL;
+  EXPECT_EQ(tile_results(out),
+            (std::vector<TileResult>{
+                {0, false, interval, 0}, {1, false, interval, 0}, {2, false, interval, 0}}));
+  EXPECT_EQ(boxes_of(out), kBoxes);
+  gst_buffer_unref(out);
+  EXPECT_EQ(stat_of(h, "regions-reused"), 3u);
   gst_harness_teardown(h);
 }
 

@@ -14,35 +14,15 @@
 
 #include "common/error.h"
 #include "frame_accounting.h"
+#include "gray_frame.h"
 #include "grey_model.h"
 #include "stream/motion_gate.h"
 #include "stream/stream_session.h"
 
 using namespace torchinfer;
+using torchinfer::test::Gray;
 
 namespace {
-
-// A GRAY8 frame of one value; 128x64 pixels = 16x8 samples = 2x1 cells.
-struct Gray {
-  int width, height;
-  std::vector<std::uint8_t> px;
-  Gray(int w, int h, int v) : width(w), height(h), px(std::size_t(w) * h, std::uint8_t(v)) {}
-  // Adds `d` to the pixels of [x0, x1) x [y0, y1).
-  Gray& add(int x0, int y0, int x1, int y1, int d) {
-    for (int y = y0; y < y1; ++y)
-      for (int x = x0; x < x1; ++x) px[std::size_t(y) * width + x] += d;
-    return *this;
-  }
-  FrameView view() const {
-    FrameView v;
-    v.format = PixelFormat::kGRAY8;
-    v.width = width;
-    v.height = height;
-    v.planes[0] = px.data();
-    v.strides[0] = width;
-    return v;
-  }
-};
 
 MotionGateOptions gate_options(double threshold = 8, int hold = 2, int keyframe = 100,
                                double min_area = 0) {
