@@ -6,14 +6,16 @@ A 4000x3000 camera at 30 fps looks down on a static bed of bare belt (a
 SEED + 50_000 +) over which one lane of carriers indexes left to right.
 A carrier is a whole 640x480 demo scene with its parts and defects
 (models/demo/seg_data.py, held-out seeds SEED + 60_000 +; parts wholly
-inside it, as the mosaics keep them). The lane is centred in the frame
+inside it, as the mosaics keep them; of each carrier's seeds the first
+scene with MIN_PARTS = 2 or more such parts: a carrier holds parts, and
+scenes are drawn whatever their defects). The lane is centred in the frame
 (carrier tops at y = LANE_Y = 1260), carriers PITCH = 800 px apart (160 px
 gaps), so 5 rest in view (12.8 % of the frame; the parts on them cover
 PARTS_SHARE, printed). The indexer moves SPEED = 160 px a frame for MOVE = 5
 frames (one pitch), then dwells DWELL = 10 frames (1/3 s); CYCLES = 3 such
 cycles make FRAMES = 45 frames (1.5 s), moving on 15 of them (1/3). Frame
 0 is the first frame of the first move: carriers move into view from the
-left, stop, and move on; 7 carriers pass in all. No motion blur (strobed
+left, stop, and move on; 8 carriers pass in all. No motion blur (strobed
 or short exposure); every frame carries fresh sensor noise (sigma
 TEMPORAL_NOISE = 2 levels) on top of each scene's own, so still belt is not
 bit-identical from frame to frame, as no camera's is.
@@ -47,6 +49,7 @@ CYCLES = 3
 FRAMES = CYCLES * (MOVE + DWELL)  # 45
 REST_X0 = 80                    # the first carrier's left edge at rest: 5 in view
 TEMPORAL_NOISE = 2.0
+MIN_PARTS = 2                   # a carrier holds at least this many whole parts
 
 
 def moving(f):
@@ -73,8 +76,11 @@ def carriers(seed):
         xs = [carrier_x(j, f) for f in range(FRAMES)]
         if not any(-mf.WIDTH < x < W for x in xs):
             continue
-        scene = sd.random_seg_scene(seed + 60_000 + j + 100)
-        scene.parts = [p for p in scene.parts if inside_scene(mf.part_bbox(p))]
+        for k in range(100):  # the first scene of the carrier's seeds with 2+ whole parts
+            scene = sd.random_seg_scene(seed + 60_000 + 100 * (j + 10) + k)
+            scene.parts = [p for p in scene.parts if inside_scene(mf.part_bbox(p))]
+            if len(scene.parts) >= MIN_PARTS:
+                break
         img, _ = mf.render(scene)
         inst = [(cls, sd.instance_box(x0, y0, m, mf.WIDTH, mf.HEIGHT), m, x0, y0, ign)
                 for cls, x0, y0, m, ign in sd.frame_instances(scene)]
@@ -102,13 +108,13 @@ def frame_truth(cars, f):
     truth = []
     for j, (_, inst, _) in cars.items():
         ox = carrier_x(j, f)
-        for cls, b, m, x0, _, ign in inst:
+        for k, (cls, b, m, x0, _, ign) in enumerate(inst):
             box = [max(b[0] + ox, 0), b[1] + LANE_Y, min(b[2] + ox, W), b[3] + LANE_Y]
             if box[0] >= box[2]:
                 continue
             lo, hi = max(0, -(x0 + ox)), max(0, min(m.shape[1], W - (x0 + ox)))
             inside = m[:, lo:hi].sum() if lo < hi else 0
-            truth.append({"class": sd.CLASSES[cls], "box": box,
+            truth.append({"class": sd.CLASSES[cls], "box": box, "id": f"{j}.{k}",
                           "ignore": bool(ign or inside < sd.MIN_IN_VIEW * m.sum())})
     return truth
 
@@ -126,7 +132,7 @@ def parts_share(cars):
 
 def render(work, name, seed):
     """Writes name0.rgb .. name44.rgb into work; returns (truth per frame,
-    parts share at the first rest)."""
+    parts share at the first rest, carriers)."""
     bed = background(seed)
     cars = carriers(seed)
     rng = np.random.default_rng(seed + 70_000)
@@ -143,4 +149,4 @@ def render(work, name, seed):
         noisy = img.astype(np.int16) + bank[at:at + img.size].reshape(img.shape)
         np.clip(noisy, 0, 255).astype(np.uint8).tofile(os.path.join(work, f"{name}{f}.rgb"))
         truth.append(frame_truth(cars, f))
-    return truth, parts_share(cars)
+    return truth, parts_share(cars), len(cars)

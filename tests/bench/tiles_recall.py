@@ -164,8 +164,10 @@ def render_frame(index, layout):
 
 def render(work, frames, layout):
     if layout == "belt":
-        truth, share = belt_clip.render(work, layout, SEED)
-        print(f"belt: parts cover {100 * share:.1f} % of the frame at rest", flush=True)
+        truth, share, cars = belt_clip.render(work, layout, SEED)
+        ids = {o["id"] for t in truth for o in t if not o["ignore"]}
+        print(f"belt: {cars} carriers, {len(ids)} distinct defects counted on some frame; "
+              f"parts (their boxes) cover {100 * share:.1f} % of the frame at rest", flush=True)
     else:
         truth = [None] * frames
         for i in range(frames):
