@@ -41,6 +41,7 @@ Each configuration runs the real plugin on the same raw frames:
                    stats message at EOS (stats-interval, gst-launch -m):
                    frames-inferred / frames-in, regions-inferred /
                    (frames-in x tiles per frame)
+  ...+gate+holdN   (--configs only) the same with motion-hold=N (0, 1)
 CPU per frame: the gst-launch process's user+sys CPU (getrusage of the
 child) for all --frames frames minus that for 1 frame, over frames - 1
 (start-up, model load and warm-up cancel; belt: the 45 frames minus frame
@@ -54,6 +55,7 @@ or ignored.
 
 Usage: tests/bench/tiles_recall.py [--build build] [--frames 5] [--reps 3]
                                    [--layouts dense,nests,belt] [--iou 0.3] [--keep DIR]
+                                   [--configs full,NAME,...]
        tests/bench/tiles_recall.py --smoke   (meson test bench-smoke-tiles-recall)
 """
 import argparse
@@ -102,6 +104,11 @@ CONFIGS = {
     "tiles-640x480+gate": (TILES.format(w=640, h=480, o=0.1, b=7) + " inference-gate=motion",
                            49),
 }
+# belt, by --configs only: the gate's hold shortened (a strobed belt with no
+# blur sees a part at rest on the frame its move ends)
+for _hold in (0, 1):
+    CONFIGS[f"tiles-640x480+gate+hold{_hold}"] = (
+        CONFIGS["tiles-640x480+gate"][0] + f" motion-hold={_hold}", 49)
 LAYOUTS = {"dense": ["full", "tiles-640x480", "tiles-960x720", "tiles-1280x960",
                      "tiles-2000x1500"],
            "nests": ["full", "nests", "tiles-640x480"],
@@ -308,6 +315,8 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--iou", type=float, default=0.3)
     ap.add_argument("--layouts", default="dense,nests")
+    ap.add_argument("--configs", help="comma-separated configurations instead of the "
+                    "layouts' own (full first: the CPU base); names: " + ",".join(CONFIGS))
     ap.add_argument("--keep", help="keep the frames and outputs in this folder")
     ap.add_argument("--smoke", action="store_true",
                     help="a seconds-long run so the script cannot rot (meson test "
@@ -323,6 +332,12 @@ def main():
     for n in layouts:
         if n not in LAYOUTS:
             ap.error(f"unknown layout {n}; known: {','.join(LAYOUTS)}")
+    if a.configs:
+        names = a.configs.split(",")
+        if names[0] != "full" or [n for n in names if n not in CONFIGS]:
+            ap.error(f"--configs: full first, then any of {','.join(CONFIGS)}")
+        for n in layouts:
+            LAYOUTS[n] = names
     os.environ["GST_PLUGIN_PATH"] = os.path.join(ROOT, a.build, "plugin")
     os.environ["GST_REGISTRY"] = os.path.join(tempfile.gettempdir(),
                                               "torchinfer-tiles-recall-registry.bin")
