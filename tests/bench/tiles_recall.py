@@ -287,13 +287,13 @@ def bench(a, work, layout):
             cpu[n].append((many - one) / (frames - 1))
             print(f"rep {rep + 1} {n}: {cpu[n][-1] * 1000:.0f} ms/frame", flush=True)
     base = statistics.median(cpu["full"])
-    print(f"\n{layout:18} {'infer':>5} {'CPU ms/frame':>12} {'x full':>7} "
+    print(f"\n{layout:26} {'infer':>5} {'CPU ms/frame':>12} {'x full':>7} "
           f"{'recall':>14} {'false/frame':>11}  per class (found/counted)")
     for n in names:
         f, c, per, false = score(truth, os.path.join(work, f"{layout}-{n}.jsonl"), a.iou)
         m = statistics.median(cpu[n])
         cls = " ".join(f"{k} {v[0]}/{v[1]}" for k, v in per.items())
-        print(f"{n:18} {CONFIGS[n][1]:>5} {m * 1000:12.0f} {m / base:7.2f} "
+        print(f"{n:26} {CONFIGS[n][1]:>5} {m * 1000:12.0f} {m / base:7.2f} "
               f"{100.0 * f / max(c, 1):6.1f}% {f:>3}/{c:<3} {false / frames:11.1f}  {cls}")
     for n in names:
         if stats.get(n):
