@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -182,6 +183,10 @@ class Child {
     std::lock_guard<std::mutex> lock(mu_);
     return out_;
   }
+  std::size_t err_line_count() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return err_.size();
+  }
   std::string err() {
     std::lock_guard<std::mutex> lock(mu_);
     std::string s;
@@ -228,6 +233,35 @@ inline std::vector<nlohmann::json> json_lines(const std::string& text) {
 inline std::string read_file(const std::string& path) {
   std::ifstream in(path);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// mosquitto_sub on 127.0.0.1:port with `args` (topic, qos, count),
+// subscribed when this returns: the broker, started with -v, logged its
+// SUBSCRIBE. A client refused or gone before that (seen once in a loaded CI
+// run: "Connection refused" right after the broker said it was running) is
+// started again, up to 5 times; null, with a failure added, if none got
+// through within `timeout_s`.
+inline std::unique_ptr<Child> subscribed_mosquitto_sub(Child& broker, const std::string& port,
+                                                       const std::vector<std::string>& args,
+                                                       double timeout_s = 20) {
+  std::vector<std::string> argv{"mosquitto_sub", "-h", "127.0.0.1", "-p", port};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto waited = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  std::string why;
+  for (int attempt = 0; attempt < 5 && waited() < timeout_s; ++attempt) {
+    const std::size_t from = broker.err_line_count();
+    auto sub = std::make_unique<Child>(argv);
+    while (waited() < timeout_s) {
+      if (broker.wait_line_index(true, "Received SUBSCRIBE", 0.2, from) >= 0) return sub;
+      if (sub->wait_exit(0) != -2) break;  // refused or gone: start another
+    }
+    why += sub->err();
+  }
+  ADD_FAILURE() << "mosquitto_sub never subscribed: " << why << broker.err();
+  return nullptr;
 }
 
 }  // namespace torchinfer::test

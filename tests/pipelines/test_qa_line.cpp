@@ -45,9 +45,11 @@ TEST(QaLine, DetectorOnlyThresholdDecidesFromTheBestViews) {
   const std::string port = std::to_string(free_port());
   Child broker({"/usr/sbin/mosquitto", "-v", "-p", port});
   ASSERT_NE(broker.wait_line(true, "running", 20), "") << broker.err();
-  Child sub({"mosquitto_sub", "-p", port, "-t", "line1/qa", "-q", "1", "-C", "14"});
-  // Subscribed before the first decision: the broker (-v) logs the SUBSCRIBE.
-  ASSERT_NE(broker.wait_line(true, "Received SUBSCRIBE", 20), "") << broker.err() << sub.err();
+  // Subscribed before the first decision.
+  const std::unique_ptr<Child> subscriber =
+      subscribed_mosquitto_sub(broker, port, {"-t", "line1/qa", "-q", "1", "-C", "14"});
+  ASSERT_TRUE(subscriber);
+  Child& sub = *subscriber;
   const Result r = run({app(), "--clip", clip(), "--model", model(), "--classifier", "none",
                         "--quiet", "--defect-threshold", "0.9", "--mqtt-host", "127.0.0.1",
                         "--mqtt-port", port, "--mqtt-topic", "line1/qa"});
