@@ -84,6 +84,7 @@ struct State {
   nms::TileDecodeCache tile_cache;  // inference-region=tiles: tiles carried over
   bool warned_no_meta = false;
   bool warned_dropped_masks = false;  // yolov8-seg masks past the frame's run budget
+  bool warned_tile_masks = false;     // yolov8-seg on tiles: boxes only
   bool warned_invalid = false;        // yolov8-obb anchors dropped (counted in status.invalid)
   bool failed = false;                // an error was posted; later frames fail quietly
 };
@@ -153,6 +154,7 @@ static gboolean gst_torchnms_start(GstBaseTransform* trans) {
   st.labels.clear();
   st.warned_no_meta = false;
   st.warned_dropped_masks = false;
+  st.warned_tile_masks = false;
   st.warned_invalid = false;
   st.failed = false;
   try {
@@ -397,6 +399,17 @@ static void detect(GstTorchNms* self, GstBuffer* buf, const GstTorchTensorMeta* 
 static void detect_tiles(GstTorchNms* self, GstBuffer* buf,
                          const std::vector<const GstTorchTensorMeta*>& tiles, const Resolved& r,
                          Clock::time_point t0) {
+  if (*r.decoder == Decoder::kYolov8Seg && !self->state->warned_tile_masks) {
+    // Once per run: a mask cut by a tile border has no merge yet, so the
+    // detections keep their boxes and carry no mask.
+    self->state->warned_tile_masks = true;
+    GST_ELEMENT_WARNING(self, STREAM, DECODE,
+                        ("Masks are not decoded for inference-region=tiles: the detections carry "
+                         "boxes only."),
+                        ("model '%s'; for masks infer the whole frame or windows of it (torchinfer "
+                         "crop=)",
+                         tiles[0]->model ? tiles[0]->model : ""));
+  }
   std::vector<Detection> dets =
       decode_tiles(*r.decoder, tiles, r.options, &self->state->tile_cache);
   const std::size_t contained = suppress_contained(dets, self->state->active.suppress_contained);

@@ -9,8 +9,9 @@
 namespace torchinfer {
 // With its own frame's outputs only, so that a kept result from a batch of
 // many regions (tiles, objects) does not keep the whole batch's outputs.
-StreamSession::CachedResult StreamSession::cached(const SlotResult& slot, std::uint64_t pts) {
-  CachedResult c{slot, pts};
+StreamSession::CachedResult StreamSession::cached(const SlotResult& slot,
+                                                  const FrameInference& rec) {
+  CachedResult c{slot, rec.pts, rec.frame_width, rec.frame_height};
   const FrameResult& r = slot.result;
   if (r.output && r.output->batch() > 1) {
     c.slot.result.output = r.output->frame_copy(r.index);
@@ -61,13 +62,17 @@ void StreamSession::resolve_regions(FrameInference& rec, OutStream& stream) {
   for (RegionResult& r : rec.regions) {
     if (r.fate == RegionFate::kInferred && r.slot >= 0 && rec.slots[r.slot].delivered) {
       r.result_pts = rec.pts;
-      if (r.object_id) stream.results.put(*r.object_id, frame, cached(rec.slots[r.slot], rec.pts));
+      if (r.object_id) stream.results.put(*r.object_id, frame, cached(rec.slots[r.slot], rec));
       continue;
     }
     if (!r.object_id) continue;
     CachedResult* c = stream.results.touch(*r.object_id, frame);
-    // A region due for reuse, or one whose batch slot was dropped (busy).
-    if (c && (r.fate == RegionFate::kReuse || r.fate == RegionFate::kInferred)) {
+    // A region due for reuse, or one whose batch slot was dropped (busy),
+    // from a frame of this size: after a new size a tile of the same index
+    // covers other pixels, and its boxes would land elsewhere.
+    const bool same_size =
+        c && c->frame_width == rec.frame_width && c->frame_height == rec.frame_height;
+    if (same_size && (r.fate == RegionFate::kReuse || r.fate == RegionFate::kInferred)) {
       r.slot = static_cast<int>(rec.slots.size());
       rec.slots.push_back(c->slot);
       r.reused = true;

@@ -210,9 +210,10 @@ class StreamSession {
   struct CachedResult {
     SlotResult slot;
     std::uint64_t pts = kNoTimestamp;
+    int frame_width = 0, frame_height = 0;  // of the frame it was computed on
   };
   // A region's result as the stream keeps it for later frames.
-  static CachedResult cached(const SlotResult& slot, std::uint64_t pts);
+  static CachedResult cached(const SlotResult& slot, const FrameInference& rec);
   // The streaming half's state of one stream.
   struct InStream {
     std::string id;

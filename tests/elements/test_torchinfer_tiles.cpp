@@ -256,6 +256,34 @@ TEST(TorchInferTiles, AFrameNotDueCarriesEveryTilesLatestResult) {
   gst_harness_teardown(h);
 }
 
+// A new frame size makes a new grid: tile i covers other pixels, so a
+// frame not due after it carries no tile of the old size.
+TEST(TorchInferTiles, ANewFrameSizeCarriesNoTileOfTheOldGrid) {
+  const std::string wide = caps_of("GRAY8", 160, 64), narrow = caps_of("GRAY8", 128, 64);
+  GstHarness* h = tiles_harness("tile-overlap=0.25 batch-size=3 inference-interval=2", wide);
+  ASSERT_EQ(gst_harness_push(h, frame_with(info_of(wide), kSpots, 0)), GST_FLOW_OK);
+  GstBuffer* first = gst_harness_pull(h);
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(boxes_of(first), kBoxes);
+  gst_buffer_unref(first);
+  gst_harness_set_src_caps_str(h, narrow.c_str());
+  // Not due, and of a new size: no tile carried, no box.
+  ASSERT_EQ(gst_harness_push(h, frame_with(info_of(narrow), {{40, 20, 30, 20}}, 10)), GST_FLOW_OK);
+  GstBuffer* out = gst_harness_pull(h);
+  ASSERT_NE(out, nullptr);
+  EXPECT_EQ(tile_results(out), std::vector<TileResult>{});
+  EXPECT_EQ(boxes_of(out, 128, 64), (std::vector<std::array<double, 4>>{}));
+  gst_buffer_unref(out);
+  // Due: inferred on its own grid (x 0, 48, 64).
+  ASSERT_EQ(gst_harness_push(h, frame_with(info_of(narrow), {{40, 20, 30, 20}}, 20)), GST_FLOW_OK);
+  out = gst_harness_pull(h);
+  ASSERT_NE(out, nullptr);
+  EXPECT_EQ(tiles_of(out), (std::vector<std::pair<int, int>>{{0, 3}, {1, 3}, {2, 3}}));
+  EXPECT_EQ(boxes_of(out, 128, 64), (std::vector<std::array<double, 4>>{{40, 20, 70, 40}}));
+  gst_buffer_unref(out);
+  gst_harness_teardown(h);
+}
+
 TEST(TorchInferTiles, OverlapOutsideItsRangeIsRefused) {
   GstElement* e = gst_element_factory_make("torchinfer", nullptr);
   ASSERT_NE(e, nullptr);

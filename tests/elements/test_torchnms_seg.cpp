@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "element_helpers.h"
+#include "gst/torchinfer/torchinfer-helpers.h"
 #include "gst/torchinfer/torchinfer-meta.h"
 #include "overlay/draw.h"
 #include "overlay/heatmap.h"
@@ -370,6 +371,48 @@ TEST(TorchNmsSeg, JsonLineCarriesEachMaskWithItsCalibratedArea) {
   // p0: +4 on cells 3..6 x 2..7 crosses 0 exactly on the box (48 x 32 pixels);
   // bilinear sampling rounds each corner off by 6 pixels.
   EXPECT_EQ(j["detections"][0]["mask"]["area"], 48 * 32 - 4 * 6);
+}
+
+// Masks are not merged across tile borders: tiles give boxes only, and
+// say so once on the bus rather than leaving the masks out silently.
+TEST(TorchNmsSeg, TilesGiveBoxesOnlyAndWarnOnce) {
+  const std::string caps = caps_of(128, 128);
+  GstHarness* h = gst_harness_new_parse(("torchinfer precision=fp32 inference-region=tiles model=" +
+                                         model("seg_fixed.pt") + " ! torchnms")
+                                            .c_str());
+  gst_harness_set_src_caps_str(h, caps.c_str());
+  GstElement* nms = gst_harness_find_element(h, "torchnms");
+  GstBus* bus = gst_bus_new();
+  gst_element_set_bus(nms, bus);
+  int detections = 0;
+  for (int i = 0; i < 2; ++i) {
+    GstBuffer* out = gst_harness_push_and_pull(h, frame_of(caps));
+    ASSERT_NE(out, nullptr);
+    gst_torch::foreach_detection(
+        out, [&](GstVideoRegionOfInterestMeta* roi, const GstTorchDetection&) {
+          ++detections;
+          EXPECT_EQ(gst_video_region_of_interest_meta_get_param(roi, GST_TORCH_MASK_STRUCTURE_NAME),
+                    nullptr);
+        });
+    gst_buffer_unref(out);
+  }
+  EXPECT_GT(detections, 0);
+  int warnings = 0;
+  while (GstMessage* m = gst_bus_pop_filtered(bus, GST_MESSAGE_WARNING)) {
+    GError* err = nullptr;
+    gst_message_parse_warning(m, &err, nullptr);
+    EXPECT_NE(std::string(err->message).find("Masks are not decoded for inference-region=tiles"),
+              std::string::npos)
+        << err->message;
+    ++warnings;
+    g_error_free(err);
+    gst_message_unref(m);
+  }
+  EXPECT_EQ(warnings, 1);
+  gst_element_set_bus(nms, nullptr);
+  gst_object_unref(bus);
+  gst_object_unref(nms);
+  gst_harness_teardown(h);
 }
 
 TEST(TorchNmsSeg, OverlayFillsMasksTranslucently) {
