@@ -40,7 +40,8 @@ MallocChoice choose_malloc_tuning(Env env) {
     if (env(name)) return {false, std::string("as the user set it (") + name + ")"};
   if (const char* t = env("GLIBC_TUNABLES"); t && std::strstr(t, "glibc.malloc."))
     return {false, "as the user set it (GLIBC_TUNABLES)"};
-  return {true, "freed memory kept: mmap threshold 8 MiB, trim threshold 256 MiB"};
+  return {true, "freed memory kept: mmap threshold " + std::to_string(kMallocMmapThreshold >> 20) +
+                    " MiB, trim threshold " + std::to_string(kMallocTrimThreshold >> 20) + " MiB"};
 }
 
 }  // namespace torchinfer

@@ -9,6 +9,13 @@
 namespace torchinfer {
 // With its own frame's outputs only, so that a kept result from a batch of
 // many regions (tiles, objects) does not keep the whole batch's outputs.
+// Only then can a later frame carry a tile's result: a frame not due, a
+// tile the gate judged still, a frame skipped busy. Otherwise every tile is
+// inferred on every frame, and keeping (copying) its result is wasted work.
+bool StreamSession::tiles_carried() const {
+  return opts_.inference_interval > 1 || opts_.gate.enabled || skip_when_busy_;
+}
+
 StreamSession::CachedResult StreamSession::cached(const SlotResult& slot,
                                                   const FrameInference& rec) {
   CachedResult c{slot, rec.pts, rec.frame_width, rec.frame_height};
@@ -62,7 +69,8 @@ void StreamSession::resolve_regions(FrameInference& rec, OutStream& stream) {
   for (RegionResult& r : rec.regions) {
     if (r.fate == RegionFate::kInferred && r.slot >= 0 && rec.slots[r.slot].delivered) {
       r.result_pts = rec.pts;
-      if (r.object_id) stream.results.put(*r.object_id, frame, cached(rec.slots[r.slot], rec));
+      if (r.object_id && (!opts_.tiles || tiles_carried()))
+        stream.results.put(*r.object_id, frame, cached(rec.slots[r.slot], rec));
       continue;
     }
     if (!r.object_id) continue;

@@ -214,6 +214,8 @@ class StreamSession {
   };
   // A region's result as the stream keeps it for later frames.
   static CachedResult cached(const SlotResult& slot, const FrameInference& rec);
+  // Options::tiles: whether a later frame may carry a tile's result.
+  bool tiles_carried() const;
   // The streaming half's state of one stream.
   struct InStream {
     std::string id;
