@@ -339,7 +339,9 @@ constexpr Entry kProperties[] = {
       "none: every frame due is inferred. motion: a frame is inferred only if its luma (every "
       "8th pixel of every 8th row) changed since the last inferred frame; still frames pass "
       "through with the latest result, its tensor meta marked not inferred (skip_reason still), "
-      "counted as frames-skipped-still (docs/tuning.md)", inference_gate_type(), GATE_NONE, f); }),
+      "counted as frames-skipped-still. With inference-region=tiles each tile is judged on its "
+      "own and only the tiles that moved are inferred; the others carry their latest result "
+      "(docs/elements.md)", inference_gate_type(), GATE_NONE, f); }),
   ready<&Settings::motion_threshold>(PROP_MOTION_THRESHOLD, [](GParamFlags f) {
     return g_param_spec_double("motion-threshold", "Motion threshold",
       "inference-gate=motion: a cell (64x64 frame pixels) has changed when the mean absolute "

@@ -229,7 +229,10 @@ TEST(TorchInferTiles, MotionGateInfersOnlyTheTilesThatMovedAndCarriesTheRest) {
     EXPECT_EQ(boxes_of(out), boxes[i]);
     gst_buffer_unref(out);
   }
+  // Frames in = inferred (any tile) + skipped still (every tile still).
+  EXPECT_EQ(stat_of(h, "frames-in"), 3u);
   EXPECT_EQ(stat_of(h, "frames-out"), 3u);
+  EXPECT_EQ(stat_of(h, "frames-inferred"), 2u);
   EXPECT_EQ(stat_of(h, "frames-skipped-still"), 1u);
   EXPECT_EQ(stat_of(h, "regions-inferred"), 4u);
   EXPECT_EQ(stat_of(h, "regions-reused"), 5u);
